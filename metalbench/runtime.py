@@ -1,0 +1,107 @@
+"""Moving arrays between MLX, NumPy and the simulator, and running a kernel's IR on it.
+
+Every kernel object (DSL, ``metal_kernel``, ``cuda.jit``) launches on the simulator
+through :func:`run_sim`, so output allocation, poisoning and conversion live here once.
+
+    >>> import numpy as np
+    >>> a = to_numpy(np.arange(3, dtype=np.float32)); a.dtype.name
+    'float32'
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import types as T
+
+# Poison for outputs nobody initialised: NaN for floats, 0xCD.. for integers, so
+# unwritten elements show up in comparisons.
+_POISON_BYTE = 0xCD
+
+
+def to_numpy(x) -> np.ndarray:
+    """A NumPy view or copy of an ``mx.array``, NumPy array or array-like (bfloat16 kept)."""
+    if isinstance(x, np.ndarray):
+        return x
+    mod = type(x).__module__
+    if mod.startswith("mlx"):
+        import mlx.core as mx
+        if x.dtype == mx.bfloat16:
+            import ml_dtypes
+            return np.array(x.view(mx.uint16), copy=False).view(ml_dtypes.bfloat16)
+        return np.array(x, copy=False)
+    return np.asarray(x)
+
+
+def to_mlx(a: np.ndarray):
+    """An ``mx.array`` holding the NumPy array ``a`` (bfloat16 kept)."""
+    import mlx.core as mx
+    if a.dtype == T.bfloat16.np:
+        return mx.array(a.view(np.uint16)).view(mx.bfloat16)
+    return mx.array(a)
+
+
+def is_array(x) -> bool:
+    """True for ``mx.array``, NumPy arrays and other array-likes with a dtype and shape."""
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x) and getattr(x, "ndim", 1) >= 0 \
+        and not isinstance(x, np.generic)
+
+
+def poisoned(shape, t: T.ScalarType) -> np.ndarray:
+    """A fresh array of ``shape`` filled with poison (NaN / 0xCD bytes / True)."""
+    if t.is_float:
+        return np.full(shape, np.nan, dtype=t.np)
+    if t.is_bool:
+        return np.ones(shape, dtype=np.bool_)
+    a = np.empty(shape, dtype=t.np)
+    a.view(np.uint8)[...] = _POISON_BYTE
+    return a
+
+
+def new_output(shape, t: T.ScalarType, init_value=None) -> np.ndarray:
+    """An output array: poisoned, or filled with ``init_value`` when given (MLX semantics)."""
+    if init_value is None:
+        return poisoned(shape, t)
+    return np.full(shape, init_value, dtype=t.np)
+
+
+def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
+            init_value=None, checked: bool = False):
+    """Run ``ir`` (compiled as ``sim_kernel``) on the simulator.
+
+    ``inputs`` maps each input parameter name to an array (any kind) or a scalar;
+    ``outputs`` is a list of ``(name, shape, ScalarType)``. Returns the outputs as a
+    list of ``mx.array`` and the simulator's stats.
+    """
+    from .sim import Buffer
+
+    args = {}
+    for p in ir.inputs:
+        v = inputs[p.name]
+        if p.kind == "scalar":
+            args[p.name] = p.type.np.type(v) if not isinstance(v, np.ndarray) else v.astype(p.type.np).reshape(())[()]
+            continue
+        a = to_numpy(v)
+        if a.dtype != p.type.np:
+            a = a.astype(p.type.np)
+        args[p.name] = _buffer(a, Buffer)
+    outs = []
+    for name, shape, t in outputs:
+        a = new_output(shape, t, init_value)
+        outs.append(a)
+        args[name] = _buffer(a, Buffer)
+    stats = sim_kernel.run(args, grid, threadgroup, checked=checked)
+    return [to_mlx(a) for a in outs], stats
+
+
+def _buffer(a: np.ndarray, Buffer):
+    """A simulator buffer over ``a``: the flat storage plus shape and element strides."""
+    if a.ndim == 0:
+        a = a.reshape(1)
+        return Buffer(a, (), ())
+    if a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        strides = tuple(int(s) // a.itemsize for s in a.strides)
+        return Buffer(flat, tuple(a.shape), strides)
+    # A strided view: hand the simulator the base storage and element strides.
+    a = np.ascontiguousarray(a)
+    return Buffer(a.reshape(-1), tuple(a.shape), tuple(int(s) // a.itemsize for s in a.strides))

@@ -1,0 +1,263 @@
+"""Scalar and vector types, with their MSL, CUDA, NumPy and MLX names, and MSL's C rules.
+
+Every backend reads its type names from here, so a type is defined once::
+
+    >>> from metalbench.types import float16, int32, binary_result
+    >>> float16.msl, float16.cuda, float16.np
+    ('half', '__half', dtype('float16'))
+    >>> binary_result(float16, int32).name      # half op int -> half, as in MSL
+    'float16'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar type. ``rank`` orders integer conversion ranks (C) and float widths."""
+
+    name: str          # metalbench / NumPy-style name: "float32"
+    msl: str           # Metal name: "float"
+    cuda: str          # CUDA name: "float"
+    np: np.dtype
+    kind: str          # "b" bool, "i" signed, "u" unsigned, "f" float
+    bits: int
+    rank: int
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in "if"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class VectorType:
+    """A Metal vector type such as ``float4`` or ``uint3`` (SIMD vectors, not arrays)."""
+
+    elem: ScalarType
+    n: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.elem.msl}{self.n}"
+
+    @property
+    def msl(self) -> str:
+        return self.name
+
+    @property
+    def cuda(self) -> str:
+        # The CUDA printer emits its own small vector structs with these names.
+        return f"mb_{self.elem.msl}{self.n}"
+
+    @property
+    def is_float(self) -> bool:
+        return self.elem.is_float
+
+    @property
+    def is_int(self) -> bool:
+        return self.elem.is_int
+
+    @property
+    def is_bool(self) -> bool:
+        return self.elem.is_bool
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+Type = "ScalarType | VectorType"
+
+bool_ = ScalarType("bool", "bool", "bool", np.dtype(np.bool_), "b", 8, 0)
+int8 = ScalarType("int8", "char", "signed char", np.dtype(np.int8), "i", 8, 1)
+uint8 = ScalarType("uint8", "uchar", "unsigned char", np.dtype(np.uint8), "u", 8, 1)
+int16 = ScalarType("int16", "short", "short", np.dtype(np.int16), "i", 16, 2)
+uint16 = ScalarType("uint16", "ushort", "unsigned short", np.dtype(np.uint16), "u", 16, 2)
+int32 = ScalarType("int32", "int", "int", np.dtype(np.int32), "i", 32, 3)
+uint32 = ScalarType("uint32", "uint", "unsigned int", np.dtype(np.uint32), "u", 32, 3)
+int64 = ScalarType("int64", "long", "long long", np.dtype(np.int64), "i", 64, 4)
+uint64 = ScalarType("uint64", "ulong", "unsigned long long", np.dtype(np.uint64), "u", 64, 4)
+float16 = ScalarType("float16", "half", "__half", np.dtype(np.float16), "f", 16, 1)
+bfloat16 = ScalarType("bfloat16", "bfloat", "__nv_bfloat16", np.dtype(ml_dtypes.bfloat16), "f", 16, 1)
+float32 = ScalarType("float32", "float", "float", np.dtype(np.float32), "f", 32, 2)
+
+SCALARS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
+BY_NAME = {t.name: t for t in SCALARS}
+BY_MSL = {t.msl: t for t in SCALARS}
+# Aliases that MSL and the DSL accept as well.
+BY_MSL.update({"int8_t": int8, "uint8_t": uint8, "int16_t": int16, "uint16_t": uint16,
+               "int32_t": int32, "uint32_t": uint32, "int64_t": int64, "uint64_t": uint64,
+               "size_t": uint64, "unsigned": uint32, "unsigned int": uint32, "bfloat16_t": bfloat16,
+               "float16_t": float16, "float32_t": float32, "signed char": int8, "unsigned char": uint8,
+               "unsigned short": uint16, "unsigned long": uint64, "long long": int64,
+               "unsigned long long": uint64})
+BY_NAME["bool"] = bool_
+
+VECTOR_ELEMS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
+VECTORS = {f"{e.msl}{n}": VectorType(e, n) for e in VECTOR_ELEMS for n in (2, 3, 4)}
+
+uint3 = VECTORS["uint3"]
+
+
+class TypeError_(TypeError):
+    """Raised by the helpers here; front ends turn it into a KernelTypeError with a span."""
+
+
+def from_numpy(dtype) -> ScalarType:
+    """The ScalarType of a NumPy dtype.
+
+    >>> from_numpy(np.dtype("float32")).msl
+    'float'
+    """
+    dt = np.dtype(dtype)
+    if dt == np.float64:
+        raise TypeError_("float64 is not supported on the GPU (Metal has no double); "
+                         "convert the array with .astype(np.float32)")
+    for t in SCALARS:
+        if t.np == dt:
+            return t
+    raise TypeError_(f"dtype {dt} is not supported; use one of "
+                     + ", ".join(t.name for t in SCALARS))
+
+
+def from_mlx(dtype) -> ScalarType:
+    """The ScalarType of an MLX dtype (``mx.float32`` ...).
+
+    >>> import mlx.core as mx
+    >>> from_mlx(mx.bfloat16).msl
+    'bfloat'
+    """
+    name = str(dtype).split(".")[-1]
+    if name == "float64":
+        raise TypeError_("float64 is not supported on the GPU (Metal has no double); "
+                         "use mx.float32")
+    if name == "bool":
+        return bool_
+    if name in BY_NAME:
+        return BY_NAME[name]
+    raise TypeError_(f"MLX dtype {dtype} is not supported")
+
+
+def to_mlx(t: ScalarType):
+    """The MLX dtype of a ScalarType.
+
+    >>> to_mlx(float16)
+    mlx.core.float16
+    """
+    import mlx.core as mx
+    return getattr(mx, "bool_" if t is bool_ else t.name)
+
+
+def lookup(name: str):
+    """A type by any of its names: DSL (``float32``), MSL (``float``, ``uint3``).
+
+    >>> lookup("half") is float16 and lookup("float4").n == 4
+    True
+    """
+    if name in BY_NAME:
+        return BY_NAME[name]
+    if name in BY_MSL:
+        return BY_MSL[name]
+    if name in VECTORS:
+        return VECTORS[name]
+    raise KeyError(name)
+
+
+def promote_int(t: ScalarType) -> ScalarType:
+    """C integer promotion: bool, char, short and their unsigned kin become int."""
+    if (t.is_int or t.is_bool) and t.rank < int32.rank:
+        return int32
+    return t
+
+
+def _int_pair(a: ScalarType, b: ScalarType) -> ScalarType:
+    a, b = promote_int(a), promote_int(b)
+    if a == b:
+        return a
+    if a.is_signed == b.is_signed:
+        return a if a.rank >= b.rank else b
+    s, u = (a, b) if a.is_signed else (b, a)
+    if u.rank >= s.rank:
+        return u
+    if s.bits > u.bits:
+        return s
+    return BY_NAME["u" + s.name]
+
+
+def binary_result(a, b):
+    """The type of ``a op b`` under MSL's usual arithmetic conversions.
+
+    Floats beat integers; between floats the wider wins (half with bfloat gives
+    float); between integers the C rules apply (int with uint gives uint).
+
+    >>> binary_result(int32, uint32).name, binary_result(float16, float32).name
+    ('uint32', 'float32')
+    """
+    if isinstance(a, VectorType) or isinstance(b, VectorType):
+        va = a if isinstance(a, VectorType) else None
+        vb = b if isinstance(b, VectorType) else None
+        if va and vb and va.n != vb.n:
+            raise TypeError_(f"cannot combine {va.name} and {vb.name}: different lengths")
+        n = (va or vb).n
+        ea = va.elem if va else a
+        eb = vb.elem if vb else b
+        # A scalar combined with a vector takes the vector's element type (MSL).
+        if va and not vb:
+            e = va.elem if not (b.is_float and not va.elem.is_float) else binary_result(va.elem, b)
+        elif vb and not va:
+            e = vb.elem if not (a.is_float and not vb.elem.is_float) else binary_result(a, vb.elem)
+        else:
+            e = binary_result(ea, eb)
+        return VECTORS[f"{e.msl}{n}"]
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            if a == b:
+                return a
+            return a if a.rank > b.rank else b if b.rank > a.rank else float32
+        return a if a.is_float else b
+    return _int_pair(a, b)
+
+
+def vector_of(elem: ScalarType, n: int) -> VectorType:
+    """The vector type with ``n`` elements of ``elem``.
+
+    >>> vector_of(float32, 4).name
+    'float4'
+    """
+    return VECTORS[f"{elem.msl}{n}"]
+
+
+def elem_of(t):
+    """The scalar element type of a scalar or vector type."""
+    return t.elem if isinstance(t, VectorType) else t
+
+
+def literal_int_type(value: int) -> ScalarType:
+    """The type C gives an unsuffixed decimal literal: int, else long, else ulong."""
+    if -(2**31) <= value < 2**31:
+        return int32
+    if -(2**63) <= value < 2**63:
+        return int64
+    return uint64
