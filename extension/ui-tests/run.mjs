@@ -1,0 +1,446 @@
+// Browser tests for metalbench-lab: a real JupyterLab (from the venv on PATH) driven
+// by playwright-core with Debian's chromium (no browser downloads).
+//
+//   PATH=/path/to/.venv/bin:$PATH node ui-tests/run.mjs      (or `make test-browser`)
+//
+// Environment: CHROMIUM (default /usr/bin/chromium), SCREENSHOT_DIR (default
+// ui-tests/output), QUICKSTART (default ../notebooks/quickstart.ipynb).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '..', '..');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const SHOTS = path.resolve(process.env.SCREENSHOT_DIR || path.join(here, 'output'));
+const QUICKSTART = path.resolve(
+  process.env.QUICKSTART || path.join(repo, 'notebooks', 'quickstart.ipynb')
+);
+const t0 = Date.now();
+
+const MSL_CELL = [
+  '%%metal smooth --inputs x --outputs out --grid x.size --threadgroup 256',
+  'uint i = thread_position_in_grid.x;',
+  'uint l = thread_position_in_threadgroup.x;',
+  'threadgroup float tile[256];',
+  'device const float* src = x;',
+  'tile[l] = metal::exp(src[i]);',
+  'threadgroup_barrier(mem_flags::mem_threadgroup);',
+  'float4 v = float4(tile[l]);',
+  'out[i] = simd_sum(v.x) / 32.0f;'
+].join('\n');
+
+const DSL_CELL = [
+  '%%metal',
+  '@mb.kernel',
+  'def saxpy(a: float, x, y, out: mb.Out):',
+  'i = thread_position_in_grid.x',
+  'out[i] = a * x[i] + y[i]'
+].join('\n');
+
+const METAL_FILE = `#include <metal_stdlib>
+using namespace metal;
+
+// y = a * x + y, one thread per element
+[[kernel]] void saxpy(device const float* x [[buffer(0)]],
+                      device float* y [[buffer(1)]],
+                      constant float& a [[buffer(2)]],
+                      uint i [[thread_position_in_grid]]) {
+    threadgroup half2 scratch[32];
+    y[i] = fma(a, x[i], y[i]);
+    atomic_fetch_add_explicit(nullptr, 1, memory_order_relaxed);
+}
+`;
+
+let failures = 0;
+let passes = 0;
+function check(cond, what) {
+  if (cond) {
+    passes++;
+    console.log(`  ok   ${what}`);
+  } else {
+    failures++;
+    console.log(`  FAIL ${what}`);
+  }
+}
+function log(msg) {
+  console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${msg}`);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForServer(url, proc, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (proc.exitCode !== null) {
+      throw new Error(`jupyter lab exited with ${proc.exitCode}`);
+    }
+    try {
+      const r = await fetch(url);
+      if (r.ok) {
+        return;
+      }
+    } catch {
+      // not up yet
+    }
+    await new Promise(r => setTimeout(r, 250));
+  }
+  throw new Error(`JupyterLab did not answer at ${url} within ${timeoutMs} ms`);
+}
+
+function notebookJson(cells) {
+  return JSON.stringify({
+    cells: cells.map(source => ({
+      cell_type: 'code',
+      execution_count: null,
+      metadata: {},
+      outputs: [],
+      source
+    })),
+    metadata: {
+      kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+      language_info: { name: 'python' }
+    },
+    nbformat: 4,
+    nbformat_minor: 5
+  });
+}
+
+async function startLab(root) {
+  const port = await freePort();
+  const cfg = path.join(root, '.config');
+  const settings = path.join(cfg, 'settings', '@jupyterlab', 'apputils-extension');
+  fs.mkdirSync(settings, { recursive: true });
+  // No news / update toasts over the cells.
+  fs.writeFileSync(
+    path.join(settings, 'notification.jupyterlab-settings'),
+    JSON.stringify({ fetchNews: 'false', checkForUpdates: false })
+  );
+  const args = [
+    'lab',
+    '--no-browser',
+    '--allow-root',
+    `--port=${port}`,
+    '--ip=127.0.0.1',
+    '--ServerApp.token=',
+    '--ServerApp.password=',
+    '--ServerApp.disable_check_xsrf=True',
+    `--ServerApp.root_dir=${root}`,
+    '--expose-app-in-browser',
+    `--LabApp.user_settings_dir=${path.join(cfg, 'settings')}`,
+    `--LabApp.workspaces_dir=${path.join(cfg, 'workspaces')}`
+  ];
+  const env = {
+    ...process.env,
+    JUPYTER_CONFIG_DIR: cfg,
+    JUPYTER_RUNTIME_DIR: path.join(cfg, 'runtime'),
+    // keep the kernel quick and quiet
+    MPLBACKEND: 'Agg'
+  };
+  const proc = spawn('jupyter', args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = fs.createWriteStream(path.join(root, 'jupyter.log'));
+  proc.stdout.pipe(out);
+  proc.stderr.pipe(out);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForServer(`${url}/api/status`, proc, 90000);
+  return { proc, url };
+}
+
+/** Opens a notebook and waits until its kernel is idle. */
+async function openNotebook(page, url, name) {
+  await page.goto(`${url}/lab/tree/${name}`);
+  await page.waitForFunction(
+    () => {
+      const app = window.jupyterapp;
+      const w = app && app.shell.currentWidget;
+      const kernel = w && w.sessionContext && w.sessionContext.session?.kernel;
+      return !!(kernel && kernel.status === 'idle' && w.content && w.content.widgets.length);
+    },
+    null,
+    { timeout: 90000 }
+  );
+}
+
+/** Mime type, CodeMirror language and token classes/colours of a notebook cell. */
+function cellInfo(page, index) {
+  return page.evaluate(i => {
+    const nb = window.jupyterapp.shell.currentWidget.content;
+    const cell = nb.widgets[i];
+    const probe = document.createElement('span');
+    probe.style.color = 'var(--jp-mirror-editor-keyword-color)';
+    cell.node.appendChild(probe);
+    const keywordColor = getComputedStyle(probe).color;
+    probe.remove();
+    const content = cell.node.querySelector('.cm-content');
+    const tokens = {};
+    for (const span of cell.node.querySelectorAll('.cm-line span')) {
+      const text = span.textContent;
+      if (!(text in tokens)) {
+        tokens[text] = {
+          cls: span.className,
+          color: getComputedStyle(span).color
+        };
+      }
+    }
+    return {
+      mime: cell.model.mimeType,
+      language: content && content.getAttribute('data-language'),
+      keywordColor,
+      tokens
+    };
+  }, index);
+}
+
+async function waitForMime(page, index, mime, timeout = 15000) {
+  await page
+    .waitForFunction(
+      ([i, m]) => {
+        const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
+        const content = cell.node.querySelector('.cm-content');
+        const lang = m === 'text/x-metal' ? 'metal' : 'python';
+        return (
+          cell.model.mimeType.includes(m) &&
+          content &&
+          content.getAttribute('data-language') === lang
+        );
+      },
+      [index, mime],
+      { timeout }
+    )
+    .catch(() => undefined);
+}
+
+function checkMsl(info, when) {
+  const tok = info.tokens;
+  check(info.mime === 'text/x-metal', `${when}: MSL cell mime type is text/x-metal (got ${info.mime})`);
+  check(info.language === 'metal', `${when}: MSL cell editor language is metal (got ${info.language})`);
+  for (const word of ['threadgroup', 'device', 'const']) {
+    check(
+      tok[word] && /tok-keyword/.test(tok[word].cls) && tok[word].color === info.keywordColor,
+      `${when}: '${word}' is a keyword in the keyword colour (${JSON.stringify(tok[word])})`
+    );
+  }
+  for (const word of ['uint', 'float', 'float4']) {
+    check(tok[word] && /tok-typeName/.test(tok[word].cls), `${when}: '${word}' is a type (${JSON.stringify(tok[word])})`);
+  }
+  for (const word of ['threadgroup_barrier', 'mem_flags', 'simd_sum', 'metal', 'exp']) {
+    check(tok[word] && /tok-builtin/.test(tok[word].cls),
+      `${when}: '${word}' is a builtin (${JSON.stringify(tok[word])})`);
+  }
+  const magic = Object.keys(tok).find(k => k.startsWith('%%metal'));
+  check(magic && /tok-meta/.test(tok[magic].cls), `${when}: the %%metal line is a meta line`);
+}
+
+function checkDsl(info, when) {
+  const tok = info.tokens;
+  check(/python/.test(info.mime), `${when}: DSL cell mime type is Python (got ${info.mime})`);
+  check(info.language === 'python', `${when}: DSL cell editor language is python (got ${info.language})`);
+  check(tok['def'] && tok['def'].color === info.keywordColor, `${when}: 'def' is in the keyword colour`);
+}
+
+async function testCells(page, url, root) {
+  log('highlighting of typed %%metal cells');
+  fs.writeFileSync(path.join(root, 'cells.ipynb'), notebookJson(['']));
+  await openNotebook(page, url, 'cells.ipynb');
+  const editor0 = page.locator('.jp-Notebook .jp-Cell').nth(0).locator('.cm-content');
+  await editor0.click();
+  await page.keyboard.type(MSL_CELL);
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('b');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type(DSL_CELL);
+  await page.keyboard.press('Escape');
+  await waitForMime(page, 0, 'text/x-metal');
+  await waitForMime(page, 1, 'python');
+  checkMsl(await cellInfo(page, 0), 'typed');
+  checkDsl(await cellInfo(page, 1), 'typed');
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.locator('.jp-Notebook .jp-Cell').nth(0).screenshot({ path: path.join(SHOTS, 'msl-cell.png') });
+  await page.locator('.jp-Notebook .jp-Cell').nth(1).screenshot({ path: path.join(SHOTS, 'dsl-cell.png') });
+
+  log('kernel restart');
+  await page.evaluate(() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel());
+  await page.waitForFunction(
+    () => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel?.status === 'idle',
+    null,
+    { timeout: 60000 }
+  );
+  await page.waitForTimeout(1000);
+  checkMsl(await cellInfo(page, 0), 'after restart');
+  checkDsl(await cellInfo(page, 1), 'after restart');
+
+  log('language_info change (the notebook resets every code cell)');
+  await page.evaluate(() => {
+    const model = window.jupyterapp.shell.currentWidget.content.model;
+    model.setMetadata('language_info', { name: 'python', version: '3.0', codemirror_mode: { name: 'ipython', version: 3 } });
+    model.setMetadata('language_info', { name: 'python', version: '3.1', mimetype: 'text/x-python' });
+  });
+  await page.waitForTimeout(1000);
+  checkMsl(await cellInfo(page, 0), 'after language_info change');
+  checkDsl(await cellInfo(page, 1), 'after language_info change');
+
+  log('editing: a DSL body turns an MSL cell Python, removing %%metal turns it back');
+  await page.evaluate(() => {
+    const cell = window.jupyterapp.shell.currentWidget.content.widgets[0];
+    cell.model.sharedModel.setSource('%%metal k\n# comment\n@mb.kernel\ndef k(x):\n    pass\n');
+  });
+  await waitForMime(page, 0, 'python');
+  check(/python/.test((await cellInfo(page, 0)).mime), 'a decorated def body is Python');
+  await page.evaluate(() => {
+    const cell = window.jupyterapp.shell.currentWidget.content.widgets[0];
+    cell.model.sharedModel.setSource('%%metal k --lang msl\ndef k(x): pass\n');
+  });
+  await waitForMime(page, 0, 'text/x-metal');
+  check((await cellInfo(page, 0)).mime === 'text/x-metal', '--lang msl forces Metal');
+  await page.evaluate(() => {
+    const cell = window.jupyterapp.shell.currentWidget.content.widgets[0];
+    cell.model.sharedModel.setSource('x = 1  # no magic\n');
+  });
+  await waitForMime(page, 0, 'python');
+  check(/python/.test((await cellInfo(page, 0)).mime), 'a cell without %%metal is Python again');
+  await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.save());
+}
+
+async function testMetalFile(page, url, root) {
+  log('.metal file in the editor');
+  fs.writeFileSync(path.join(root, 'saxpy.metal'), METAL_FILE);
+  await page.goto(`${url}/lab/tree/saxpy.metal`);
+  await page.waitForSelector('.jp-FileEditor .cm-content[data-language="metal"]', { timeout: 30000 }).catch(() => undefined);
+  const info = await page.evaluate(() => {
+    const w = window.jupyterapp.shell.currentWidget;
+    const tokens = {};
+    for (const span of w.node.querySelectorAll('.cm-line span')) {
+      tokens[span.textContent] = tokens[span.textContent] || span.className;
+    }
+    return {
+      mime: w.content.model.mimeType,
+      language: w.node.querySelector('.cm-content')?.getAttribute('data-language'),
+      tokens
+    };
+  });
+  check(info.mime === 'text/x-metal', `.metal file mime type is text/x-metal (got ${info.mime})`);
+  check(info.language === 'metal', '.metal file editor language is metal');
+  check(/tok-attributeName/.test(info.tokens['[[kernel]]'] || ''), '[[kernel]] is an attribute');
+  check(/tok-attributeName/.test(info.tokens['[[buffer(0)]]'] || ''), '[[buffer(0)]] is an attribute');
+  check(/tok-attributeName/.test(info.tokens['[[thread_position_in_grid]]'] || ''), '[[thread_position_in_grid]] is an attribute');
+  check(/tok-meta/.test(info.tokens['#include <metal_stdlib>'] || ''), '#include is a preprocessor line');
+  check(/tok-typeName/.test(info.tokens['half2'] || ''), 'half2 is a type');
+  check(/tok-keyword/.test(info.tokens['constant'] || ''), 'constant is a keyword');
+  const box = await page.locator('.jp-FileEditor').boundingBox();
+  await page.screenshot({
+    path: path.join(SHOTS, 'metal-file.png'),
+    clip: { x: box.x, y: box.y, width: Math.min(box.width, 760), height: 250 }
+  });
+}
+
+async function testQuickstart(page, url, root) {
+  if (!fs.existsSync(QUICKSTART)) {
+    console.log(`  SKIP quickstart: ${path.relative(process.cwd(), QUICKSTART)} does not exist yet`);
+    return;
+  }
+  log('quickstart notebook: run all, screenshot the workbench panel');
+  // Copy the notebooks folder so relative paths in the notebook still work.
+  const dir = path.join(root, 'nb');
+  fs.cpSync(path.dirname(QUICKSTART), dir, { recursive: true });
+  await openNotebook(page, url, `nb/${path.basename(QUICKSTART)}`);
+  await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
+  await page.waitForFunction(
+    () => {
+      const w = window.jupyterapp.shell.currentWidget;
+      const cells = w.content.widgets.filter(c => c.model.type === 'code');
+      const done = cells.every(c => c.model.executionCount !== null || !c.model.sharedModel.getSource().trim());
+      return done && w.sessionContext.session?.kernel?.status === 'idle';
+    },
+    null,
+    { timeout: 120000 }
+  );
+  const errors = await page.locator('.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jp-Notebook .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]').count();
+  check(errors === 0, `quickstart ran without errors (${errors} error outputs)`);
+  const metalCell = await page.evaluate(() => {
+    const w = window.jupyterapp.shell.currentWidget;
+    return w.content.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('%%metal'));
+  });
+  check(metalCell >= 0, 'quickstart has a %%metal cell');
+  if (metalCell < 0) {
+    return;
+  }
+  const cell = page.locator('.jp-Notebook .jp-Cell').nth(metalCell);
+  await cell.scrollIntoViewIfNeeded();
+  const widget = cell.locator('.jp-OutputArea-output .widget-box, .jp-OutputArea-output .jupyter-widgets').first();
+  const hasWidget = await widget.waitFor({ timeout: 30000 }).then(() => true, () => false);
+  check(hasWidget, 'the %%metal cell shows an ipywidgets workbench panel');
+  await page.waitForTimeout(1500); // let plots and layout settle
+  await cell.screenshot({ path: path.join(SHOTS, 'workbench-panel.png') });
+}
+
+async function main() {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM)`);
+  }
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'metalbench-ui-'));
+  log(`starting JupyterLab in ${root}`);
+  const { proc, url } = await startLab(root);
+  let browser;
+  try {
+    log(`JupyterLab is up at ${url}`);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync'
+      ]
+    });
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    page.setDefaultTimeout(30000);
+    page.on('console', msg => {
+      if (msg.type() === 'error' && /metalbench/i.test(msg.text())) {
+        console.log(`  browser console: ${msg.text()}`);
+      }
+    });
+    await testCells(page, url, root);
+    await testMetalFile(page, url, root);
+    await testQuickstart(page, url, root);
+  } finally {
+    if (browser) {
+      await browser.close();
+    }
+    proc.kill('SIGTERM');
+    await new Promise(r => setTimeout(r, 500));
+    if (proc.exitCode === null) {
+      proc.kill('SIGKILL');
+    }
+    if (failures) {
+      console.log(`JupyterLab log: ${path.join(root, 'jupyter.log')}`);
+    } else {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }
+  log(`${passes} passed, ${failures} failed; screenshots in ${SHOTS}`);
+  process.exit(failures ? 1 : 0);
+}
+
+main().catch(err => {
+  console.error(err);
+  process.exit(1);
+});
