@@ -1,0 +1,48 @@
+"""metalbench: write GPU kernels in notebook cells, run them as live MLX kernels.
+
+    import metalbench as mb
+    from metalbench.dsl import *
+
+    @mb.kernel
+    def saxpy(a: float, x, y, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+    out = saxpy(2.0, x, y, grid=x.size, threadgroup=256)
+
+Backends: ``metal`` (Apple GPU), ``cuda`` (NVIDIA through MLX), ``sim`` (CPU simulator).
+"""
+from .errors import (BackendUnavailableError, KernelCheckError, KernelLaunchError, KernelNameError,
+                     KernelSyntaxError, KernelTypeError, MetalbenchError)
+from .frontend.python import Out, constexpr
+from .kernel import Func, Kernel, func, kernel
+from .launch import resolve_backend
+from .types import bfloat16, bool_, float16, float32, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+
+__version__ = "0.1.0"
+
+
+def metal_kernel(*args, **kwargs):
+    """Drop-in for ``mx.fast.metal_kernel`` that also runs on ``cuda`` and ``sim``::
+
+        k = mb.metal_kernel(name="myexp", input_names=["inp"], output_names=["out"],
+                            source="uint i = thread_position_in_grid.x; out[i] = metal::exp(inp[i]);")
+        (out,) = k(inputs=[a], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
+                   output_shapes=[a.shape], output_dtypes=[a.dtype], backend="sim")
+    """
+    from .mlx_compat import metal_kernel as _mk
+    return _mk(*args, **kwargs)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext metalbench``: registers the ``%%metal`` cell magic."""
+    from .notebook.magic import load_ipython_extension as _load
+    _load(ipython)
+
+
+__all__ = ["kernel", "func", "Kernel", "Func", "Out", "constexpr", "metal_kernel", "resolve_backend",
+           "MetalbenchError", "KernelSyntaxError", "KernelNameError", "KernelTypeError",
+           "KernelLaunchError", "KernelCheckError", "BackendUnavailableError",
+           "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "bfloat16", "float32"]

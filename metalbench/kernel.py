@@ -1,0 +1,491 @@
+"""Kernel objects: ``@mb.kernel`` and ``@mb.func``.
+
+A :class:`Kernel` binds a call's arguments, specialises the DSL function on their
+dtypes, ndims and constexpr values (cached, as in Numba), and launches the result on
+a backend::
+
+    import metalbench as mb
+    from metalbench.dsl import *
+
+    @mb.kernel
+    def saxpy(a: float, x, y, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+    out = saxpy(2.0, x, y, grid=x.size, threadgroup=256)            # mx.array
+    print(saxpy.source(2.0, x, y, backend="metal"))                  # the MSL MLX receives
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from . import launch as L
+from . import runtime
+from . import types as T
+from .errors import KernelLaunchError, KernelTypeError, MetalbenchError
+from .frontend import python as F
+
+
+class KernelBase:
+    """What every kernel object offers besides launching: check, bench, sweep, autotune.
+
+    Subclasses implement ``_launch_for_tools(args, kwargs)``-style calls through
+    ``__call__``; the tools live in ``check.py`` and ``bench.py``.
+    """
+
+    def check(self, ref, *args, **kwargs):
+        """Run the kernel and compare its outputs with ``ref(*args)`` (a NumPy reference).
+
+        >>> r = saxpy.check(lambda a, x, y: a * x + y, 2.0, x, y, grid=n)   # doctest: +SKIP
+        >>> r.ok, r.max_abs_err                                             # doctest: +SKIP
+        """
+        from .check import check_kernel
+        return check_kernel(self, ref, *args, **kwargs)
+
+    def bench(self, *args, **kwargs):
+        """Time the kernel: median and IQR over repeats after warm-up.
+
+        >>> t = saxpy.bench(2.0, x, y, grid=n, threadgroup=256)             # doctest: +SKIP
+        """
+        from .bench import bench_kernel
+        return bench_kernel(self, *args, **kwargs)
+
+    def sweep(self, *args, **kwargs):
+        """Time (and optionally check) the kernel over launch configurations and constexprs.
+
+        >>> s = saxpy.sweep(2.0, x, y, grid=n, threadgroup=[64, 128, 256])  # doctest: +SKIP
+        """
+        from .bench import sweep_kernel
+        return sweep_kernel(self, *args, **kwargs)
+
+    def autotune(self, *args, **kwargs):
+        """Sweep, remember the best configuration on disk, and return it.
+
+        >>> best = saxpy.autotune(2.0, x, y, grid=n, threadgroup=[64, 256]) # doctest: +SKIP
+        """
+        from .bench import autotune_kernel
+        return autotune_kernel(self, *args, **kwargs)
+
+
+@dataclass
+class Specialization:
+    """One compiled form of a kernel: its IR and, lazily, each backend's artifact."""
+    key: tuple
+    ir: ir.KernelIR
+    specs: list
+    artifacts: dict = field(default_factory=dict)
+
+    def sim(self):
+        k = self.artifacts.get("sim")
+        if k is None:
+            from .sim import compile_kernel
+            k = self.artifacts["sim"] = compile_kernel(self.ir)
+        return k
+
+    def rendered(self, backend: str):
+        key = ("rendered", backend)
+        r = self.artifacts.get(key)
+        if r is None:
+            if backend == "metal":
+                from .codegen.msl import render
+            else:
+                from .codegen.cuda import render
+            r = self.artifacts[key] = render(self.ir)
+        return r
+
+
+def _kind_of_param(fn_param: inspect.Parameter):
+    ann = fn_param.annotation
+    if isinstance(ann, F.OutSpec):
+        return "out", ann
+    if isinstance(ann, F.ConstExpr):
+        return "constexpr", None
+    if isinstance(ann, str):
+        a = ann.replace(" ", "")
+        if a in ("mb.Out", "Out", "metalbench.Out"):
+            return "out", F.Out
+        if a in ("mb.constexpr", "constexpr", "metalbench.constexpr"):
+            return "constexpr", None
+    return "arg", ann
+
+
+def scalar_type_of(value, annotation=inspect.Parameter.empty) -> T.ScalarType:
+    """The type a scalar argument gets: the annotation's if it names one, else Python
+    float → float32, int → int32 (int64 if large), bool → bool, NumPy scalars keep
+    their dtype (float64 becomes float32: Metal has no double).
+
+    >>> scalar_type_of(2.0).name, scalar_type_of(3).name, scalar_type_of(np.uint8(1)).name
+    ('float32', 'int32', 'uint8')
+    """
+    if annotation is not inspect.Parameter.empty and annotation is not None:
+        t = F.resolve_dtype(annotation)
+        if t is not None:
+            return t
+    if isinstance(value, (bool, np.bool_)):
+        return T.bool_
+    if isinstance(value, np.generic):
+        if value.dtype == np.float64:
+            return T.float32
+        return T.from_numpy(value.dtype)
+    if isinstance(value, int):
+        return T.literal_int_type(value)
+    if isinstance(value, float):
+        return T.float32
+    raise TypeError(type(value).__name__)
+
+
+class Kernel(KernelBase):
+    """A DSL kernel: ``@mb.kernel`` on a Python function (or source text from a cell).
+
+    Call it with the non-output arguments and launch keywords:
+    ``k(*args, grid=, threadgroup=256, backend="auto", out=None, init_value=None,
+    checked=None)``. Returns an ``mx.array``, or a tuple for several outputs.
+    """
+
+    def __init__(self, fn=None, *, source: str | None = None, env: dict | None = None,
+                 first_line: int | None = None, source_name: str | None = None, name: str | None = None):
+        self.fn = fn
+        self._source_text = source
+        self._env = env
+        self._first_line = first_line
+        self._source_name = source_name
+        self._parsed = None
+        self._cache: dict[tuple, Specialization] = {}
+        if fn is not None:
+            self.__name__ = name or fn.__name__
+            self.__doc__ = fn.__doc__
+            self.signature = inspect.signature(fn)
+        else:
+            parsed = self.parsed()
+            self.__name__ = name or parsed.name
+            self.signature = _signature_from_ast(parsed.fdef, parsed.env)
+        self.name = self.__name__
+        self.params = list(self.signature.parameters.values())
+        self.kinds = [_kind_of_param(p) for p in self.params]
+        self.last_launch: dict | None = None
+
+    def __repr__(self) -> str:
+        args = ", ".join(p.name for p, (k, _) in zip(self.params, self.kinds) if k != "out")
+        return f"<metalbench kernel {self.name}({args})>"
+
+    def parsed(self) -> F.ParsedFunction:
+        if self._parsed is None:
+            p = F.parse_function(self.fn, self._source_text, self._first_line, self._source_name)
+            if self._env is not None:
+                p.env = dict(self._env)
+            self._parsed = p
+        return self._parsed
+
+    # -- binding -------------------------------------------------------------------------
+    def bind(self, args, kwargs, out=None):
+        """Bind call arguments: returns (values by name, specs, output shapes)."""
+        in_params = [p for p, (k, _) in zip(self.params, self.kinds) if k != "out"]
+        if len(args) > len(in_params):
+            raise KernelLaunchError(
+                f"{self.name}() takes {len(in_params)} argument(s) ({', '.join(p.name for p in in_params)}), "
+                f"got {len(args)}", hint="outputs (mb.Out) are created by the kernel and not passed")
+        values: dict[str, Any] = {}
+        for p, a in zip(in_params, args):
+            values[p.name] = a
+        for k, v in kwargs.items():
+            if k not in self.signature.parameters:
+                raise KernelLaunchError(f"{self.name}() got an unexpected keyword argument {k!r}",
+                                        hint="launch options are grid=, threadgroup=, backend=, out=, "
+                                             "init_value=, checked=")
+            if k in values:
+                raise KernelLaunchError(f"{self.name}() got multiple values for argument {k!r}")
+            values[k] = v
+        specs: list[F.ArgSpec] = []
+        first_array = None
+        for p, (kind, extra) in zip(self.params, self.kinds):
+            if kind == "out":
+                continue
+            if p.name not in values:
+                if p.default is not inspect.Parameter.empty:
+                    values[p.name] = p.default
+                else:
+                    missing = [q.name for q, (kk, _) in zip(self.params, self.kinds)
+                               if kk != "out" and q.name not in values and q.default is inspect.Parameter.empty]
+                    raise KernelLaunchError(f"{self.name}() is missing argument(s): {', '.join(missing)}",
+                                            hint=f"call it as {self.name}({', '.join(q.name for q in in_params)}, "
+                                                 "grid=..., threadgroup=...)")
+            v = values[p.name]
+            if kind == "constexpr":
+                specs.append(F.ArgSpec(p.name, "constexpr", value=_hashable_const(v, p.name)))
+            elif runtime.is_array(v):
+                t = _array_type(v, p.name)
+                shape = tuple(int(s) for s in v.shape)
+                if int(np.prod(shape)) == 0:
+                    raise KernelLaunchError(f"argument {p.name!r} is empty (shape {shape})",
+                                            hint="kernels need at least one element; skip the launch for empty inputs")
+                specs.append(F.ArgSpec(p.name, "buffer", t, max(1, len(shape))))
+                if first_array is None:
+                    first_array = (shape, t)
+            else:
+                try:
+                    t = scalar_type_of(v, extra)
+                except (TypeError, T.TypeError_):
+                    raise KernelLaunchError(f"argument {p.name!r} is a {type(v).__name__}; kernels take arrays "
+                                            "(mx.array or NumPy) and numbers", hint="convert it with np.asarray(...)")
+                specs.append(F.ArgSpec(p.name, "scalar", t, 0))
+        outs = [(p, extra) for p, (k, extra) in zip(self.params, self.kinds) if k == "out"]
+        out_specs = []
+        out_overrides = _out_overrides(out, [p.name for p, _ in outs])
+        for p, spec in outs:
+            shape, dtype = out_overrides.get(p.name, (spec.shape, spec.dtype))
+            if callable(shape):
+                shape = shape(**values)
+            elif isinstance(shape, str):
+                if shape not in values or not runtime.is_array(values[shape]):
+                    raise KernelLaunchError(f"output {p.name!r} takes its shape from {shape!r}, which is not an "
+                                            "array argument")
+                shape = tuple(values[shape].shape)
+            if shape is None:
+                if first_array is None:
+                    raise KernelLaunchError(f"output {p.name!r} has no shape: there is no array argument to copy it from",
+                                            hint=f"declare it as {p.name}: mb.Out(shape=(n,), dtype=mb.float32) "
+                                                 f"or pass out=((n,), mb.float32)")
+                shape = first_array[0]
+            if isinstance(shape, (int, np.integer)):
+                shape = (int(shape),)
+            shape = tuple(int(s) for s in shape)
+            if dtype is None:
+                t = first_array[1] if first_array else T.float32
+            else:
+                t = F.resolve_dtype(dtype)
+                if t is None:
+                    raise KernelLaunchError(f"output {p.name!r}: unsupported dtype {dtype!r}",
+                                            hint="Metal has no float64; use float32")
+            if any(s <= 0 for s in shape):
+                raise KernelLaunchError(f"output {p.name!r} would be empty (shape {shape})")
+            out_specs.append((p.name, shape, t))
+        # Outputs keep their place among the parameters for the front end.
+        all_specs = []
+        it = iter(specs)
+        for p, (kind, _) in zip(self.params, self.kinds):
+            if kind == "out":
+                o = next(o for o in out_specs if o[0] == p.name)
+                all_specs.append(F.ArgSpec(p.name, "buffer", o[2], len(o[1]), is_output=True))
+            else:
+                all_specs.append(next(it))
+        return values, all_specs, out_specs
+
+    def specialize(self, *args, out=None, **kwargs) -> Specialization:
+        """The specialisation (IR plus cached backend artifacts) for these arguments."""
+        _, specs, _ = self.bind(args, kwargs, out)
+        return self._specialization(specs)
+
+    def _specialization(self, specs) -> Specialization:
+        key = tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output,
+                     _key_value(s.value)) for s in specs)
+        sp = self._cache.get(key)
+        if sp is None:
+            kir = F.translate_kernel(self.parsed(), specs, name=self.name)
+            L.check_threadgroup_memory(ir.threadgroup_bytes(kir), _first_tg_span(kir))
+            sp = self._cache[key] = Specialization(key, kir, specs)
+        return sp
+
+    def ir(self, *args, out=None, **kwargs) -> ir.KernelIR:
+        """The IR for these arguments (``print(ir.dump(k.ir(...)))`` to read it)."""
+        return self.specialize(*args, out=out, **kwargs).ir
+
+    def source(self, *args, backend: str = "metal", out=None, **kwargs) -> str:
+        """The generated source for these arguments: for ``metal``, exactly the header and
+        body ``mx.fast.metal_kernel`` receives; likewise for ``cuda``."""
+        sp = self.specialize(*args, out=out, **kwargs)
+        if backend == "sim":
+            return ir.dump(sp.ir)
+        r = sp.rendered(backend)
+        parts = []
+        if r.header:
+            parts.append("// header\n" + r.header.rstrip())
+        parts.append("// body\n" + r.body.rstrip())
+        return "\n\n".join(parts) + "\n"
+
+    # -- launching -------------------------------------------------------------------------
+    def __call__(self, *args, grid=None, threadgroup=None, backend="auto", out=None, init_value=None,
+                 checked=None, **kwargs):
+        values, specs, out_specs = self.bind(args, kwargs, out)
+        sp = self._specialization(specs)
+        g, t = L.normalize(grid, threadgroup)
+        be = L.resolve_backend(backend)
+        chk = L.checked_default(checked)
+        self.last_launch = dict(grid=g, threadgroup=t, backend=be)
+        inputs = {p.name: values[p.name] for p in sp.ir.inputs}
+        if be == "sim":
+            outs, stats = runtime.run_sim(sp.sim(), sp.ir, inputs, out_specs, g, t, init_value, chk)
+            self.last_stats = stats
+        else:
+            outs = _launch_gpu(sp, be, inputs, out_specs, g, t, init_value)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _launch_gpu(sp: Specialization, backend: str, inputs: dict, out_specs, grid, threadgroup, init_value):
+    """Launch a specialisation through ``mx.fast.metal_kernel`` or ``mx.fast.cuda_kernel``."""
+    import mlx.core as mx
+
+    r = sp.rendered(backend)
+    key = ("mlx", backend)
+    k = sp.artifacts.get(key)
+    if k is None:
+        make = mx.fast.metal_kernel if backend == "metal" else mx.fast.cuda_kernel
+        k = sp.artifacts[key] = make(name=r.name, input_names=r.input_names, output_names=r.output_names,
+                                     source=r.body, header=r.header, ensure_row_contiguous=True,
+                                     atomic_outputs=r.atomic_outputs)
+    arrays = []
+    for p in sp.ir.inputs:
+        v = inputs[p.name]
+        if p.kind == "scalar":
+            arrays.append(mx.array(np.asarray(v, dtype=p.type.np)) if p.type != T.bfloat16
+                          else mx.array(float(v), dtype=mx.bfloat16))
+        else:
+            a = v if type(v).__module__.startswith("mlx") else runtime.to_mlx(np.ascontiguousarray(runtime.to_numpy(v)))
+            if a.dtype != T.to_mlx(p.type):
+                a = a.astype(T.to_mlx(p.type))
+            arrays.append(a)
+    extra = getattr(r, "extra_inputs", None)
+    if extra:
+        arrays.extend(extra(grid, threadgroup))
+    return k(inputs=arrays, grid=grid, threadgroup=threadgroup,
+             output_shapes=[s for _, s, _ in out_specs], output_dtypes=[T.to_mlx(t) for _, _, t in out_specs],
+             init_value=init_value)
+
+
+def _first_tg_span(kir):
+    for n in ir.walk(kir.body):
+        if isinstance(n, ir.ArrayDecl) and n.space == "threadgroup":
+            return n.span
+    return None
+
+
+def _array_type(v, name) -> T.ScalarType:
+    try:
+        if type(v).__module__.startswith("mlx"):
+            return T.from_mlx(v.dtype)
+        return T.from_numpy(v.dtype)
+    except T.TypeError_ as e:
+        raise KernelLaunchError(f"argument {name!r}: {e}",
+                                hint=f"for example {name}.astype(np.float32)")
+
+
+def _hashable_const(v, name):
+    if isinstance(v, (bool, int, float, str, np.generic)) or v is None:
+        return v
+    t = F.resolve_dtype(v)
+    if t is not None:
+        return v
+    if isinstance(v, tuple):
+        return v
+    raise KernelLaunchError(f"constexpr {name!r} must be a number, bool, dtype or tuple; got {type(v).__name__}")
+
+
+def _key_value(v):
+    if isinstance(v, np.generic):
+        return (v.dtype.str, v.item())
+    if isinstance(v, float):
+        return ("f", v)
+    try:
+        hash(v)
+        return (type(v).__name__, v)
+    except TypeError:
+        return repr(v)
+
+
+def _out_overrides(out, names):
+    if out is None:
+        return {}
+    if isinstance(out, dict):
+        return {k: _shape_dtype(v) for k, v in out.items()}
+    if len(names) == 1 and isinstance(out, tuple) and len(out) == 2:
+        return {names[0]: _shape_dtype(out)}
+    if isinstance(out, (list, tuple)) and len(out) == len(names):
+        return {n: _shape_dtype(o) for n, o in zip(names, out)}
+    raise KernelLaunchError(f"out= must be (shape, dtype) or one (shape, dtype) per output {names}")
+
+
+def _shape_dtype(o):
+    if not (isinstance(o, (tuple, list)) and len(o) == 2):
+        raise KernelLaunchError(f"out= entries are (shape, dtype) pairs, got {o!r}")
+    return o[0], o[1]
+
+
+def _signature_from_ast(fdef, env) -> inspect.Signature:
+    """A signature for a kernel given as text (a notebook cell): annotations evaluated
+    in the cell's namespace, so ``mb.Out`` and ``mb.constexpr`` work as in a file."""
+    import ast
+    params = []
+    args = fdef.args
+    defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(args.args, defaults):
+        ann = inspect.Parameter.empty
+        if a.annotation is not None:
+            try:
+                ann = eval(compile(ast.Expression(a.annotation), "<annotation>", "eval"), dict(env))
+            except Exception:
+                ann = ast.unparse(a.annotation)
+        default = inspect.Parameter.empty
+        if d is not None:
+            try:
+                default = eval(compile(ast.Expression(d), "<default>", "eval"), dict(env))
+            except Exception as e:
+                raise KernelTypeError(f"cannot evaluate the default of {a.arg!r}: {e}")
+        params.append(inspect.Parameter(a.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                        annotation=ann))
+    return inspect.Signature(params)
+
+
+class Func:
+    """A device function (``@mb.func``): callable from kernels, specialised per argument
+    types and printed as a real MSL/CUDA function::
+
+        @mb.func
+        def gelu(v):
+            return 0.5 * v * (1.0 + metal.tanh(0.79788456 * (v + 0.044715 * v * v * v)))
+    """
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self._parsed = None
+
+    def parsed(self) -> F.ParsedFunction:
+        if self._parsed is None:
+            self._parsed = F.parse_function(self.fn)
+        return self._parsed
+
+    def __call__(self, *args, **kwargs):
+        raise MetalbenchError(f"@mb.func {self.__name__} can only be called from a kernel",
+                              hint="call it inside an @mb.kernel body")
+
+    def __repr__(self) -> str:
+        return f"<metalbench device function {self.__name__}>"
+
+
+def kernel(fn=None, *, name: str | None = None):
+    """Decorator: turn a DSL function into a :class:`Kernel`::
+
+        @mb.kernel
+        def add(x, y, out: mb.Out):
+            i = thread_position_in_grid.x
+            out[i] = x[i] + y[i]
+    """
+    if fn is None:
+        return lambda f: Kernel(f, name=name)
+    return Kernel(fn, name=name)
+
+
+def func(fn):
+    """Decorator: turn a Python function into a device function callable from kernels::
+
+        @mb.func
+        def square(v):
+            return v * v
+    """
+    return Func(fn)
