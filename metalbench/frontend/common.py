@@ -1,0 +1,165 @@
+"""Typing helpers both front ends share: explicit conversions and constant folding.
+
+The IR wants every implicit conversion spelled out as a ``Cast``; these helpers
+build those casts (folding them away on constants) and evaluate compile-time
+constant expressions with C semantics (wrap-around, truncating division)::
+
+    >>> from metalbench import ir, types as T
+    >>> convert(ir.Const(3, T.int32), T.float32).value
+    3.0
+    >>> const_value(ir.BinOp("-", ir.Const(0, T.uint32), ir.Const(1, T.uint32), T.uint32))
+    4294967295
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ir
+from .. import types as T
+
+
+def coerce_value(v, t):
+    """The Python value ``v`` converted to scalar type ``t`` with C semantics.
+
+    >>> coerce_value(-1, T.uint8), coerce_value(2.7, T.int32), coerce_value(3, T.bool_)
+    (255, 2, True)
+    """
+    if isinstance(t, T.VectorType):
+        t = t.elem
+    if t.is_bool:
+        return bool(v)
+    if t.is_int:
+        if isinstance(v, float):
+            if math.isnan(v) or math.isinf(v):
+                return 0
+            v = int(v)  # C truncates toward zero
+        v = int(v)
+        m = 1 << t.bits
+        v %= m
+        if t.is_signed and v >= m >> 1:
+            v -= m
+        return v
+    return float(t.np.type(v))
+
+
+def convert(e: ir.Expr, t, span=None) -> ir.Expr:
+    """``e`` as type ``t``: itself if it already has it, a folded ``Const``, a scalar
+    broadcast ``VecCons`` for scalar -> vector, else a ``Cast``."""
+    if e.type == t:
+        return e
+    span = span or e.span
+    if isinstance(e, ir.Const) and isinstance(t, T.ScalarType) and not isinstance(e.type, T.VectorType):
+        return ir.Const(coerce_value(e.value, t), t, span=span)
+    if isinstance(t, T.VectorType) and isinstance(e.type, T.ScalarType):
+        return ir.VecCons(t, [convert(e, t.elem, span)], span=span)
+    return ir.Cast(t, e, span=span)
+
+
+def to_bool(e: ir.Expr) -> ir.Expr:
+    """``e`` as a bool condition (C: non-zero is true)."""
+    return convert(e, T.bool_)
+
+
+def const_value(e):
+    """The compile-time value of ``e`` (a Python scalar), or None if it is not constant."""
+    if isinstance(e, ir.Const):
+        return e.value if not isinstance(e.type, T.VectorType) else None
+    if isinstance(e, ir.Cast) and isinstance(e.type, T.ScalarType):
+        v = const_value(e.value)
+        return None if v is None else coerce_value(v, e.type)
+    if isinstance(e, ir.UnOp):
+        v = const_value(e.a)
+        if v is None:
+            return None
+        if e.op == "-":
+            return coerce_value(-v, e.type)
+        if e.op == "!":
+            return not v
+        if e.op == "~":
+            return coerce_value(~int(v), e.type)
+        return None
+    if isinstance(e, ir.BinOp) and isinstance(e.type, T.ScalarType):
+        a, b = const_value(e.a), const_value(e.b)
+        if a is None or b is None:
+            return None
+        return _fold_binop(e.op, a, b, e.a.type, e.type)
+    if isinstance(e, ir.Logical):
+        a = const_value(e.a)
+        if a is None:
+            return None
+        if e.op == "and" and not a:
+            return False
+        if e.op == "or" and a:
+            return True
+        b = const_value(e.b)
+        return None if b is None else bool(b)
+    if isinstance(e, ir.Select):
+        c = const_value(e.cond)
+        if c is None:
+            return None
+        return const_value(e.a if c else e.b)
+    return None
+
+
+def _fold_binop(op, a, b, operand_type, t):
+    if op in ir.COMPARE_OPS:
+        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+    if t.is_float:
+        if op == "+":
+            r = a + b
+        elif op == "-":
+            r = a - b
+        elif op == "*":
+            r = a * b
+        elif op == "/":
+            if b == 0:
+                return None
+            r = a / b
+        else:
+            return None
+        return coerce_value(r, t)
+    a, b = int(a), int(b)
+    if op in ("/", "%"):
+        if b == 0:
+            return None
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # C truncation
+        r = q if op == "/" else a - q * b
+    elif op == "+":
+        r = a + b
+    elif op == "-":
+        r = a - b
+    elif op == "*":
+        r = a * b
+    elif op == "&":
+        r = a & b
+    elif op == "|":
+        r = a | b
+    elif op == "^":
+        r = a ^ b
+    elif op == "<<":
+        r = a << (b % t.bits)
+    elif op == ">>":
+        r = a >> (b % t.bits)
+    else:
+        return None
+    return coerce_value(r, t)
+
+
+def fold(e: ir.Expr) -> ir.Expr:
+    """``e`` replaced by a ``Const`` when it is a compile-time constant scalar."""
+    if isinstance(e, ir.Const) or not isinstance(e.type, T.ScalarType):
+        return e
+    v = const_value(e)
+    if v is None:
+        return e
+    return ir.Const(v, e.type, span=e.span)
+
+
+def np_scalar(v, t):
+    """A NumPy scalar of type ``t`` holding ``v``."""
+    return t.np.type(coerce_value(v, t))
+
+
+_ = np  # NumPy is part of this module's contract (np_scalar); keep the import explicit
