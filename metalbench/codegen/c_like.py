@@ -1,0 +1,609 @@
+"""The one C-style printer of the IR, shared by the Metal and CUDA generators.
+
+A :class:`Dialect` is data -- type spellings, literal suffixes, reserved words,
+address-space prefixes, barrier and math spellings -- in the spirit of tinygrad's
+renderers. :class:`CPrinter` walks the IR and asks the dialect; the few things
+that are not a table (atomics, SIMD-group functions, attribute access) are
+methods the dialect's module overrides in a small subclass.
+
+The printer prints readable code: C precedence decides the parentheses (plus the
+ones compilers ask for with ``-Wparentheses``), ``x = x + 1`` becomes ``x += 1``,
+``else { if ... }`` becomes ``else if``. Helper functions the code needs (CAS loops,
+missing math functions) are collected by name and printed once into the header.
+
+    >>> from metalbench import ir, types as T
+    >>> from metalbench.codegen import msl
+    >>> i = ir.Var("i", T.uint32)
+    >>> p = msl.MSLPrinter(ir.KernelIR("k", [], []))
+    >>> p.expr(ir.BinOp("*", ir.BinOp("+", i, ir.Const(1, T.uint32), T.uint32), i, T.uint32))
+    '(i + 1u) * i'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import ir
+from .. import types as T
+from ..errors import KernelTypeError
+
+# C operator precedence (higher binds tighter).
+POSTFIX, UNARY, MUL, ADD, SHIFT, REL, EQ, BAND, BXOR, BOR, LAND, LOR, COND, ASSIGN = (
+    16, 15, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2)
+BINARY_PREC = {"*": MUL, "/": MUL, "%": MUL, "+": ADD, "-": ADD, "<<": SHIFT, ">>": SHIFT,
+               "<": REL, "<=": REL, ">": REL, ">=": REL, "==": EQ, "!=": EQ, "&": BAND,
+               "^": BXOR, "|": BOR}
+
+CPP_KEYWORDS = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await
+co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
+extern false float for friend goto if inline int long mutable namespace new noexcept not not_eq
+nullptr operator or or_eq private protected public register reinterpret_cast requires return
+short signed sizeof static static_assert static_cast struct switch template this thread_local
+throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while
+xor xor_eq main NULL INFINITY NAN
+""".split())
+
+
+@dataclass
+class Dialect:
+    """Everything about a target language that is a table rather than an algorithm."""
+    name: str
+    scalar: dict[str, str]                 # ScalarType.name -> spelling
+    vector_prefix: str                     # "" for float4, "mb_" for mb_float4
+    int_suffix: dict[str, str]             # int type name -> literal suffix ("u", "l", ...)
+    reserved: frozenset[str]               # identifiers a user name must not take
+    reserved_prefixes: tuple[str, ...] = ("mb_",)
+    func_prefix: str = "inline "           # before device functions
+    space: dict[str, str] = field(default_factory=dict)   # address space -> pointer/array prefix
+    global_prefix: str = "constant "       # module-level constant arrays
+    threadgroup_prefix: str = "threadgroup "
+    math: dict[str, str] = field(default_factory=dict)    # builtin -> function spelling
+    barrier: dict[str, str] = field(default_factory=dict)  # scope -> statement (with {flags})
+    inf: str = "INFINITY"
+    nan: str = "NAN"
+    half_suffix: str | None = None         # MSL: 1.0h
+    indent: str = "    "
+
+
+class CPrinter:
+    """Prints one :class:`ir.KernelIR` in a :class:`Dialect`. Subclasses supply the
+    non-tabular parts (see the ``# hooks`` section)."""
+
+    dialect: Dialect
+
+    def __init__(self, kernel: ir.KernelIR, dialect: Dialect | None = None):
+        self.k = kernel
+        if dialect is not None:
+            self.dialect = dialect
+        self.d = self.dialect
+        self.helpers: dict[str, str] = {}      # name -> text, in first-use order
+        self.scalar_params = {p.name for p in kernel.params if p.kind == "scalar"}
+        self.in_function: ir.Function | None = None
+        self.funcs = {f.name: f for f in kernel.functions}
+        self.func_attrs = self._function_attributes()
+        self.names = self._rename_map()
+
+    # ------------------------------------------------------------------ names
+
+    def _reserved(self, n: str) -> bool:
+        return (n in self.d.reserved or n in CPP_KEYWORDS or n in ir.THREAD_ATTRIBUTES
+                or n.startswith(self.d.reserved_prefixes) or n.startswith("__"))
+
+    def _rename_map(self) -> dict[str, str]:
+        """Deterministic renaming of user identifiers that collide with the dialect's
+        keywords, types, builtins, MLX's generated parameter names or our ``mb_`` names."""
+        found: list[str] = []
+
+        def add(n):
+            if n not in found:
+                found.append(n)
+        for p in self.k.params:
+            add(p.name)
+        for g in self.k.globals:
+            add(g.name)
+        for f in self.k.functions:
+            add(f.name)
+            for fp in f.params:
+                add(fp.name)
+        for node in list(ir.walk(self.k.body)) + [n for f in self.k.functions for n in ir.walk(f.body)]:
+            if isinstance(node, ir.Decl):
+                add(node.var.name)
+            elif isinstance(node, ir.For):
+                add(node.var.name)
+            elif isinstance(node, ir.ArrayDecl):
+                add(node.name)
+            elif isinstance(node, (ir.Var,)):
+                add(node.name)
+        inputs = [p.name for p in self.k.inputs]
+        generated = {f"{n}_{s}" for n in inputs for s in ("shape", "strides", "ndim")}
+        taken = set(found)
+        out = {}
+        for n in found:
+            if n in generated and n not in inputs:
+                pass
+            elif not self._reserved(n):
+                continue
+            new = ("u_" + n) if n.startswith(self.d.reserved_prefixes) or n.startswith("__") else n
+            while self._reserved(new) or new in taken or new in generated:
+                new += "_"
+            taken.add(new)
+            out[n] = new
+        return out
+
+    def name(self, n: str) -> str:
+        return self.names.get(n, n)
+
+    # ------------------------------------------------------------------ types
+
+    def tname(self, t) -> str:
+        if isinstance(t, T.VectorType):
+            return f"{self.d.vector_prefix}{t.elem.msl}{t.n}"
+        if t is None:
+            return "void"
+        return self.d.scalar[t.name]
+
+    # ------------------------------------------------------------------ helpers
+
+    def need(self, name: str, text: str) -> str:
+        """Registers header helper ``name`` (printed once, in first-use order)."""
+        if name not in self.helpers:
+            self.helpers[name] = text
+        return name
+
+    # ------------------------------------------------------------------ literals
+
+    def float_literal(self, v: float) -> str:
+        """A float32 literal with enough digits to round-trip (``0.1f``, ``1e+20f``)."""
+        f = np.float32(v)
+        if np.isnan(f):
+            return self.d.nan
+        if np.isinf(f):
+            return self.d.inf if f > 0 else "-" + self.d.inf
+        s = str(f)
+        if "." not in s and "e" not in s and "inf" not in s:
+            s += ".0"
+        return s + "f"
+
+    def literal(self, v, t) -> str:
+        if isinstance(t, T.VectorType):
+            if isinstance(v, (list, tuple, np.ndarray)):
+                return f"{self.tname(t)}({', '.join(self.literal(x, t.elem) for x in v)})"
+            return f"{self.tname(t)}({self.literal(v, t.elem)})"
+        if t.is_bool:
+            return "true" if bool(v) else "false"
+        if t.is_int:
+            iv = int(v)
+            lo = -(1 << (t.bits - 1)) if t.is_signed else 0
+            hi = (1 << (t.bits - 1)) - 1 if t.is_signed else (1 << t.bits) - 1
+            iv = ((iv - lo) % (hi - lo + 1)) + lo     # wrap, as the C conversion would
+            if t.bits < 32:
+                return self.cast_text(t, str(iv))
+            suf = self.d.int_suffix.get(t.name, "")
+            if iv == lo and t.is_signed:
+                return f"({iv + 1}{suf} - 1{suf})"
+            return f"{iv}{suf}"
+        if t.name == "float32":
+            return self.float_literal(v)
+        if t.name == "float16" and self.d.half_suffix:
+            h = np.float16(v)
+            if np.isfinite(h):
+                s = str(h)
+                if "." not in s and "e" not in s:
+                    s += ".0"
+                return s + self.d.half_suffix
+        # half / bfloat: the float32 literal of the exactly representable value, converted
+        fv = float(np.asarray(v, dtype=np.float64).astype(t.np).astype(np.float32))
+        return self.cast_text(t, self.float_literal(fv))
+
+    def cast_text(self, t, text: str) -> str:
+        return f"static_cast<{self.tname(t)}>({text})"
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, e, min_prec: int = 0) -> str:
+        """``e`` printed, parenthesised when its precedence is below ``min_prec``."""
+        text, prec = self._expr(e)
+        return f"({text})" if prec < min_prec else text
+
+    def _expr(self, e) -> tuple[str, int]:
+        m = getattr(self, "e_" + type(e).__name__, None)
+        if m is None:
+            raise KernelTypeError(f"the {self.d.name} printer cannot print {type(e).__name__}", e.span)
+        return m(e)
+
+    def e_Const(self, e):
+        s = self.literal(e.value, e.type)
+        return s, (UNARY if s.startswith("-") else POSTFIX)
+
+    def e_Var(self, e):
+        return self.name(e.name), POSTFIX
+
+    def e_ThreadAttr(self, e):
+        return e.name, POSTFIX
+
+    def e_Swizzle(self, e):
+        return f"{self.expr(e.value, POSTFIX)}.{e.components}", POSTFIX
+
+    def e_VecCons(self, e):
+        return f"{self.tname(e.type)}({', '.join(self.expr(a, ASSIGN) for a in e.args)})", POSTFIX
+
+    def e_BinOp(self, e):
+        if e.op == "%" and T.elem_of(e.type).is_float:
+            return self.call_text("fmod", [e.a, e.b], e.type), POSTFIX
+        p = BINARY_PREC[e.op]
+        if p == SHIFT:
+            lp = rp = MUL          # a << (b + c): what -Wparentheses asks for
+        elif p in (BAND, BXOR, BOR):
+            lp = rp = UNARY        # bit operations keep every compound operand in parentheses
+        else:
+            lp, rp = p, p + 1
+        if isinstance(e.a, ir.BinOp) and e.a.op == e.op:
+            lp = p
+        return f"{self.expr(e.a, lp)} {e.op} {self.expr(e.b, rp)}", p
+
+    def e_UnOp(self, e):
+        inner = self.expr(e.a, UNARY)
+        if inner.startswith(("-", "+")) and e.op == "-":
+            inner = f"({inner})"
+        return f"{e.op}{inner}", UNARY
+
+    def e_Logical(self, e):
+        op, p = ("&&", LAND) if e.op == "and" else ("||", LOR)
+        # && inside || keeps its parentheses (-Wlogical-op-parentheses)
+        lp, rp = (p, p + 1) if e.op == "and" else (LAND + 1, LAND + 1)
+        if isinstance(e.a, ir.Logical) and e.a.op == e.op:
+            lp = p
+        return f"{self.expr(e.a, lp)} {op} {self.expr(e.b, rp)}", p
+
+    def e_Select(self, e):
+        if isinstance(e.cond.type, T.VectorType):
+            return self.vector_select(e), POSTFIX
+        return f"{self.expr(e.cond, LOR)} ? {self.expr(e.a, LOR)} : {self.expr(e.b, LOR)}", COND
+
+    def e_Cast(self, e):
+        return self.cast(e.type, e.value), POSTFIX
+
+    def e_Load(self, e):
+        return self.load(e.buf, e.index, e.type), POSTFIX
+
+    def e_ShapeOf(self, e):
+        return f"{self.name(e.buf)}_shape[{e.dim}]", POSTFIX
+
+    def e_StrideOf(self, e):
+        return f"{self.name(e.buf)}_strides[{self.expr(e.dim)}]", POSTFIX
+
+    def e_NDimOf(self, e):
+        return f"{self.name(e.buf)}_ndim", POSTFIX
+
+    def e_Call(self, e):
+        return self.call(e), POSTFIX
+
+    def e_Atomic(self, e):
+        return self.atomic(e), POSTFIX
+
+    def e_FuncCall(self, e):
+        args = [self.expr(a, ASSIGN) for a in e.args]
+        args += [a for a in self.func_attrs.get(e.func, ())]
+        return f"{self.name(e.func)}({', '.join(args)})", POSTFIX
+
+    def e_BufArg(self, e):
+        if e.offset is None:
+            return self.name(e.buf), POSTFIX
+        return f"{self.name(e.buf)} + {self.expr(e.offset, ADD + 1)}", ADD
+
+    # ------------------------------------------------------------------ hooks (dialects override)
+
+    def cast(self, t, value) -> str:
+        return self.cast_text(t, self.expr(value))
+
+    def load(self, buf: str, index, t) -> str:
+        return f"{self.name(buf)}[{self.expr(index)}]"
+
+    def store(self, buf: str, index, value) -> str:
+        return f"{self.name(buf)}[{self.expr(index)}] = {self.expr(value, ASSIGN)};"
+
+    def call(self, e: ir.Call) -> str:
+        return self.call_text(e.name, e.args, e.type)
+
+    def call_text(self, name, args, t) -> str:
+        fn = self.d.math.get(name, name)
+        return f"{fn}({', '.join(self.expr(a, ASSIGN) for a in args)})"
+
+    def atomic(self, e: ir.Atomic) -> str:  # pragma: no cover - dialects implement
+        raise NotImplementedError
+
+    def vector_select(self, e: ir.Select) -> str:
+        return f"select({self.expr(e.b, ASSIGN)}, {self.expr(e.a, ASSIGN)}, {self.expr(e.cond, ASSIGN)})"
+
+    def barrier(self, s: ir.Barrier) -> str:
+        flags = " | ".join(f"mem_flags::{f}" for f in s.flags) or "mem_flags::mem_none"
+        return self.d.barrier[s.scope].format(flags=flags)
+
+    def array_decl(self, s: ir.ArrayDecl) -> str:
+        init = ""
+        if s.init is not None:
+            init = " = {" + ", ".join(self.literal(v, s.elem) for v in _flat(s.init)) + "}"
+        prefix = self.d.threadgroup_prefix if s.space == "threadgroup" else self.d.space.get("thread_array", "")
+        dims = f"  // {' x '.join(map(str, s.shape))}" if len(s.shape) > 1 else ""
+        return f"{prefix}{self.tname(s.elem)} {self.name(s.name)}[{s.size}]{init};{dims}"
+
+    def param_decl(self, p: ir.FuncParam, fn: ir.Function) -> str:
+        if p.space is None:
+            return f"{self.tname(p.type)} {self.name(p.name)}"
+        const = "const " if p.const else ""
+        return f"{self.d.space.get(p.space, '')}{const}{self.tname(p.type)}* {self.name(p.name)}"
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, stmts, ind: str, out: list[str]) -> None:
+        for s in stmts:
+            self.stmt(s, ind, out)
+
+    def stmt(self, s, ind: str, out: list[str]) -> None:
+        m = getattr(self, "s_" + type(s).__name__, None)
+        if m is None:
+            raise KernelTypeError(f"the {self.d.name} printer cannot print {type(s).__name__}", s.span)
+        m(s, ind, out)
+
+    def inline(self, s) -> str:
+        """A simple statement as an expression (for ``for`` headers), without ``;``."""
+        if isinstance(s, ir.Assign):
+            return self.assign_text(s)
+        if isinstance(s, ir.Decl):
+            return self.decl_text(s)
+        if isinstance(s, ir.Store):
+            return self.store(s.buf, s.index, s.value).rstrip(";")
+        if isinstance(s, ir.ExprStmt):
+            return self.expr(s.expr)
+        raise KernelTypeError(f"cannot print {type(s).__name__} inside a for header", s.span)
+
+    def decl_text(self, s: ir.Decl) -> str:
+        base = f"{self.tname(s.var.type)} {self.name(s.var.name)}"
+        return base if s.init is None else f"{base} = {self.expr(s.init, ASSIGN)}"
+
+    def assign_text(self, s: ir.Assign) -> str:
+        v, n = s.value, self.name(s.var.name)
+        if (isinstance(v, ir.BinOp) and isinstance(v.a, ir.Var) and v.a.name == s.var.name
+                and v.type == s.var.type and not (v.op == "%" and T.elem_of(v.type).is_float)):
+            rhs = self.expr(v.b, ASSIGN + 1)
+            return f"{n} {v.op}= {rhs}"
+        return f"{n} = {self.expr(v, ASSIGN)}"
+
+    def s_Decl(self, s, ind, out):
+        out.append(f"{ind}{self.decl_text(s)};")
+
+    def s_Assign(self, s, ind, out):
+        out.append(f"{ind}{self.assign_text(s)};")
+
+    def s_Store(self, s, ind, out):
+        out.append(ind + self.store(s.buf, s.index, s.value))
+
+    def s_ArrayDecl(self, s, ind, out):
+        out.append(ind + self.array_decl(s))
+
+    def s_If(self, s, ind, out):
+        out.append(f"{ind}if ({self.expr(s.cond)}) {{")
+        self.block(s.then, ind + self.d.indent, out)
+        orelse = s.orelse
+        while len(orelse) == 1 and isinstance(orelse[0], ir.If):
+            out.append(f"{ind}}} else if ({self.expr(orelse[0].cond)}) {{")
+            self.block(orelse[0].then, ind + self.d.indent, out)
+            orelse = orelse[0].orelse
+        if orelse:
+            out.append(f"{ind}}} else {{")
+            self.block(orelse, ind + self.d.indent, out)
+        out.append(f"{ind}}}")
+
+    def s_For(self, s, ind, out):
+        v = self.name(s.var.name)
+        step = s.step
+        neg = isinstance(step, ir.Const) and not isinstance(step.value, (list, tuple)) and step.value < 0
+        cmp = ">" if neg else "<"
+        if isinstance(step, ir.Const) and step.value == 1:
+            upd = f"++{v}"
+        elif neg and step.value == -1:
+            upd = f"--{v}"
+        elif neg:
+            upd = f"{v} -= {self.literal(-step.value, step.type)}"
+        else:
+            upd = f"{v} += {self.expr(step, ASSIGN)}"
+        out.append(f"{ind}for ({self.tname(s.var.type)} {v} = {self.expr(s.start, ASSIGN)}; "
+                   f"{v} {cmp} {self.expr(s.stop, REL + 1)}; {upd}) {{")
+        self.block(s.body, ind + self.d.indent, out)
+        out.append(f"{ind}}}")
+
+    def s_CFor(self, s, ind, out):
+        inner = ind
+        if len(s.init) > 1:
+            out.append(f"{ind}{{")
+            inner = ind + self.d.indent
+            self.block(s.init, inner, out)
+            init = ""
+        else:
+            init = self.inline(s.init[0]) if s.init else ""
+        cond = self.expr(s.cond) if s.cond is not None else ""
+        upd = ", ".join(self.inline(u) for u in s.update)
+        out.append(f"{inner}for ({init}; {cond}; {upd}) {{")
+        self.block(s.body, inner + self.d.indent, out)
+        out.append(f"{inner}}}")
+        if len(s.init) > 1:
+            out.append(f"{ind}}}")
+
+    def s_While(self, s, ind, out):
+        if s.do_while:
+            out.append(f"{ind}do {{")
+            self.block(s.body, ind + self.d.indent, out)
+            out.append(f"{ind}}} while ({self.expr(s.cond)});")
+        else:
+            out.append(f"{ind}while ({self.expr(s.cond)}) {{")
+            self.block(s.body, ind + self.d.indent, out)
+            out.append(f"{ind}}}")
+
+    def s_Break(self, s, ind, out):
+        out.append(f"{ind}break;")
+
+    def s_Continue(self, s, ind, out):
+        out.append(f"{ind}continue;")
+
+    def s_Return(self, s, ind, out):
+        out.append(f"{ind}return;" if s.value is None else f"{ind}return {self.expr(s.value)};")
+
+    def s_Barrier(self, s, ind, out):
+        out.append(ind + self.barrier(s))
+
+    def s_ExprStmt(self, s, ind, out):
+        out.append(f"{ind}{self.expr(s.expr)};")
+
+    # ------------------------------------------------------------------ functions, kernel
+
+    def _function_attributes(self) -> dict[str, list[str]]:
+        """Thread attributes each device function reads, directly or through calls: MLX
+        passes attributes only to the kernel, so functions receive them as parameters."""
+        direct, calls = {}, {}
+        for f in self.k.functions:
+            nodes = list(ir.walk(f.body))
+            direct[f.name] = {n.name for n in nodes if isinstance(n, ir.ThreadAttr)}
+            calls[f.name] = {n.func for n in nodes if isinstance(n, ir.FuncCall)}
+        changed = True
+        while changed:
+            changed = False
+            for f, cs in calls.items():
+                for c in cs:
+                    extra = direct.get(c, set()) - direct[f]
+                    if extra:
+                        direct[f] |= extra
+                        changed = True
+        order = list(ir.THREAD_ATTRIBUTES)
+        return {f: sorted(a, key=order.index) for f, a in direct.items()}
+
+    def function_signature(self, f: ir.Function) -> str:
+        params = [self.param_decl(p, f) for p in f.params]
+        params += [f"{self.attr_type(a)} {a}" for a in self.func_attrs.get(f.name, ())]
+        return f"{self.d.func_prefix}{self.tname(f.ret)} {self.name(f.name)}({', '.join(params)})"
+
+    def attr_type(self, a: str) -> str:
+        return ir.THREAD_ATTRIBUTES[a]
+
+    def function(self, f: ir.Function) -> str:
+        self.in_function = f
+        out = [self.function_signature(f) + " {"]
+        self.block(f.body, self.d.indent, out)
+        out.append("}")
+        self.in_function = None
+        return "\n".join(out)
+
+    def global_decl(self, g: ir.ArrayDecl) -> str:
+        vals = ", ".join(self.literal(v, g.elem) for v in _flat(g.init or []))
+        return f"{self.d.global_prefix}{self.tname(g.elem)} {self.name(g.name)}[{g.size}] = {{{vals}}};"
+
+    def body_lines(self) -> list[str]:
+        out: list[str] = []
+        self.block(self.k.body, "", out)
+        return out
+
+    def header_parts(self) -> tuple[list[str], list[str]]:
+        """(globals and prototypes, function definitions) -- helpers are added by render."""
+        decls = [self.global_decl(g) for g in self.k.globals]
+        funcs = []
+        if len(self.k.functions) > 1:
+            decls += [self.function_signature(f) + ";" for f in self.k.functions]
+        for f in self.k.functions:
+            funcs.append(self.function(f))
+        return decls, funcs
+
+
+def _flat(v):
+    if isinstance(v, (list, tuple, np.ndarray)):
+        for x in v:
+            yield from _flat(x)
+    else:
+        yield v
+
+
+def atomic_buffers(kernel: ir.KernelIR, outputs_together: bool = True) -> tuple[set[str], dict[str, set[str]]]:
+    """Which buffers must have an atomic type: kernel buffer/array names, and per device
+    function its atomic buffer parameters. A buffer is atomic when an ``Atomic`` targets
+    it or anything it is passed to (or that is passed to it); with
+    ``outputs_together`` (MLX's ``atomic_outputs``), one atomic output makes all atomic.
+
+    >>> from metalbench import types as T
+    >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.int32, is_output=True)],
+    ...     [ir.ExprStmt(ir.Atomic("add", "o", ir.Const(0, T.uint32), [ir.Const(1, T.int32)], T.int32))])
+    >>> atomic_buffers(k)[0]
+    {'o'}
+    """
+    parent: dict = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+    marked = set()
+    scopes = [(None, kernel.body)] + [(f.name, f.body) for f in kernel.functions]
+    fparams = {f.name: [p.name for p in f.params] for f in kernel.functions}
+    for scope, body in scopes:
+        for n in ir.walk(body):
+            if isinstance(n, ir.Atomic):
+                marked.add((scope, n.buf))
+            elif isinstance(n, ir.FuncCall) and n.func in fparams:
+                for a, pn in zip(n.args, fparams[n.func]):
+                    if isinstance(a, ir.BufArg):
+                        union((scope, a.buf), (n.func, pn))
+    for p in kernel.params:
+        if p.atomic:
+            marked.add((None, p.name))
+    outs = [(None, p.name) for p in kernel.outputs]
+    while True:
+        roots = {find(m) for m in marked}
+        if outputs_together and any(find(o) in roots for o in outs):
+            new = set(outs) - marked
+            if new:
+                marked |= new
+                continue
+        break
+    roots = {find(m) for m in marked}
+    kernel_set = set()
+    func_sets: dict[str, set[str]] = {f.name: set() for f in kernel.functions}
+    nodes = set(parent) | marked
+    for node in nodes:
+        if find(node) in roots:
+            scope, name = node
+            if scope is None:
+                kernel_set.add(name)
+            else:
+                func_sets.setdefault(scope, set()).add(name)
+    return kernel_set, func_sets
+
+
+@dataclass
+class Rendered:
+    """What ``mx.fast.metal_kernel`` / ``mx.fast.cuda_kernel`` receive, plus the facts a
+    caller needs to build the launch: input/output types (for ``full_source``) and the
+    extra inputs the generated code expects after the user's (CUDA: ``mb_grid``)."""
+    name: str
+    body: str
+    header: str
+    input_names: list[str]
+    output_names: list[str]
+    atomic_outputs: bool = False
+    input_types: list | None = None       # [(ScalarType, ndim)], ndim 0 for scalars
+    output_types: list | None = None      # [ScalarType]
+    extra_inputs: list[str] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        """Alias of :attr:`body` (MLX's argument name)."""
+        return self.body
+
+
+def assemble_header(helpers: list[str], decls: list[str], funcs: list[str]) -> str:
+    parts = [h.strip("\n") for h in helpers] + (["\n".join(decls)] if decls else []) + funcs
+    return "\n\n".join(parts) + ("\n" if parts else "")

@@ -1,0 +1,376 @@
+"""Metal Shading Language generator: IR -> what ``mx.fast.metal_kernel`` receives.
+
+    >>> from metalbench import ir, types as T
+    >>> i = ir.Swizzle(ir.ThreadAttr("thread_position_in_grid", T.uint3), "x", T.uint32)
+    >>> k = ir.KernelIR("copy", [ir.Param("x", "buffer", T.float32),
+    ...                          ir.Param("out", "buffer", T.float32, is_output=True)],
+    ...                 [ir.Store("out", i, ir.Load("x", i, T.float32))])
+    >>> r = render(k)
+    >>> print(r.body)
+    out[thread_position_in_grid.x] = x[thread_position_in_grid.x];
+    >>> r.input_names, r.output_names, r.atomic_outputs
+    (['x'], ['out'], False)
+
+MLX conventions the output follows (see :mod:`metalbench.mlx_signature`): inputs
+are ``const device T*`` (``const constant T*`` below 8 elements, which is why
+device functions take input buffers through a template parameter), scalars are
+0-d inputs (``const constant T&``), thread attributes are detected by name in the
+body, and ``atomic_outputs=True`` makes *every* output ``device atomic<T>*``, so
+plain loads and stores of outputs become ``atomic_load/store_explicit``.
+"""
+from __future__ import annotations
+
+from .. import builtins as B
+from .. import ir
+from .. import types as T
+from ..errors import KernelTypeError
+from .c_like import (ASSIGN, CPP_KEYWORDS, POSTFIX, CPrinter, Dialect, Rendered,
+                     assemble_header, atomic_buffers)
+
+__all__ = ["render", "Rendered", "MSLPrinter", "MSL"]
+
+_MSL_WORDS = """
+kernel vertex fragment device constant thread threadgroup threadgroup_imageblock ray_data
+object_data half bfloat uint ushort uchar ulong size_t ptrdiff_t metal simd_vote mem_flags
+memory_order memory_order_relaxed atomic atomic_int atomic_uint atomic_float select as_type
+all any dot length normalize cross distance sincos frexp modf numeric_limits
+threadgroup_barrier simdgroup_barrier int8_t uint8_t int16_t uint16_t int32_t uint32_t int64_t
+uint64_t float16_t bfloat16_t elem_to_loc Limits METAL_FUNC precise fast texture2d sampler
+vec packed_float3 quad_sum quad_shuffle
+""".split()
+_VECTOR_WORDS = [f"{p}{e.msl}{n}" for p in ("", "packed_") for e in T.VECTOR_ELEMS for n in (2, 3, 4)]
+_BUILTIN_WORDS = (list(B.MATH1) + list(B.MATH2) + list(B.MATH3) + list(B.NUMERIC) + list(B.PREDICATES)
+                  + list(B.INTBITS) + sorted(B.SIMD) + ["atomic_" + o + "_explicit" for o in
+                  ("load", "store", "exchange", "fetch_add", "fetch_sub", "fetch_min", "fetch_max",
+                   "fetch_and", "fetch_or", "fetch_xor", "compare_exchange_weak")])
+
+MSL = Dialect(
+    name="Metal",
+    scalar={t.name: t.msl for t in T.SCALARS},
+    vector_prefix="",
+    int_suffix={"uint32": "u", "int64": "l", "uint64": "ul"},
+    reserved=frozenset(_MSL_WORDS + _VECTOR_WORDS + _BUILTIN_WORDS + [t.msl for t in T.SCALARS]),
+    func_prefix="inline ",
+    space={"device": "device ", "constant": "constant ", "threadgroup": "threadgroup ",
+           "thread": "thread ", "thread_array": ""},
+    global_prefix="constant ",
+    threadgroup_prefix="threadgroup ",
+    math={},
+    barrier={"threadgroup": "threadgroup_barrier({flags});", "simdgroup": "simdgroup_barrier({flags});"},
+    inf="INFINITY", nan="NAN", half_suffix="h",
+)
+
+# Builtins Metal lacks: float implementations printed into the header when used.
+_MISSING = {
+    "mb_erfc": """\
+// erfc (Numerical Recipes' erfcc; relative error < 1.2e-7): Metal has no erfc.
+inline float mb_erfc(float x) {
+    float z = metal::fabs(x);
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float r = t * metal::exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f +
+        t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f +
+        t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
+    return x >= 0.0f ? r : 2.0f - r;
+}""",
+    "mb_erf": """\
+// erf: a Taylor series near 0 keeps the relative error small; 1 - erfc elsewhere.
+inline float mb_erf(float x) {
+    if (metal::fabs(x) < 0.5f) {
+        float x2 = x * x;
+        return x * (1.12837917f + x2 * (-0.37612639f + x2 * (0.11283792f + x2 * (-0.02686617f +
+            x2 * (0.00522398f - x2 * 0.00085483f)))));
+    }
+    return x >= 0.0f ? 1.0f - mb_erfc(x) : mb_erfc(-x) - 1.0f;
+}""",
+    "mb_log1p": """\
+// log1p without cancellation (Goldberg's trick): Metal has no log1p.
+inline float mb_log1p(float x) {
+    float u = 1.0f + x;
+    if (u == 1.0f || metal::isinf(x)) {
+        return x;
+    }
+    return metal::log(u) * (x / (u - 1.0f));
+}""",
+    "mb_expm1": """\
+// expm1 without cancellation (Kahan's trick): Metal has no expm1.
+inline float mb_expm1(float x) {
+    float u = metal::exp(x);
+    if (u == 1.0f) {
+        return x;
+    }
+    float um1 = u - 1.0f;
+    if (um1 == -1.0f || metal::isinf(u)) {
+        return um1;
+    }
+    return um1 * x / metal::log(u);
+}""",
+    "mb_cbrt": """\
+// cbrt: pow plus one Newton step: Metal has no cbrt.
+inline float mb_cbrt(float x) {
+    float y = metal::copysign(metal::pow(metal::fabs(x), 1.0f / 3.0f), x);
+    if (y != 0.0f && metal::isfinite(y)) {
+        y = y - (y * y * y - x) / (3.0f * y * y);
+    }
+    return y;
+}""",
+    "mb_hypot": """\
+// hypot without overflow: Metal has no hypot.
+inline float mb_hypot(float x, float y) {
+    float a = metal::fabs(x);
+    float b = metal::fabs(y);
+    float m = metal::max(a, b);
+    float n = metal::min(a, b);
+    if (metal::isinf(m) || m == 0.0f) {
+        return m;
+    }
+    float r = n / m;
+    return m * metal::sqrt(1.0f + r * r);
+}""",
+    "mb_lgamma_pos": """\
+// lgamma for x >= 0.5: shift to x >= 7, then Stirling's series: Metal has no lgamma.
+inline float mb_lgamma_pos(float x) {
+    float acc = 1.0f;
+    while (x < 7.0f) {
+        acc *= x;
+        x += 1.0f;
+    }
+    float r = 1.0f / x;
+    float r2 = r * r;
+    return (x - 0.5f) * metal::log(x) - x + 0.918938533f +
+        r * (0.0833333333f - r2 * (0.00277777778f - r2 * 0.000793650794f)) - metal::log(acc);
+}""",
+    "mb_lgamma": """\
+inline float mb_lgamma(float x) {
+    if (x < 0.5f) {
+        return metal::log(M_PI_F / metal::fabs(metal::sinpi(x))) - mb_lgamma_pos(1.0f - x);
+    }
+    return mb_lgamma_pos(x);
+}""",
+    "mb_tgamma": """\
+// tgamma via lgamma, with the reflection formula below 0.5: Metal has no tgamma.
+inline float mb_tgamma(float x) {
+    if (x < 0.5f) {
+        return M_PI_F / (metal::sinpi(x) * metal::exp(mb_lgamma_pos(1.0f - x)));
+    }
+    return metal::exp(mb_lgamma_pos(x));
+}""",
+}
+_MISSING_DEPS = {"mb_erf": ["mb_erfc"], "mb_lgamma": ["mb_lgamma_pos"], "mb_tgamma": ["mb_lgamma_pos"]}
+METAL_MISSING = {"erf", "erfc", "log1p", "expm1", "cbrt", "hypot", "lgamma", "tgamma"}
+
+_CAS = """\
+// Compare-and-swap returning the old value; the loop absorbs spurious weak failures.
+template <typename A, typename T>
+inline T mb_atomic_cas(A p, T expected, T desired) {
+    T old = expected;
+    while (!atomic_compare_exchange_weak_explicit(p, &old, desired, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+        if (old != expected) {
+            break;
+        }
+        old = expected;
+    }
+    return old;
+}"""
+
+_FMINMAX = """\
+// atomic<float> has no fetch_{op}: a CAS loop that returns the old value.
+template <typename A>
+inline float mb_atomic_{op}_float(A p, float v) {{
+    float old = atomic_load_explicit(p, memory_order_relaxed);
+    while (v {cmp} old && !atomic_compare_exchange_weak_explicit(p, &old, v, memory_order_relaxed,
+                                                              memory_order_relaxed)) {{
+    }}
+    return old;
+}}"""
+
+_ISIGN = """\
+// sign of an integer (Metal's sign is for floats only).
+template <typename T>
+inline T mb_isign(T x) {
+    return static_cast<T>((x > T(0)) - (x < T(0)));
+}"""
+
+_ATOMIC_FETCH = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
+                 "min": "atomic_fetch_min_explicit", "max": "atomic_fetch_max_explicit",
+                 "and": "atomic_fetch_and_explicit", "or": "atomic_fetch_or_explicit",
+                 "xor": "atomic_fetch_xor_explicit", "exchange": "atomic_exchange_explicit"}
+
+
+class MSLPrinter(CPrinter):
+    """The Metal dialect's non-tabular parts: atomics, SIMD-group calls, math helpers."""
+
+    dialect = MSL
+
+    def __init__(self, kernel: ir.KernelIR):
+        super().__init__(kernel)
+        self.atomic_kernel, self.atomic_funcs = atomic_buffers(kernel, outputs_together=True)
+
+    def _is_atomic(self, buf: str) -> bool:
+        if self.in_function is not None:
+            return buf in self.atomic_funcs.get(self.in_function.name, set())
+        return buf in self.atomic_kernel
+
+    def ref(self, buf, index) -> str:
+        return f"&{self.name(buf)}[{self.expr(index)}]"
+
+    # -- casts: bfloat converts through float (Metal's bfloat converts to/from float)
+    def cast(self, t, value) -> str:
+        src = value.type
+        te, se = T.elem_of(t), T.elem_of(src) if src is not None else None
+        inner = self.expr(value)
+        if se is not None and ((te.name == "bfloat16") != (se.name == "bfloat16")) \
+                and "float32" not in (te.name, se.name):
+            mid = T.float32 if isinstance(t, T.ScalarType) else T.vector_of(T.float32, t.n)
+            inner = self.cast_text(mid, inner)
+        return self.cast_text(t, inner)
+
+    def load(self, buf, index, t) -> str:
+        if self._is_atomic(buf):
+            return f"atomic_load_explicit({self.ref(buf, index)}, memory_order_relaxed)"
+        return super().load(buf, index, t)
+
+    def store(self, buf, index, value) -> str:
+        if self._is_atomic(buf):
+            return (f"atomic_store_explicit({self.ref(buf, index)}, {self.expr(value, ASSIGN)}, "
+                    f"memory_order_relaxed);")
+        return super().store(buf, index, value)
+
+    def atomic(self, e: ir.Atomic) -> str:
+        t = e.type
+        if t.name not in ("int32", "uint32", "float32"):
+            raise KernelTypeError(f"Metal has no atomic operations on {t.name} ({t.msl})", e.span,
+                                  hint="use an int32, uint32 or float32 buffer for atomics")
+        p = self.ref(e.buf, e.index)
+        args = [self.expr(a, ASSIGN) for a in e.args]
+        if e.op == "load":
+            return f"atomic_load_explicit({p}, memory_order_relaxed)"
+        if e.op == "store":
+            return f"atomic_store_explicit({p}, {args[0]}, memory_order_relaxed)"
+        if e.op == "cas":
+            self.need("mb_atomic_cas", _CAS)
+            return f"mb_atomic_cas({p}, {args[0]}, {args[1]})"
+        if t.is_float and e.op in ("min", "max"):
+            name = f"mb_atomic_{e.op}_float"
+            self.need(name, _FMINMAX.format(op=e.op, cmp="<" if e.op == "min" else ">"))
+            return f"{name}({p}, {args[0]})"
+        if t.is_float and e.op in ("and", "or", "xor"):
+            raise KernelTypeError(f"atomic_{e.op} needs an integer buffer, not float", e.span)
+        return f"{_ATOMIC_FETCH[e.op]}({p}, {args[0]}, memory_order_relaxed)"
+
+    def call(self, e: ir.Call) -> str:
+        name, args = e.name, e.args
+        if name in B.SIMD:
+            a = ", ".join(self.expr(x, ASSIGN) for x in args)
+            if name == "simd_ballot":
+                return f"static_cast<ulong>(static_cast<simd_vote::vote_t>(simd_ballot({a})))"
+            return f"{name}({a})"
+        return self.call_text(name, args, e.type)
+
+    def call_text(self, name, args, t) -> str:
+        elem = T.elem_of(args[0].type) if args else None
+        if name == "sign" and elem is not None and elem.is_int:
+            if isinstance(args[0].type, T.VectorType):
+                raise KernelTypeError("sign of an integer vector is not supported on Metal", args[0].span)
+            self.need("mb_isign", _ISIGN)
+            return f"mb_isign({self.expr(args[0], ASSIGN)})"
+        through_float = elem is not None and (elem.name == "bfloat16" or
+                                              (name in METAL_MISSING and elem.name == "float16"))
+        texts = []
+        for a in args:
+            s = self.expr(a, ASSIGN)
+            if through_float and T.elem_of(a.type).is_float:
+                ft = T.float32 if isinstance(a.type, T.ScalarType) else T.vector_of(T.float32, a.type.n)
+                s = self.cast_text(ft, s)
+            texts.append(s)
+        if name in METAL_MISSING:
+            fn = "mb_" + name
+            for dep in _MISSING_DEPS.get(fn, []):
+                self.need(dep, _MISSING[dep])
+            self.need(fn, _MISSING[fn])
+            vt = args[0].type
+            if isinstance(vt, T.VectorType):
+                self._vector_overload(fn, vt.n, len(args))
+            call = f"{fn}({', '.join(texts)})"
+        else:
+            call = f"metal::{name}({', '.join(texts)})"
+        if through_float and T.elem_of(t).is_float:
+            return self.cast_text(t, call)
+        return call
+
+    def _vector_overload(self, fn: str, n: int, nargs: int) -> None:
+        vt = f"float{n}"
+        params = ", ".join(f"{vt} {'abc'[i]}" for i in range(nargs))
+        comps = ", ".join(f"{fn}({', '.join(f'{chr(97 + i)}.{c}' for i in range(nargs))})"
+                          for c in "xyzw"[:n])
+        self.need(f"{fn}_{vt}", f"inline {vt} {fn}({params}) {{\n    return {vt}({comps});\n}}")
+
+    def vector_select(self, e: ir.Select) -> str:
+        return f"select({self.expr(e.b, ASSIGN)}, {self.expr(e.a, ASSIGN)}, {self.expr(e.cond, ASSIGN)})"
+
+    def array_decl(self, s: ir.ArrayDecl) -> str:
+        if s.space == "threadgroup":
+            if s.init is not None:
+                raise KernelTypeError("threadgroup arrays cannot have initial values in Metal", s.span,
+                                      hint="fill the array in the kernel, then threadgroup_barrier()")
+            el = self.tname(s.elem)
+            if self._is_atomic(s.name):
+                el = f"atomic<{el}>"
+            dims = f"  // {' x '.join(map(str, s.shape))}" if len(s.shape) > 1 else ""
+            return f"threadgroup {el} {self.name(s.name)}[{s.size}];{dims}"
+        if self._is_atomic(s.name):
+            raise KernelTypeError("atomics need a device buffer or a threadgroup array", s.span)
+        return super().array_decl(s)
+
+    def _template_params(self, f: ir.Function) -> dict[str, str]:
+        # Inputs live in `device` or (below 8 elements) `constant` memory depending on the
+        # call, so read-only device buffer parameters take whatever pointer they are given.
+        return {p.name: f"mb_{self.name(p.name)}_ptr" for p in f.params
+                if p.space in ("device", "constant") and p.const and not
+                (p.name in self.atomic_funcs.get(f.name, set()))}
+
+    def param_decl(self, p: ir.FuncParam, fn: ir.Function) -> str:
+        tp = self._template_params(fn)
+        if p.name in tp:
+            return f"{tp[p.name]} {self.name(p.name)}"
+        if p.space is not None and p.name in self.atomic_funcs.get(fn.name, set()):
+            return f"{self.d.space[p.space]}atomic<{self.tname(p.type)}>* {self.name(p.name)}"
+        return super().param_decl(p, fn)
+
+    def function_signature(self, f: ir.Function) -> str:
+        sig = super().function_signature(f)
+        tp = self._template_params(f)
+        if tp:
+            sig = "template <" + ", ".join(f"typename {n}" for n in tp.values()) + ">\n" + sig
+        return sig
+
+
+def render(kernel: ir.KernelIR) -> Rendered:
+    """Prints ``kernel`` as an MLX Metal kernel: body, header and names.
+
+    Pass the result to ``mx.fast.metal_kernel(name=r.name, input_names=r.input_names,
+    output_names=r.output_names, source=r.body, header=r.header,
+    ensure_row_contiguous=True, atomic_outputs=r.atomic_outputs)``. The complete
+    source MLX builds from it is ``mlx_signature.full_source(r)``.
+
+    >>> from metalbench import ir, types as T
+    >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.uint32, is_output=True)],
+    ...     [ir.ExprStmt(ir.Atomic("add", "o", ir.Const(0, T.uint32), [ir.Const(1, T.uint32)], T.uint32))])
+    >>> r = render(k); r.body, r.atomic_outputs
+    ('atomic_fetch_add_explicit(&o[0u], 1u, memory_order_relaxed);', True)
+    """
+    p = MSLPrinter(kernel)
+    body = "\n".join(p.body_lines())
+    decls, funcs = p.header_parts()
+    header = assemble_header(list(p.helpers.values()), decls, funcs)
+    ins = kernel.inputs
+    return Rendered(
+        name=kernel.name,
+        body=body,
+        header=header,
+        input_names=[p.name(x.name) for x in ins],
+        output_names=[p.name(x.name) for x in kernel.outputs],
+        atomic_outputs=any(x.name in p.atomic_kernel for x in kernel.outputs),
+        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins],
+        output_types=[x.type for x in kernel.outputs],
+    )
