@@ -72,6 +72,7 @@ class MetalKernel:
         self._mlx_kernel = None
         self._sim_cache: dict = {}
         self._cuda_cache: dict = {}
+        self._cuda_rendered: dict = {}
         self.last_stats = None
 
     def __repr__(self):
@@ -223,32 +224,51 @@ class MetalKernel:
         ck = self._cuda_cache.get(key)
         if ck is None:
             r = cg.render(kir)
-            ck = mx.fast.cuda_kernel(name=r.name, input_names=list(r.input_names),
+            names = list(r.input_names)
+            extra = getattr(r, "extra_inputs", None)
+            if extra and not callable(extra):
+                names += [n for n in extra if n not in names]
+            ck = mx.fast.cuda_kernel(name=r.name, input_names=names,
                                      output_names=list(r.output_names), source=r.body,
                                      header=r.header,
                                      ensure_row_contiguous=self.ensure_row_contiguous,
                                      atomic_outputs=r.atomic_outputs)
             self._cuda_cache[key] = ck
+            self._cuda_rendered[key] = r
         by_name = dict(zip(self.input_names, arrays))
         ins = [runtime.to_mlx(by_name[p.name]) for p in kir.inputs]
+        r = self._cuda_rendered[key]
+        extra = getattr(r, "extra_inputs", None)
+        if callable(extra):
+            ins.extend(extra(grid3, tg3))
+        elif extra:
+            # the printer's launch guard needs the grid as an input (Metal has no such guard
+            # to write: dispatchThreads never runs past the grid)
+            for n in extra:
+                if n != "mb_grid":
+                    raise KernelLaunchError(f"the CUDA printer asks for an unknown extra input {n!r}")
+                ins.append(mx.array(list(grid3), dtype=mx.uint32))
         return ck(inputs=ins, grid=grid3, threadgroup=tg3, output_shapes=output_shapes,
                   output_dtypes=[T.to_mlx(t) for t in out_types], init_value=init_value,
                   stream=stream)
 
     # ------------------------------------------------------------------ source
     def full_source(self, inputs, output_dtypes, template=None) -> str:
-        """The complete kernel source MLX compiles for these inputs (``verbose=True``)."""
+        """The complete kernel source MLX compiles for these inputs (what ``verbose=True``
+        prints), via :mod:`metalbench.mlx_signature`."""
+        arrays = [_as_input(x) for x in inputs]
+        tmpl = _template(template)
         try:
             from . import mlx_signature as ms
-            fn = getattr(ms, "verbose_text", None) or getattr(ms, "full_source", None)
-            if fn is not None:
-                return fn(name=self.name, input_names=self.input_names,
-                          output_names=self.output_names, source=self.source, header=self.header,
-                          inputs=inputs, output_dtypes=output_dtypes, template=template,
-                          atomic_outputs=self.atomic_outputs)
-        except (ImportError, TypeError):
-            pass
-        return _fallback_source(self, inputs, output_dtypes, template)
+        except ImportError:
+            return _fallback_source(self, inputs, output_dtypes, template)
+        ins = [ms.InputSpec(n, T.from_numpy(a.dtype), a.ndim, int(a.size))
+               for n, a in zip(self.input_names, arrays)]
+        outs = [ms.OutputSpec(n, _dtype(d)) for n, d in zip(self.output_names, output_dtypes)]
+        text = ms.full_source(name=self.name, body=self.source, header=self.header, inputs=ins,
+                              outputs=outs, template=tmpl or None,
+                              atomic_outputs=self.atomic_outputs)
+        return f"Generated source code for `{self.name}`:\n```\n{text}\n```"
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -1,0 +1,96 @@
+"""mb.metal_kernel's errors: MLX-compatible launch errors, body-line syntax errors."""
+import mlx.core as mx
+import pytest
+
+from metalbench.errors import KernelNameError, KernelSyntaxError, MetalbenchError
+from metalbench.mlx_compat import metal_kernel
+
+SRC = "uint i = thread_position_in_grid.x;\nout[i] = inp[i];"
+
+
+def k():
+    return metal_kernel(name="cp", input_names=["inp"], output_names=["out"], source=SRC)
+
+
+def call(kern, **over):
+    kw = dict(inputs=[mx.zeros(4)], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
+              output_dtypes=[mx.float32], backend="sim")
+    kw.update(over)
+    return kern(**kw)
+
+
+def test_needs_an_output():
+    with pytest.raises(ValueError, match=r"\[metal_kernel\] Must specify at least one output."):
+        metal_kernel(name="x", input_names=["a"], output_names=[], source="")
+
+
+def test_inputs_length_mismatch():
+    with pytest.raises(ValueError, match=r"Expected `inputs` to have size 1 but got size 2"):
+        call(k(), inputs=[mx.zeros(4), mx.zeros(4)])
+
+
+def test_output_dtypes_length_mismatch():
+    with pytest.raises(ValueError, match=r"Expected `output_dtypes` to have size 1 but got size 0"):
+        call(k(), output_dtypes=[])
+
+
+def test_missing_output_shapes_is_a_type_error():
+    kw = dict(inputs=[mx.zeros(4)], grid=(4, 1, 1), threadgroup=(4, 1, 1),
+              output_dtypes=[mx.float32], backend="sim")
+    with pytest.raises(TypeError, match="output_shapes"):
+        k()(**kw)
+
+
+def test_threadgroup_too_large():
+    with pytest.raises(ValueError, match=r"Thread group size \(2048\) is greater than"):
+        call(k(), grid=(4096, 1, 1), threadgroup=(2048, 1, 1))
+
+
+def test_unknown_template_name():
+    kern = metal_kernel(name="t", input_names=["inp"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x;\nT v = inp[i];\nout[i] = v;")
+    with pytest.raises(KernelNameError) as e:
+        call(kern)
+    assert e.value.span.line == 2 and "template" in str(e.value)
+
+
+def test_bad_template_value():
+    with pytest.raises(TypeError):
+        call(k(), template=[("T", "float")])
+
+
+def test_syntax_error_shows_body_line():
+    kern = metal_kernel(name="bad", input_names=["inp"], output_names=["out"],
+                        source="\n    uint i = thread_position_in_grid.x;\n    out[i] = inp[i] * ;\n")
+    with pytest.raises(KernelSyntaxError) as e:
+        call(kern)
+    msg = str(e.value)
+    assert e.value.span.line == 3 and "out[i] = inp[i] * ;" in msg and "^" in msg
+
+
+def test_unsupported_construct_says_metal_only():
+    kern = metal_kernel(name="u", input_names=["inp"], output_names=["out"],
+                        source="out[0] = as_type<float>(inp[0]);")
+    with pytest.raises(MetalbenchError, match="metal"):
+        call(kern)
+
+
+def test_verbose_prints_full_source(capsys):
+    kern = k()
+    kern.full_source([mx.zeros(4)], [mx.float32])
+    print(kern.full_source([mx.zeros(4)], [mx.float32]))
+    out = capsys.readouterr().out
+    assert "[[kernel]] void custom_kernel_cp" in out and "thread_position_in_grid [[thread_position_in_grid]]" in out
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif("not __import__('metalbench.launch', fromlist=['x']).cuda_available()")
+def test_cuda_backend_matches_sim():
+    import numpy as np
+    a = mx.array(np.random.default_rng(1).standard_normal(64).astype(np.float32))
+    kern = metal_kernel(name="myexp", input_names=["inp"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x;\nout[i] = metal::exp(inp[i]);")
+    kw = dict(inputs=[a], grid=(64, 1, 1), threadgroup=(32, 1, 1), output_shapes=[a.shape],
+              output_dtypes=[a.dtype])
+    (c,) = kern(backend="cuda", **kw)
+    assert mx.allclose(c, mx.exp(a), rtol=1e-5).item()
