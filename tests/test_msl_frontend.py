@@ -124,3 +124,12 @@ def test_header_errors_point_at_header():
     with pytest.raises(KernelSyntaxError) as e:
         k1("out[0] = 1;", header="float f(float a) { return a +; }")
     assert "header" in str(e.value)
+
+
+def test_less_than_is_not_a_template():
+    d = body("float v = x[0];\nint n = 3;\nout[0] = v < 2.0f && v > -2.0f ? v : 0.0f;\n"
+             "if (n<4 && n>1) out[1] = 1;\nn <<= 1;\nout[2] = n <= 6;",
+             header="template <typename T> T one() { return T(1); }")
+    assert "((v < 2.0) && (v > -2.0))" in d
+    assert "((n < 4) && (n > 1))" in d
+    assert "(n << 1)" in d and "(n <= 6)" in d

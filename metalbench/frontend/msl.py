@@ -106,11 +106,38 @@ class _TypeName:
 
 # ----------------------------------------------------------------------------- parsing
 
-def _mask(text: str) -> tuple[str, dict[int, str]]:
+_TEMPLATE_NAMES = {"static_cast", "reinterpret_cast", "as_type", "bit_cast", "atomic", "vec",
+                   "numeric_limits", "template", "include", "Limits", "metal", "array", "matrix"}
+_LT_RE = re.compile(r"([A-Za-z_0-9]+)(\s*)<(?![<])")
+
+
+def _swap_less(text: str, out: list, templates: set) -> set:
+    """C++ reads ``v < a && v > b`` as a template ``v<...>``; MSL bodies never mean that
+    unless ``v`` names a template. Turn such ``<`` into ``>`` (same length, same
+    precedence) and remember where, so the translator reads them back as ``<``."""
+    swapped = set()
+    for m in _LT_RE.finditer(text):
+        word = m.group(1)
+        pos = m.end(2)
+        if word in templates or word in _TEMPLATE_NAMES:
+            continue
+        line_start = text.rfind("\n", 0, pos) + 1
+        if text[line_start:pos].lstrip().startswith("#"):
+            continue
+        if pos > 0 and text[pos - 1] == "<":
+            continue
+        out[pos] = ">"
+        swapped.add(pos)
+    return swapped
+
+
+def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]:
     """Blank out Metal qualifiers (same length, so positions stay) and remember them
-    by byte offset."""
-    quals: dict[int, str] = {}
+    by byte offset; also disambiguate ``<`` (see :func:`_swap_less`), remembered
+    under the key ``"<"``."""
+    quals: dict = {}
     out = list(text)
+    quals["<"] = _swap_less(text, out, templates)
 
     def blank(m):
         word = m.group(1)
@@ -134,8 +161,8 @@ def _first_error(node):
     return node
 
 
-def _parse(text: str, src: Source, line_offset: int, wrap: bool):
-    masked, quals = _mask(text)
+def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=frozenset()):
+    masked, quals = _mask(text, templates)
     if not text.isascii():
         # tree-sitter works in bytes; keep positions aligned with characters
         masked = "".join(c if ord(c) < 128 else " " for c in masked)
@@ -143,7 +170,9 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool):
     code = prefix + masked + ("\n}\n" if wrap else "\n")
     tree = _PARSER.parse(code.encode())
     shift = len(prefix)
+    swapped = {k + shift for k in quals.pop("<")}
     quals = {k + shift: v for k, v in quals.items()}
+    quals["<"] = swapped
     err = _first_error(tree.root_node)
     if err is not None:
         line = err.start_point[0] - line_offset + src.first_line
@@ -314,7 +343,7 @@ class Translator:
         extended back over the blanks the masking left before ``start``."""
         while start > 0 and self.code[start - 1] in " \t\r\n":
             start -= 1
-        return [q for p, q in self.quals.items() if start <= p < end]
+        return [q for p, q in self.quals.items() if p != "<" and start <= p < end]
 
     # -- kernel
     def translate(self, body, header, inputs, outputs, scalars, shape_use) -> ir.KernelIR:
@@ -342,9 +371,11 @@ class Translator:
             elif isinstance(v, int):
                 syms.setdefault(k, ir.Const(coerce_value(v, T.int32), T.int32))
         self.kernel_syms = syms
+        self.template_names = set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+)*"
+                                             r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header))
         if header.strip():
             self.header(header)
-        tree, code, quals = _parse(body, self.src, 1, wrap=True)
+        tree, code, quals = _parse(body, self.src, 1, wrap=True, templates=self.template_names)
         self.code, self.quals, self.cur_src, self.line_offset = code, quals, self.src, 1
         fn = tree.root_node.named_children[0]
         self.scopes = [syms]
@@ -358,7 +389,7 @@ class Translator:
 
     # -- header
     def header(self, header):
-        tree, code, quals = _parse(header, self.hsrc, 0, wrap=False)
+        tree, code, quals = _parse(header, self.hsrc, 0, wrap=False, templates=self.template_names)
         self.code, self.quals, self.cur_src, self.line_offset = code, quals, self.hsrc, 0
         self.scopes = [self.global_syms]
         self.in_kernel = False
@@ -974,7 +1005,10 @@ class Translator:
             self.type_err(node, "'&' (an address) is only allowed as the first argument of an "
                           "atomic function or a pointer argument")
         if k == "binary_expression":
-            op = self.text(node.child_by_field_name("operator"))
+            opn = node.child_by_field_name("operator")
+            op = self.text(opn)
+            if opn.start_byte in self.quals.get("<", ()):
+                op = op.replace(">", "<")
             a = self.expr(node.child_by_field_name("left"))
             if op in ("&&", "||"):
                 self.lazy += 1
