@@ -39,9 +39,6 @@ class MetalCellWatcher {
     }
     this._models.add(model);
     model.cells.changed.connect(() => this._watchAll(), this);
-    // Runs after the notebook's own handler, which resets every code cell's
-    // mime type when `language_info` changes.
-    model.metadataChanged.connect(() => this._updateAll(), this);
     this._watchAll();
   }
 
@@ -61,23 +58,11 @@ class MetalCellWatcher {
     }
     this._cells.add(cell);
     cell.contentChanged.connect(() => this._update(cell), this);
-    // Whoever sets the mime type (the notebook on kernel (re)start, a new cell
-    // getting the notebook's default), a `%%metal` cell gets its own back.
+    // Whoever sets the mime type (the notebook resets every code cell when
+    // `language_info` changes, e.g. on kernel (re)start; a new cell gets the
+    // notebook's default), a `%%metal` cell gets its own back.
     cell.mimeTypeChanged.connect(() => this._update(cell), this);
     this._update(cell);
-  }
-
-  private _updateAll(): void {
-    const model = this._panel.content.model;
-    if (!model) {
-      return;
-    }
-    for (let i = 0; i < model.cells.length; i++) {
-      const cell = model.cells.get(i);
-      if (cell.type === 'code') {
-        this._update(cell);
-      }
-    }
   }
 
   /** The notebook's own code mime type (what non-magic cells use). */

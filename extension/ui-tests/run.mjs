@@ -312,6 +312,27 @@ async function testCells(page, url, root) {
   });
   await waitForMime(page, 0, 'python');
   check(/python/.test((await cellInfo(page, 0)).mime), 'a cell without %%metal is Python again');
+
+  log('a ```metal code block in a Markdown cell');
+  await page.evaluate(() => {
+    const nb = window.jupyterapp.shell.currentWidget.content;
+    nb.model.sharedModel.insertCell(2, {
+      cell_type: 'markdown',
+      source: '```metal\nthreadgroup float tile[32];\n```'
+    });
+    nb.activeCellIndex = 2;
+    return window.jupyterapp.commands.execute('notebook:run-cell');
+  });
+  const md = await page
+    .waitForFunction(() => {
+      const cell = window.jupyterapp.shell.currentWidget.content.widgets[2];
+      const spans = [...cell.node.querySelectorAll('.jp-RenderedMarkdown pre span')];
+      const kw = spans.find(s => s.textContent === 'threadgroup');
+      return kw ? getComputedStyle(kw).color : null;
+    }, null, { timeout: 15000 })
+    .then(h => h.jsonValue(), () => null);
+  const keywordColor = (await cellInfo(page, 0)).keywordColor;
+  check(md === keywordColor, `'threadgroup' in a \`\`\`metal block is in the keyword colour (${md})`);
   await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.save());
 }
 
