@@ -1,0 +1,210 @@
+"""The simulator's launcher: compiled programs, chunking, argument binding, findings.
+
+    >>> import numpy as np
+    >>> from metalbench import ir, types as T
+    >>> i = ir.Var("i", T.uint32)
+    >>> k = ir.KernelIR("twice", [ir.Param("x", "buffer", T.float32),
+    ...     ir.Param("out", "buffer", T.float32, is_output=True)],
+    ...     [ir.Decl(i, ir.Swizzle(ir.ThreadAttr("thread_position_in_grid", T.uint3), "x", T.uint32)),
+    ...      ir.Store("out", i, ir.BinOp("*", ir.Load("x", i, T.float32), ir.Const(2.0, T.float32), T.float32))])
+    >>> x = np.arange(5, dtype=np.float32); out = np.full(5, np.nan, np.float32)
+    >>> _ = compile_kernel(k).run({"x": Buffer(x), "out": Buffer(out)}, (5, 1, 1), (4, 1, 1))
+    >>> out.tolist()
+    [0.0, 2.0, 4.0, 6.0, 8.0]
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import ir
+from ..errors import KernelCheckError, KernelLaunchError
+from . import atomics, mathfn, memory, runtime, simd
+from .checks import Checker, DivergentBarrier
+from .chunk import Chunk, Launch
+from .codegen import Program, generate
+from .memory import OutOfBounds
+
+# Lanes per chunk: big enough that per-statement Python overhead vanishes, small enough
+# to stay in cache and bound memory for 16M-thread grids.
+CHUNK_LANES = int(os.environ.get("METALBENCH_SIM_LANES", 1 << 16))
+
+
+@dataclass
+class Buffer:
+    """A device buffer: ``data`` is its flat 1-D storage (written in place for outputs);
+    ``shape``/``strides`` (elements) back ``x.shape``, ``x_strides`` and ``x_ndim``.
+
+    >>> Buffer(np.zeros((2, 3), np.float32)).shape
+    (2, 3)
+    """
+    data: np.ndarray
+    shape: tuple | None = None
+    strides: tuple | None = None
+
+    def __post_init__(self):
+        if self.shape is None:
+            self.shape = tuple(self.data.shape) if self.data.ndim else (1,)
+        flat = self.data.reshape(-1)
+        if self.data.size and not np.shares_memory(flat, self.data):
+            raise KernelLaunchError("sim.Buffer needs contiguous storage (its flat view is written in place)")
+        self.data = flat
+        if self.strides is None:
+            st, acc = [], 1
+            for s in reversed(self.shape):
+                st.append(acc)
+                acc *= int(s)
+            self.strides = tuple(reversed(st))
+
+
+@dataclass
+class SimStats:
+    """What a launch did. Access counts are only collected by checked launches
+    (``None`` otherwise); ``seconds`` is the wall time of the launch."""
+    threads: int
+    threadgroups: int
+    chunks: int
+    seconds: float
+    device_reads: int | None = None
+    device_writes: int | None = None
+    threadgroup_reads: int | None = None
+    threadgroup_writes: int | None = None
+
+
+_NS = {"np": np, "_rt": runtime, "_mem": memory, "_at": atomics, "_sd": simd, "_mf": mathfn}
+
+
+class SimKernel:
+    """A kernel compiled for the simulator; ``run`` launches it on NumPy buffers."""
+
+    def __init__(self, kernel: ir.KernelIR):
+        self.ir = kernel
+        self._programs: dict = {}
+        self.program(False, True)  # compile now: errors show at compile time
+
+    def program(self, checked: bool, even: bool):
+        """The compiled program variant (``checked``, all threadgroups full)."""
+        key = (checked, even)
+        p = self._programs.get(key)
+        if p is None:
+            prog: Program = generate(self.ir, checked=checked, even=even)
+            ns = dict(_NS)
+            ns.update(prog.namespace)
+            code = compile(prog.source, f"<sim:{self.ir.name}>", "exec")
+            exec(code, ns)
+            p = self._programs[key] = (ns["_chunk"], prog)
+        return p
+
+    def source(self, checked: bool = False, even: bool = True) -> str:
+        """The generated Python source (for debugging the simulator)."""
+        return self.program(checked, even)[1].source
+
+    def _bind(self, args):
+        bufs, meta, scalars = {}, {}, {}
+        for p in self.ir.params:
+            if p.name not in args:
+                raise KernelLaunchError(f"missing argument {p.name!r} for kernel {self.ir.name!r}")
+            a = args[p.name]
+            if p.kind == "buffer":
+                if isinstance(a, np.ndarray):
+                    a = Buffer(a)
+                bufs[p.name] = a.data
+                meta[p.name] = (tuple(np.int32(s) for s in a.shape),
+                                np.asarray(a.strides, np.int64), np.int32(len(a.shape)))
+            else:
+                v = np.asarray(a)
+                scalars[p.name] = v.astype(p.type.np).reshape(-1)[0] if v.size else p.type.np.type(0)
+        return bufs, meta, scalars
+
+    def run(self, args: dict, grid, threadgroup, checked: bool = False) -> SimStats:
+        """Run the kernel over ``grid`` threads in threadgroups of ``threadgroup``.
+
+        ``args`` maps every parameter to a :class:`Buffer` (or a NumPy array) or a
+        NumPy scalar. Raises ``KernelCheckError`` on an out-of-bounds access (always
+        when NumPy notices it; on every load/store with ``checked=True`` or
+        ``METALBENCH_CHECKED=1``) and, when checked, on a divergent barrier."""
+        t0 = time.perf_counter()
+        checked = checked or os.environ.get("METALBENCH_CHECKED", "") not in ("", "0")
+        lg = Launch(grid, threadgroup)
+        fn, prog = self.program(checked, lg.even)
+        bufs, meta, scalars = self._bind(args)
+        per = max(1, CHUNK_LANES // max(1, lg.TG))
+        stats = SimStats(threads=lg.grid[0] * lg.grid[1] * lg.grid[2],
+                         threadgroups=lg.n_groups, chunks=0, seconds=0.0)
+        if checked:
+            stats.device_reads = stats.device_writes = 0
+            stats.threadgroup_reads = stats.threadgroup_writes = 0
+        with np.errstate(all="ignore"):
+            for g0 in range(0, lg.n_groups, per):
+                c = Chunk(lg, g0, min(per, lg.n_groups - g0))
+                c.bufs, c.meta, c.scalars = bufs, meta, scalars
+                c.checker = Checker(prog.nodes, c.G, lg.TG, c.exist) if checked else None
+                try:
+                    fn(c)
+                except OutOfBounds as e:
+                    raise _oob_error(self.ir, prog, e, c) from None
+                except DivergentBarrier as e:
+                    raise _barrier_error(self.ir, prog, e, c) from None
+                stats.chunks += 1
+                if checked:
+                    ck = c.checker
+                    stats.device_reads += ck.device_reads
+                    stats.device_writes += ck.device_writes
+                    stats.threadgroup_reads += ck.threadgroup_reads
+                    stats.threadgroup_writes += ck.threadgroup_writes
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+
+def compile_kernel(kernel: ir.KernelIR) -> SimKernel:
+    """Compile ``kernel`` into a runnable :class:`SimKernel` (the caller caches it)."""
+    return SimKernel(kernel)
+
+
+def _oob_error(kernel, prog, e: OutOfBounds, c: Chunk) -> KernelCheckError:
+    node, buf, space, access = prog.nodes[e.k]
+    idx = e.index
+    n = e.n
+    if isinstance(idx, np.ndarray):
+        bad = e.bad
+        if bad is None:
+            bad = (idx >= n) if n is not None else np.ones(idx.shape, bool)
+            if idx.dtype.kind == "i":
+                bad |= idx < 0
+        lanes = np.flatnonzero(bad)
+        if lanes.size == 0:
+            lanes = np.arange(min(1, idx.size))
+        shown = [int(idx[i]) for i in lanes[:4]]
+    else:
+        if isinstance(e.bad, np.ndarray):
+            lanes = np.flatnonzero(e.bad)
+        else:
+            lanes = np.flatnonzero(c.m0) if c.m0 is not None else np.arange(c.L)
+        shown = [int(idx)]
+    pos = c.positions(lanes)
+    what = {"read": "read of", "write": "write to", "atomic": "atomic on"}.get(access, access)
+    more = f" and {len(lanes) - len(pos)} more" if len(lanes) > len(pos) else ""
+    index = shown[0] if len(set(shown)) == 1 else shown
+    size = f" (size {n})" if n is not None else ""
+    msg = (f"out-of-bounds {what} {space} buffer {buf!r} at index {index}{size} "
+           f"in kernel {kernel.name!r}, by thread(s) at thread_position_in_grid "
+           f"{', '.join(map(str, pos))}{more}")
+    finding = {"kind": "out-of-bounds", "buffer": buf, "index": shown, "size": n,
+               "threads": pos, "access": access}
+    return KernelCheckError(msg, span=getattr(node, "span", None), findings=[finding])
+
+
+def _barrier_error(kernel, prog, e: DivergentBarrier, c: Chunk) -> KernelCheckError:
+    node = prog.nodes[e.k][0]
+    gids = [c.g0 + int(g) for g in e.bad_groups[:4]]
+    nx, ny, _ = c.launch.ngrp
+    groups = [(g % nx, (g // nx) % ny, g // (nx * ny)) for g in gids]
+    msg = (f"divergent barrier in kernel {kernel.name!r}: threadgroup(s) {', '.join(map(str, groups))} "
+           f"reached threadgroup_barrier with only part of their threads")
+    finding = {"kind": "divergent barrier", "threadgroups": groups}
+    return KernelCheckError(msg, span=getattr(node, "span", None), findings=[finding],
+                            hint="every thread of a threadgroup must reach the same barrier "
+                                 "(no barrier inside a branch some threads skip or after an early return)")

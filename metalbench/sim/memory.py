@@ -1,0 +1,144 @@
+"""Loads and stores of lane vectors on device buffers, threadgroup and thread-local arrays.
+
+Device buffers and threadgroup arrays are flat NumPy arrays addressed by an absolute
+element index per lane (a threadgroup array of a chunk is ``(groups, size)`` flattened,
+each lane adding its group's base). Thread-local arrays are ``(size, lanes)`` so that
+an index that is the same for every lane (a loop counter) selects one contiguous row.
+
+Inactive lanes never read or write: their addresses are replaced by 0 for gathers and
+dropped for scatters::
+
+    >>> import numpy as np
+    >>> d = np.arange(4.0, dtype=np.float32)
+    >>> ld(d, np.array([3, 99]), np.array([True, False]), 0).tolist()
+    [3.0, 0.0]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class OutOfBounds(Exception):
+    """Raised by an access helper; the launcher turns it into a KernelCheckError."""
+
+    def __init__(self, k: int, index, bad, n=None):
+        super().__init__(k)
+        self.k = k          # node number in the program's node table
+        self.index = index  # the index per lane (or a scalar)
+        self.bad = bad      # bool per lane (or None: every active lane)
+        self.n = n          # the valid size, when known
+
+
+class BufRef:
+    """A buffer passed to a device function: ``flat[base + (off + i) * stride]`` is
+    element ``i``; ``0 <= off + i < n`` is in bounds."""
+
+    __slots__ = ("flat", "base", "off", "stride", "n", "name", "space")
+
+    def __init__(self, flat, base, off, stride, n, name, space):
+        self.flat, self.base, self.off, self.stride = flat, base, off, stride
+        self.n, self.name, self.space = n, name, space
+
+    def shifted(self, offset) -> "BufRef":
+        """The same buffer seen from ``offset`` elements on (MSL ``p + offset``)."""
+        return BufRef(self.flat, self.base, self.off + offset, self.stride, self.n, self.name, self.space)
+
+    def addr(self, i):
+        if self.stride == 1:
+            return self.base + (self.off + i)
+        return self.base + (self.off + i) * self.stride
+
+
+def _zero(data):
+    return data.dtype.type(0)
+
+
+def ld(data, addr, m, k):
+    """Gather ``data[addr]`` on the active lanes of ``m`` (0 elsewhere)."""
+    if m is False:
+        return _zero(data)
+    try:
+        if isinstance(addr, np.ndarray):
+            if m is not None:
+                addr = np.where(m, addr, 0)
+            return data.take(addr)
+        return data[addr]
+    except IndexError:
+        raise OutOfBounds(k, addr, None, data.size) from None
+
+
+def st(data, addr, val, m, k):
+    """Scatter ``val`` to ``data[addr]`` on the active lanes of ``m``; when several lanes
+    write one address the last lane wins (a race on the GPU)."""
+    if m is False:
+        return
+    try:
+        if isinstance(addr, np.ndarray):
+            if m is None:
+                data[addr] = val
+            else:
+                data[addr[m]] = val[m] if isinstance(val, np.ndarray) else val
+        else:
+            if isinstance(val, np.ndarray):
+                val = val[-1] if m is None else val[m][-1]
+            data[addr] = val
+    except IndexError:
+        raise OutOfBounds(k, addr, None, data.size) from None
+
+
+def ld_loc(arr, idx, m, lane, k):
+    """Load element ``idx`` of a thread-local array stored as ``(size, lanes)``."""
+    if m is False:
+        return _zero(arr)
+    try:
+        if isinstance(idx, np.ndarray):
+            if m is not None:
+                idx = np.where(m, idx, 0)
+            return arr[idx, lane]
+        return arr[idx].copy()
+    except IndexError:
+        raise OutOfBounds(k, idx, None, arr.shape[0]) from None
+
+
+def st_loc(arr, idx, val, m, lane, k):
+    """Store into element ``idx`` of a thread-local ``(size, lanes)`` array."""
+    if m is False:
+        return
+    try:
+        if isinstance(idx, np.ndarray):
+            if m is None:
+                arr[idx, lane] = val
+            else:
+                arr[idx[m], lane[m]] = val[m] if isinstance(val, np.ndarray) else val
+        elif m is None:
+            arr[idx] = val
+        else:
+            np.copyto(arr[idx], val, where=m)
+    except IndexError:
+        raise OutOfBounds(k, idx, None, arr.shape[0]) from None
+
+
+def ld_ref(ref: BufRef, i, m, k):
+    """Load through a device function's buffer parameter."""
+    return ld(ref.flat, ref.addr(i), m, k)
+
+
+def st_ref(ref: BufRef, i, val, m, k):
+    """Store through a device function's buffer parameter."""
+    st(ref.flat, ref.addr(i), val, m, k)
+
+
+def check(rel, n, m, k):
+    """Checked mode: raise OutOfBounds unless ``0 <= rel < n`` on every active lane."""
+    if m is False:
+        return
+    if isinstance(rel, np.ndarray):
+        bad = rel >= n
+        if rel.dtype.kind != "u":
+            bad |= rel < 0
+        if m is not None:
+            bad &= m
+        if bad.any():
+            raise OutOfBounds(k, rel, bad, n)
+    elif not (0 <= rel < n):
+        raise OutOfBounds(k, rel, None if m is None else m, n)

@@ -1,0 +1,207 @@
+"""Helpers the generated lane-vector code calls: masks, C arithmetic, casts, loads, stores.
+
+A *value* is a NumPy scalar (uniform: the same for every lane of the chunk) or a 1-D
+array with one entry per lane. A *mask* is ``None`` (every lane of the chunk active),
+``False`` (no lane active) or a bool array. Helpers accept all three so the generated
+code need not know statically which one it holds::
+
+    >>> import numpy as np
+    >>> m = and_(None, np.array([True, False]))
+    >>> sel(m, np.int32(7), np.array([1, 2], np.int32)).tolist()
+    [7, 2]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# ----------------------------------------------------------------------------- masks
+
+
+def any_(m) -> bool:
+    """True when at least one lane of mask ``m`` is active."""
+    if m is None:
+        return True
+    if m is False:
+        return False
+    return bool(m.any())
+
+
+def and_(m, c):
+    """Lanes of ``m`` where ``c`` (bool scalar or array) holds."""
+    if not isinstance(c, np.ndarray):
+        return m if c else False
+    if m is None:
+        return c
+    if m is False:
+        return False
+    return m & c
+
+
+def andnot(m, c):
+    """Lanes of ``m`` where ``c`` does not hold."""
+    if not isinstance(c, np.ndarray):
+        return False if c else m
+    if m is None:
+        return ~c
+    if m is False:
+        return False
+    return m & ~c
+
+
+def minus(m, s):
+    """Lanes of ``m`` that are not in the escape set ``s``."""
+    if s is False or m is False:
+        return m
+    if s is None:
+        return False
+    if m is None:
+        return ~s
+    return m & ~s
+
+
+def or_(a, b):
+    """Union of two masks."""
+    if a is False:
+        return b
+    if b is False:
+        return a
+    if a is None or b is None:
+        return None
+    return a | b
+
+
+def sel(m, new, old):
+    """``new`` on the lanes of ``m``, ``old`` elsewhere (a masked assignment)."""
+    if m is None:
+        return new
+    if m is False:
+        return old
+    return np.where(m, new, old)
+
+
+def where(c, a, b):
+    """Eager ``c ? a : b`` on lane vectors (both sides already evaluated)."""
+    if not isinstance(c, np.ndarray):
+        return a if c else b
+    return np.where(c, a, b)
+
+
+def count(m, n: int) -> int:
+    """Number of active lanes of ``m`` in a chunk of ``n`` lanes."""
+    if m is None:
+        return n
+    if m is False:
+        return 0
+    return int(np.count_nonzero(m))
+
+
+# ----------------------------------------------------------------------------- C arithmetic
+
+
+def _arr(x, dt):
+    return x if isinstance(x, np.ndarray) else np.asarray(x, dt)
+
+
+def _scalar(r):
+    return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
+
+
+def idiv(a, b, dt):
+    """C integer division: truncates toward zero; a zero divisor gives 0 (no trap)."""
+    scalar = not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray)
+    a = _arr(a, dt)
+    b = _arr(b, dt)
+    zero = b == 0
+    bs = np.where(zero, dt.type(1), b)
+    if dt.kind == "u":
+        q = a // bs
+    else:
+        r = np.fmod(a, bs)
+        q = (a - r) // bs
+    q = np.where(zero, dt.type(0), q).astype(dt, copy=False)
+    return _scalar(q) if scalar else q
+
+
+def imod(a, b, dt):
+    """C ``%``: the remainder has the dividend's sign; a zero divisor gives 0."""
+    scalar = not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray)
+    a = _arr(a, dt)
+    b = _arr(b, dt)
+    zero = b == 0
+    bs = np.where(zero, dt.type(1), b)
+    r = np.where(zero, dt.type(0), np.fmod(a, bs)).astype(dt, copy=False)
+    return _scalar(r) if scalar else r
+
+
+def fdiv(a, b, dt):
+    """Float division; half and bfloat round the float32 quotient."""
+    return a / b
+
+
+def shl(a, b, dt, bits):
+    """``a << b`` with the GPU's masked shift count (``b % bits``), in ``a``'s type."""
+    s = (b & (bits - 1))
+    s = s.astype(dt) if isinstance(s, (np.ndarray, np.generic)) else dt.type(s)
+    return np.left_shift(a, s)
+
+
+def shr(a, b, dt, bits):
+    """``a >> b`` (arithmetic for signed types) with a masked shift count."""
+    s = (b & (bits - 1))
+    s = s.astype(dt) if isinstance(s, (np.ndarray, np.generic)) else dt.type(s)
+    return np.right_shift(a, s)
+
+
+def astype(v, dt):
+    """A value converted to ``dt`` (scalars stay scalars)."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        return v.astype(dt)
+    return dt.type(v)
+
+
+_F2I_BOUNDS: dict = {}
+
+
+def _f2i_bounds(dt):
+    b = _F2I_BOUNDS.get(dt)
+    if b is None:
+        info = np.iinfo(dt)
+        hi = float(info.max)
+        if int(hi) > info.max:  # 64-bit max is not a float64: take the float just below
+            hi = float(np.nextafter(hi, 0))
+        b = _F2I_BOUNDS[dt] = (float(info.min), hi)
+    return b
+
+
+def f2i(v, dt):
+    """Float to integer like the GPU: truncate toward zero, saturate, NaN gives 0."""
+    lo, hi = _f2i_bounds(dt)
+    x = np.asarray(v, np.float64)
+    x = np.nan_to_num(np.clip(np.trunc(x), lo, hi), nan=0.0)
+    return _scalar(x.astype(dt))
+
+
+def to_bool(v):
+    """C conversion to bool: nonzero is true."""
+    return v != 0
+
+
+def to_float(v, dt):
+    """Integer or float to a float type (bfloat16 through float32)."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        if v.dtype.kind in "iub" and dt.itemsize == 2 and dt != np.float16:
+            v = v.astype(np.float32)
+        return v.astype(dt)
+    return dt.type(v)
+
+
+def lnot(v):
+    """``!v`` on bool values."""
+    return np.logical_not(v)
+
+
+def zeros_like_lanes(v, n):
+    """``v`` broadcast to ``n`` lanes as a fresh array."""
+    if isinstance(v, np.ndarray):
+        return v
+    return np.full(n, v)
