@@ -133,3 +133,14 @@ def test_less_than_is_not_a_template():
     assert "((v < 2.0) && (v > -2.0))" in d
     assert "((n < 4) && (n > 1))" in d
     assert "(n << 1)" in d and "(n <= 6)" in d
+
+
+def test_literals():
+    from metalbench.frontend.msl import _literal
+    assert _literal("-3") == (-3, T.int32)
+    assert _literal("-1u") == (2**32 - 1, T.uint32)
+    assert _literal("0xFFFFFFFF") == (2**32 - 1, T.uint32)
+    assert _literal("2.5f") == (2.5, T.float32) and _literal("1.5h") == (1.5, T.float16)
+    assert _literal("10ul") == (10, T.uint64)
+    d = body("int q = abs(-3);\nout[0] = q;")
+    assert "int32 q = abs(-3)" in d

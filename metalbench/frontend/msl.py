@@ -1543,7 +1543,15 @@ _INT_SUFFIX = re.compile(r"([uUlL]*)$")
 def _literal(text: str):
     """(value, ScalarType) of a C/MSL number literal; float literals are float32
     (Metal has no double), ``h`` makes half."""
-    s = text.replace("'", "")
+    s = text.replace("'", "").strip()
+    if s[:1] in "+-":
+        # tree-sitter folds the sign of `-3` into the literal: -(literal), typed by the literal
+        v, t = _literal(s[1:])
+        if t is None:
+            return None, None
+        if s[0] == "-":
+            v = coerce_value(-v, T.promote_int(t) if t.is_int else t)
+        return v, (T.promote_int(t) if t.is_int else t)
     low = s.lower()
     if low.startswith(("0x", "0b")) or (re.fullmatch(r"[0-9]+[ul]*", low) is not None):
         m = _INT_SUFFIX.search(low)
