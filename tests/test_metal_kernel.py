@@ -593,3 +593,22 @@ def test_uninitialised_outputs_are_poisoned_and_init_value_fills():
     assert o[0] == 1 and np.isnan(o[1:]).all()
     (o,) = run(src, [], [("out", (3,), mx.float32)], (3, 1, 1), (3, 1, 1), [], init_value=7)
     assert o.tolist() == [1, 7, 7]
+
+
+def test_checked_finding_points_at_body_line():
+    from metalbench.errors import KernelCheckError
+    k = metal_kernel(name="oob", input_names=["a"], output_names=["out"],
+                     source="\n    uint i = thread_position_in_grid.x;\n    out[i] = a[i + 1];\n")
+    a = mx.zeros(8)
+    with pytest.raises(KernelCheckError) as e:
+        k(inputs=[a], grid=(8, 1, 1), threadgroup=(8, 1, 1), output_shapes=[(8,)],
+          output_dtypes=[mx.float32], backend="sim", checked=True)
+    assert "out[i] = a[i + 1];" in str(e.value)
+
+
+def test_puzzles_have_no_findings_when_checked(monkeypatch):
+    monkeypatch.setenv("METALBENCH_CHECKED", "1")
+    test_conv1d_halo_two_threadgroups()
+    test_tiled_matmul_transposed_input()
+    test_block_sums()
+    test_mlx_doc_grid_sample_vjp_atomic_simd_sum()
