@@ -1,0 +1,38 @@
+"""Numba-CUDA compatibility: port a Numba kernel by changing one import.
+
+Replace ``from numba import cuda`` with ``from metalbench import cuda``; the kernel then
+runs on Apple GPUs (Metal), NVIDIA GPUs (MLX's CUDA backend) or the CPU simulator::
+
+    from metalbench import cuda
+    import numpy as np
+
+    @cuda.jit
+    def add(a, b, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a[i] + b[i]
+
+    a = np.random.rand(1000).astype(np.float32); b = np.random.rand(1000).astype(np.float32)
+    out = np.empty_like(a)
+    add[4, 256](a, b, out)          # out is written in place, as with Numba
+
+Choose the backend with ``cuda.set_backend("sim")``, ``add.configure(backend="sim")`` or
+``METALBENCH_BACKEND=sim``. Unsupported Numba features (grid-wide sync, dynamic shared
+memory, runtime-sized local arrays, recursion) raise ``KernelSyntaxError`` at the line.
+"""
+from .numba_compat.devicearray import (DeviceNDArray, device_array, device_array_like, is_cuda_array,
+                                       managed_array, mapped_array, pinned_array, pinned_array_like, to_device)
+from .numba_compat.host import CUDAKernel, DeviceFunction, get_backend, jit, set_backend
+from .numba_compat.intrinsics import (activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
+                                      cg, const, grid, gridDim, gridsize, laneid, lanemask_lt, local, shared,
+                                      shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads,
+                                      syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
+                                      threadfence, threadfence_block, threadfence_system, threadIdx, warpsize)
+from .numba_compat.runtime_stubs import (Device, Event, Stream, close, current_context, default_stream,
+                                         defer_cleanup, detect, event, event_elapsed_time, get_current_device,
+                                         gpus, is_available, legacy_default_stream, list_devices,
+                                         per_thread_default_stream, profile_start, profile_stop, select_device,
+                                         stream, synchronize)
+
+# Numba exposes `cuda.local.array` and `cuda.const.array_like`; `local` is also a module name here.
+__all__ = [n for n in dir() if not n.startswith("_")]

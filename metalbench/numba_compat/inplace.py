@@ -1,0 +1,341 @@
+"""In-place array arguments on backends whose outputs are fresh arrays (MLX).
+
+Numba kernels write into their array arguments; ``mx.fast.metal_kernel`` and
+``mx.fast.cuda_kernel`` only read inputs and write fresh outputs. :func:`functionalize`
+is an IR-to-IR pass that turns every written parameter ``p`` into outputs whose merge
+with the original gives exactly what in-place execution gives:
+
+* plain stores/loads: ``p`` stays an input (the original values); two outputs are added,
+  ``p__out`` (the stored values) and ``p__mask`` (1 where stored). A store writes both;
+  a load reads ``p__mask[j] ? p__out[j] : p[j]``. The host merges
+  ``where(mask, out, p)``. Outputs start at 0 (``init_value=0``), so the mask is exact.
+* atomics only, all ``add``/``sub`` (or all ``or``, or all ``xor``): one output
+  ``p__acc`` starting at 0 (the identity of these operations) accumulates; an atomic
+  evaluates to ``p[j] (+,|,^) old_acc`` (the old value in-place execution returns), a
+  plain load to ``p[j] (+,|,^) atomic_load(acc[j])``. The host merges ``p (+,|,^) acc``.
+
+MLX applies ``init_value`` to every output and ``atomic_outputs`` to every output, so
+all added outputs are zero-initialised (which every scheme above wants) and, when any
+is atomic, every access to every output is an atomic load/store (and needs 32-bit
+elements). What cannot be made exact is refused with :class:`KernelLaunchError` naming
+the parameter: atomics other than the above (max, min, exch, cas, inc, dec), atomics
+mixed with plain stores on one parameter, a written parameter passed to a device
+function, and an index with side effects in a load of a written parameter.
+
+    >>> # kir2, plan = functionalize(kir); outs = launch(kir2, init_value=0)
+    >>> # merged = merge(plan, originals, outs)                       # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from .. import ir
+from .. import types as T
+from ..errors import KernelLaunchError
+
+_HINT = "run it with backend='sim' (exact in-place semantics), or write the result to a separate array"
+_COMBINE = {"add": "+", "sub": "+", "or": "|", "xor": "^"}
+_ATOMIC_OK = (T.int32, T.uint32, T.float32)
+
+
+@dataclass
+class Usage:
+    """How a kernel uses one buffer parameter."""
+    stores: int = 0
+    loads: int = 0
+    atomics: set = field(default_factory=set)
+    functions: set = field(default_factory=set)
+
+    @property
+    def written(self) -> bool:
+        return bool(self.stores or self.atomics)
+
+
+def _func_writes(kir: ir.KernelIR) -> dict[str, set[int]]:
+    """For each device function, the indices of its buffer parameters it writes to
+    (directly or through the functions it calls)."""
+    funcs = {f.name: f for f in kir.functions}
+    memo: dict[str, set[int]] = {}
+
+    def visit(name):
+        if name in memo:
+            return memo[name]
+        memo[name] = set()
+        f = funcs[name]
+        pnames = [p.name for p in f.params]
+        out = set()
+        for n in ir.walk(f.body):
+            if isinstance(n, (ir.Store, ir.Atomic)) and n.buf in pnames:
+                if not (isinstance(n, ir.Atomic) and n.op == "load"):
+                    out.add(pnames.index(n.buf))
+            if isinstance(n, ir.FuncCall) and n.func in funcs:
+                inner = visit(n.func)
+                for k, a in enumerate(n.args):
+                    if isinstance(a, ir.BufArg) and k in inner and a.buf in pnames:
+                        out.add(pnames.index(a.buf))
+        memo[name] = out
+        return out
+    for f in kir.functions:
+        visit(f.name)
+    return memo
+
+
+def usage(kir: ir.KernelIR) -> dict[str, Usage]:
+    """How the kernel body uses each buffer parameter (by name).
+
+    A parameter passed to a device function that writes it counts as stored.
+    """
+    fw = _func_writes(kir)
+    u = {p.name: Usage() for p in kir.params if p.kind == "buffer"}
+    for n in ir.walk(kir.body):
+        if isinstance(n, ir.Store) and n.buf in u:
+            u[n.buf].stores += 1
+        elif isinstance(n, ir.Load) and n.buf in u:
+            u[n.buf].loads += 1
+        elif isinstance(n, ir.Atomic) and n.buf in u:
+            if n.op == "load":
+                u[n.buf].loads += 1
+            else:
+                u[n.buf].atomics.add(n.op)
+        elif isinstance(n, ir.FuncCall):
+            for k, a in enumerate(n.args):
+                if isinstance(a, ir.BufArg) and a.buf in u:
+                    u[a.buf].functions.add(n.func)
+                    if k in fw.get(n.func, ()):
+                        u[a.buf].stores += 1
+    return u
+
+
+def written_params(kir: ir.KernelIR) -> list[str]:
+    """The buffer parameters the kernel may write, in parameter order."""
+    u = usage(kir)
+    return [p.name for p in kir.params if p.name in u and u[p.name].written]
+
+
+@dataclass
+class Plan:
+    """What :func:`functionalize` did to one written parameter."""
+    param: str
+    scheme: str                 # "mask" or "acc"
+    outputs: list[str]
+    combine: str | None = None  # for "acc": "+", "|", "^"
+
+
+def _pure(e) -> bool:
+    for n in ir.walk(e):
+        if isinstance(n, (ir.Atomic, ir.FuncCall)):
+            return False
+        if isinstance(n, ir.Call) and n.name.startswith("simd_"):
+            return False
+    return True
+
+
+def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.KernelIR, list[Plan]]:
+    """Rewrite ``kir`` so that no input parameter is written (see the module docstring).
+
+    Returns the new kernel IR (``kir`` is not modified) and one :class:`Plan` per
+    written parameter, in order. Raises :class:`KernelLaunchError` naming the parameter
+    for what cannot be made exact.
+    """
+    kname = kernel_name or kir.name
+    u = usage(kir)
+    plans: dict[str, Plan] = {}
+    names = {p.name for p in kir.params}
+    for n in ir.walk(kir.body):
+        if isinstance(n, ir.Var):
+            names.add(n.name)
+        elif isinstance(n, ir.ArrayDecl):
+            names.add(n.name)
+
+    def unique(base):
+        name, i = base, 1
+        while name in names:
+            name = f"{base}{i}"
+            i += 1
+        names.add(name)
+        return name
+
+    params = [p for p in kir.params if p.kind == "buffer" and not p.is_output and u[p.name].written]
+    for p in params:
+        us = u[p.name]
+        where = f"in kernel {kname!r}, array argument {p.name!r}"
+        if us.functions:
+            raise KernelLaunchError(
+                f"{where} is written by the kernel and passed to device function(s) "
+                f"{', '.join(sorted(us.functions))}; in-place updates through device functions are not "
+                "supported on the GPU backends", hint=_HINT)
+        if us.atomics:
+            if us.stores:
+                raise KernelLaunchError(
+                    f"{where} is updated both atomically and by plain stores; this cannot be made exact on the "
+                    "GPU backends, whose outputs are fresh arrays", hint=_HINT)
+            combos = {_COMBINE.get(op) for op in us.atomics}
+            if None in combos or len(combos) != 1:
+                bad = sorted(op for op in us.atomics if op not in _COMBINE) or sorted(us.atomics)
+                raise KernelLaunchError(
+                    f"{where} is updated with atomic {', '.join(bad)}; on the GPU backends in-place atomics are "
+                    "supported only for add/sub (or only or, or only xor), which can start from zero in a fresh "
+                    "output", hint=_HINT)
+            if p.type not in _ATOMIC_OK:
+                raise KernelLaunchError(f"{where}: atomics need int32, uint32 or float32 elements, not "
+                                        f"{p.type.name}", hint=_HINT)
+            plans[p.name] = Plan(p.name, "acc", [unique(p.name + "__acc")], combos.pop())
+        else:
+            plans[p.name] = Plan(p.name, "mask", [unique(p.name + "__out"), unique(p.name + "__mask")])
+
+    atomic_mode = any(pl.scheme == "acc" for pl in plans.values()) or any(p.atomic for p in kir.outputs)
+    if atomic_mode:
+        for pl in plans.values():
+            t = kir.param(pl.param).type
+            if pl.scheme == "mask" and t not in _ATOMIC_OK:
+                raise KernelLaunchError(
+                    f"in kernel {kname!r}, array argument {pl.param!r} ({t.name}) is written while another "
+                    "argument is updated atomically; MLX then makes every output atomic, which needs int32, "
+                    "uint32 or float32 elements", hint=_HINT)
+    mask_t = T.uint32 if atomic_mode else T.uint8
+
+    new_params = []
+    for p in kir.params:
+        q = copy.copy(p)
+        if p.name in plans:
+            q.atomic = False
+            if hasattr(q, "written"):
+                q.written = False
+        new_params.append(q)
+    inputs = [q for q in new_params if not q.is_output]
+    outputs = [q for q in new_params if q.is_output]
+    for pl in plans.values():
+        p = kir.param(pl.param)
+        if pl.scheme == "mask":
+            outputs.append(ir.Param(pl.outputs[0], "buffer", p.type, p.ndim, is_output=True, atomic=atomic_mode))
+            outputs.append(ir.Param(pl.outputs[1], "buffer", mask_t, p.ndim, is_output=True, atomic=atomic_mode))
+        else:
+            outputs.append(ir.Param(pl.outputs[0], "buffer", p.type, p.ndim, is_output=True, atomic=True))
+    if atomic_mode:
+        for q in outputs:
+            q.atomic = True
+
+    decls: list[ir.Stmt] = []
+    out_types = {q.name: q.type for q in outputs}
+
+    def load_out(buf, idx, sp):
+        t = out_types[buf]
+        if atomic_mode:
+            return ir.Atomic("load", buf, idx, [], t, span=sp)
+        return ir.Load(buf, idx, t, span=sp)
+
+    def store_out(buf, idx, value, sp):
+        if atomic_mode:
+            return ir.ExprStmt(ir.Atomic("store", buf, idx, [value], out_types[buf], span=sp), span=sp)
+        return ir.Store(buf, idx, value, span=sp)
+
+    def mexpr(e):
+        if e is None or not isinstance(e, ir.Node):
+            return e
+        if isinstance(e, ir.Load) and e.buf in plans:
+            pl = plans[e.buf]
+            idx = mexpr(e.index)
+            if not _pure(idx):
+                raise KernelLaunchError(
+                    f"in kernel {kname!r}, array argument {e.buf!r} is written by the kernel and read here with an "
+                    f"index that has side effects (an atomic or a function call){_where(e)}; this is not "
+                    "supported on the GPU backends", hint="compute the index into a variable first")
+            orig = ir.Load(e.buf, idx, e.type, span=e.span)
+            if pl.scheme == "mask":
+                cond = ir.BinOp("!=", load_out(pl.outputs[1], idx, e.span), ir.Const(0, mask_t), T.bool_, span=e.span)
+                return ir.Select(cond, load_out(pl.outputs[0], idx, e.span), orig, e.type, span=e.span)
+            return ir.BinOp(pl.combine, orig, ir.Atomic("load", pl.outputs[0], idx, [], e.type, span=e.span),
+                            e.type, span=e.span)
+        if isinstance(e, ir.Atomic) and e.buf in plans:
+            pl = plans[e.buf]
+            idx = mexpr(e.index)
+            args = [mexpr(a) for a in e.args]
+            if not _pure(idx):
+                raise KernelLaunchError(
+                    f"in kernel {kname!r}, an atomic on array argument {e.buf!r} has an index with side effects"
+                    f"{_where(e)}; this is not supported on the GPU backends",
+                    hint="compute the index into a variable first")
+            if e.op == "load":
+                return mexpr(ir.Load(e.buf, idx, e.type, span=e.span))
+            old = ir.Atomic(e.op, pl.outputs[0], idx, args, e.type, span=e.span)
+            return ir.BinOp(pl.combine, ir.Load(e.buf, idx, e.type, span=e.span), old, e.type, span=e.span)
+        n = copy.copy(e)
+        for f in fields(n):
+            v = getattr(n, f.name)
+            if isinstance(v, ir.Node):
+                setattr(n, f.name, mexpr(v) if isinstance(v, ir.Expr) else v)
+            elif isinstance(v, list) and any(isinstance(x, ir.Node) for x in v):
+                setattr(n, f.name, [mexpr(x) for x in v])
+        return n
+
+    def mstmts(stmts):
+        out = []
+        for s in stmts:
+            out.extend(mstmt(s))
+        return out
+
+    def mstmt(s) -> list:
+        if isinstance(s, ir.Store) and s.buf in plans:
+            pl = plans[s.buf]
+            idx = mexpr(s.index)
+            value = mexpr(s.value)
+            pre = []
+            if not isinstance(idx, (ir.Var, ir.Const)):
+                tmp = ir.Var(unique("_mb_ix"), idx.type)
+                decls.append(ir.Decl(tmp))
+                pre.append(ir.Assign(tmp, idx, span=s.span))
+                idx = ir.Var(tmp.name, tmp.type)
+            # Value first: it may read the mask/out of this very element (x[i] = x[i] + 1).
+            vt = out_types[pl.outputs[0]]
+            if not isinstance(value, (ir.Var, ir.Const)):
+                tv = ir.Var(unique("_mb_v"), vt)
+                decls.append(ir.Decl(tv))
+                pre.append(ir.Assign(tv, value, span=s.span))
+                value = ir.Var(tv.name, vt)
+            return pre + [store_out(pl.outputs[0], idx, value, s.span),
+                          store_out(pl.outputs[1], idx, ir.Const(1, mask_t), s.span)]
+        n = copy.copy(s)
+        for f in fields(n):
+            v = getattr(n, f.name)
+            if isinstance(v, ir.Stmt):
+                r = mstmt(v)
+                setattr(n, f.name, r[0] if len(r) == 1 else v)
+            elif isinstance(v, ir.Expr):
+                setattr(n, f.name, mexpr(v))
+            elif isinstance(v, list) and v and all(isinstance(x, ir.Stmt) for x in v):
+                setattr(n, f.name, mstmts(v))
+            elif isinstance(v, list) and any(isinstance(x, ir.Expr) for x in v):
+                setattr(n, f.name, [mexpr(x) for x in v])
+        return [n]
+
+    body = mstmts(kir.body)
+    new = ir.KernelIR(kir.name, inputs + outputs, decls + body, functions=kir.functions,
+                      globals=kir.globals, source=kir.source)
+    return new, [plans[p.name] for p in params]
+
+
+def _where(node) -> str:
+    return f" (line {node.span.line})" if getattr(node, "span", None) is not None else ""
+
+
+def merge(plan: Plan, original: np.ndarray, outs: dict[str, np.ndarray]) -> np.ndarray:
+    """The in-place result of ``plan.param`` from its original values and the outputs.
+
+    >>> p = Plan("x", "mask", ["x__out", "x__mask"])
+    >>> merge(p, np.array([1, 2, 3]), {"x__out": np.array([9, 0, 7]), "x__mask": np.array([1, 0, 1])}).tolist()
+    [9, 2, 7]
+    """
+    if plan.scheme == "mask":
+        out = outs[plan.outputs[0]].reshape(original.shape)
+        mask = outs[plan.outputs[1]].reshape(original.shape)
+        return np.where(mask != 0, out, original).astype(original.dtype, copy=False)
+    acc = outs[plan.outputs[0]].reshape(original.shape)
+    with np.errstate(over="ignore"):
+        if plan.combine == "+":
+            return (original + acc).astype(original.dtype, copy=False)
+        if plan.combine == "|":
+            return original | acc
+        return original ^ acc

@@ -1,0 +1,541 @@
+"""Numba's kernel-side API (``cuda.threadIdx.x``, ``cuda.grid(1)``, ``cuda.shared.array``,
+``cuda.atomic.add``, ``cuda.shfl_down_sync``, ...) mapped onto the IR.
+
+Every object here is a placeholder that only means something inside a ``@cuda.jit``
+body, where the DSL front end calls its hook: ``__metalbench_value__`` when it is used
+as a value, ``__metalbench_intrinsic__`` when it is called, ``__metalbench_array__``
+when a call's result is assigned (``sm = cuda.shared.array(...)``). Called from
+ordinary Python they raise, as Numba's do::
+
+    from metalbench import cuda
+
+    @cuda.jit
+    def add(a, b, out):
+        i = cuda.grid(1)                     # int32, signed like Numba's
+        if i < out.size:
+            out[i] = a[i] + b[i]
+
+Thread indices are ``int32`` (Numba's are signed), so ``i - 1 >= 0`` is false for
+``i == 0`` as in Numba, not true as it would be with Metal's ``uint``.
+"""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from .. import ir
+from .. import types as T
+from ..errors import KernelSyntaxError, KernelTypeError
+
+WARP_SIZE = 32
+
+
+class _Placeholder:
+    """Base: usable only inside a ``@cuda.jit`` body."""
+
+    _what = "this"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"cuda.{self._what} can only be used inside a @cuda.jit kernel or device function")
+
+    def __repr__(self) -> str:
+        return f"<metalbench.cuda {self._what}>"
+
+
+def _attr_int(tr, attr: str, comp: str | None, node) -> ir.Expr:
+    """``attr.comp`` as a signed int, as Numba types its indices."""
+    e = tr.thread_attr(attr, node)
+    if comp is not None:
+        e = ir.Swizzle(e, comp, T.uint32, span=tr.span(node))
+    return ir.Cast(T.int32, e, span=tr.span(node))
+
+
+class _Component(_Placeholder):
+    def __init__(self, attr: str, comp: str, what: str):
+        self._attr, self._comp, self._what = attr, comp, what
+
+    def __metalbench_value__(self, tr, node):
+        return _attr_int(tr, self._attr, self._comp, node)
+
+
+class Dim3(_Placeholder):
+    """``cuda.threadIdx`` and friends: ``.x``, ``.y``, ``.z`` are int32 inside kernels."""
+
+    def __init__(self, what: str, attr: str):
+        self._what, self._attr = what, attr
+        for c in "xyz":
+            setattr(self, c, _Component(attr, c, f"{what}.{c}"))
+
+    def __metalbench_value__(self, tr, node):
+        raise tr.err(KernelTypeError, f"use cuda.{self._what}.x, .y or .z", node)
+
+
+threadIdx = Dim3("threadIdx", "thread_position_in_threadgroup")
+blockIdx = Dim3("blockIdx", "threadgroup_position_in_grid")
+blockDim = Dim3("blockDim", "threads_per_threadgroup")
+gridDim = Dim3("gridDim", "threadgroups_per_grid")
+
+
+class _Value(_Placeholder):
+    def __init__(self, what, fn):
+        self._what, self._fn = what, fn
+
+    def __metalbench_value__(self, tr, node):
+        return self._fn(tr, node)
+
+
+laneid = _Value("laneid", lambda tr, node: _attr_int(tr, "thread_index_in_simdgroup", None, node))
+warpsize = _Value("warpsize", lambda tr, node: ir.Const(WARP_SIZE, T.int32, span=tr.span(node)))
+
+
+def _static_int(tr, node, what) -> int:
+    v = tr.static_value(node)
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise tr.err(KernelTypeError, f"{what} must be a constant integer", node)
+    return int(v)
+
+
+def _args(tr, call: ast.Call, names: list[str], what: str, optional=()) -> list:
+    """Positional-or-keyword arguments of an intrinsic call, by name (None if omitted)."""
+    kw = {k.arg: k.value for k in call.keywords}
+    out = []
+    for i, n in enumerate(names):
+        if i < len(call.args):
+            out.append(call.args[i])
+        elif n in kw:
+            out.append(kw.pop(n))
+        elif n in optional:
+            out.append(None)
+        else:
+            raise tr.err(KernelTypeError, f"cuda.{what}() is missing its argument {n!r} "
+                                          f"(cuda.{what}({', '.join(names)}))", call)
+    if len(call.args) > len(names) or kw:
+        raise tr.err(KernelTypeError, f"cuda.{what}() takes ({', '.join(names)})", call)
+    return out
+
+
+class _Intrinsic(_Placeholder):
+    def __init__(self, what, fn):
+        self._what, self._fn = what, fn
+
+    def __metalbench_intrinsic__(self, tr, call):
+        return self._fn(tr, call)
+
+
+def _grid_like(kind: str):
+    def fn(tr, call):
+        (n_node,) = _args(tr, call, ["ndim"], kind)
+        n = _static_int(tr, n_node, f"cuda.{kind}(ndim)")
+        if n not in (1, 2, 3):
+            raise tr.err(KernelTypeError, f"cuda.{kind}(ndim) takes 1, 2 or 3, got {n}", call)
+        attr = "thread_position_in_grid" if kind == "grid" else "threads_per_grid"
+        comps = [_attr_int(tr, attr, c, call) for c in "xyz"[:n]]
+        if n == 1:
+            return comps[0]
+        # A vector so that `x, y = cuda.grid(2)` unpacks through the front end's tuple assignment.
+        return ir.VecCons(T.vector_of(T.int32, n), comps, span=tr.span(call))
+    return fn
+
+
+grid = _Intrinsic("grid", _grid_like("grid"))
+gridsize = _Intrinsic("gridsize", _grid_like("gridsize"))
+
+
+# ----------------------------------------------------------------------------- arrays
+
+def numba_dtype(obj):
+    """The ScalarType meant by a dtype in a Numba program: NumPy dtypes and scalar types,
+    Python ``float``/``int``, and Numba's type objects (``numba.float32``), recognised by
+    module and name without importing numba. float64 becomes float32 (no double on the GPU).
+
+    >>> numba_dtype(np.float64).name, numba_dtype("int32").name
+    ('float32', 'int32')
+    """
+    from ..frontend.python import resolve_dtype
+    mod = type(obj).__module__ or ""
+    if mod.startswith("numba"):
+        obj = getattr(obj, "name", str(obj))
+    if isinstance(obj, str) and obj in ("float64", "double", "f8"):
+        return T.float32
+    if obj is float:
+        return T.float32
+    if obj is int:
+        return T.int64
+    try:
+        if not isinstance(obj, (str, T.ScalarType)) and np.dtype(obj) == np.float64:
+            return T.float32
+    except Exception:
+        pass
+    return resolve_dtype(obj)
+
+
+class _ArrayMaker(_Placeholder):
+    """``cuda.shared.array(shape, dtype)`` / ``cuda.local.array(shape, dtype)``."""
+
+    def __init__(self, space: str, what: str):
+        self._space, self._what = space, what
+
+    def __metalbench_array__(self, tr, call):
+        shape_node, dtype_node = _args(tr, call, ["shape", "dtype"], self._what)
+        try:
+            shape = tr.static_value(shape_node)
+        except KernelTypeError:
+            shape = None
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        ok = isinstance(shape, tuple) and shape and all(isinstance(d, (int, np.integer)) for d in shape)
+        if self._space == "threadgroup" and ok and any(int(d) == 0 for d in shape):
+            raise KernelSyntaxError(
+                "dynamic shared memory (cuda.shared.array(0, ...) sized by the launch's sharedmem argument) "
+                "is not supported", tr.span(call),
+                hint="give the shared array a size known at compile time (a literal or a global constant)")
+        if not ok or any(int(d) <= 0 for d in shape):
+            if self._space == "thread":
+                raise KernelSyntaxError(
+                    "cuda.local.array with a runtime size is not supported: the size must be known at "
+                    "compile time", tr.span(call),
+                    hint="use a literal or a global constant for the shape")
+            raise KernelSyntaxError(
+                f"cuda.shared.array needs a shape known at compile time; got {ast.unparse(shape_node)}",
+                tr.span(call), hint="use a literal or a global constant for the shape")
+        dt = tr.static_value(dtype_node)
+        t = numba_dtype(dt)
+        if t is None:
+            raise tr.err(KernelTypeError, f"{dt!r} is not a supported dtype", dtype_node,
+                         hint="use float32, int32, uint32, float16, ...")
+        return self._space, tuple(int(d) for d in shape), t
+
+
+class _ArrayNS(_Placeholder):
+    def __init__(self, space, what):
+        self._what = what
+        self.array = _ArrayMaker(space, f"{what}.array")
+
+
+shared = _ArrayNS("threadgroup", "shared")
+local = _ArrayNS("thread", "local")
+
+
+class _ConstNS(_Placeholder):
+    """``cuda.const.array_like(global_array)``: the values of a host array captured at
+    compile time (a global or closure NumPy array), read-only in the kernel."""
+
+    _what = "const"
+
+    def __init__(self):
+        self.array_like = _ConstArrayLike()
+
+
+class _ConstArrayLike(_Placeholder):
+    _what = "const.array_like"
+    # Contents per call site; the numba_compat post-pass attaches them to the declaration.
+    registry: dict = {}
+
+    def __metalbench_array__(self, tr, call):
+        (arr_node,) = _args(tr, call, ["ary"], self._what)
+        try:
+            arr = tr.static_value(arr_node)
+        except Exception:
+            arr = None
+        if not isinstance(arr, np.ndarray):
+            raise tr.err(KernelSyntaxError, "cuda.const.array_like needs a NumPy array known at compile time "
+                                            "(a global or closure variable)", call)
+        t = numba_dtype(arr.dtype)
+        if t is None:
+            raise tr.err(KernelTypeError, f"cuda.const.array_like: unsupported dtype {arr.dtype}", call)
+        sp = tr.span(call)
+        data = np.ascontiguousarray(arr).astype(t.np).reshape(-1)
+        _ConstArrayLike.registry[(id(tr.src), sp.line, sp.col)] = data
+        return "thread", tuple(int(d) for d in arr.shape) or (1,), t
+
+
+const = _ConstNS()
+
+
+def attach_const_arrays(kir: ir.KernelIR) -> None:
+    """Give the thread arrays made by ``cuda.const.array_like`` their contents."""
+    src = id(kir.source)
+    for n in list(ir.walk(kir.body)) + [x for f in kir.functions for x in ir.walk(f.body)]:
+        if isinstance(n, ir.ArrayDecl) and n.span is not None:
+            data = _ConstArrayLike.registry.get((src, n.span.line, n.span.col))
+            if data is not None:
+                n.init = data.tolist()
+
+
+# ----------------------------------------------------------------------------- barriers
+
+def _linear_tid(tr, node):
+    return tr.thread_attr("thread_index_in_threadgroup", node)
+
+
+def _syncthreads(tr, call):
+    _args(tr, call, [], "syncthreads")
+    # __syncthreads() orders global as well as shared memory for the block.
+    return ir.Barrier("threadgroup", ("mem_device", "mem_threadgroup"), span=tr.span(call))
+
+
+def _sync_reduce(kind: str):
+    """``syncthreads_count/and/or(pred)``: a barrier plus a block-wide reduction through a
+    hidden one-element threadgroup counter."""
+    def fn(tr, call):
+        (p_node,) = _args(tr, call, ["predicate"], f"syncthreads_{kind}")
+        if not tr.is_kernel:
+            raise tr.err(KernelSyntaxError, f"cuda.syncthreads_{kind} is only supported in the kernel itself, "
+                                            "not in a device function", call)
+        sp = tr.span(call)
+        key = (call.lineno, call.col_offset)
+        pred = tr.to_bool(tr.expr(p_node))
+        cname = tr.fresh("_mb_sync", ("numba_sync_arr", key))
+        decl = ir.ArrayDecl(cname, "threadgroup", T.int32, (1,), span=sp)
+        tr.hoisted.append(decl)
+        res = tr.local_var(tr.fresh("_mb_syncv", ("numba_sync_var", key)), T.int32, call)
+        zero, one = ir.Const(0, T.int32), ir.Const(1, T.int32)
+        bar = lambda: ir.Barrier("threadgroup", ("mem_device", "mem_threadgroup"), span=sp)
+        first = ir.BinOp("==", _linear_tid(tr, call), ir.Const(0, T.uint32), T.bool_, span=sp)
+        stmts = [bar(), ir.If(first, [ir.Store(cname, zero, zero, span=sp)], span=sp), bar(),
+                 ir.If(pred, [ir.ExprStmt(ir.Atomic("add", cname, zero, [one], T.int32, span=sp), span=sp)],
+                       span=sp),
+                 bar(), ir.Assign(res, ir.Load(cname, zero, T.int32, span=sp), span=sp),
+                 # A later syncthreads_* resets the counter; nobody may still be reading it.
+                 bar()]
+        tr._pending_list.extend(stmts)
+        v = ir.Var(res.name, T.int32, span=sp)
+        if kind == "count":
+            return v
+        nthreads = ir.Cast(T.int32, ir.BinOp("*", ir.BinOp("*", ir.Swizzle(tr.thread_attr("threads_per_threadgroup", call), "x", T.uint32), ir.Swizzle(tr.thread_attr("threads_per_threadgroup", call), "y", T.uint32), T.uint32),
+                                                  ir.Swizzle(tr.thread_attr("threads_per_threadgroup", call), "z", T.uint32), T.uint32), span=sp)
+        if kind == "and":
+            c = ir.BinOp("==", v, nthreads, T.bool_, span=sp)
+        else:
+            c = ir.BinOp("!=", v, zero, T.bool_, span=sp)
+        return ir.Cast(T.int32, c, span=sp)
+    return fn
+
+
+syncthreads = _Intrinsic("syncthreads", _syncthreads)
+syncthreads_count = _Intrinsic("syncthreads_count", _sync_reduce("count"))
+syncthreads_and = _Intrinsic("syncthreads_and", _sync_reduce("and"))
+syncthreads_or = _Intrinsic("syncthreads_or", _sync_reduce("or"))
+
+
+def _syncwarp(tr, call):
+    _args(tr, call, ["mask"], "syncwarp", optional=("mask",))
+    return ir.Barrier("simdgroup", ("mem_device", "mem_threadgroup"), span=tr.span(call))
+
+
+def _fence(name):
+    def fn(tr, call):
+        _args(tr, call, [], name)
+        # A fence orders this thread's writes; it is not a barrier (threads may reach it
+        # divergently). Metal's device writes become visible without one, and the IR has
+        # no standalone fence, so it is a no-op here.
+        return None
+    return fn
+
+
+syncwarp = _Intrinsic("syncwarp", _syncwarp)
+threadfence = _Intrinsic("threadfence", _fence("threadfence"))
+threadfence_block = _Intrinsic("threadfence_block", _fence("threadfence_block"))
+threadfence_system = _Intrinsic("threadfence_system", _fence("threadfence_system"))
+
+
+# ----------------------------------------------------------------------------- atomics
+
+_ATOMIC_ELEMS = (T.int32, T.uint32, T.float32, T.int64, T.uint64)
+
+
+def _atomic_target(tr, arr_node, idx_node, call, what):
+    info = tr.buffer_of(arr_node)
+    if info.space not in ("device", "threadgroup"):
+        raise tr.err(KernelTypeError, f"cuda.atomic.{what} works on kernel arrays and shared arrays, not on "
+                                      f"{'local' if info.space == 'thread' else info.space} arrays", call)
+    if info.elem not in _ATOMIC_ELEMS:
+        raise tr.err(KernelTypeError, f"cuda.atomic.{what} needs int32, uint32 or float32 elements; "
+                                      f"{info.name!r} holds {info.elem.name}", call)
+    idx = tr.index(info, idx_node, call)
+    if info.kernel_param is not None:
+        info.kernel_param.atomic = True
+    return info, idx
+
+
+def _atomic_rmw(op: str, what: str):
+    def fn(tr, call):
+        arr, idx_node, val = _args(tr, call, ["ary", "idx", "val"], f"atomic.{what}")
+        info, idx = _atomic_target(tr, arr, idx_node, call, what)
+        if info.elem.is_float and op in ("and", "or", "xor"):
+            raise tr.err(KernelTypeError, f"cuda.atomic.{what} needs integer elements; {info.name!r} holds "
+                                          f"{info.elem.name}", call)
+        v = tr.conv(tr.expr(val), info.elem)
+        return ir.Atomic(op, info.name, idx, [v], info.elem, span=tr.span(call))
+    return fn
+
+
+def _temp(tr, base, call, t):
+    v = tr.local_var(tr.fresh(base, ("numba_tmp", base, call.lineno, call.col_offset)), t, call)
+    return ir.Var(v.name, t)
+
+
+def _cas_loop(tr, call, what, info, idx, new_of_old):
+    """A compare-and-swap loop computing ``new_of_old(old)``; evaluates to the old value."""
+    sp = tr.span(call)
+    t = info.elem
+    it = _temp(tr, "_mb_ai", call, idx.type)
+    old = _temp(tr, "_mb_old", call, t)
+    prev = _temp(tr, "_mb_prev", call, t)
+    loop = ir.While(ir.Const(True, T.bool_), [
+        ir.Assign(prev, ir.Atomic("cas", info.name, it, [old, new_of_old(old)], t, span=sp), span=sp),
+        ir.If(ir.BinOp("==", prev, old, T.bool_, span=sp), [ir.Break(span=sp)], span=sp),
+        ir.Assign(old, prev, span=sp),
+    ], span=sp)
+    tr._pending_list.extend([
+        ir.Assign(it, idx, span=sp),
+        ir.Assign(old, ir.Atomic("load", info.name, it, [], t, span=sp), span=sp),
+        loop,
+    ])
+    return ir.Var(old.name, t, span=sp)
+
+
+def _atomic_incdec(kind):
+    def fn(tr, call):
+        arr, idx_node, val = _args(tr, call, ["ary", "idx", "val"], f"atomic.{kind}")
+        info, idx = _atomic_target(tr, arr, idx_node, call, kind)
+        if not (info.elem.is_int and not info.elem.is_signed):
+            raise tr.err(KernelTypeError, f"cuda.atomic.{kind} needs uint32 or uint64 elements (as in Numba); "
+                                          f"{info.name!r} holds {info.elem.name}", call)
+        t = info.elem
+        vt = _temp(tr, "_mb_av", call, t)
+        tr._pending_list.append(ir.Assign(vt, tr.conv(tr.expr(val), t), span=tr.span(call)))
+        one, zero = ir.Const(1, t), ir.Const(0, t)
+
+        def new(old):
+            if kind == "inc":
+                return ir.Select(ir.BinOp(">=", old, vt, T.bool_), zero, ir.BinOp("+", old, one, t), t)
+            return ir.Select(ir.Logical("or", ir.BinOp("==", old, zero, T.bool_), ir.BinOp(">", old, vt, T.bool_),
+                                        T.bool_), vt, ir.BinOp("-", old, one, t), t)
+        return _cas_loop(tr, call, kind, info, idx, new)
+    return fn
+
+
+def _atomic_cas(indexed: bool):
+    what = "cas" if indexed else "compare_and_swap"
+
+    def fn(tr, call):
+        if indexed:
+            arr, idx_node, old, val = _args(tr, call, ["ary", "idx", "old", "val"], f"atomic.{what}")
+            info, idx = _atomic_target(tr, arr, idx_node, call, what)
+        else:
+            arr, old, val = _args(tr, call, ["ary", "old", "val"], f"atomic.{what}")
+            info, idx = _atomic_target(tr, arr, ast.Constant(0), call, what)
+        if info.elem.is_float:
+            raise tr.err(KernelTypeError, f"cuda.atomic.{what} needs integer elements here; {info.name!r} holds "
+                                          f"{info.elem.name}", call)
+        args = [tr.conv(tr.expr(old), info.elem), tr.conv(tr.expr(val), info.elem)]
+        return ir.Atomic("cas", info.name, idx, args, info.elem, span=tr.span(call))
+    return fn
+
+
+class _AtomicNS(_Placeholder):
+    _what = "atomic"
+
+    def __init__(self):
+        for name, op in (("add", "add"), ("sub", "sub"), ("and_", "and"), ("or_", "or"), ("xor", "xor"),
+                         ("exch", "exchange"), ("max", "max"), ("min", "min")):
+            setattr(self, name, _Intrinsic(f"atomic.{name}", _atomic_rmw(op, name)))
+        # Numba's nanmax/nanmin differ only for NaN inputs.
+        self.nanmax = _Intrinsic("atomic.nanmax", _atomic_rmw("max", "nanmax"))
+        self.nanmin = _Intrinsic("atomic.nanmin", _atomic_rmw("min", "nanmin"))
+        self.inc = _Intrinsic("atomic.inc", _atomic_incdec("inc"))
+        self.dec = _Intrinsic("atomic.dec", _atomic_incdec("dec"))
+        self.cas = _Intrinsic("atomic.cas", _atomic_cas(True))
+        self.compare_and_swap = _Intrinsic("atomic.compare_and_swap", _atomic_cas(False))
+
+
+atomic = _AtomicNS()
+
+
+# ----------------------------------------------------------------------------- warp functions
+
+def _check_width(tr, node, what):
+    if node is None:
+        return
+    w = _static_int(tr, node, f"the width of cuda.{what}")
+    if w != WARP_SIZE:
+        raise tr.err(KernelSyntaxError, f"cuda.{what} with width={w} is not supported (only the full warp of 32)",
+                     node)
+
+
+def _shfl(what, builtin):
+    def fn(tr, call):
+        mask, value, lane, width = _args(tr, call, ["mask", "value", "src_lane" if what == "shfl_sync" else
+                                                    ("delta" if what != "shfl_xor_sync" else "lane_mask"), "width"],
+                                         what, optional=("width",))
+        _check_width(tr, width, what)
+        tr.expr(mask)  # evaluated for errors only: Metal shuffles among the active lanes
+        v = tr.expr(value)
+        ln = tr.expr(lane)
+        return tr.builtin_call(builtin, [v, ln], call)
+    return fn
+
+
+shfl_sync = _Intrinsic("shfl_sync", _shfl("shfl_sync", "simd_shuffle"))
+shfl_up_sync = _Intrinsic("shfl_up_sync", _shfl("shfl_up_sync", "simd_shuffle_up"))
+shfl_down_sync = _Intrinsic("shfl_down_sync", _shfl("shfl_down_sync", "simd_shuffle_down"))
+shfl_xor_sync = _Intrinsic("shfl_xor_sync", _shfl("shfl_xor_sync", "simd_shuffle_xor"))
+
+
+def _vote(what, builtin, rt):
+    def fn(tr, call):
+        mask, pred = _args(tr, call, ["mask", "predicate"], what)
+        tr.expr(mask)
+        p = tr.to_bool(tr.expr(pred))
+        return ir.Cast(rt, tr.builtin_call(builtin, [p], call), span=tr.span(call))
+    return fn
+
+
+all_sync = _Intrinsic("all_sync", _vote("all_sync", "simd_all", T.int32))
+any_sync = _Intrinsic("any_sync", _vote("any_sync", "simd_any", T.int32))
+ballot_sync = _Intrinsic("ballot_sync", _vote("ballot_sync", "simd_ballot", T.uint32))
+
+
+def _activemask(tr, call):
+    _args(tr, call, [], "activemask")
+    return ir.Cast(T.uint32, tr.builtin_call("simd_ballot", [ir.Const(True, T.bool_)], call), span=tr.span(call))
+
+
+activemask = _Intrinsic("activemask", _activemask)
+
+
+def _lanemask_lt(tr, call):
+    _args(tr, call, [], "lanemask_lt")
+    lane = tr.thread_attr("thread_index_in_simdgroup", call)
+    one = ir.Const(1, T.uint32)
+    return ir.BinOp("-", ir.BinOp("<<", one, lane, T.uint32), one, T.uint32, span=tr.span(call))
+
+
+lanemask_lt = _Intrinsic("lanemask_lt", _lanemask_lt)
+
+
+# ----------------------------------------------------------------------------- unsupported
+
+class _Unsupported(_Placeholder):
+    def __init__(self, what, message, hint=None):
+        self._what, self._message, self._hint = what, message, hint
+
+    def __metalbench_intrinsic__(self, tr, call):
+        raise KernelSyntaxError(self._message, tr.span(call), self._hint)
+
+    def __metalbench_value__(self, tr, node):
+        raise KernelSyntaxError(self._message, tr.span(node), self._hint)
+
+
+class _CG(_Placeholder):
+    _what = "cg"
+
+    def __init__(self):
+        self.this_grid = _Unsupported(
+            "cg.this_grid", "cooperative groups grid synchronisation (cuda.cg.this_grid().sync()) is not supported",
+            "Metal has no grid-wide barrier; split the kernel in two launches")
+
+
+cg = _CG()
