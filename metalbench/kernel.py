@@ -72,6 +72,15 @@ class KernelBase:
         from .bench import autotune_kernel
         return autotune_kernel(self, *args, **kwargs)
 
+    def export_mlx(self, *args, **kwargs) -> str:
+        """Standalone Python calling ``mx.fast.metal_kernel`` with the final MSL and this
+        launch configuration (no metalbench import).
+
+        >>> print(saxpy.export_mlx(2.0, x, y, grid=n, threadgroup=256))  # doctest: +SKIP
+        """
+        from .export import export_mlx
+        return export_mlx(self, *args, **kwargs)
+
 
 @dataclass
 class Specialization:
@@ -160,7 +169,10 @@ class Kernel(KernelBase):
         if fn is not None:
             self.__name__ = name or fn.__name__
             self.__doc__ = fn.__doc__
-            self.signature = inspect.signature(fn)
+            try:  # string annotations (from __future__ import annotations) name mb.Out etc.
+                self.signature = inspect.signature(fn, eval_str=True)
+            except Exception:
+                self.signature = inspect.signature(fn)
         else:
             parsed = self.parsed()
             self.__name__ = name or parsed.name

@@ -1,0 +1,524 @@
+"""Timing, sweeps over launch configurations, and autotuning.
+
+    t = saxpy.bench(2.0, x, y, grid=n, threadgroup=256)            # Timing: median, iqr, runs
+    s = saxpy.sweep(2.0, x, y, grid=n, threadgroup=[64, 128, 256], ref=lambda a, x, y: a * x + y)
+    s.rows, s.best, s.plot()
+    out = saxpy(2.0, x, y, **s.best)                               # the best configuration
+    best = saxpy.autotune(2.0, x, y, grid=n)                       # remembered on disk
+
+GPU launches are timed with ``mx.eval`` + ``mx.synchronize()`` around each run; the
+simulator runs synchronously, so wall-clock time is its time.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import launch as L
+from .check import Launch, check_outputs
+from .errors import MetalbenchError
+
+
+# ----------------------------------------------------------------------------- timing
+
+@dataclass
+class Timing:
+    """Run times of one launch configuration, in seconds.
+
+    >>> t = Timing([0.002, 0.001, 0.003], backend="sim", nbytes=3_000_000)
+    >>> round(t.median, 4), round(t.gbps, 2)
+    (0.002, 1.5)
+    """
+    runs: list
+    backend: str = "sim"
+    nbytes: int | None = None
+    warmup: int = 0
+    config: dict = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.runs)) if self.runs else float("nan")
+
+    @property
+    def q1(self) -> float:
+        return float(np.percentile(self.runs, 25)) if self.runs else float("nan")
+
+    @property
+    def q3(self) -> float:
+        return float(np.percentile(self.runs, 75)) if self.runs else float("nan")
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def min(self) -> float:
+        return float(np.min(self.runs)) if self.runs else float("nan")
+
+    @property
+    def gbps(self) -> float | None:
+        """Bytes read and written per second, in GB/s (None if the byte count is unknown)."""
+        if not self.nbytes or not self.runs or self.median <= 0:
+            return None
+        return self.nbytes / self.median / 1e9
+
+    def __str__(self) -> str:
+        bw = f", {self.gbps:.3g} GB/s" if self.gbps is not None else ""
+        return (f"{fmt_time(self.median)} median, IQR {fmt_time(self.iqr)} over {len(self.runs)} runs "
+                f"[{self.backend}]{bw}")
+
+    __repr__ = __str__
+
+    def plot(self, ax=None):
+        """The individual run times (ms) with the median and IQR marked; returns the figure."""
+        from matplotlib.figure import Figure
+        if ax is None:
+            fig = Figure(figsize=(4, 1.6), dpi=90)
+            ax = fig.subplots()
+        else:
+            fig = ax.figure
+        ms = np.array(self.runs) * 1e3
+        ax.axvspan(self.q1 * 1e3, self.q3 * 1e3, color="#ddf4ff", label="IQR")
+        ax.axvline(self.median * 1e3, color="#0969da", label="median")
+        ax.plot(ms, np.zeros_like(ms), "o", color="#57606a", alpha=0.7)
+        ax.set_yticks([])
+        ax.set_xlabel("time (ms)")
+        ax.legend(loc="upper right", fontsize=7)
+        fig.tight_layout()
+        return fig
+
+    def plot_png(self) -> str:
+        buf = io.BytesIO()
+        self.plot().savefig(buf, format="png", bbox_inches="tight")
+        return base64.b64encode(buf.getvalue()).decode()
+
+    def _repr_html_(self) -> str:
+        return f'<div class="metalbench-timing"><b>timing</b> {html.escape(str(self))}</div>'
+
+
+def fmt_time(s: float) -> str:
+    """``0.00123`` → ``'1.23 ms'``."""
+    if s != s:
+        return "n/a"
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= f:
+            return f"{s / f:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def time_launch(launch: Launch, warmup: int = 1, repeats: int | None = None, max_time: float = 2.0,
+                **override) -> tuple[Timing, list]:
+    """Time ``launch`` (with ``override`` launch keywords); returns the timing and the
+    outputs of the first run (for checking)."""
+    backend = launch.backend
+    if repeats is None:
+        repeats = 10 if backend in ("metal", "cuda") else 3
+    first = None
+    for _ in range(max(0, warmup)):
+        outs = launch.call(**override)
+        launch.sync(outs, backend)
+        if first is None:
+            first = outs
+    runs = []
+    spent = 0.0
+    for i in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        outs = launch.call(**override)
+        launch.sync(outs, backend)
+        dt = time.perf_counter() - t0
+        runs.append(dt)
+        spent += dt
+        if first is None:
+            first = outs
+        # The simulator can be slow on big grids: stop early once enough time is spent.
+        if spent > max_time and i >= 2:
+            break
+    nbytes = launch.input_bytes() + int(sum(getattr(o, "nbytes", 0) for o in first))
+    return Timing(runs, backend, nbytes or None, warmup, launch.config(**override)), first
+
+
+def bench_kernel(kernel, *args, warmup: int = 1, repeats: int | None = None, max_time: float = 2.0,
+                 **launch_kwargs) -> Timing:
+    """Time a kernel: ``warmup`` untimed runs, then median and IQR over ``repeats`` runs
+    (10 on GPUs, 3 on the simulator, fewer if ``max_time`` seconds are exceeded).
+
+    >>> t = bench_kernel(saxpy, 2.0, x, y, grid=n, threadgroup=256)    # doctest: +SKIP
+    >>> t.median, t.iqr, t.gbps                                        # doctest: +SKIP
+    """
+    t, _ = time_launch(Launch(kernel, args, launch_kwargs), warmup, repeats, max_time)
+    return t
+
+
+# ----------------------------------------------------------------------------- sweeps
+
+def threadgroup_shapes(dims: int = 1, max_threads: int = L.MAX_THREADS_PER_THREADGROUP,
+                       min_threads: int = 32) -> list[tuple]:
+    """Power-of-two threadgroup shapes with ``dims`` dimensions and between ``min_threads``
+    and ``max_threads`` (at most 1024) threads.
+
+    >>> threadgroup_shapes(1)
+    [(32,), (64,), (128,), (256,), (512,), (1024,)]
+    >>> threadgroup_shapes(2, max_threads=64, min_threads=64)[:3]
+    [(1, 64), (2, 32), (4, 16)]
+    """
+    max_threads = min(max_threads, L.MAX_THREADS_PER_THREADGROUP)
+    pows = [1 << i for i in range(11)]
+    out = []
+    for shape in itertools.product(pows, repeat=dims):
+        n = int(np.prod(shape))
+        if min_threads <= n <= max_threads:
+            out.append(tuple(shape))
+    return sorted(out, key=lambda s: (int(np.prod(s)), s)) if dims == 1 else out
+
+
+class Config(dict):
+    """Launch keywords of one configuration: ``k(*args, **config)``."""
+
+    def label(self) -> str:
+        return ", ".join(f"{k}={_short(v)}" for k, v in self.items() if k != "grid")
+
+
+def _short(v) -> str:
+    if isinstance(v, tuple):
+        while len(v) > 1 and v[-1] == 1:
+            v = v[:-1]
+        return "x".join(str(x) for x in v)
+    if isinstance(v, list):
+        return ",".join(f"{a}={_short(b)}" if isinstance(a, str) else _short((a, b)) for a, b in v)
+    return getattr(v, "name", None) or str(v)
+
+
+@dataclass
+class Sweep:
+    """The outcome of a sweep: one row per configuration (failures recorded, not raised).
+
+    ``rows``: dicts with the configuration, ``time`` (median seconds), ``iqr``, ``ok``
+    (vs the reference, None without one) and ``error`` (message or None).
+    ``best``: the fastest correct configuration as launch keywords.
+    """
+    kernel_name: str
+    backend: str
+    rows: list = field(default_factory=list)
+    configs: list = field(default_factory=list)
+
+    @property
+    def best_index(self) -> int | None:
+        good = [(r["time"], i) for i, r in enumerate(self.rows)
+                if r["error"] is None and r["ok"] is not False]
+        return min(good)[1] if good else None
+
+    @property
+    def best(self) -> Config | None:
+        i = self.best_index
+        return None if i is None else Config(self.configs[i])
+
+    @property
+    def best_time(self) -> float | None:
+        i = self.best_index
+        return None if i is None else self.rows[i]["time"]
+
+    @property
+    def failures(self) -> list:
+        return [r for r in self.rows if r["error"] is not None]
+
+    def table(self) -> str:
+        """The rows as plain text."""
+        lines = [f"{'configuration':40s} {'median':>10s} {'iqr':>10s}  result"]
+        b = self.best_index
+        for i, r in enumerate(self.rows):
+            res = ("error: " + r["error"].splitlines()[0][:60]) if r["error"] else \
+                ("ok" if r["ok"] else ("MISMATCH" if r["ok"] is False else ""))
+            mark = " *best*" if i == b else ""
+            lines.append(f"{r['config']:40s} {fmt_time(r['time']):>10s} {fmt_time(r['iqr']):>10s}  {res}{mark}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Sweep of {self.kernel_name} [{self.backend}], {len(self.rows)} configurations\n" + self.table()
+
+    def plot(self, ax=None):
+        """Median time per configuration (IQR as error bars), the best marked; returns the figure."""
+        from matplotlib.figure import Figure
+        if ax is None:
+            fig = Figure(figsize=(max(4, 0.5 * len(self.rows) + 2), 3.2), dpi=90)
+            ax = fig.subplots()
+        else:
+            fig = ax.figure
+        labels = [r["config"] for r in self.rows]
+        xs = np.arange(len(self.rows))
+        times = np.array([r["time"] if r["error"] is None else np.nan for r in self.rows]) * 1e3
+        iqrs = np.array([r["iqr"] if r["error"] is None else 0 for r in self.rows]) * 1e3
+        colors = ["#d0d7de" if r["ok"] is False else "#0969da" for r in self.rows]
+        ax.bar(xs, np.nan_to_num(times), yerr=iqrs, color=colors, capsize=2)
+        b = self.best_index
+        if b is not None:
+            ax.bar([b], [times[b]], color="#1a7f37", label="best")
+            ax.annotate("best", (b, times[b]), ha="center", va="bottom")
+        for i, r in enumerate(self.rows):
+            if r["error"] is not None:
+                ax.annotate("✗", (i, 0), ha="center", va="bottom", color="#cf222e")
+        ax.set_xticks(xs)
+        ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel("median time (ms)")
+        ax.set_title(f"{self.kernel_name} [{self.backend}]")
+        fig.tight_layout()
+        return fig
+
+    def plot_png(self) -> str:
+        buf = io.BytesIO()
+        self.plot().savefig(buf, format="png", bbox_inches="tight")
+        return base64.b64encode(buf.getvalue()).decode()
+
+    def _repr_html_(self) -> str:
+        b = self.best_index
+        rows = []
+        for i, r in enumerate(self.rows):
+            res = html.escape(r["error"].splitlines()[0]) if r["error"] else \
+                ("ok" if r["ok"] else ("mismatch" if r["ok"] is False else ""))
+            style = ' style="font-weight:bold"' if i == b else ""
+            rows.append(f"<tr{style}><td>{html.escape(r['config'])}</td><td>{fmt_time(r['time'])}</td>"
+                        f"<td>{fmt_time(r['iqr'])}</td><td>{res}</td></tr>")
+        best = html.escape(self.best.label()) if self.best is not None else "none"
+        img = ""
+        try:
+            img = f'<img src="data:image/png;base64,{self.plot_png()}"/>'
+        except Exception:
+            pass
+        return (f'<div class="metalbench-sweep"><b>sweep</b> {html.escape(self.kernel_name)} '
+                f"[{self.backend}]: best {best}<table><tr><th>configuration</th><th>median</th><th>IQR</th>"
+                f"<th>result</th></tr>{''.join(rows)}</table>{img}</div>")
+
+
+def _axes(launch: Launch, threadgroup, kwargs) -> tuple[list, list]:
+    """Split sweep keywords into axes (name, values) and fixed launch keywords."""
+    axes = []
+    if threadgroup is None or threadgroup == "auto":
+        grid = kwargs.get("grid", launch.kwargs.get("grid"))
+        dims = 1
+        if isinstance(grid, (tuple, list)):
+            g = list(grid)
+            while len(g) > 1 and g[-1] == 1:
+                g.pop()
+            dims = len(g)
+        threadgroup = threadgroup_shapes(min(dims, 3))
+    if isinstance(threadgroup, (list, range)):
+        axes.append(("threadgroup", list(threadgroup)))
+    else:
+        axes.append(("threadgroup", [threadgroup]))
+    for k, v in list(kwargs.items()):
+        if isinstance(v, (list, range)) and k not in ("inputs", "output_shapes", "output_dtypes", "template"):
+            axes.append((k, list(v)))
+            del kwargs[k]
+    return axes, kwargs
+
+
+def sweep_kernel(kernel, *args, threadgroup=None, ref=None, progress=None, warmup: int = 1,
+                 repeats: int | None = None, max_time: float = 1.0, **kwargs) -> Sweep:
+    """Time (and with ``ref`` check) ``kernel`` over every combination of the swept axes.
+
+    ``threadgroup``: a list of shapes (ints or tuples), or None/"auto" for power-of-two
+    shapes of the grid's dimensionality (32..1024 threads). Any other keyword given as a
+    list is an axis too (constexpr parameters, e.g. ``TILE=[8, 16, 32]``; for
+    ``metal_kernel`` objects they become template arguments). ``grid`` may be a callable
+    taking the configuration dict, for grids that depend on a tile size. ``progress``:
+    None (a progress bar in notebooks, silent elsewhere), False, or ``f(done, total, row)``.
+
+    >>> s = sweep_kernel(saxpy, 2.0, x, y, grid=n, threadgroup=[64, 256, 2048])    # doctest: +SKIP
+    >>> s.rows[-1]["error"]        # 2048 threads: recorded, not raised             # doctest: +SKIP
+    >>> out = saxpy(2.0, x, y, **s.best)                                           # doctest: +SKIP
+    """
+    base = Launch(kernel, args, {})
+    if base.msl and args:
+        kwargs.setdefault("inputs", list(args))
+        args = ()
+    axes, fixed = _axes(base, threadgroup, dict(kwargs))
+    grid = fixed.pop("grid", None)
+    launch = Launch(kernel, args, fixed)
+    names = [a for a, _ in axes]
+    combos = list(itertools.product(*[v for _, v in axes]))
+    bar = _progress(progress, len(combos))
+    sw = Sweep(launch.name, launch.backend)
+    for i, combo in enumerate(combos):
+        cfg = dict(zip(names, combo))
+        g = grid(dict(cfg)) if callable(grid) else grid
+        over = dict(cfg, grid=g)
+        row = {"config": Config({k: v for k, v in cfg.items()}).label(), "time": float("nan"),
+               "iqr": float("nan"), "ok": None, "error": None, **cfg}
+        try:
+            L.normalize(g, cfg.get("threadgroup"))   # limits first: a clear message per row
+            t, outs = time_launch(launch, warmup, repeats, max_time, **over)
+            row["time"], row["iqr"] = t.median, t.iqr
+            if ref is not None:
+                got = [np.array(_to_np(o)) for o in outs]
+                row["ok"] = check_outputs(launch, ref, got, config=over).ok
+        except MetalbenchError as e:
+            row["error"] = e.message + (f" (hint: {e.hint})" if e.hint else "")
+            if type(e).__name__ == "ReferenceError_":
+                raise
+        except Exception as e:  # noqa: BLE001 — a broken configuration must not stop the sweep
+            row["error"] = f"{type(e).__name__}: {e}"
+        sw.rows.append(row)
+        sw.configs.append(Config({**over}))
+        bar(i + 1, row)
+    bar.close()
+    return sw
+
+
+def _to_np(o):
+    from .runtime import to_numpy
+    return to_numpy(o)
+
+
+class _NoBar:
+    def __init__(self, cb=None):
+        self.cb = cb
+        self.total = 0
+
+    def __call__(self, done, row):
+        if self.cb is not None:
+            self.cb(done, self.total, row)
+
+    def close(self):
+        pass
+
+
+class _WidgetBar(_NoBar):
+    def __init__(self, total):
+        super().__init__()
+        import ipywidgets as W
+        from IPython.display import display
+        self.w = W.IntProgress(value=0, min=0, max=total, description="sweep")
+        display(self.w)
+
+    def __call__(self, done, row):
+        self.w.value = done
+
+    def close(self):
+        self.w.bar_style = "success"
+
+
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (where widgets can be displayed)."""
+    try:
+        from IPython import get_ipython
+        ip = get_ipython()
+        return ip is not None and getattr(ip, "kernel", None) is not None
+    except Exception:
+        return False
+
+
+def _progress(progress, total):
+    if callable(progress):
+        b = _NoBar(progress)
+    elif progress is None and in_notebook():
+        try:
+            b = _WidgetBar(total)
+        except Exception:
+            b = _NoBar()
+    else:
+        b = _NoBar()
+    b.total = total
+    return b
+
+
+# ----------------------------------------------------------------------------- autotune
+
+def cache_dir() -> Path:
+    """Where autotune results live: ``$METALBENCH_CACHE_DIR`` or ``~/.cache/metalbench``."""
+    d = os.environ.get("METALBENCH_CACHE_DIR")
+    return Path(d) if d else Path.home() / ".cache" / "metalbench"
+
+
+def kernel_fingerprint(kernel) -> str:
+    """A hash of a kernel's text, so an edited kernel is tuned afresh."""
+    text = None
+    if hasattr(kernel, "parsed"):
+        try:
+            text = kernel.parsed().src.text
+        except Exception:
+            text = None
+    if text is None:
+        text = (getattr(kernel, "source", "") or "") + "\n" + (getattr(kernel, "header", "") or "")
+        if not isinstance(text, str) or text.strip() == "":
+            text = repr(kernel)
+    name = getattr(kernel, "name", None) or getattr(kernel, "__name__", "kernel")
+    return name + ":" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _describe(v):
+    if hasattr(v, "shape") and hasattr(v, "dtype"):
+        return [list(int(s) for s in v.shape), str(v.dtype)]
+    if isinstance(v, (list, tuple)):
+        return [_describe(x) for x in v]
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return type(v).__name__
+    return type(v).__name__
+
+
+def _jsonable(v):
+    if isinstance(v, tuple):
+        return {"__tuple__": [_jsonable(x) for x in v]}
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    return {"__repr__": repr(v)}
+
+
+def _from_json(v):
+    if isinstance(v, dict) and "__tuple__" in v:
+        return tuple(_from_json(x) for x in v["__tuple__"])
+    if isinstance(v, list):
+        return [_from_json(x) for x in v]
+    return v
+
+
+def autotune_kernel(kernel, *args, force: bool = False, **kwargs) -> Config:
+    """Sweep once, remember the best configuration per backend, shapes and dtypes on disk
+    (JSON under :func:`cache_dir`), and return it; later calls read it back.
+
+    >>> best = autotune_kernel(saxpy, 2.0, x, y, grid=n, threadgroup=[64, 256])   # doctest: +SKIP
+    >>> out = saxpy(2.0, x, y, **best)                                            # doctest: +SKIP
+    """
+    launch = Launch(kernel, args, {k: v for k, v in kwargs.items() if k == "backend"})
+    desc = {"kernel": kernel_fingerprint(kernel), "backend": launch.backend,
+            "args": _describe(list(args)),
+            "kwargs": {k: (_describe(v) if k in ("inputs",) else _jsonable(v) if not callable(v) else "callable")
+                       for k, v in sorted(kwargs.items()) if k not in ("ref", "progress")}}
+    key = hashlib.sha256(json.dumps(desc, sort_keys=True, default=repr).encode()).hexdigest()[:24]
+    path = cache_dir() / "autotune.json"
+    db = {}
+    if path.exists():
+        try:
+            db = json.loads(path.read_text())
+        except (OSError, ValueError):
+            db = {}
+    if not force and key in db:
+        return Config({k: _from_json(v) for k, v in db[key]["best"].items()})
+    s = sweep_kernel(kernel, *args, **kwargs)
+    best = s.best
+    if best is None:
+        msgs = "; ".join(sorted({r["error"] or "mismatch" for r in s.rows}))[:300]
+        raise MetalbenchError(f"autotune of {launch.name}: no configuration ran correctly ({msgs})",
+                              hint="check the kernel at one configuration first with .check(...)")
+    db[key] = {"describe": desc, "best": {k: _jsonable(v) for k, v in best.items()},
+               "time": s.best_time}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(db, indent=1, default=repr))
+        tmp.replace(path)
+    except OSError:
+        pass   # a read-only home must not break tuning; the result is still returned
+    return best

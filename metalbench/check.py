@@ -1,0 +1,464 @@
+"""Comparing a kernel's outputs with a NumPy reference.
+
+Every kernel object (DSL ``Kernel``, ``metal_kernel`` objects, anything callable that
+returns arrays) is run through one small adapter, :class:`Launch`, so ``check``,
+``bench`` and ``sweep`` treat them alike::
+
+    r = saxpy.check(lambda a, x, y: a * x + y, 2.0, x, y, grid=n, threadgroup=256)
+    r.ok, r.max_abs_err, r.max_ulp, r.mismatches, r.first_mismatches
+
+    k = mb.metal_kernel(name="twice", input_names=["inp"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x; out[i] = 2 * inp[i];")
+    r = check_kernel(k, lambda inp: 2 * inp, inputs=[a], grid=(n, 1, 1), threadgroup=(64, 1, 1),
+                     output_shapes=[a.shape], output_dtypes=[a.dtype])
+
+Tolerances depend on the output dtype: exact for integers and bool; float32
+``rtol=1e-5, atol=1e-6`` or within 4 ULP; float16 ``1e-3``; bfloat16 ``1e-2``.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import launch as L
+from . import runtime
+from .errors import MetalbenchError
+
+# (rtol, atol, ulp) per output dtype name
+TOLERANCES = {
+    "float32": (1e-5, 1e-6, 4),
+    "float16": (1e-3, 1e-3, 2),
+    "bfloat16": (1e-2, 1e-2, 2),
+}
+MAX_LISTED = 10
+
+# Keywords that configure a DSL launch (everything else is a kernel argument).
+DSL_LAUNCH_KEYS = ("grid", "threadgroup", "backend", "out", "init_value", "checked")
+MSL_LAUNCH_KEYS = ("inputs", "grid", "threadgroup", "template", "output_shapes", "output_dtypes",
+                   "init_value", "verbose", "stream", "backend", "checked")
+
+
+class ReferenceError_(MetalbenchError):
+    """The NumPy reference is unusable: not callable, raises, or returns the wrong shape/dtype."""
+
+
+# ----------------------------------------------------------------------------- the adapter
+
+def is_msl_kernel(k) -> bool:
+    """True for ``mb.metal_kernel`` objects (called with MLX's keyword arguments)."""
+    return hasattr(k, "input_names") and hasattr(k, "output_names") and hasattr(k, "source") \
+        and not hasattr(k, "specialize")
+
+
+class Launch:
+    """One kernel with one call's arguments, run the same way whatever the kernel is.
+
+    >>> L = Launch(saxpy, (2.0, x, y), dict(grid=n, threadgroup=64))      # doctest: +SKIP
+    >>> outs = L.run(threadgroup=128)        # list of NumPy arrays      # doctest: +SKIP
+    """
+
+    def __init__(self, kernel, args=(), kwargs=None):
+        self.kernel = kernel
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs or {})
+        self.msl = is_msl_kernel(kernel)
+        if self.msl and self.args:
+            # check_kernel(k, ref, a, b, grid=...) is allowed for metal kernels too.
+            if "inputs" in self.kwargs:
+                raise MetalbenchError("give a metal_kernel's inputs either positionally or as inputs=[...], "
+                                      "not both")
+            self.kwargs["inputs"] = list(self.args)
+            self.args = ()
+
+    @property
+    def name(self) -> str:
+        return getattr(self.kernel, "name", None) or getattr(self.kernel, "__name__", "kernel")
+
+    @property
+    def backend(self) -> str:
+        return L.resolve_backend(self.kwargs.get("backend", "auto"))
+
+    def launch_kwargs(self, **override) -> dict:
+        kw = dict(self.kwargs)
+        kw.update(override)
+        if self.msl:
+            # MLX's call takes template as a list; sweeps hand constexpr axes as extra keywords.
+            extra = {k: kw.pop(k) for k in list(kw) if k not in MSL_LAUNCH_KEYS}
+            if extra:
+                tmpl = dict(_template_items(kw.get("template")))
+                tmpl.update(extra)
+                kw["template"] = list(tmpl.items())
+        return kw
+
+    def config(self, **override) -> dict:
+        """The launch configuration (grid, threadgroup, constexprs/template), for tables."""
+        kw = self.launch_kwargs(**override)
+        keys = ("grid", "threadgroup", "template") if self.msl else None
+        if keys:
+            return {k: kw[k] for k in keys if k in kw}
+        return {k: v for k, v in kw.items() if k not in ("backend", "out", "init_value", "checked")}
+
+    def call(self, **override):
+        """Launch; returns the kernel's raw outputs as a list (``mx.array`` usually)."""
+        kw = self.launch_kwargs(**override)
+        custom = getattr(self.kernel, "_check_call", None)
+        if custom is not None:
+            outs, _ = custom(self.args, kw)
+            return list(outs)
+        if self.msl:
+            return list(self.kernel(**kw))
+        out = self.kernel(*self.args, **kw)
+        if isinstance(out, (tuple, list)):
+            return list(out)
+        return [out]
+
+    def sync(self, outs, backend: str | None = None):
+        """Wait until ``outs`` are computed (GPU launches are asynchronous in MLX)."""
+        arrays = [o for o in outs if type(o).__module__.startswith("mlx")]
+        if arrays:
+            import mlx.core as mx
+            mx.eval(*arrays)
+            if (backend or self.backend) in ("metal", "cuda"):
+                mx.synchronize()
+
+    def run(self, **override) -> list[np.ndarray]:
+        """Launch, wait, and return the outputs as NumPy arrays."""
+        outs = self.call(**override)
+        self.sync(outs)
+        return [np.array(runtime.to_numpy(o)) for o in outs]
+
+    def ref_args(self):
+        """What the NumPy reference receives: the inputs as NumPy, in the kernel's order."""
+        if self.msl:
+            return [_np_arg(a) for a in self.kwargs.get("inputs", [])], {}
+        consts = set()
+        params = getattr(self.kernel, "params", None)
+        kinds = getattr(self.kernel, "kinds", None)
+        if params and kinds:
+            consts = {p.name for p, (k, _) in zip(params, kinds) if k == "constexpr"}
+        kw = {k: _np_arg(v) for k, v in self.kwargs.items()
+              if k not in DSL_LAUNCH_KEYS and k not in consts}
+        return [_np_arg(a) for a in self.args], kw
+
+    def input_bytes(self) -> int:
+        vals = list(self.args) + ([] if not self.msl else list(self.kwargs.get("inputs", [])))
+        if not self.msl:
+            vals += [v for k, v in self.kwargs.items() if k not in DSL_LAUNCH_KEYS]
+        return int(sum(getattr(v, "nbytes", 0) or 0 for v in vals if runtime.is_array(v)))
+
+
+def _template_items(t):
+    if t is None:
+        return []
+    if isinstance(t, dict):
+        return list(t.items())
+    return [tuple(x) for x in t]
+
+
+def _np_arg(v):
+    if runtime.is_array(v):
+        return np.array(runtime.to_numpy(v))
+    return v
+
+
+# ----------------------------------------------------------------------------- comparison
+
+@dataclass
+class OutputDiff:
+    """The comparison of one output with its expected values."""
+    name: str
+    got: np.ndarray
+    expected: np.ndarray
+    mask: np.ndarray              # True where the element mismatches
+    abs_err: np.ndarray
+    rtol: float
+    atol: float
+    ulp_tol: int | None
+    max_abs_err: float
+    max_rel_err: float
+    max_ulp: int | None
+    nan_inf_mismatches: int
+
+    @property
+    def mismatches(self) -> int:
+        return int(self.mask.sum())
+
+    @property
+    def size(self) -> int:
+        return int(self.mask.size)
+
+    def first_mismatches(self, n: int = MAX_LISTED):
+        idx = np.argwhere(self.mask)[:n]
+        return [(tuple(int(i) for i in ix), self.got[tuple(ix)].item(), self.expected[tuple(ix)].item())
+                for ix in idx]
+
+
+def _ordered_bits(a: np.ndarray) -> np.ndarray:
+    """Floats as integers that count representable values (so differences are ULPs)."""
+    bits = a.dtype.itemsize * 8
+    i = a.view({16: np.int16, 32: np.int32, 64: np.int64}[bits]).astype(np.int64)
+    mag = np.int64((1 << (bits - 1)) - 1)
+    return np.where(i < 0, -(i & mag), i)
+
+
+def compare(got, expected, name: str = "out", rtol=None, atol=None, ulp=None) -> OutputDiff:
+    """Compare one output with its expected values using ``got``'s dtype tolerances.
+
+    >>> d = compare(np.float32([1, 2, 3]), np.array([1.0, 2.0, 3.5]))
+    >>> d.mismatches, d.first_mismatches()
+    (1, [((2,), 3.0, 3.5)])
+    """
+    got = np.asarray(got)
+    exp = np.asarray(expected)
+    dname = got.dtype.name
+    if got.dtype.kind == "f" or dname == "bfloat16":
+        r0, a0, u0 = TOLERANCES.get(dname, (1e-5, 1e-6, 4))
+        rtol = r0 if rtol is None else rtol
+        atol = a0 if atol is None else atol
+        ulp = u0 if ulp is None else ulp
+        g = got.astype(np.float64)
+        e = exp.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(g - e)
+            finite = np.isfinite(g) & np.isfinite(e)
+            ulps = np.abs(_ordered_bits(got) - _ordered_bits(exp.astype(got.dtype)))
+            close = (d <= atol + rtol * np.abs(e)) | (ulps <= ulp)
+            same_nonfinite = (np.isnan(g) & np.isnan(e)) | ((g == e) & ~np.isnan(g))
+            mask = np.where(finite, ~close, ~same_nonfinite)
+            nonfinite_bad = int((mask & ~finite).sum())
+            df = np.where(finite, d, 0.0)
+            rel = np.where(finite & (e != 0), df / np.where(e != 0, np.abs(e), 1.0), 0.0)
+        max_abs = float(df.max()) if df.size else 0.0
+        max_rel = float(rel.max()) if rel.size else 0.0
+        max_ulp = int(np.where(finite, ulps, 0).max()) if ulps.size else 0
+        return OutputDiff(name, got, exp, mask, df, rtol, atol, ulp, max_abs, max_rel, max_ulp, nonfinite_bad)
+    # Integers and bool: exact.
+    if got.dtype.kind == "u" and got.dtype.itemsize == 8:
+        g, e = got, exp.astype(np.uint64)
+        d = np.where(g > e, g - e, e - g).astype(np.float64)
+    else:
+        g, e = got.astype(np.int64), exp.astype(np.int64)
+        d = np.abs(g - e).astype(np.float64)
+    mask = g != e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(e != 0, d / np.abs(e.astype(np.float64)), 0.0)
+    return OutputDiff(name, got, exp, mask, d, 0.0, 0.0, None,
+                      float(d.max()) if d.size else 0.0, float(rel.max()) if rel.size else 0.0, None, 0)
+
+
+# ----------------------------------------------------------------------------- the result
+
+@dataclass
+class CheckResult:
+    """The outcome of comparing a kernel with its reference; a rich HTML repr in notebooks.
+
+    >>> r = check_kernel(saxpy, lambda a, x, y: a * x + y, 2.0, x, y, grid=n)   # doctest: +SKIP
+    >>> r.ok, r.mismatches, r.max_ulp                                           # doctest: +SKIP
+    (True, 0, 0)
+    """
+    kernel_name: str
+    backend: str
+    outputs: list = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.mismatches == 0 for o in self.outputs)
+
+    @property
+    def mismatches(self) -> int:
+        return sum(o.mismatches for o in self.outputs)
+
+    @property
+    def size(self) -> int:
+        return sum(o.size for o in self.outputs)
+
+    @property
+    def mismatch_fraction(self) -> float:
+        return self.mismatches / self.size if self.size else 0.0
+
+    @property
+    def max_abs_err(self) -> float:
+        return max((o.max_abs_err for o in self.outputs), default=0.0)
+
+    @property
+    def max_rel_err(self) -> float:
+        return max((o.max_rel_err for o in self.outputs), default=0.0)
+
+    @property
+    def max_ulp(self) -> int | None:
+        u = [o.max_ulp for o in self.outputs if o.max_ulp is not None]
+        return max(u) if u else None
+
+    @property
+    def nan_inf_mismatches(self) -> int:
+        return sum(o.nan_inf_mismatches for o in self.outputs)
+
+    @property
+    def first_mismatches(self):
+        """``[(output name, index tuple, got, expected), ...]`` for the first few mismatches."""
+        out = []
+        for o in self.outputs:
+            out += [(o.name, ix, g, e) for ix, g, e in o.first_mismatches()]
+        return out[:MAX_LISTED]
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def summary(self) -> str:
+        """One line: match or mismatch, with the error figures."""
+        ulp = f", max {self.max_ulp} ULP" if self.max_ulp is not None else ""
+        figs = f"max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err:.3g}{ulp}"
+        if self.ok:
+            return f"{self.kernel_name} [{self.backend}]: match ({self.size} elements; {figs})"
+        nf = f", {self.nan_inf_mismatches} NaN/Inf disagreements" if self.nan_inf_mismatches else ""
+        return (f"{self.kernel_name} [{self.backend}]: MISMATCH in {self.mismatches} of {self.size} elements "
+                f"({100 * self.mismatch_fraction:.3g}%{nf}; {figs})")
+
+    def __repr__(self) -> str:
+        lines = [self.summary()]
+        for name, ix, g, e in self.first_mismatches:
+            lines.append(f"  {name}{list(ix)}: got {g!r}, expected {e!r}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        color = "#1a7f37" if self.ok else "#cf222e"
+        word = "match" if self.ok else "mismatch"
+        parts = [f'<div class="metalbench-check"><b style="color:{color}">{word}</b> '
+                 f"{html.escape(self.summary())}"]
+        if not self.ok:
+            rows = "".join(f"<tr><td>{html.escape(n)}</td><td>{list(ix)}</td><td>{html.escape(repr(g))}</td>"
+                           f"<td>{html.escape(repr(e))}</td></tr>" for n, ix, g, e in self.first_mismatches)
+            parts.append("<table><tr><th>output</th><th>index</th><th>got</th><th>expected</th></tr>"
+                         f"{rows}</table>")
+        for o in self.outputs:
+            if o.got.ndim == 2 and not self.ok:
+                png = heatmap_png(o)
+                if png:
+                    parts.append(f'<img alt="error heat map of {html.escape(o.name)}" '
+                                 f'src="data:image/png;base64,{png}"/>')
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def heatmap_png(o: OutputDiff) -> str | None:
+    """A base64 PNG heat map of the absolute error of a 2-D output (mismatches in red)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg", force=False)
+        from matplotlib.figure import Figure
+    except Exception:
+        return None
+    fig = Figure(figsize=(4, 3), dpi=80)
+    ax = fig.subplots()
+    err = np.where(np.isfinite(o.abs_err), o.abs_err, np.nan)
+    im = ax.imshow(err, cmap="viridis", interpolation="nearest", aspect="auto")
+    ys, xs = np.nonzero(o.mask)
+    if len(xs) and len(xs) < 5000:
+        ax.scatter(xs, ys, s=4, c="red", marker="s", label="mismatch")
+    fig.colorbar(im, ax=ax, label="|got - expected|")
+    ax.set_title(f"{o.name}: {o.mismatches} mismatches")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+# ----------------------------------------------------------------------------- check_kernel
+
+def _ref_label(ref) -> str:
+    return getattr(ref, "__name__", None) or type(ref).__name__
+
+
+def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None) -> list[np.ndarray]:
+    """Call ``ref`` on the NumPy inputs and validate what it returns against ``got``."""
+    if not callable(ref):
+        raise ReferenceError_(
+            f"the reference must be a callable taking the kernel's inputs as NumPy arrays; got "
+            f"{type(ref).__name__} {ref!r:.60}",
+            hint="for example ref=lambda x, y: x + y (in a cell: --ref 'lambda x, y: x + y')")
+    args, kw = launch.ref_args()
+    try:
+        exp = ref(*args, **kw)
+    except Exception as e:  # the user's function: any failure becomes a short message
+        raise ReferenceError_(
+            f"the reference {_ref_label(ref)}() raised {type(e).__name__}: {e}",
+            hint=f"it is called with the kernel's inputs as NumPy arrays ({len(args)} positional"
+                 f"{', ' + ', '.join(kw) if kw else ''}); fix it or pass a different --ref") from None
+    if isinstance(exp, list) and len(got) > 1 or isinstance(exp, tuple):
+        exp = list(exp)
+    else:
+        exp = [exp]
+    names = names or [f"out{i}" if len(got) > 1 else "out" for i in range(len(got))]
+    if len(exp) != len(got):
+        raise ReferenceError_(
+            f"the reference returned {len(exp)} value(s) but the kernel has {len(got)} output(s)",
+            hint="return one array per output, as a tuple when there are several")
+    out = []
+    for n, g, e in zip(names, got, exp):
+        if e is None:
+            raise ReferenceError_(f"the reference returned None for output {n!r}",
+                                  hint="return the expected array (did you forget `return`?)")
+        try:
+            e = np.asarray(runtime.to_numpy(e) if runtime.is_array(e) else e)
+        except Exception as err:
+            raise ReferenceError_(f"the reference's value for output {n!r} is not an array: {err}") from None
+        if e.dtype.kind not in "biuf" and e.dtype.name != "bfloat16":
+            raise ReferenceError_(f"the reference returned {e.dtype} values for output {n!r} ({g.dtype})",
+                                  hint="return a numeric NumPy array")
+        if g.dtype.kind in "biu" and (e.dtype.kind == "f" or e.dtype.name == "bfloat16"):
+            raise ReferenceError_(
+                f"the reference returned floating-point values ({e.dtype}) for the integer output {n!r} "
+                f"({g.dtype}); integer outputs are compared exactly",
+                hint="use integer arithmetic in the reference (// instead of /) or .astype(...)")
+        if e.shape != g.shape:
+            if e.ndim == 0:
+                e = np.broadcast_to(e, g.shape)
+            else:
+                raise ReferenceError_(
+                    f"the reference returned shape {e.shape} for output {n!r}, but the kernel produced "
+                    f"shape {g.shape}", hint="make the reference return an array of the output's shape")
+        out.append(e)
+    return out
+
+
+def output_names(kernel) -> list | None:
+    names = getattr(kernel, "output_names", None)
+    if names:
+        return list(names)
+    params, kinds = getattr(kernel, "params", None), getattr(kernel, "kinds", None)
+    if params and kinds:
+        return [p.name for p, (k, _) in zip(params, kinds) if k == "out"] or None
+    return None
+
+
+def check_outputs(launch: Launch, ref, got: list[np.ndarray], rtol=None, atol=None, ulp=None,
+                  config=None) -> CheckResult:
+    """Compare already computed outputs ``got`` of ``launch`` with ``ref``."""
+    names = output_names(launch.kernel)
+    if not names or len(names) != len(got):
+        names = [f"out{i}" if len(got) > 1 else "out" for i in range(len(got))]
+    exp = call_reference(ref, launch, got, names)
+    diffs = [compare(g, e, n, rtol, atol, ulp) for n, g, e in zip(names, got, exp)]
+    return CheckResult(launch.name, launch.backend, diffs, config if config is not None else launch.config())
+
+
+def check_kernel(kernel, ref, *args, rtol=None, atol=None, ulp=None, **launch_kwargs) -> CheckResult:
+    """Run ``kernel`` and compare its outputs with ``ref`` called on the NumPy inputs.
+
+    DSL kernels take their arguments positionally (``kernel(*args, **launch_kwargs)``);
+    ``metal_kernel`` objects take MLX's keywords (``inputs=``, ``output_shapes=`` ...),
+    or their inputs positionally. ``rtol``/``atol``/``ulp`` override the dtype defaults.
+
+    >>> r = check_kernel(saxpy, lambda a, x, y: a * x + y, 2.0, x, y, grid=n)     # doctest: +SKIP
+    >>> print(r.summary())                                                      # doctest: +SKIP
+    saxpy [sim]: match (1024 elements; max abs err 0, max rel err 0, max 0 ULP)
+    """
+    if not callable(ref):
+        call_reference(ref, Launch(kernel, args, launch_kwargs), [])   # raises the friendly message
+    launch = Launch(kernel, args, launch_kwargs)
+    got = launch.run()
+    return check_outputs(launch, ref, got, rtol, atol, ulp)

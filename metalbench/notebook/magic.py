@@ -1,0 +1,505 @@
+"""The ``%%metal`` cell magic.
+
+    %load_ext metalbench
+
+    %%metal saxpy --grid n --threadgroup 64 --ref "lambda a, x, y: a * x + y"
+    def saxpy(a: float, x, y, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+The body is a DSL function (a ``def``) or an MSL body (what ``mx.fast.metal_kernel``
+takes). The kernel object lands in the namespace under its name; arguments bind to
+notebook variables of the same names (``--args`` overrides). With ``--grid`` the cell
+also runs the kernel, checks it against ``--ref`` and shows the workbench panel.
+Errors are short messages that point at the cell line (the magic line is line 1);
+a failing cell leaves the previous kernel of that name untouched.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import html
+import re
+import shlex
+
+import numpy as np
+
+from .. import runtime
+from ..errors import MetalbenchError, Source, Span
+
+OPTIONS = ("[NAME] [--inputs a,b] [--outputs out] [--grid EXPR] [--threadgroup EXPR] [--ref EXPR] "
+           "[--args EXPR] [--template T=float32] [--backend auto|metal|cuda|sim] [--lang auto|python|msl] "
+           "[--sweep] [--no-widget] [--output-shapes EXPR] [--output-dtypes EXPR] [--header EXPR] "
+           "[--init-value V] [--atomic] [--checked]")
+
+
+class MagicError(MetalbenchError):
+    """A bad ``%%metal`` line: unknown option, expression that does not evaluate, missing argument."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise MagicError(f"%%metal: {message}", hint=f"usage: %%metal {OPTIONS}")
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="%%metal", add_help=False)
+    p.add_argument("name", nargs="?")
+    p.add_argument("--inputs")
+    p.add_argument("--outputs")
+    p.add_argument("--grid")
+    p.add_argument("--threadgroup")
+    p.add_argument("--ref")
+    p.add_argument("--args")
+    p.add_argument("--template")
+    p.add_argument("--backend", default="auto", choices=["auto", "metal", "cuda", "sim"])
+    p.add_argument("--lang", default="auto", choices=["auto", "python", "msl"])
+    p.add_argument("--sweep", action="store_true")
+    p.add_argument("--no-widget", dest="no_widget", action="store_true")
+    p.add_argument("--output-shapes", dest="output_shapes")
+    p.add_argument("--output-dtypes", dest="output_dtypes")
+    p.add_argument("--header")
+    p.add_argument("--init-value", dest="init_value")
+    p.add_argument("--atomic", action="store_true")
+    p.add_argument("--checked", action="store_true")
+    return p
+
+
+def parse_line(line: str) -> argparse.Namespace:
+    """Parse the options of a ``%%metal`` line.
+
+    >>> o = parse_line("saxpy --grid n --ref 'lambda a, x, y: a * x + y' --no-widget")
+    >>> o.name, o.grid, o.no_widget
+    ('saxpy', 'n', True)
+    """
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise MagicError(f"%%metal: cannot split the options: {e}", hint="check the quotes on the %%metal line")
+    return _parser().parse_args(words)
+
+
+def detect_lang(cell: str) -> str:
+    """``python`` if the cell parses as Python and contains a ``def``, else ``msl``.
+
+    >>> detect_lang("def k(x):\\n    pass\\n"), detect_lang("out[0] = 1;")
+    ('python', 'msl')
+    """
+    try:
+        tree = ast.parse(cell)
+    except SyntaxError:
+        return "msl"
+    return "python" if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in tree.body) else "msl"
+
+
+def _eval(expr: str, ns: dict, what: str):
+    try:
+        return eval(expr, ns)  # noqa: S307 — the user's own notebook expression
+    except Exception as e:
+        raise MagicError(f"{what} {expr!r} does not evaluate: {type(e).__name__}: {e}",
+                         hint="it is evaluated in the notebook's namespace; define the names it uses first") from None
+
+
+def _dtype_value(v: str, ns: dict):
+    import mlx.core as mx
+    v = v.strip()
+    if v in ("true", "True"):
+        return True
+    if v in ("false", "False"):
+        return False
+    if re.fullmatch(r"-?\d+", v):
+        return int(v)
+    name = v.replace("mx.", "").replace("mb.", "").replace("np.", "")
+    name = {"float": "float32", "half": "float16", "bool": "bool_", "int": "int32", "uint": "uint32"}.get(name, name)
+    d = getattr(mx, name, None)
+    if isinstance(d, mx.Dtype):
+        return d
+    return _eval(v, ns, "--template value")
+
+
+def parse_template(text: str | None, ns: dict) -> list:
+    """``"T=float32,N=4"`` → ``[("T", mx.float32), ("N", 4)]``."""
+    if not text:
+        return []
+    out = []
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise MagicError(f"--template entry {item!r} is not NAME=VALUE", hint="for example --template T=float32,N=4")
+        k, v = item.split("=", 1)
+        out.append((k.strip(), _dtype_value(v, ns)))
+    return out
+
+
+def _remap_msl_error(e: MetalbenchError, kname: str, cell: str) -> MetalbenchError:
+    """MSL errors count body lines from 1; in a cell the body starts at line 2."""
+    sp = e.span
+    if sp is not None and sp.source is not None and sp.source.name == f"{kname} source" \
+            and sp.source.first_line == 1:
+        src = Source("cell", sp.source.text, 2)
+        e.span = Span(src, sp.line + 1, sp.col, None if sp.end_line is None else sp.end_line + 1, sp.end_col)
+        e.args = (str(e),)
+    return e
+
+
+def _msl_syntax_check(cell: str):
+    try:
+        from ..frontend.msl import _parse
+    except ImportError:
+        return
+    _parse(cell, Source("cell", cell, 2), 1, True)
+
+
+_ASSIGN_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\[[^;]*?\]\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
+_ATOMIC_RE = re.compile(r"&\s*([A-Za-z_]\w*)\s*\[")
+_IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
+    """Guess an MSL body's inputs (notebook arrays it mentions) and outputs (what it
+    stores to that is not an input).
+
+    >>> infer_msl_names("uint i = thread_position_in_grid.x; out[i] = 2 * inp[i];",
+    ...                 {"inp": np.zeros(3)})
+    (['inp'], ['out'])
+    """
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
+    idents = list(dict.fromkeys(_IDENT_RE.findall(body)))
+    inputs = [n for n in idents if n in ns and _is_data_array(ns[n]) and not n.startswith("_")]
+    outs = []
+    for rx in (_ASSIGN_RE, _ATOMIC_RE):
+        for m in rx.finditer(body):
+            n = m.group(1)
+            if n not in outs:
+                outs.append(n)
+    # Stores to a local array (declared in the body) are not outputs.
+    outs = [n for n in outs if not re.search(rf"\b(?:threadgroup\s+)?\w+\s+{n}\s*\[\s*\w+\s*\]\s*;", body)]
+    outputs = [n for n in outs if n not in inputs]
+    inputs = [n for n in inputs if n not in outputs]
+    return inputs, (outputs or ["out"])
+
+
+def _is_data_array(v) -> bool:
+    # DSL placeholders (thread_position_in_grid, ...) raise on attribute access: not data.
+    return isinstance(v, np.ndarray) or type(v).__module__.startswith("mlx.core") and hasattr(v, "dtype")
+
+
+class CellResult:
+    """What one ``%%metal`` cell produced (``MetalMagics.last``), for tests and tools."""
+
+    def __init__(self):
+        self.kernel = None
+        self.name = None
+        self.lang = None
+        self.check = None
+        self.timing = None
+        self.sweep = None
+        self.error = None
+        self.panel = None
+        self.cached = False
+
+
+def _is_kernel_param_out(kind):
+    return kind == "out"
+
+
+def format_error(e: BaseException) -> str:
+    if isinstance(e, MetalbenchError):
+        return str(e)
+    return (f"internal error in %%metal: {type(e).__name__}: {e}\n"
+            "hint: this is a metalbench bug; the notebook kernel keeps running")
+
+
+def show_error(e: BaseException):
+    """Show ``e`` as a short message in the cell (no traceback)."""
+    from IPython.display import display
+    msg = format_error(e)
+    display({"text/plain": msg,
+             "text/html": f'<pre class="metalbench-error" style="color:#cf222e;white-space:pre-wrap">'
+                          f"{html.escape(msg)}</pre>"}, raw=True)
+
+
+try:
+    from IPython.core.magic import Magics, cell_magic, magics_class
+except Exception:  # pragma: no cover
+    Magics = object
+
+    def magics_class(c):
+        return c
+
+    def cell_magic(f):
+        return f
+
+
+@magics_class
+class MetalMagics(Magics):
+    """Holds the compiled-kernel cache and the last cell's result."""
+
+    def __init__(self, shell=None):
+        super().__init__(shell)
+        self.cache: dict = {}
+        self.last: CellResult | None = None
+
+    @cell_magic
+    def metal(self, line, cell):
+        """``%%metal [NAME] [--grid EXPR] [--ref EXPR] ...``: define (and run) a kernel."""
+        res = CellResult()
+        self.last = res
+        try:
+            self._run(line, cell, res)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # noqa: BLE001 — bad input must never crash the kernel
+            res.error = e
+            show_error(e)
+        return None
+
+    # ----------------------------------------------------------------------------- cell
+    def _run(self, line, cell, res: CellResult):
+        ns = self.shell.user_ns if self.shell is not None else {}
+        opts = parse_line(line)
+        if not cell.strip():
+            raise MagicError("the %%metal cell is empty", hint="write a DSL `def` or an MSL kernel body below the magic line")
+        lang = opts.lang if opts.lang != "auto" else detect_lang(cell)
+        lang = "python" if lang == "python" else "msl"
+        res.lang = lang
+        if lang == "python":
+            kernel, args, launch = self._dsl(opts, cell, ns, res)
+        else:
+            kernel, args, launch = self._msl(opts, cell, ns, res)
+        name = kernel.name if lang == "python" else opts.name or "kernel"
+        res.name = name
+        ref = None
+        if opts.ref:
+            ref = _eval(opts.ref, ns, "--ref")
+            if not callable(ref):
+                from ..check import call_reference, Launch
+                call_reference(ref, Launch(kernel, args, launch), [])
+        if launch is not None and launch.get("grid") is not None:
+            self._execute(kernel, args, launch, ref, opts, res)
+        # Only a cell that got this far replaces the previous kernel of that name.
+        ns[name] = kernel
+        res.kernel = kernel
+        self._display(kernel, args, launch, ref, opts, res)
+
+    def _launch_options(self, opts, ns) -> dict:
+        launch = {"backend": opts.backend}
+        if opts.grid:
+            launch["grid"] = _eval(opts.grid, ns, "--grid")
+        if opts.threadgroup:
+            launch["threadgroup"] = _eval(opts.threadgroup, ns, "--threadgroup")
+        if opts.init_value is not None:
+            launch["init_value"] = _eval(opts.init_value, ns, "--init-value")
+        if opts.checked:
+            launch["checked"] = True
+        return launch
+
+    def _key(self, lang, opts, cell, ns):
+        # Globals are compile-time constants: include the scalar ones the body mentions.
+        consts = sorted((n, repr(ns[n])) for n in set(_IDENT_RE.findall(cell))
+                        if n in ns and isinstance(ns[n], (bool, int, float, str, np.generic)))
+        extra = (opts.name, opts.inputs, opts.outputs, opts.header and repr(_eval(opts.header, ns, "--header")),
+                 opts.atomic, opts.template if lang == "msl" else None)
+        h = hashlib.sha256(repr((lang, cell, extra, consts)).encode()).hexdigest()
+        return h
+
+    # ----------------------------------------------------------------------------- DSL
+    def _dsl(self, opts, cell, ns, res):
+        from ..kernel import Kernel
+        key = self._key("python", opts, cell, ns)
+        k = self.cache.get(key)
+        res.cached = k is not None
+        if k is None:
+            k = Kernel(source=cell, env=ns, first_line=2, source_name="cell", name=opts.name)
+        over = _eval(opts.args, ns, "--args") if opts.args else None
+        consts = {}
+        for n, v in parse_template(opts.template, ns):
+            consts[n] = v
+        args, missing = [], []
+        kwargs = {}
+        if isinstance(over, (tuple, list)):
+            args = list(over)
+        else:
+            over = dict(over or {})
+            if not isinstance(over, dict):
+                raise MagicError("--args must evaluate to a dict (by name) or a tuple (positional)")
+            positional = True
+            for p, (kind, _) in zip(k.params, k.kinds):
+                if kind == "out":
+                    continue
+                import inspect
+                has_default = p.default is not inspect.Parameter.empty
+                if p.name in over:
+                    v = over[p.name]
+                elif kind == "constexpr":
+                    if p.name in consts:
+                        v = consts[p.name]
+                    elif has_default:
+                        positional = False
+                        continue
+                    elif p.name in ns:
+                        v = ns[p.name]
+                    else:
+                        missing.append(p.name)
+                        continue
+                elif p.name in ns:
+                    v = ns[p.name]
+                elif has_default:
+                    positional = False
+                    continue
+                else:
+                    missing.append(p.name)
+                    continue
+                if positional and kind != "constexpr":
+                    args.append(v)
+                else:
+                    kwargs[p.name] = v
+        if missing:
+            if opts.grid:
+                raise MagicError(
+                    f"{k.name}: argument(s) {', '.join(missing)} are not defined in the notebook",
+                    hint="define notebook variables with these names, or pass --args 'dict(name=value, ...)'")
+            self.cache[key] = k
+            return k, None, None
+        launch = self._launch_options(opts, ns)
+        launch.update(kwargs)
+        # Specialise now: name and type errors show up even without --grid.
+        spec_kw = {n: v for n, v in launch.items() if n not in ("grid", "threadgroup", "backend", "init_value",
+                                                                 "checked")}
+        k.specialize(*args, **spec_kw)
+        self.cache[key] = k
+        return k, tuple(args), launch
+
+    # ----------------------------------------------------------------------------- MSL
+    def _msl(self, opts, cell, ns, res):
+        from ..mlx_compat import metal_kernel
+        name = opts.name or "kernel"
+        if not name.isidentifier():
+            raise MagicError(f"kernel name {name!r} is not an identifier")
+        _msl_syntax_check(cell)
+        header = _eval(opts.header, ns, "--header") if opts.header else ""
+        if opts.inputs is not None or opts.outputs is not None:
+            g_in, g_out = infer_msl_names(cell, ns)
+            inputs = [s.strip() for s in opts.inputs.split(",") if s.strip()] if opts.inputs is not None else g_in
+            outputs = [s.strip() for s in opts.outputs.split(",") if s.strip()] if opts.outputs else g_out
+        else:
+            inputs, outputs = infer_msl_names(cell, ns)
+        atomic = opts.atomic or bool(re.search(r"atomic_(fetch|store|load|exchange|compare)", cell))
+        key = self._key("msl", opts, cell, ns) + repr((inputs, outputs, atomic))
+        k = self.cache.get(key)
+        res.cached = k is not None
+        if k is None:
+            k = metal_kernel(name=name, input_names=inputs, output_names=outputs, source=cell, header=header,
+                             ensure_row_contiguous=True, atomic_outputs=atomic)
+        self.cache[key] = k
+        over = _eval(opts.args, ns, "--args") if opts.args else None
+        if isinstance(over, (list, tuple)):
+            values = list(over)
+        else:
+            over = dict(over or {})
+            missing = [n for n in inputs if n not in over and n not in ns]
+            if missing:
+                if opts.grid:
+                    raise MagicError(f"{name}: input(s) {', '.join(missing)} are not defined in the notebook",
+                                     hint="define them, or name the inputs with --inputs a,b")
+                return k, None, None
+            values = [over[n] if n in over else ns[n] for n in inputs]
+        tmpl = parse_template(opts.template, ns)
+        launch = self._launch_options(opts, ns)
+        first = next((v for v in values if runtime.is_array(v)), None)
+        if opts.output_shapes:
+            shapes = _eval(opts.output_shapes, ns, "--output-shapes")
+        elif first is not None:
+            shapes = [tuple(first.shape)] * len(outputs)
+        else:
+            shapes = None
+        if opts.output_dtypes:
+            dtypes = _eval(opts.output_dtypes, ns, "--output-dtypes")
+        elif first is not None:
+            dtypes = [first.dtype] * len(outputs)
+        else:
+            dtypes = None
+        if shapes is None or dtypes is None:
+            raise MagicError(f"{name}: cannot tell the output shapes and dtypes (no array input)",
+                             hint="pass --output-shapes '[(n,)]' --output-dtypes '[mx.float32]'")
+        if isinstance(shapes, tuple) and shapes and isinstance(shapes[0], (int, np.integer)):
+            shapes = [shapes]
+        if not isinstance(dtypes, (list, tuple)):
+            dtypes = [dtypes]
+        launch.update(inputs=values, output_shapes=list(shapes), output_dtypes=list(dtypes))
+        if tmpl:
+            launch["template"] = tmpl
+        try:
+            k.ir(values, list(shapes), list(dtypes), tmpl or None)
+        except MetalbenchError as e:
+            raise _remap_msl_error(e, name, cell) from None
+        return k, (), launch
+
+    # ----------------------------------------------------------------------------- run
+    def _execute(self, kernel, args, launch, ref, opts, res):
+        from ..bench import sweep_kernel, time_launch
+        from ..check import Launch, check_outputs
+        lc = Launch(kernel, args, launch)
+        try:
+            timing, outs = time_launch(lc, warmup=1, repeats=3, max_time=1.0)
+        except MetalbenchError as e:
+            raise _remap_msl_error(e, getattr(kernel, "name", ""), "") from None
+        got = [np.array(runtime.to_numpy(o)) for o in outs]
+        res.timing = timing
+        if ref is not None:
+            res.check = check_outputs(lc, ref, got)
+        if opts.sweep:
+            kw = dict(launch)
+            kw.pop("threadgroup", None)
+            res.sweep = sweep_kernel(kernel, *args, ref=ref, progress=False, max_time=0.5, **kw)
+
+    def _display(self, kernel, args, launch, ref, opts, res):
+        from IPython.display import HTML, display
+        from .panel import HAVE_WIDGETS, Workbench, kernel_source, static_html
+        name = res.name
+        if launch is None or launch.get("grid") is None:
+            sig = ""
+            if res.lang == "python":
+                sig = ", ".join(p.name for p, (kd, _) in zip(kernel.params, kernel.kinds) if kd != "out")
+            else:
+                sig = ", ".join(kernel.input_names) + " -> " + ", ".join(kernel.output_names)
+            note = "give --grid to run it" if launch is not None else \
+                "define its arguments in the notebook (or pass --args) and --grid to run it"
+            display({"text/plain": f"defined kernel {name}({sig}); {note}",
+                     "text/html": f"<div>defined kernel <b>{html.escape(name)}</b>({html.escape(sig)}); "
+                                  f"{html.escape(note)}</div>"}, raw=True)
+            return
+        if HAVE_WIDGETS and not opts.no_widget:
+            wb = Workbench(kernel, args, launch, ref, res.check, res.timing, res.sweep)
+            res.panel = wb
+            display(wb)
+            return
+        try:
+            source, lang = kernel_source(kernel, args, launch)
+        except Exception:
+            source, lang = None, "metal"
+        summary = static_html(name, res.timing.backend if res.timing else "?", res.check, res.timing, res.sweep,
+                              source, lang)
+        text = res.check.summary() if res.check is not None else f"{name}: ran (no reference)"
+        if res.timing is not None:
+            text += f"\n{res.timing}"
+        display({"text/plain": text, "text/html": summary}, raw=True)
+        _ = HTML
+
+
+_MAGICS: MetalMagics | None = None
+
+
+def load_ipython_extension(ip):
+    """Register ``%%metal`` (``%load_ext metalbench``)."""
+    global _MAGICS
+    _MAGICS = MetalMagics(ip)
+    ip.register_magics(_MAGICS)
+
+
+def last_result() -> CellResult | None:
+    """The last ``%%metal`` cell's result (kernel, check, timing, sweep, error, panel)."""
+    return _MAGICS.last if _MAGICS is not None else None

@@ -1,0 +1,312 @@
+"""The workbench panel a ``%%metal`` cell shows (ipywidgets 8 standard widgets only).
+
+    wb = Workbench(saxpy, args=(2.0, x, y), launch=dict(grid=n, threadgroup=256),
+                   ref=lambda a, x, y: a * x + y)
+    wb.run()          # what the Run button does: launch, check, time
+    wb.sweep()        # what the Sweep button does: power-of-two threadgroups, best applied
+    wb.export()       # what the Export button does: standalone MLX code in the Export tab
+    display(wb)       # a VBox: status, launch controls, tabs (Source, Check, Timing, Sweep, Export)
+
+Without ipywidgets (or with ``--no-widget``) :func:`static_html` gives the same
+facts as a static HTML summary.
+"""
+from __future__ import annotations
+
+import ast
+import html
+
+from .. import launch as L
+from ..bench import Timing, fmt_time, sweep_kernel, threadgroup_shapes, time_launch
+from ..check import CheckResult, Launch, check_outputs, is_msl_kernel
+from ..errors import MetalbenchError
+from .lexer import highlight_html
+
+POW2 = [1 << i for i in range(11)]           # 1 .. 1024
+
+
+def kernel_source(kernel, args=(), launch=None, backend="metal") -> tuple[str, str]:
+    """(text, language) of what the kernel runs: the generated MSL (or CUDA) for DSL
+    kernels, the user's body (and header) for ``metal_kernel`` objects."""
+    launch = dict(launch or {})
+    if is_msl_kernel(kernel):
+        text = kernel.source
+        if getattr(kernel, "header", ""):
+            text = "// header\n" + kernel.header.rstrip() + "\n\n// body\n" + text
+        return text, "metal"
+    kw = {k: v for k, v in launch.items() if k not in ("grid", "threadgroup", "backend", "init_value",
+                                                        "checked")}
+    try:
+        return kernel.source(*args, backend=backend, **kw), "metal"
+    except MetalbenchError:
+        raise
+    except Exception as e:  # a printer not available yet: show the DSL text instead
+        try:
+            return kernel.parsed().src.text, "python"
+        except Exception:
+            return f"// source unavailable: {type(e).__name__}: {e}", "metal"
+
+
+def _status_html(result: CheckResult | None, timing: Timing | None, error: str | None = None) -> str:
+    if error:
+        return f'<div style="color:#cf222e"><b>error</b> <pre style="white-space:pre-wrap">{html.escape(error)}</pre></div>'
+    parts = []
+    if result is None:
+        parts.append("<b>ran</b> (no reference: pass --ref to compare)")
+    elif result.ok:
+        parts.append(f'<b style="color:#1a7f37">match</b> {html.escape(result.summary())}')
+    else:
+        parts.append(f'<b style="color:#cf222e">mismatch</b> {html.escape(result.summary())}')
+    if timing is not None:
+        parts.append(f"<br/>{html.escape(str(timing))}")
+    return "<div>" + "".join(parts) + "</div>"
+
+
+def static_html(name, backend, result=None, timing=None, sweep=None, source=None, lang="metal",
+                error=None) -> str:
+    """The summary a cell shows without widgets: match/mismatch, timing, sweep, source.
+
+    >>> "no reference" in static_html("k", "sim")
+    True
+    """
+    parts = [f'<div class="metalbench-summary"><h4 style="margin:2px">{html.escape(name)} '
+             f"[{html.escape(backend)}]</h4>", _status_html(result, timing, error)]
+    if result is not None and not result.ok:
+        parts.append(result._repr_html_())
+    if sweep is not None:
+        parts.append(sweep._repr_html_())
+    if source:
+        parts.append(f"<details><summary>source</summary>{highlight_html(source, lang)}</details>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _png_img(b64: str) -> str:
+    return f'<img src="data:image/png;base64,{b64}"/>'
+
+
+def _grid_text(g) -> str:
+    if isinstance(g, (tuple, list)):
+        return str(tuple(g))
+    return str(g)
+
+
+try:
+    import ipywidgets as W
+    HAVE_WIDGETS = True
+except Exception:  # pragma: no cover — ipywidgets is a dependency, but stay usable without it
+    W = None
+    HAVE_WIDGETS = False
+
+
+if HAVE_WIDGETS:
+    class Workbench(W.VBox):
+        """The ``%%metal`` panel: status, launch controls, Run/Sweep/Export, and tabs."""
+
+        def __init__(self, kernel, args=(), launch=None, ref=None, result=None, timing=None, sweep=None,
+                     source=None, lang="metal"):
+            self.kernel = kernel
+            self.args = tuple(args)
+            self.base = dict(launch or {})
+            self.ref = ref
+            self.result = result
+            self.timing = timing
+            self.last_sweep = sweep
+            self.name = getattr(kernel, "name", None) or getattr(kernel, "__name__", "kernel")
+            self._adjusting = False
+
+            g, t = L.normalize(self.base.get("grid", 1), self.base.get("threadgroup"))
+            self.status = W.HTML(_status_html(result, timing))
+            self.message = W.HTML("")
+            self.tg = [W.SelectionSlider(options=POW2, value=v, description=f"threadgroup.{a}",
+                                         continuous_update=False,
+                                         style={"description_width": "initial"})
+                       for a, v in zip("xyz", t)]
+            for s in self.tg:
+                s.observe(self._on_tg, names="value")
+            self.threads = W.Label(self._threads_text())
+            self.grid = W.Text(value=_grid_text(self.base.get("grid")), description="grid",
+                               continuous_update=False)
+            self.backend = W.Dropdown(options=["auto", "sim", "metal", "cuda"],
+                                      value=self.base.get("backend", "auto") or "auto", description="backend")
+            self.run_button = W.Button(description="Run", button_style="primary", icon="play")
+            self.sweep_button = W.Button(description="Sweep", icon="line-chart")
+            self.export_button = W.Button(description="Export", icon="download")
+            self.run_button.on_click(lambda _: self.run())
+            self.sweep_button.on_click(lambda _: self.sweep())
+            self.export_button.on_click(lambda _: self.export())
+            self.progress = W.IntProgress(value=0, min=0, max=1, description="sweep",
+                                          layout=W.Layout(visibility="hidden"))
+
+            if source is None:
+                try:
+                    source, lang = kernel_source(kernel, self.args, self.base)
+                except MetalbenchError as e:
+                    source, lang = f"// {e.message}", "metal"
+            self.source_text = source
+            self.source_view = W.HTML(highlight_html(source, lang))
+            self.diff_view = W.HTML(self._diff_html())
+            self.timing_view = W.HTML(self._timing_html())
+            self.sweep_view = W.HTML(sweep._repr_html_() if sweep is not None else
+                                     "<i>press Sweep to time power-of-two threadgroup shapes</i>")
+            self.export_view = W.Textarea(value="", placeholder="press Export for standalone MLX code",
+                                          layout=W.Layout(width="100%", height="240px"))
+            self.tabs = W.Tab(children=[self.source_view, self.diff_view, self.timing_view, self.sweep_view,
+                                        self.export_view])
+            for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export"]):
+                self.tabs.set_title(i, title)
+            controls = W.VBox([W.HBox(self.tg[:2]), W.HBox([self.tg[2], self.threads]),
+                               W.HBox([self.grid, self.backend]),
+                               W.HBox([self.run_button, self.sweep_button, self.export_button, self.progress])])
+            title = W.HTML(f"<b>{html.escape(self.name)}</b> &mdash; metalbench workbench")
+            super().__init__([title, self.status, controls, self.message, self.tabs])
+
+        # -- launch controls
+        @property
+        def threadgroup(self) -> tuple:
+            return tuple(s.value for s in self.tg)
+
+        def _threads_text(self) -> str:
+            n = 1
+            for s in self.tg:
+                n *= s.value
+            return f"{n} threads per threadgroup (max {L.MAX_THREADS_PER_THREADGROUP})"
+
+        def _on_tg(self, change):
+            # Keep the product within 1024 by halving the other sliders, largest first.
+            if self._adjusting:
+                return
+            self._adjusting = True
+            try:
+                moved = change["owner"]
+                while self.threadgroup[0] * self.threadgroup[1] * self.threadgroup[2] > L.MAX_THREADS_PER_THREADGROUP:
+                    others = [s for s in self.tg if s is not moved and s.value > 1]
+                    if not others:
+                        moved.value = L.MAX_THREADS_PER_THREADGROUP
+                        break
+                    big = max(others, key=lambda s: s.value)
+                    big.value = big.value // 2
+                self.threads.value = self._threads_text()
+            finally:
+                self._adjusting = False
+
+        def set_threadgroup(self, tg):
+            """Set the sliders (an int or a tuple of up to 3 powers of two)."""
+            _, t = L.normalize(1, tg)
+            self._adjusting = True
+            try:
+                for s, v in zip(self.tg, t):
+                    s.value = v if v in POW2 else max(p for p in POW2 if p <= v)
+            finally:
+                self._adjusting = False
+            self.threads.value = self._threads_text()
+
+        def launch_kwargs(self) -> dict:
+            """The launch keywords the controls describe now."""
+            kw = dict(self.base)
+            try:
+                g = ast.literal_eval(self.grid.value.strip())
+            except (ValueError, SyntaxError):
+                raise MetalbenchError(f"grid {self.grid.value!r} is not a number or a tuple of numbers",
+                                      hint="for example 1024 or (64, 64)")
+            kw["grid"] = g
+            kw["threadgroup"] = self.threadgroup
+            kw["backend"] = self.backend.value
+            return kw
+
+        # -- actions
+        def _show_error(self, e: Exception):
+            msg = str(e) if isinstance(e, MetalbenchError) else f"{type(e).__name__}: {e}"
+            self.message.value = (f'<pre style="color:#cf222e;white-space:pre-wrap">{html.escape(msg)}</pre>')
+
+        def run(self):
+            """Launch with the current controls, check against the reference, time; returns the
+            :class:`CheckResult` (None without a reference, or after an error)."""
+            self.message.value = ""
+            try:
+                kw = self.launch_kwargs()
+                launch = Launch(self.kernel, self.args, kw)
+                timing, outs = time_launch(launch, warmup=1, repeats=3)
+                from ..runtime import to_numpy
+                import numpy as np
+                got = [np.array(to_numpy(o)) for o in outs]
+                self.result = check_outputs(launch, self.ref, got) if self.ref is not None else None
+                self.timing = timing
+            except Exception as e:  # noqa: BLE001 — shown in the panel; the kernel keeps running
+                self._show_error(e)
+                return None
+            self.status.value = _status_html(self.result, self.timing)
+            self.diff_view.value = self._diff_html()
+            self.timing_view.value = self._timing_html()
+            return self.result
+
+        def sweep(self, shapes=None, **axes):
+            """Time power-of-two threadgroup shapes (of the grid's dimensionality) and move the
+            sliders to the best; returns the :class:`~metalbench.bench.Sweep`."""
+            self.message.value = ""
+            try:
+                kw = self.launch_kwargs()
+                kw.pop("threadgroup")
+                g, _ = L.normalize(kw["grid"], 1)
+                dims = 3 if g[2] > 1 else (2 if g[1] > 1 else 1)
+                shapes = shapes or threadgroup_shapes(dims, min_threads=32 if dims == 1 else 16)
+                self.progress.layout.visibility = "visible"
+                self.progress.max = len(shapes) * max(1, _n_combos(axes))
+                self.progress.value = 0
+
+                def tick(done, total, row):
+                    self.progress.value = done
+                s = sweep_kernel(self.kernel, *self.args, threadgroup=shapes, ref=self.ref, progress=tick,
+                                 max_time=0.5, **kw, **axes)
+            except Exception as e:  # noqa: BLE001
+                self._show_error(e)
+                return None
+            self.last_sweep = s
+            self.sweep_view.value = s._repr_html_()
+            if s.best is not None:
+                self.set_threadgroup(s.best["threadgroup"])
+            self.progress.bar_style = "success"
+            self.tabs.selected_index = 3
+            return s
+
+        def export(self) -> str | None:
+            """Fill the Export tab with standalone MLX code for the current configuration."""
+            self.message.value = ""
+            try:
+                from ..export import export_mlx
+                kw = self.launch_kwargs()
+                kw.pop("backend", None)
+                code = export_mlx(self.kernel, *self.args, **kw)
+            except Exception as e:  # noqa: BLE001
+                self._show_error(e)
+                return None
+            self.export_view.value = code
+            self.tabs.selected_index = 4
+            return code
+
+        # -- views
+        def _diff_html(self) -> str:
+            if self.result is None:
+                return "<i>no reference to compare with (give --ref)</i>"
+            return self.result._repr_html_()
+
+        def _timing_html(self) -> str:
+            if self.timing is None:
+                return "<i>not timed yet</i>"
+            img = ""
+            try:
+                img = _png_img(self.timing.plot_png())
+            except Exception:
+                pass
+            return f"<div>{html.escape(str(self.timing))}</div>{img}"
+else:  # pragma: no cover
+    Workbench = None
+
+
+def _n_combos(axes) -> int:
+    n = 1
+    for v in axes.values():
+        n *= len(v) if isinstance(v, (list, range)) else 1
+    return n
+
+
+__all__ = ["Workbench", "static_html", "kernel_source", "HAVE_WIDGETS", "fmt_time"]
