@@ -426,7 +426,7 @@ def _atomic_cas(indexed: bool):
             info, idx = _atomic_target(tr, arr, idx_node, call, what)
         else:
             arr, old, val = _args(tr, call, ["ary", "old", "val"], f"atomic.{what}")
-            info, idx = _atomic_target(tr, arr, ast.Constant(0), call, what)
+            info, idx = _atomic_target(tr, arr, ast.copy_location(ast.Constant(0), call), call, what)
         if info.elem.is_float:
             raise tr.err(KernelTypeError, f"cuda.atomic.{what} needs integer elements here; {info.name!r} holds "
                                           f"{info.elem.name}", call)
