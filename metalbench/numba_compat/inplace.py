@@ -297,6 +297,14 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.
                 value = ir.Var(tv.name, vt)
             return pre + [store_out(pl.outputs[0], idx, value, s.span),
                           store_out(pl.outputs[1], idx, ir.Const(1, mask_t), s.span)]
+        if isinstance(s, ir.ExprStmt) and isinstance(s.expr, ir.Atomic) and s.expr.buf in plans \
+                and s.expr.op != "load":
+            # The old value is unused: only the accumulator is updated.
+            e = s.expr
+            idx = mexpr(e.index)
+            acc = plans[e.buf].outputs[0]
+            return [ir.ExprStmt(ir.Atomic(e.op, acc, idx, [mexpr(a) for a in e.args], e.type, span=e.span),
+                                span=s.span)]
         n = copy.copy(s)
         for f in fields(n):
             v = getattr(n, f.name)
@@ -312,7 +320,11 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.
         return [n]
 
     body = mstmts(kir.body)
-    new = ir.KernelIR(kir.name, inputs + outputs, decls + body, functions=kir.functions,
+    # Threadgroup arrays stay first, as the IR's producers put them.
+    k = 0
+    while k < len(body) and isinstance(body[k], ir.ArrayDecl):
+        k += 1
+    new = ir.KernelIR(kir.name, inputs + outputs, body[:k] + decls + body[k:], functions=kir.functions,
                       globals=kir.globals, source=kir.source)
     return new, [plans[p.name] for p in params]
 
