@@ -30,7 +30,7 @@ from .memory import OutOfBounds
 
 # Lanes per chunk: big enough that per-statement Python overhead vanishes, small enough
 # to stay in cache and bound memory for 16M-thread grids.
-CHUNK_LANES = int(os.environ.get("METALBENCH_SIM_LANES", 1 << 16))
+CHUNK_LANES = int(os.environ.get("METALBENCH_SIM_LANES", 1 << 15))
 
 
 @dataclass

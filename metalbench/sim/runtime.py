@@ -31,7 +31,8 @@ def and_(m, c):
     if not isinstance(c, np.ndarray):
         return m if c else False
     if m is None:
-        return c
+        # an all-true mask becomes None: the fast unmasked paths (no where/compress)
+        return None if c.all() else c
     if m is False:
         return False
     return m & c
@@ -42,7 +43,7 @@ def andnot(m, c):
     if not isinstance(c, np.ndarray):
         return False if c else m
     if m is None:
-        return ~c
+        return None if not c.any() else ~c
     if m is False:
         return False
     return m & ~c
