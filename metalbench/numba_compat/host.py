@@ -217,7 +217,9 @@ class CUDAKernel(Kernel):
         values, specs = self._bind(args, kwargs)
         sp = self._specialization(specs)
         g, t = L.normalize(grid3, tg3)
-        be = L.resolve_backend(backend or self._backend or _state["backend"] or "auto")
+        # "auto" from a caller (check/bench pass it) defers to the kernel's and the global choice.
+        pick = [b for b in (backend, self._backend, _state["backend"]) if b not in (None, "auto")]
+        be = L.resolve_backend(pick[0] if pick else "auto")
         chk = L.checked_default(checked if checked is not None else
                                 (self._checked if self._checked is not None else _state["checked"]))
         self.last_launch = dict(grid=g, threadgroup=t, backend=be)
