@@ -31,6 +31,19 @@ from .errors import MetalbenchError
 
 # ----------------------------------------------------------------------------- timing
 
+def _Figure(*args, **kwargs):
+    """A matplotlib Figure that shows itself in notebooks without pyplot (``_repr_png_``)."""
+    from matplotlib.figure import Figure
+
+    class MBFigure(Figure):
+        def _repr_png_(self):
+            buf = io.BytesIO()
+            self.savefig(buf, format="png", bbox_inches="tight")
+            return buf.getvalue()
+
+    return MBFigure(*args, **kwargs)
+
+
 @dataclass
 class Timing:
     """Run times of one launch configuration, in seconds.
@@ -81,9 +94,8 @@ class Timing:
 
     def plot(self, ax=None):
         """The individual run times (ms) with the median and IQR marked; returns the figure."""
-        from matplotlib.figure import Figure
         if ax is None:
-            fig = Figure(figsize=(4, 1.6), dpi=90)
+            fig = _Figure(figsize=(4, 1.6), dpi=90)
             ax = fig.subplots()
         else:
             fig = ax.figure
@@ -247,9 +259,8 @@ class Sweep:
 
     def plot(self, ax=None):
         """Median time per configuration (IQR as error bars), the best marked; returns the figure."""
-        from matplotlib.figure import Figure
         if ax is None:
-            fig = Figure(figsize=(max(4, 0.5 * len(self.rows) + 2), 3.2), dpi=90)
+            fig = _Figure(figsize=(max(4, 0.5 * len(self.rows) + 2), 3.2), dpi=90)
             ax = fig.subplots()
         else:
             fig = ax.figure
@@ -443,12 +454,13 @@ def kernel_fingerprint(kernel) -> str:
     text = None
     if hasattr(kernel, "parsed"):
         try:
-            text = kernel.parsed().src.text
+            text = kernel.parsed().source.text
         except Exception:
             text = None
     if text is None:
-        text = (getattr(kernel, "source", "") or "") + "\n" + (getattr(kernel, "header", "") or "")
-        if not isinstance(text, str) or text.strip() == "":
+        src, hdr = getattr(kernel, "source", ""), getattr(kernel, "header", "")
+        text = (src if isinstance(src, str) else "") + "\n" + (hdr if isinstance(hdr, str) else "")
+        if text.strip() == "":
             text = repr(kernel)
     name = getattr(kernel, "name", None) or getattr(kernel, "__name__", "kernel")
     return name + ":" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -86,6 +86,8 @@ class Launch:
         kw = dict(self.kwargs)
         kw.update(override)
         if self.msl:
+            if kw.get("threadgroup") is None and kw.get("grid") is not None:
+                kw["threadgroup"] = L.normalize(kw["grid"], None)[1]   # MLX requires one; DSL default
             # MLX's call takes template as a list; sweeps hand constexpr axes as extra keywords.
             extra = {k: kw.pop(k) for k in list(kw) if k not in MSL_LAUNCH_KEYS}
             if extra:

@@ -78,7 +78,24 @@ def parse_line(line: str) -> argparse.Namespace:
         words = shlex.split(line)
     except ValueError as e:
         raise MagicError(f"%%metal: cannot split the options: {e}", hint="check the quotes on the %%metal line")
-    return _parser().parse_args(words)
+    # Expressions may contain spaces (--grid (n, 1, 1)): an option's value runs up to the
+    # next --option, so users need not quote them.
+    flags = {"--sweep", "--no-widget", "--atomic", "--checked"}
+    argv, i = [], 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("--") and w not in flags and "=" not in w:
+            j = i + 1
+            while j < len(words) and not words[j].startswith("--"):
+                j += 1
+            argv.append(w)
+            if j > i + 1:
+                argv.append(" ".join(words[i + 1:j]))
+            i = j
+        else:
+            argv.append(w)
+            i += 1
+    return _parser().parse_args(argv)
 
 
 def detect_lang(cell: str) -> str:
@@ -177,7 +194,7 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
                 outs.append(n)
     # Stores to a local array (declared in the body) are not outputs.
     outs = [n for n in outs if not re.search(rf"\b(?:threadgroup\s+)?\w+\s+{n}\s*\[\s*\w+\s*\]\s*;", body)]
-    outputs = [n for n in outs if n not in inputs]
+    outputs = outs    # a stored-to name is an output even if a notebook array has that name
     inputs = [n for n in inputs if n not in outputs]
     return inputs, (outputs or ["out"])
 

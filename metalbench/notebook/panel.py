@@ -41,7 +41,7 @@ def kernel_source(kernel, args=(), launch=None, backend="metal") -> tuple[str, s
         raise
     except Exception as e:  # a printer not available yet: show the DSL text instead
         try:
-            return kernel.parsed().src.text, "python"
+            return kernel.parsed().source.text, "python"
         except Exception:
             return f"// source unavailable: {type(e).__name__}: {e}", "metal"
 
