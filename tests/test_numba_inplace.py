@@ -194,3 +194,44 @@ def test_merge_helper():
     p = inplace.Plan("h", "acc", ["h__acc"], "+")
     got = inplace.merge(p, np.array([1, 2], np.uint32), {"h__acc": np.array([np.uint32(2**32 - 1), 3], np.uint32)})
     assert got.tolist() == [0, 5]
+
+
+# ----------------------------------------------------------------------------- real GPU backends
+
+def _gpu_backends():
+    from metalbench import launch as L
+    return [b for b, ok in (("metal", L.metal_available()), ("cuda", L.cuda_available())) if ok]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["add", "stride2d", "dot", "matmul", "hist", "local"])
+def test_gpu_backend_matches_sim(case):
+    backends = _gpu_backends()
+    if not backends:
+        pytest.skip("no Metal or CUDA backend here")
+    n = 40
+    bpg = math.ceil(n / P.TILE)
+    kernel, g, b, args, exact = {
+        "add": (P.add_k, 2, 256, (r(300), r(300), r(300)), True),
+        "stride2d": (P.scale_2d_stride, (2, 2), (4, 8), (r(50, 70), 3.0), True),
+        "dot": (P.dot, 4, P.THREADS, (r(3000), r(3000), r(4)), False),
+        "matmul": (P.matmul_tiled, (bpg, bpg), (P.TILE, P.TILE), (r(n, n), r(n, n), r(n, n)), False),
+        "hist": (P.histogram, 8, 128, (rng.uniform(-3, 3, 10000).astype(np.float32),
+                                       rng.integers(1, 50, 16).astype(np.int32), -2.0, 0.25), True),
+        "local": (P.first_k_above, 3, 32, (r(70, 20), 0.8, r(70, 4)), True),
+    }[case]
+    ref = copies(args)
+    kernel[g, b](*ref)                       # sim (fixture)
+    for be in backends:
+        got = copies(args)
+        kernel.configure(backend=be)
+        try:
+            kernel[g, b](*got)
+        finally:
+            kernel.configure(backend="auto")
+        for x, y in zip(got, ref):
+            if isinstance(x, np.ndarray):
+                if exact:
+                    np.testing.assert_array_equal(x, y)
+                else:
+                    np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-4)
