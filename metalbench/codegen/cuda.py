@@ -1,0 +1,705 @@
+"""CUDA generator: IR -> what ``mx.fast.cuda_kernel`` receives (MLX's CUDA backend).
+
+MLX 0.32's ``cuda_kernel`` (``mlx/backend/cuda/custom_kernel.cpp``) wraps the body in
+``__global__ void custom_kernel_<name>(const T* in, [const __grid_constant__ Shape
+in_shape, Strides in_strides, int in_ndim,] ..., T* out)`` inside
+``namespace mlx::core::cu``; every input -- a 0-d scalar too -- arrives as
+``const T*`` (so scalar parameters print as ``a[0]``), and the grid is launched as
+``ceil(grid / threadgroup)`` whole blocks. Metal never runs threads past ``grid``,
+so the body starts with a guard that needs the grid: the generated kernel takes
+one extra input, ``mb_grid`` (``uint32[3]``), last among the inputs. ``Rendered``
+lists it in ``input_names`` and ``extra_inputs``; ``r.extra_inputs(grid, tg)``
+makes the array.
+
+Metal semantics, mapped: thread attributes become ``const`` locals computed from
+``blockIdx``/``blockDim``/``threadIdx`` (threads linear over x, then y, then z, so
+SIMD-groups are CUDA warps); ``threads_per_threadgroup`` is the (possibly partial)
+size of this threadgroup, ``dispatch_threads_per_threadgroup`` the launch size;
+threadgroup arrays are ``__shared__``; barriers ``__syncthreads()``; SIMD-group
+functions are warp shuffles over ``__activemask()`` (a butterfly for full warps, an
+ordered loop over active lanes otherwise); atomics are ``atomicAdd`` & co. (float
+min/max/CAS through ``atomicCAS`` loops); ``half``/``bfloat`` are ``__half`` /
+``__nv_bfloat16`` with math done in float; vectors are small ``mb_vec`` structs.
+
+    >>> from metalbench import ir, types as T
+    >>> k = ir.KernelIR("k", [ir.Param("a", "scalar", T.float32),
+    ...                       ir.Param("o", "buffer", T.float32, is_output=True)],
+    ...                 [ir.Store("o", ir.Const(0, T.uint32), ir.Var("a", T.float32))])
+    >>> r = render(k)
+    >>> print(r.body.splitlines()[-1])
+    o[0u] = a[0];
+    >>> r.input_names
+    ['a', 'mb_grid']
+
+Note: MLX 0.32.4's ``mx.fast.cuda_kernel`` takes ``shared_memory`` and no
+``atomic_outputs``; ``Rendered.atomic_outputs`` is always False here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import builtins as B
+from .. import ir
+from .. import types as T
+from ..errors import KernelTypeError
+from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, assemble_header
+
+__all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INPUT", "SHIM_INCLUDE"]
+
+GRID_INPUT = "mb_grid"
+SHIM_INCLUDE = str(Path(__file__).parent / "cuda_shim")
+
+CUDA_TYPES = {"bool": "bool", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
+              "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
+              "uint64": "uint64_t", "float16": "__half", "bfloat16": "__nv_bfloat16",
+              "float32": "float"}
+
+_CUDA_WORDS = """
+__global__ __device__ __host__ __shared__ __constant__ __restrict__ __syncthreads __syncwarp
+threadIdx blockIdx blockDim gridDim warpSize dim3 uint3 int3 float2 float3 float4 int2 int4 uint2
+uint4 make_uint3 half bfloat __half __nv_bfloat16 inf cg cooperative_groups mlx Shape Strides
+MAX_NDIM min max abs fabsf expf logf sqrtf powf atomicAdd atomicSub atomicMin atomicMax atomicAnd
+atomicOr atomicXor atomicExch atomicCAS int8_t uint8_t int16_t uint16_t int32_t uint32_t int64_t
+uint64_t size_t cuda std elem_to_loc device constant thread threadgroup kernel uint ushort uchar
+ulong
+""".split()
+
+CUDA = Dialect(
+    name="CUDA",
+    scalar=CUDA_TYPES,
+    vector_prefix="mb_",
+    int_suffix={"uint32": "u", "int64": "ll", "uint64": "ull"},
+    reserved=frozenset(_CUDA_WORDS + sorted(B.SIMD) + list(B.MATH1) + list(B.MATH2) + list(B.MATH3)
+                       + list(B.NUMERIC) + list(B.PREDICATES) + list(B.INTBITS)),
+    func_prefix="__device__ inline ",
+    space={"device": "", "constant": "", "threadgroup": "", "thread": "", "thread_array": ""},
+    global_prefix="__constant__ ",
+    threadgroup_prefix="__shared__ ",
+    barrier={"threadgroup": "__syncthreads();", "simdgroup": "__syncwarp(__activemask());"},
+    inf="INFINITY", nan="NAN", half_suffix=None,
+)
+
+# ----------------------------------------------------------------------------- header helpers
+
+_BASE = """\
+// metalbench: MSL semantics on CUDA (types, lanes, conversions through float for half/bfloat).
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+template <bool B, class T = void> struct mb_enable_if {};
+template <class T> struct mb_enable_if<true, T> { typedef T type; };
+template <class T, int N> struct mb_vec;
+template <class X> struct mb_is_vec { static constexpr bool value = false; };
+template <class T, int N> struct mb_is_vec<mb_vec<T, N>> { static constexpr bool value = true; };
+template <class T> struct mb_is_half { static constexpr bool value = false; };
+template <> struct mb_is_half<__half> { static constexpr bool value = true; };
+template <> struct mb_is_half<__nv_bfloat16> { static constexpr bool value = true; };
+// static_cast with half/bfloat going through float (their direct conversions are partial).
+template <class T, class U> __device__ inline T mb_cvt(U u) {
+    if constexpr (mb_is_half<T>::value || mb_is_half<U>::value) {
+        return static_cast<T>(static_cast<float>(u));
+    } else {
+        return static_cast<T>(u);
+    }
+}
+// Lane and linear thread index: threads are linear over x, then y, then z, as on Metal.
+__device__ inline unsigned mb_tid() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+__device__ inline unsigned mb_lane() { return mb_tid() & 31u; }"""
+
+_VEC = """\
+// Metal vectors as small structs: componentwise operators, explicit conversions.
+#define MB_VEC_COMMON(N)                                                                   \\
+    typedef T elem_type;                                                                   \\
+    mb_vec() = default;                                                                    \\
+    __device__ explicit mb_vec(T s) { for (int i = 0; i < N; ++i) (*this)[i] = s; }      \\
+    template <class U> __device__ explicit mb_vec(const mb_vec<U, N>& o) {                 \\
+        for (int i = 0; i < N; ++i) (*this)[i] = mb_cvt<T>(o[i]);                          \\
+    }                                                                                      \\
+    __device__ T& operator[](int i) { return (&x)[i]; }                                    \\
+    __device__ const T& operator[](int i) const { return (&x)[i]; }                        \\
+    template <class B> __device__ mb_vec& operator+=(const B& b) { return *this = *this + b; } \\
+    template <class B> __device__ mb_vec& operator-=(const B& b) { return *this = *this - b; } \\
+    template <class B> __device__ mb_vec& operator*=(const B& b) { return *this = *this * b; } \\
+    template <class B> __device__ mb_vec& operator/=(const B& b) { return *this = *this / b; } \\
+    template <class B> __device__ mb_vec& operator%=(const B& b) { return *this = *this % b; } \\
+    template <class B> __device__ mb_vec& operator&=(const B& b) { return *this = *this & b; } \\
+    template <class B> __device__ mb_vec& operator|=(const B& b) { return *this = *this | b; } \\
+    template <class B> __device__ mb_vec& operator^=(const B& b) { return *this = *this ^ b; } \\
+    template <class B> __device__ mb_vec& operator<<=(const B& b) { return *this = *this << b; } \\
+    template <class B> __device__ mb_vec& operator>>=(const B& b) { return *this = *this >> b; }
+template <class T> struct mb_vec<T, 2> {
+    T x, y;
+    MB_VEC_COMMON(2)
+    __device__ mb_vec(T a, T b) : x(a), y(b) {}
+};
+template <class T> struct mb_vec<T, 3> {
+    T x, y, z;
+    MB_VEC_COMMON(3)
+    __device__ mb_vec(T a, T b, T c) : x(a), y(b), z(c) {}
+};
+template <class T> struct mb_vec<T, 4> {
+    T x, y, z, w;
+    MB_VEC_COMMON(4)
+    __device__ mb_vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
+};
+#define MB_VEC_BINOP(op, R)                                                                \\
+    template <class T, int N>                                                              \\
+    __device__ inline mb_vec<R, N> operator op(const mb_vec<T, N>& a, const mb_vec<T, N>& b) { \\
+        mb_vec<R, N> r;                                                                    \\
+        for (int i = 0; i < N; ++i) r[i] = a[i] op b[i];                                   \\
+        return r;                                                                          \\
+    }                                                                                      \\
+    template <class T, int N, class S, class = typename mb_enable_if<!mb_is_vec<S>::value>::type> \\
+    __device__ inline mb_vec<R, N> operator op(const mb_vec<T, N>& a, const S& b) {        \\
+        return a op mb_vec<T, N>(static_cast<T>(b));                                       \\
+    }                                                                                      \\
+    template <class T, int N, class S, class = typename mb_enable_if<!mb_is_vec<S>::value>::type> \\
+    __device__ inline mb_vec<R, N> operator op(const S& a, const mb_vec<T, N>& b) {        \\
+        return mb_vec<T, N>(static_cast<T>(a)) op b;                                       \\
+    }
+MB_VEC_BINOP(+, T) MB_VEC_BINOP(-, T) MB_VEC_BINOP(*, T) MB_VEC_BINOP(/, T) MB_VEC_BINOP(%, T)
+MB_VEC_BINOP(&, T) MB_VEC_BINOP(|, T) MB_VEC_BINOP(^, T) MB_VEC_BINOP(<<, T) MB_VEC_BINOP(>>, T)
+MB_VEC_BINOP(==, bool) MB_VEC_BINOP(!=, bool) MB_VEC_BINOP(<, bool) MB_VEC_BINOP(<=, bool)
+MB_VEC_BINOP(>, bool) MB_VEC_BINOP(>=, bool) MB_VEC_BINOP(&&, bool) MB_VEC_BINOP(||, bool)
+#define MB_VEC_UNOP(op, R)                                                                 \\
+    template <class T, int N> __device__ inline mb_vec<R, N> operator op(const mb_vec<T, N>& a) { \\
+        mb_vec<R, N> r;                                                                    \\
+        for (int i = 0; i < N; ++i) r[i] = op a[i];                                        \\
+        return r;                                                                          \\
+    }
+MB_VEC_UNOP(-, T) MB_VEC_UNOP(~, T) MB_VEC_UNOP(!, bool)
+template <int... I, class T, int N> __device__ inline mb_vec<T, sizeof...(I)> mb_swizzle(const mb_vec<T, N>& v) {
+    return mb_vec<T, sizeof...(I)>(v[I]...);
+}
+template <class T, int N> __device__ inline T mb_comp(const mb_vec<T, N>& v, int i) { return v[i]; }
+template <class S> __device__ inline S mb_comp(const S& s, int) { return s; }
+// Componentwise application of a scalar function (vector math).
+template <class F, class T, int N, class... R>
+__device__ inline auto mb_map(F f, const mb_vec<T, N>& a, const R&... r)
+    -> mb_vec<decltype(f(a[0], mb_comp(r, 0)...)), N> {
+    mb_vec<decltype(f(a[0], mb_comp(r, 0)...)), N> out;
+    for (int i = 0; i < N; ++i) out[i] = f(a[i], mb_comp(r, i)...);
+    return out;
+}
+template <class C, class T, int N>
+__device__ inline mb_vec<T, N> mb_select(const C& c, const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
+    mb_vec<T, N> out;
+    for (int i = 0; i < N; ++i) out[i] = mb_comp(c, i) ? a[i] : b[i];
+    return out;
+}
+template <class V, class S> __device__ inline void mb_put(V& r, int& k, const S& s) {
+    r[k++] = mb_cvt<typename V::elem_type>(s);
+}
+template <class V, class T, int N> __device__ inline void mb_put(V& r, int& k, const mb_vec<T, N>& v) {
+    for (int i = 0; i < N; ++i) r[k++] = mb_cvt<typename V::elem_type>(v[i]);
+}
+// float4(a.xy, b, c): the components of the arguments in order.
+template <class V, class... A> __device__ inline V mb_make(const A&... a) {
+    V r;
+    int k = 0;
+    (mb_put(r, k, a), ...);
+    return r;
+}"""
+
+_VEC_TYPES = "\n".join(
+    " ".join(f"typedef mb_vec<{CUDA_TYPES[e.name]}, {n}> mb_{e.msl}{n};" for n in (2, 3, 4))
+    for e in T.VECTOR_ELEMS)
+
+_SHFL = """\
+// One warp shuffle for any type: small integers and bool travel as int, vectors per component.
+template <class T> __device__ inline T mb_shfl(T v, int src, unsigned mask) {
+    if constexpr (mb_is_vec<T>::value) {
+        T r;
+        for (int i = 0; i < (int)(sizeof(T) / sizeof(v[0])); ++i) r[i] = mb_shfl(v[i], src, mask);
+        return r;
+    } else if constexpr (sizeof(T) < 4 && !mb_is_half<T>::value) {
+        return static_cast<T>(__shfl_sync(mask, static_cast<int>(v), src));
+    } else {
+        return __shfl_sync(mask, v, src);
+    }
+}"""
+
+_SIMD_REDUCE = """\
+// SIMD-group reduction over the active lanes: butterfly when the warp is full,
+// otherwise an ordered loop over the active lanes (all lanes get the same value).
+template <class T, class Op> __device__ inline T mb_simd_reduce(T v, Op op) {
+    unsigned m = __activemask();
+    if (m == 0xffffffffu) {
+        for (int o = 16; o > 0; o >>= 1) v = op(v, mb_shfl(v, (int)(mb_lane() ^ o), m));
+        return v;
+    }
+    T acc = v;
+    bool have = false;
+    for (int j = 0; j < 32; ++j) {
+        if ((m >> j) & 1u) {
+            T x = mb_shfl(v, j, m);
+            acc = have ? op(acc, x) : x;
+            have = true;
+        }
+    }
+    return acc;
+}"""
+
+_SIMD_SCAN = """\
+// SIMD-group prefix scan over the active lanes (in lane order).
+template <class T, class Op> __device__ inline T mb_simd_scan(T v, Op op, T identity, bool inclusive) {
+    unsigned m = __activemask();
+    unsigned lane = mb_lane();
+    T acc = identity;
+    for (int j = 0; j < 32; ++j) {
+        if ((m >> j) & 1u) {
+            T x = mb_shfl(v, j, m);
+            if ((unsigned)j < lane || (inclusive && (unsigned)j == lane)) acc = op(acc, x);
+        }
+    }
+    return acc;
+}"""
+
+_REDUCE_OPS = {"sum": "a + b", "product": "a * b", "max": "b > a ? b : a", "min": "b < a ? b : a",
+               "and": "a & b", "or": "a | b", "xor": "a ^ b"}
+
+# shuffle name -> source-lane expression (lane, d); out-of-range lanes read their own value
+_SHUFFLES = {
+    "simd_shuffle": "(int)(d & 31u)",
+    "simd_broadcast": "(int)(d & 31u)",
+    "simd_shuffle_down": "(int)(lane + d < 32u ? lane + d : lane)",
+    "simd_shuffle_up": "(int)(lane >= d ? lane - d : lane)",
+    "simd_shuffle_xor": "(int)((lane ^ d) & 31u)",
+    "simd_shuffle_rotate_down": "(int)((lane + d) & 31u)",
+    "simd_shuffle_rotate_up": "(int)((lane - d) & 31u)",
+}
+
+_FLOAT_ATOMIC = """\
+// float atomic_{op} through atomicCAS; returns the old value.
+__device__ inline float mb_atomic_{op}_float(float* p, float v) {{
+    int* ip = reinterpret_cast<int*>(p);
+    int old = *reinterpret_cast<volatile int*>(ip);
+    while (v {cmp} __int_as_float(old)) {{
+        int prev = atomicCAS(ip, old, __float_as_int(v));
+        if (prev == old) break;
+        old = prev;
+    }}
+    return __int_as_float(old);
+}}"""
+
+_FLOAT_CAS = """\
+// float compare-and-swap on the bits; returns the old value.
+__device__ inline float mb_atomic_cas_float(float* p, float expected, float desired) {
+    return __int_as_float(atomicCAS(reinterpret_cast<int*>(p), __float_as_int(expected),
+                                    __float_as_int(desired)));
+}"""
+
+_ATOMIC_LOAD = """\
+template <class T> __device__ inline T mb_atomic_load(T* p) { return *reinterpret_cast<volatile T*>(p); }"""
+
+_MATH_HELPERS = {
+    "mb_fract": "__device__ inline float mb_fract(float x) { return fminf(x - floorf(x), 0x1.fffffep-1f); }",
+    "mb_tanpi": "__device__ inline float mb_tanpi(float x) { return sinpif(x) / cospif(x); }",
+    "mb_step": "__device__ inline float mb_step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }",
+    "mb_mix": "__device__ inline float mb_mix(float x, float y, float a) { return x + (y - x) * a; }",
+    "mb_smoothstep": """\
+__device__ inline float mb_smoothstep(float e0, float e1, float x) {
+    float t = fminf(fmaxf((x - e0) / (e1 - e0), 0.0f), 1.0f);
+    return t * t * (3.0f - 2.0f * t);
+}""",
+    "mb_min": "template <class T> __device__ inline T mb_min(T a, T b) { return b < a ? b : a; }",
+    "mb_max": "template <class T> __device__ inline T mb_max(T a, T b) { return a < b ? b : a; }",
+    "mb_clamp": "template <class T> __device__ inline T mb_clamp(T x, T lo, T hi) { return x < lo ? lo : (hi < x ? hi : x); }",
+    "mb_fclamp": "__device__ inline float mb_fclamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }",
+    "mb_abs": "template <class T> __device__ inline T mb_abs(T x) { return x < T(0) ? static_cast<T>(-x) : x; }",
+    "mb_sign": "template <class T> __device__ inline T mb_sign(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }",
+    "mb_fsign": """\
+__device__ inline float mb_fsign(float x) {
+    return isnan(x) ? 0.0f : (x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : copysignf(0.0f, x)));
+}""",
+    "mb_popcount": """\
+template <class T> __device__ inline T mb_popcount(T x) {
+    if constexpr (sizeof(T) == 8) return static_cast<T>(__popcll(static_cast<unsigned long long>(x)));
+    else if constexpr (sizeof(T) == 4) return static_cast<T>(__popc(static_cast<unsigned>(x)));
+    else return static_cast<T>(__popc(static_cast<unsigned>(x) & ((1u << (8 * sizeof(T))) - 1u)));
+}""",
+    "mb_clz": """\
+template <class T> __device__ inline T mb_clz(T x) {
+    if constexpr (sizeof(T) == 8) return static_cast<T>(__clzll(static_cast<long long>(x)));
+    else if constexpr (sizeof(T) == 4) return static_cast<T>(__clz(static_cast<int>(x)));
+    else return static_cast<T>(__clz(static_cast<int>(static_cast<unsigned>(x) & ((1u << (8 * sizeof(T))) - 1u)))
+                               - (32 - 8 * (int)sizeof(T)));
+}""",
+    "mb_ctz": """\
+template <class T> __device__ inline T mb_ctz(T x) {
+    if constexpr (sizeof(T) == 8) return static_cast<T>(x == 0 ? 64 : __ffsll(static_cast<long long>(x)) - 1);
+    else {
+        unsigned u = static_cast<unsigned>(x) & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u);
+        return static_cast<T>(u == 0 ? 8 * (int)sizeof(T) : __ffs(static_cast<int>(u)) - 1);
+    }
+}""",
+    "mb_reverse_bits": """\
+template <class T> __device__ inline T mb_reverse_bits(T x) {
+    if constexpr (sizeof(T) == 8) return static_cast<T>(__brevll(static_cast<unsigned long long>(x)));
+    else return static_cast<T>(__brev(static_cast<unsigned>(x)) >> (32 - 8 * sizeof(T)));
+}""",
+}
+
+# float32 builtins -> CUDA function (or one of the helpers above)
+_F32 = {
+    "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f",
+    "log10": "log10f", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "sin": "sinf", "cos": "cosf", "tan": "tanf",
+    "asin": "asinf", "acos": "acosf", "atan": "atanf", "sinh": "sinhf", "cosh": "coshf",
+    "tanh": "tanhf", "asinh": "asinhf", "acosh": "acoshf", "atanh": "atanhf", "floor": "floorf",
+    "ceil": "ceilf", "round": "roundf", "rint": "rintf", "trunc": "truncf", "fract": "mb_fract",
+    "saturate": "__saturatef", "erf": "erff", "erfc": "erfcf", "log1p": "log1pf", "expm1": "expm1f",
+    "cbrt": "cbrtf", "sinpi": "sinpif", "cospi": "cospif", "tanpi": "mb_tanpi", "lgamma": "lgammaf",
+    "tgamma": "tgammaf", "pow": "powf", "powr": "powf", "atan2": "atan2f", "fmod": "fmodf",
+    "copysign": "copysignf", "hypot": "hypotf", "fdim": "fdimf", "step": "mb_step", "ldexp": "ldexpf",
+    "fma": "fmaf", "mix": "mb_mix", "smoothstep": "mb_smoothstep", "abs": "fabsf", "fabs": "fabsf",
+    "min": "fminf", "max": "fmaxf", "fmin": "fminf", "fmax": "fmaxf", "clamp": "mb_fclamp",
+    "sign": "mb_fsign", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "signbit": "signbit",
+}
+_INT = {"abs": "mb_abs", "min": "mb_min", "max": "mb_max", "clamp": "mb_clamp", "sign": "mb_sign",
+        "popcount": "mb_popcount", "clz": "mb_clz", "ctz": "mb_ctz", "reverse_bits": "mb_reverse_bits"}
+
+# Attribute name -> (CUDA type, expression). "mb_grid" is the extra input.
+_TID = "mb_tid()"
+_ACTUAL = ("(min(blockDim.x, {g}[0] - blockIdx.x * blockDim.x) * min(blockDim.y, {g}[1] - blockIdx.y * "
+           "blockDim.y) * min(blockDim.z, {g}[2] - blockIdx.z * blockDim.z))").format(g=GRID_INPUT)
+_DISPATCH = "(blockDim.x * blockDim.y * blockDim.z)"
+ATTRIBUTES = {
+    "thread_position_in_grid": ("uint3", "make_uint3(blockIdx.x * blockDim.x + threadIdx.x, "
+                                "blockIdx.y * blockDim.y + threadIdx.y, blockIdx.z * blockDim.z + threadIdx.z)"),
+    "threadgroup_position_in_grid": ("uint3", "blockIdx"),
+    "thread_position_in_threadgroup": ("uint3", "threadIdx"),
+    "threads_per_threadgroup": ("uint3", "make_uint3(min(blockDim.x, {g}[0] - blockIdx.x * blockDim.x), "
+                                "min(blockDim.y, {g}[1] - blockIdx.y * blockDim.y), "
+                                "min(blockDim.z, {g}[2] - blockIdx.z * blockDim.z))".format(g=GRID_INPUT)),
+    "dispatch_threads_per_threadgroup": ("uint3", "make_uint3(blockDim.x, blockDim.y, blockDim.z)"),
+    "threadgroups_per_grid": ("uint3", "make_uint3(gridDim.x, gridDim.y, gridDim.z)"),
+    "threads_per_grid": ("uint3", f"make_uint3({GRID_INPUT}[0], {GRID_INPUT}[1], {GRID_INPUT}[2])"),
+    "grid_size": ("uint3", f"make_uint3({GRID_INPUT}[0], {GRID_INPUT}[1], {GRID_INPUT}[2])"),
+    "grid_origin": ("uint3", "make_uint3(0u, 0u, 0u)"),
+    "thread_index_in_threadgroup": ("uint32_t", _TID),
+    "thread_index_in_simdgroup": ("uint32_t", f"{_TID} & 31u"),
+    "simdgroup_index_in_threadgroup": ("uint32_t", f"{_TID} >> 5"),
+    "threads_per_simdgroup": ("uint32_t", "32u"),
+    "thread_execution_width": ("uint32_t", "32u"),
+    "simdgroups_per_threadgroup": ("uint32_t", f"({_ACTUAL} + 31u) / 32u"),
+    "dispatch_simdgroups_per_threadgroup": ("uint32_t", f"({_DISPATCH} + 31u) / 32u"),
+    "thread_index_in_quadgroup": ("uint32_t", f"{_TID} & 3u"),
+    "quadgroup_index_in_threadgroup": ("uint32_t", f"{_TID} >> 2"),
+    "quadgroups_per_threadgroup": ("uint32_t", f"({_ACTUAL} + 3u) / 4u"),
+    "dispatch_quadgroups_per_threadgroup": ("uint32_t", f"({_DISPATCH} + 3u) / 4u"),
+}
+
+
+class ExtraInputs(list):
+    """The names of the extra inputs (``["mb_grid"]``); calling it with ``(grid, threadgroup)``
+    makes the arrays to append after the user's inputs."""
+
+    def __call__(self, grid, threadgroup=None):
+        import mlx.core as mx
+        g = tuple(grid) + (1,) * (3 - len(tuple(grid)))
+        return [mx.array([int(x) for x in g[:3]], dtype=mx.uint32)]
+
+
+class CUDAPrinter(CPrinter):
+    """The CUDA dialect's non-tabular parts."""
+
+    dialect = CUDA
+
+    def __init__(self, kernel: ir.KernelIR):
+        super().__init__(kernel)
+        self.need("mb_base", _BASE)
+        self.uses_vectors = False
+        self._parent_swizzle = False
+
+    def tname(self, t) -> str:
+        if isinstance(t, T.VectorType):
+            self._vectors()
+        return super().tname(t)
+
+    def _vectors(self):
+        if not self.uses_vectors:
+            self.uses_vectors = True
+            self.need("mb_vec", _VEC)
+            self.need("mb_vec_types", _VEC_TYPES)
+
+    def attr_type(self, a: str) -> str:
+        return ATTRIBUTES[a][0]
+
+    # -- values
+    def e_Var(self, e):
+        if self.in_function is None and e.name in self.scalar_params:
+            return f"{self.name(e.name)}[0]", POSTFIX      # MLX passes 0-d inputs as pointers
+        return super().e_Var(e)
+
+    def e_ThreadAttr(self, e):
+        if isinstance(e.type, T.VectorType) and not self._parent_swizzle:
+            self._vectors()
+            return f"mb_uint3({e.name}.x, {e.name}.y, {e.name}.z)", POSTFIX
+        return e.name, POSTFIX
+
+    def e_Swizzle(self, e):
+        if len(e.components) == 1:
+            self._parent_swizzle = isinstance(e.value, ir.ThreadAttr)
+            try:
+                return f"{self.expr(e.value, POSTFIX)}.{e.components}", POSTFIX
+            finally:
+                self._parent_swizzle = False
+        self._vectors()
+        idx = ", ".join(str("xyzw".index(c)) for c in e.components)
+        return f"mb_swizzle<{idx}>({self.expr(e.value, ASSIGN)})", POSTFIX
+
+    def e_VecCons(self, e):
+        self._vectors()
+        n = e.type.n
+        if all(isinstance(a.type, T.ScalarType) for a in e.args) and len(e.args) in (1, n):
+            return super().e_VecCons(e)
+        return f"mb_make<{self.tname(e.type)}>({', '.join(self.expr(a, ASSIGN) for a in e.args)})", POSTFIX
+
+    def vector_select(self, e):
+        return f"mb_select({self.expr(e.cond, ASSIGN)}, {self.expr(e.a, ASSIGN)}, {self.expr(e.b, ASSIGN)})"
+
+    def cast(self, t, value) -> str:
+        src = value.type
+        inner = self.expr(value)
+        if isinstance(t, T.ScalarType) and isinstance(src, T.ScalarType):
+            halfish = {"float16", "bfloat16"}
+            if (t.name in halfish or src.name in halfish) and "float32" not in (t.name, src.name):
+                inner = f"static_cast<float>({inner})"
+        return self.cast_text(t, inner)
+
+    # -- calls
+    def call(self, e: ir.Call) -> str:
+        if e.name in B.SIMD:
+            return self.simd(e)
+        return self.call_text(e.name, e.args, e.type)
+
+    def call_text(self, name, args, t) -> str:
+        at = args[0].type if args else t
+        if isinstance(at, T.VectorType):
+            # componentwise, through a lambda that prints the scalar call
+            ps = [ir.Var(f"mb_{'abc'[i]}", T.elem_of(a.type)) for i, a in enumerate(args)]
+            params = ", ".join(f"{self.tname(p.type)} {p.name}" for p in ps)
+            body = self.call_text(name, ps, T.elem_of(t))
+            vargs = ", ".join(self.expr(a, ASSIGN) for a in args)
+            return f"mb_map([]({params}) {{ return {body}; }}, {vargs})"
+        elem = T.elem_of(at)
+        texts = [self.expr(a, ASSIGN) for a in args]
+        if elem.is_float:
+            halfish = elem.name != "float32"
+            if halfish:
+                texts = [f"static_cast<float>({s})" if T.elem_of(a.type).is_float else s
+                         for s, a in zip(texts, args)]
+            fn = _F32[name]
+            if fn in _MATH_HELPERS:
+                self.need(fn, _MATH_HELPERS[fn])
+            call = f"{fn}({', '.join(texts)})"
+            return self.cast_text(t, call) if halfish and T.elem_of(t).is_float else call
+        if name in _INT:
+            fn = _INT[name]
+            self.need(fn, _MATH_HELPERS[fn])
+            return f"{fn}({', '.join(texts)})"
+        raise KernelTypeError(f"{name} is not defined for {elem.name} on CUDA", args[0].span if args else None)
+
+    def simd(self, e: ir.Call) -> str:
+        name, args = e.name, [self.expr(a, ASSIGN) for a in e.args]
+        if name in ("simd_all", "simd_any"):
+            return f"__{name[5:]}_sync(__activemask(), {args[0]})"
+        if name == "simd_ballot":
+            return f"static_cast<uint64_t>(__ballot_sync(__activemask(), {args[0]}))"
+        if name == "simd_is_first":
+            return "(mb_lane() == static_cast<unsigned>(__ffs(__activemask()) - 1))"
+        self.need("mb_shfl", _SHFL)
+        t = self.tname(e.type)
+        if name == "simd_broadcast_first":
+            return f"mb_shfl({args[0]}, __ffs(__activemask()) - 1, __activemask())"
+        if name in _SHUFFLES:
+            fn = "mb_" + name
+            self.need(fn, f"""\
+template <class T> __device__ inline T {fn}(T v, unsigned d) {{
+    unsigned lane = mb_lane();
+    (void)lane;
+    return mb_shfl(v, {_SHUFFLES[name]}, __activemask());
+}}""")
+            return f"{fn}({args[0]}, {args[1]})"
+        kind = name[5:]
+        if name in B.SIMD_REDUCE:
+            self.need("mb_simd_reduce", _SIMD_REDUCE)
+            return f"mb_simd_reduce({args[0]}, []({t} a, {t} b) {{ return {self._op(kind, e.type)}; }})"
+        if name in B.SIMD_SCAN:
+            self.need("mb_simd_scan", _SIMD_SCAN)
+            op = "sum" if kind.endswith("sum") else "product"
+            ident = self.literal(0 if op == "sum" else 1, e.type)
+            incl = "true" if "inclusive" in kind else "false"
+            return (f"mb_simd_scan({args[0]}, []({t} a, {t} b) {{ return {self._op(op, e.type)}; }}, "
+                    f"{ident}, {incl})")
+        raise KernelTypeError(f"{name} is not supported on CUDA", e.span)
+
+    def _op(self, kind, t) -> str:
+        text = _REDUCE_OPS[kind]
+        if isinstance(t, T.VectorType) and kind in ("max", "min"):
+            return "mb_select(" + ("b > a" if kind == "max" else "b < a") + ", b, a)"
+        if T.elem_of(t).name in ("float16", "bfloat16") and kind in ("sum", "product"):
+            return f"{self.tname(t)}(static_cast<float>(a) {text[2]} static_cast<float>(b))"
+        return text
+
+    # -- atomics
+    def atomic(self, e: ir.Atomic) -> str:
+        t = e.type
+        if t.name not in ("int32", "uint32", "float32"):
+            raise KernelTypeError(f"atomics on {t.name} are not supported (Metal has int, uint and "
+                                  f"float atomics only)", e.span,
+                                  hint="use an int32, uint32 or float32 buffer for atomics")
+        p = f"&{self.name(e.buf)}[{self.expr(e.index)}]"
+        a = [self.expr(x, ASSIGN) for x in e.args]
+        f = t.is_float
+        if e.op == "load":
+            self.need("mb_atomic_load", _ATOMIC_LOAD)
+            return f"mb_atomic_load({p})"
+        if e.op in ("store", "exchange"):
+            return f"atomicExch({p}, {a[0]})"
+        if e.op == "add":
+            return f"atomicAdd({p}, {a[0]})"
+        if e.op == "sub":
+            return f"atomicAdd({p}, -{self.expr(e.args[0], 15)})" if f else f"atomicSub({p}, {a[0]})"
+        if e.op in ("min", "max"):
+            if f:
+                fn = f"mb_atomic_{e.op}_float"
+                self.need(fn, _FLOAT_ATOMIC.format(op=e.op, cmp="<" if e.op == "min" else ">"))
+                return f"{fn}({p}, {a[0]})"
+            return f"atomic{e.op.capitalize()}({p}, {a[0]})"
+        if e.op in ("and", "or", "xor"):
+            if f:
+                raise KernelTypeError(f"atomic_{e.op} needs an integer buffer, not float", e.span)
+            return f"atomic{e.op.capitalize()}({p}, {a[0]})"
+        if e.op == "cas":
+            if f:
+                self.need("mb_atomic_cas_float", _FLOAT_CAS)
+                return f"mb_atomic_cas_float({p}, {a[0]}, {a[1]})"
+            return f"atomicCAS({p}, {a[0]}, {a[1]})"
+        raise KernelTypeError(f"unknown atomic operation {e.op}", e.span)
+
+    def param_decl(self, p: ir.FuncParam, fn: ir.Function) -> str:
+        if p.space is None:
+            return f"{self.tname(p.type)} {self.name(p.name)}"
+        return f"{'const ' if p.const else ''}{self.tname(p.type)}* {self.name(p.name)}"
+
+    def prelude(self) -> list[str]:
+        g = GRID_INPUT
+        out = ["// MLX launches whole blocks; threads past the grid do not exist on Metal.",
+               f"if (blockIdx.x * blockDim.x + threadIdx.x >= {g}[0] || "
+               f"blockIdx.y * blockDim.y + threadIdx.y >= {g}[1] ||",
+               f"        blockIdx.z * blockDim.z + threadIdx.z >= {g}[2]) {{",
+               "    return;", "}"]
+        used = set(ir.attributes_used(self.k))
+        for a in ir.THREAD_ATTRIBUTES:
+            if a in used:
+                ty, ex = ATTRIBUTES[a]
+                out.append(f"const {ty} {a} = {ex};")
+        return out
+
+
+def render(kernel: ir.KernelIR) -> Rendered:
+    """Prints ``kernel`` as an MLX CUDA kernel (body, header, names).
+
+    Pass ``mx.fast.cuda_kernel(name=r.name, input_names=r.input_names,
+    output_names=r.output_names, source=r.body, header=r.header)`` and call it with the
+    user's inputs followed by ``r.extra_inputs(grid, threadgroup)``.
+
+    >>> from metalbench import ir, types as T
+    >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.float32, is_output=True)],
+    ...     [ir.ExprStmt(ir.Atomic("max", "o", ir.Const(0, T.uint32), [ir.Const(1.5, T.float32)], T.float32))])
+    >>> render(k).body.splitlines()[-1]
+    'mb_atomic_max_float(&o[0u], 1.5f);'
+    """
+    p = CUDAPrinter(kernel)
+    lines = p.body_lines()
+    body = "\n".join(p.prelude() + lines)
+    decls, funcs = p.header_parts()
+    header = assemble_header(list(p.helpers.values()), decls, funcs)
+    ins = kernel.inputs
+    return Rendered(
+        name=kernel.name,
+        body=body,
+        header=header,
+        input_names=[p.name(x.name) for x in ins] + [GRID_INPUT],
+        output_names=[p.name(x.name) for x in kernel.outputs],
+        atomic_outputs=False,
+        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins] + [(T.uint32, 1)],
+        output_types=[x.type for x in kernel.outputs],
+        extra_inputs=ExtraInputs([GRID_INPUT]),
+    )
+
+
+_DEFAULT_HEADER = """
+#include "mlx/backend/cuda/device/utils.cuh"
+
+#include <cooperative_groups.h>
+
+#define inf cuda::std::numeric_limits<float>::infinity()
+
+"""
+
+
+def full_source(r: Rendered, template: list | None = None) -> str:
+    """The complete CUDA source MLX 0.32's ``cuda_kernel`` builds from ``r`` (its
+    ``build_kernel``); shapes/strides/ndim parameters appear for the inputs whose
+    ``x_shape``/``x_strides``/``x_ndim`` occur in the body.
+
+    >>> from metalbench import ir, types as T
+    >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.float32, is_output=True)], [])
+    >>> "__global__ void custom_kernel_k(" in full_source(render(k))
+    True
+    """
+    name = "custom_kernel_" + r.name
+    if template:
+        for _, v in template:
+            if isinstance(v, bool):
+                name += "_t" if v else "_f"
+            elif isinstance(v, int):
+                name += f"_{v}"
+            else:
+                name += "_" + _mlx_type_string(v)
+    src = _DEFAULT_HEADER + r.header + "namespace mlx::core::cu {\n\nnamespace cg = cooperative_groups;\n\n"
+    src += f"__global__ void {name}(\n"
+    types = r.input_types or [(T.float32, 1)] * len(r.input_names)
+    for n, (t, nd) in zip(r.input_names, types):
+        src += f"    const {CUDA_TYPES[t.name]}* {n},\n"
+        if nd > 0:
+            if f"{n}_shape" in r.body:
+                src += f"    const __grid_constant__ Shape {n}_shape,\n"
+            if f"{n}_strides" in r.body:
+                src += f"    const __grid_constant__ Strides {n}_strides,\n"
+            if f"{n}_ndim" in r.body:
+                src += f"    const __grid_constant__ int {n}_ndim,\n"
+    otypes = r.output_types or [T.float32] * len(r.output_names)
+    src += ",\n".join(f"    {CUDA_TYPES[t.name]}* {n}" for n, t in zip(r.output_names, otypes)) + ") {\n"
+    if template:
+        for n, v in template:
+            if isinstance(v, bool):
+                src += f"  constexpr bool {n} = {'true' if v else 'false'};\n"
+            elif isinstance(v, int):
+                src += f"  constexpr int {n} = {v};\n"
+            else:
+                src += f"  using {n} = {CUDA_TYPES[_scalar(v).name]};\n"
+        src += "\n"
+    return src + r.body + "\n}\n\n} // namespace mlx::core::cu\n"
+
+
+def _scalar(v) -> T.ScalarType:
+    if isinstance(v, T.ScalarType):
+        return v
+    if isinstance(v, str):
+        return T.lookup(v)
+    return T.from_mlx(v)
+
+
+def _mlx_type_string(v) -> str:
+    from ..mlx_signature import type_string
+    return type_string(_scalar(v))
