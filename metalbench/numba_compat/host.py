@@ -20,10 +20,8 @@ Backends: ``kernel.configure(backend="sim")``, ``cuda.set_backend("sim")`` or
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import math
-import os
 import warnings
 
 import numpy as np
@@ -34,7 +32,7 @@ from .. import runtime
 from .. import types as T
 from ..errors import KernelLaunchError, KernelSyntaxError
 from ..frontend import python as F
-from ..kernel import Func, Kernel, KernelBase, Specialization
+from ..kernel import Func, Kernel, Specialization
 from . import inplace
 from .devicearray import DeviceNDArray
 from .intrinsics import attach_const_arrays
