@@ -184,7 +184,8 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     (['inp'], ['out'])
     """
     body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
-    idents = list(dict.fromkeys(_IDENT_RE.findall(body)))
+    # Member names (thread_position_in_grid.x, p->y, metal::exp) are not variables.
+    idents = list(dict.fromkeys(re.findall(r"(?<![\w.])(?<!::)(?<!->)[A-Za-z_]\w*", body)))
     inputs = [n for n in idents if n in ns and _is_data_array(ns[n]) and not n.startswith("_")]
     outs = []
     for rx in (_ASSIGN_RE, _ATOMIC_RE):
@@ -500,7 +501,7 @@ class MetalMagics(Magics):
             source, lang = None, "metal"
         summary = static_html(name, res.timing.backend if res.timing else "?", res.check, res.timing, res.sweep,
                               source, lang)
-        text = res.check.summary() if res.check is not None else f"{name}: ran (no reference)"
+        text = repr(res.check) if res.check is not None else f"{name}: ran (no reference)"
         if res.timing is not None:
             text += f"\n{res.timing}"
         display({"text/plain": text, "text/html": summary}, raw=True)

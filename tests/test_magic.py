@@ -1,0 +1,98 @@
+"""The %%metal magic in an in-process IPython shell (fast); test_notebooks.py uses a real kernel."""
+import pytest
+
+from metalbench.notebook.magic import detect_lang, infer_msl_names, last_result, parse_line
+
+IPython = pytest.importorskip("IPython")
+
+SAXPY = """def saxpy(a: float, x, y, out: mb.Out):
+    i = thread_position_in_grid.x
+    if i < x.size:
+        out[i] = a * x[i] + y[i]
+"""
+
+
+@pytest.fixture(scope="module")
+def ip():
+    from IPython.testing.globalipapp import start_ipython
+    shell = start_ipython()
+    shell.run_cell("import numpy as np, mlx.core as mx, metalbench as mb\nfrom metalbench.dsl import *\n"
+                   "%load_ext metalbench\nn = 64\na = 2.0\nx = np.arange(n, dtype=np.float32)\n"
+                   "y = np.ones(n, dtype=np.float32)\ninp = x.copy()")
+    return shell
+
+
+def cell(ip, line, body):
+    ip.run_cell_magic("metal", line + " --backend sim", body)
+    return last_result()
+
+
+def test_parse_line_and_detect():
+    o = parse_line("k --grid (n, 1, 1) --threadgroup (32, 1, 1) --ref 'lambda x: 2 * x' --no-widget")
+    assert o.name == "k" and o.grid == "(n, 1, 1)" and o.threadgroup == "(32, 1, 1)" and o.no_widget
+    assert detect_lang(SAXPY) == "python" and detect_lang("out[0] = 1;") == "msl"
+    assert infer_msl_names("out[i] = 2 * inp[i];", {"inp": __import__("numpy").zeros(2)}) == (["inp"], ["out"])
+
+
+def test_dsl_match_mismatch_and_namespace(ip):
+    r = cell(ip, "--grid n --threadgroup 32 --ref 'lambda a, x, y: a * x + y' --no-widget", SAXPY)
+    assert r.error is None and r.check.ok and ip.user_ns["saxpy"] is r.kernel
+    r2 = cell(ip, "--grid n --threadgroup 32 --ref 'lambda a, x, y: a * x' --no-widget", SAXPY)
+    assert not r2.check.ok and r2.check.mismatches == 64
+    assert r2.kernel is r.kernel                                   # cached by body and options
+
+
+def test_failing_cell_keeps_previous_kernel(ip):
+    cell(ip, "--grid n --no-widget", SAXPY)
+    before = ip.user_ns["saxpy"]
+    r = cell(ip, "--grid n --no-widget", SAXPY.replace("a * x[i]", "a * zz[i]"))
+    assert "zz" in str(r.error) and "cell, line 5" in str(r.error)
+    assert ip.user_ns["saxpy"] is before
+
+
+@pytest.mark.parametrize("line, words", [
+    ("--grid nope", "--grid 'nope' does not evaluate"),
+    ("--grid n --ref 3", "callable"),
+    ("--grid n --ref 'lambda a, x, y: 1 / 0'", "ZeroDivisionError"),
+    ("--grid n --ref 'lambda a, x, y: x[:2]'", "shape (2,)"),
+    ("--grid n --bogus", "unrecognized arguments"),
+])
+def test_bad_input_gives_a_message(ip, line, words):
+    r = cell(ip, line + " --no-widget", SAXPY)
+    assert words in str(r.error)
+
+
+def test_missing_arguments(ip):
+    r = cell(ip, "--grid n --no-widget", SAXPY.replace("(a: float, x, y,", "(a: float, x, q,").replace("y[i]", "q[i]"))
+    assert "q" in str(r.error) and "not defined in the notebook" in str(r.error)
+
+
+def test_sweep_option_with_failing_configs(ip):
+    r = cell(ip, "--grid n --sweep --ref 'lambda a, x, y: a * x + y' --no-widget", SAXPY)
+    assert r.error is None and len(r.sweep.rows) == 6 and r.sweep.best is not None
+
+
+def test_msl_cell_and_errors(ip):
+    r = cell(ip, "twice --grid (n, 1, 1) --threadgroup (32, 1, 1) --ref 'lambda inp: 2 * inp' --no-widget",
+             "uint i = thread_position_in_grid.x;\nout[i] = 2 * inp[i];")
+    assert r.error is None and r.check.ok and ip.user_ns["twice"].input_names == ["inp"]
+    r = cell(ip, "twice --grid (n, 1, 1) --no-widget", "uint i = thread_position_in_grid.x;\nout[i] = 2 * inp[i]\n")
+    assert "cell, line 3" in str(r.error) and "syntax error" in str(r.error)
+    r = cell(ip, "twice --inputs inp --grid (n, 1, 1) --no-widget", "uint i = thread_position_in_grid.x;\nout[i] = 2 * qq[i];")
+    assert "cell, line 3" in str(r.error)
+
+
+def test_msl_template(ip):
+    r = cell(ip, "scale --grid (n, 1, 1) --template T=float32,K=3 --ref 'lambda inp: 3 * inp' --no-widget",
+             "uint i = thread_position_in_grid.x;\nout[i] = T(K) * inp[i];")
+    assert r.error is None and r.check.ok
+
+
+def test_widget_panel(ip):
+    r = cell(ip, "--grid n --ref 'lambda a, x, y: a * x + y'", SAXPY)
+    assert r.panel is not None and r.panel.result.ok
+
+
+def test_define_without_grid(ip):
+    r = cell(ip, "--no-widget", SAXPY.replace("def saxpy", "def saxpy2"))
+    assert r.error is None and "saxpy2" in ip.user_ns and r.check is None

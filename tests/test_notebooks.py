@@ -1,0 +1,117 @@
+"""The magic in a real Jupyter kernel (nbclient), and the shipped notebooks executed headless."""
+import json
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+SAXPY = """def saxpy(a: float, x, y, out: mb.Out):
+    i = thread_position_in_grid.x
+    if i < x.size:
+        out[i] = a * x[i] + y[i]"""
+
+
+def execute(nb, path=ROOT / "notebooks"):
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(path)}}).execute()
+    return nb
+
+
+def texts(cell):
+    out = []
+    for o in cell.outputs:
+        assert o.output_type != "error", f"{o.get('ename')}: {o.get('evalue')}"
+        if o.output_type == "stream":
+            out.append(o.text)
+        else:
+            out.append(str(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(out)
+
+
+def mimes(cell):
+    return {m for o in cell.outputs for m in o.get("data", {})}
+
+
+@pytest.fixture(scope="module")
+def magic_nb():
+    v4 = nbformat.v4
+    cells = [
+        "import numpy as np, mlx.core as mx, metalbench as mb\nfrom metalbench.dsl import *\n%load_ext metalbench\n"
+        "n = 256\na = 2.0\nx = np.arange(n, dtype=np.float32)\ny = np.ones(n, dtype=np.float32)\ninp = x / n",
+        "%%metal saxpy --grid n --threadgroup 64 --ref 'lambda a, x, y: a * x + y' --no-widget --backend sim\n" + SAXPY,
+        "%%metal saxpy --grid n --threadgroup 64 --ref 'lambda a, x, y: a * x - y' --no-widget --backend sim\n" + SAXPY,
+        "first = saxpy",
+        "%%metal saxpy --grid n --no-widget --backend sim\n" + SAXPY.replace("a * x[i]", "a * undefined_thing[i]"),
+        "print(saxpy is first)",
+        "%%metal twice --grid (n, 1, 1) --threadgroup (64, 1, 1) --ref 'lambda inp: 2 * inp' --no-widget --backend sim\n"
+        "uint i = thread_position_in_grid.x;\nout[i] = 2 * inp[i];",
+        "print(type(twice).__name__, twice.input_names, twice.output_names)",
+        "%%metal broken --grid (n, 1, 1) --backend sim\nuint i = thread_position_in_grid.x;\nout[i] = 2 * inp[i]\n",
+        "%%metal saxpy --grid n --threadgroup 64 --ref 'lambda a, x, y: a * x + y' --backend sim\n" + SAXPY,
+        "%%metal saxpy --grid n --ref 'lambda a, x, y: x[:3]' --no-widget --backend sim\n" + SAXPY,
+        "%%metal saxpy --grid (n, 1 --no-widget --backend sim\n" + SAXPY,
+        "print('still alive')",
+    ]
+    nb = v4.new_notebook(cells=[v4.new_code_cell(c) for c in cells])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return execute(nb)
+
+
+def test_right_reference_matches(magic_nb):
+    assert "match (256 elements" in texts(magic_nb.cells[1])
+
+
+def test_wrong_reference_reports_mismatches(magic_nb):
+    t = texts(magic_nb.cells[2])
+    assert "MISMATCH in 256 of 256" in t and "out[0]: got 1.0, expected -1.0" in t
+
+
+def test_undefined_name_names_the_cell_line(magic_nb):
+    t = texts(magic_nb.cells[4])
+    assert "undefined_thing" in t and "cell, line 5" in t and "^" in t and "Traceback" not in t
+
+
+def test_previous_kernel_survives(magic_nb):
+    assert texts(magic_nb.cells[5]).strip() == "True"
+
+
+def test_msl_cell_defines_kernel(magic_nb):
+    assert "match" in texts(magic_nb.cells[6])
+    assert texts(magic_nb.cells[7]).strip() == "MetalKernel ['inp'] ['out']"
+
+
+def test_msl_syntax_error_names_the_line(magic_nb):
+    t = texts(magic_nb.cells[8])
+    assert "syntax error" in t and "cell, line 3" in t
+
+
+def test_panel_is_a_widget(magic_nb):
+    assert WIDGET in mimes(magic_nb.cells[9])
+    assert WIDGET not in mimes(magic_nb.cells[1])
+
+
+def test_bad_input_keeps_the_kernel_running(magic_nb):
+    assert "shape (3,)" in texts(magic_nb.cells[10])
+    assert "does not evaluate" in texts(magic_nb.cells[11])
+    assert "still alive" in texts(magic_nb.cells[12])
+
+
+@pytest.mark.parametrize("name", ["quickstart.ipynb", "msl_cells.ipynb", "tuning.ipynb"])
+def test_notebook_runs(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("METALBENCH_CACHE_DIR", str(tmp_path))
+    path = ROOT / "notebooks" / name
+    raw = json.loads(path.read_text())
+    assert all(not c.get("outputs") for c in raw["cells"] if c["cell_type"] == "code"), "commit without outputs"
+    nb = execute(nbformat.read(path, as_version=4))
+    for c in nb.cells:
+        if c.cell_type == "code":
+            texts(c)           # no error outputs
+    if name != "msl_cells.ipynb":
+        rows = [r for c in nb.cells for o in c.get("outputs", [])
+                for r in o.get("data", {}).get("application/vnd.metalbench.summary+json", {}).get("rows", [])]
+        assert rows and all(r["result"] == "match" for r in rows)
