@@ -368,6 +368,23 @@ async function testMetalFile(page, url, root) {
   });
 }
 
+
+/** Every `%%metal` cell of the open notebook: Metal for an MSL body, Python for a DSL def. */
+async function checkMetalCells(page, name) {
+  const cells = await page.evaluate(() =>
+    window.jupyterapp.shell.currentWidget.content.widgets
+      .map((c, i) => ({ i, src: c.model.sharedModel.getSource(), mime: c.model.mimeType }))
+      .filter(c => c.src.startsWith('%%metal'))
+  );
+  for (const c of cells) {
+    const body = c.src.split('\n').slice(1).map(l => l.trim()).find(l => l && !l.startsWith('# '));
+    const dsl = /^(@|def\s)/.test(body || '');
+    const ok = dsl ? /python/.test(c.mime) : c.mime === 'text/x-metal';
+    check(ok, `${name} cell ${c.i} (${dsl ? 'DSL' : 'MSL'} body) has mime type ${c.mime}`);
+  }
+  return cells;
+}
+
 async function testQuickstart(page, url, root) {
   if (!fs.existsSync(QUICKSTART)) {
     console.log(`  SKIP quickstart: ${path.relative(process.cwd(), QUICKSTART)} does not exist yet`);
@@ -388,6 +405,7 @@ async function testQuickstart(page, url, root) {
       .map(o => `${o.ename}: ${o.evalue}`)
   );
   check(ranAll !== false && errors.length === 0, `quickstart ran without errors (${ranAll}, ${JSON.stringify(errors)})`);
+  await checkMetalCells(page, 'quickstart');
   const metalCell = await page.evaluate(() => {
     const w = window.jupyterapp.shell.currentWidget;
     return w.content.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('%%metal'));
@@ -405,6 +423,43 @@ async function testQuickstart(page, url, root) {
   await page.waitForTimeout(2500); // let plots and layout settle
   await cell.scrollIntoViewIfNeeded();
   await cell.screenshot({ path: path.join(SHOTS, 'workbench-panel.png') });
+}
+
+async function testMslNotebook(page, url, root) {
+  const file = path.join(path.dirname(QUICKSTART), 'msl_cells.ipynb');
+  if (!fs.existsSync(file)) {
+    console.log(`  SKIP msl_cells: ${file} does not exist`);
+    return;
+  }
+  log('msl_cells notebook: MSL %%metal cells, the panel of the first one');
+  const dir = path.join(root, 'nb');
+  fs.cpSync(path.dirname(file), dir, { recursive: true });
+  await openNotebook(page, url, 'nb/msl_cells.ipynb');
+  const cells = await checkMetalCells(page, 'msl_cells');
+  const first = cells.find(c => !/^(@|def\s)/.test(c.src.split('\n')[1] || ''));
+  if (!first) {
+    return;
+  }
+  // Run the cells above it and then the cell itself.
+  const ok = await page.evaluate(async i => {
+    const app = window.jupyterapp;
+    app.shell.currentWidget.content.activeCellIndex = i;
+    await app.commands.execute('notebook:run-all-above');
+    app.shell.currentWidget.content.activeCellIndex = i;
+    return app.commands.execute('notebook:run-cell');
+  }, first.i);
+  check(ok !== false, 'msl_cells: the first MSL %%metal cell ran');
+  const panelId = await page.evaluate(() => window.jupyterapp.shell.currentWidget.id);
+  const cell = page.locator(`[id="${panelId}"] .jp-Notebook .jp-Cell`).nth(first.i);
+  const hasWidget = await cell
+    .locator('.jp-OutputArea-output .jupyter-widgets')
+    .first()
+    .waitFor({ timeout: 30000 })
+    .then(() => true, () => false);
+  check(hasWidget, 'msl_cells: the MSL cell shows the workbench panel');
+  await page.waitForTimeout(2500);
+  await cell.scrollIntoViewIfNeeded();
+  await cell.screenshot({ path: path.join(SHOTS, 'msl-panel.png') });
 }
 
 async function main() {
@@ -441,6 +496,7 @@ async function main() {
     await testCells(page, url, root);
     await testMetalFile(page, url, root);
     await testQuickstart(page, url, root);
+    await testMslNotebook(page, url, root);
   } finally {
     if (browser) {
       await browser.close();
