@@ -514,7 +514,9 @@ class CUDAPrinter(CPrinter):
         if name == "simd_ballot":
             return f"static_cast<uint64_t>(__ballot_sync(__activemask(), {args[0]}))"
         if name == "simd_is_first":
-            return "(mb_lane() == static_cast<unsigned>(__ffs(__activemask()) - 1))"
+            self.need("mb_simd_is_first", "__device__ inline bool mb_simd_is_first() "
+                      "{ return mb_lane() == static_cast<unsigned>(__ffs(__activemask()) - 1); }")
+            return "mb_simd_is_first()"
         self.need("mb_shfl", _SHFL)
         t = self.tname(e.type)
         if name == "simd_broadcast_first":
