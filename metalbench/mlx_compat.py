@@ -23,6 +23,7 @@ from . import launch
 from . import runtime
 from . import types as T
 from .errors import KernelLaunchError, KernelTypeError
+from .kernel import KernelBase
 
 
 class MetalKernelValueError(KernelLaunchError, ValueError):
@@ -56,7 +57,7 @@ def metal_kernel(name, input_names, output_names, source, header="", ensure_row_
                        atomic_outputs, compile_options)
 
 
-class MetalKernel:
+class MetalKernel(KernelBase):
     """A kernel built by :func:`metal_kernel`. Call it with MLX's keyword arguments."""
 
     def __init__(self, name, input_names, output_names, source, header="",
