@@ -70,6 +70,32 @@ def _has_return(stmts) -> bool:
     return any(isinstance(n, ir.Return) for n in ir.walk(stmts))
 
 
+class _Hoist:
+    """Where a loop's invariant expressions are computed: just before the loop, once
+    per entry instead of once per iteration (``lines`` are spliced in at ``at``)."""
+
+    def __init__(self, assigned, at, ind):
+        self.assigned, self.at, self.ind = assigned, at, ind
+        self.lines: list[str] = []
+        self.cse: dict[str, str] = {}
+
+
+def _loop_assigned(s) -> set:
+    names = set()
+    parts = [s.body] + ([s.init, s.update] if isinstance(s, ir.CFor) else [])
+    for n in ir.walk(parts):
+        if isinstance(n, (ir.Decl, ir.Assign, ir.For)):
+            names.add(n.var.name)
+    if isinstance(s, ir.For):
+        names.add(s.var.name)
+    return names
+
+
+# Expressions worth computing once before a loop: arithmetic on lane vectors (index
+# math). Calls, loads and StrideOf stay put: they may depend on guards in the body.
+_HOISTABLE = (ir.BinOp, ir.UnOp, ir.Cast, ir.Select, ir.Logical)
+
+
 class _Scope:
     """How buffer/array names resolve in the body being generated."""
 
@@ -101,6 +127,10 @@ class Gen:
         self.U: Uniformity | None = None
         self.keys: dict[int, int] = {}
         self.func_lines: list[str] = []
+        # loop-invariant code motion: one context per enclosing loop, outermost first
+        self.hoists: list[_Hoist] = []
+        self._hoisting = False
+        self._facts: dict[int, tuple] = {}
 
     # -- emission helpers
     def emit(self, line: str):
@@ -221,7 +251,9 @@ class Gen:
         self.emit("_ret = False")
         self.emit(f"_rv = {self.zero(f.ret) if f.ret is not None else 'None'}")
         self.m, self.div, self.in_func, self.loops = "_m", False, True, []
+        saved_hoists, self.hoists = self.hoists, []
         self.block(f.body)
+        self.hoists = saved_hoists
         self.emit("return _rv")
         self.scope = saved_scope
 
@@ -408,13 +440,19 @@ class Gen:
         n = self.n = self.n + 1
         lp = _Loop(n, simple, s)
         self.keys[id(s)] = n
-        if isinstance(s, ir.CFor):
-            for x in s.init:
-                self.stmt(x)
-        if simple:
-            self._simple_loop(s, lp)
-        else:
-            self._masked_loop(s, lp)
+        h = _Hoist(_loop_assigned(s), len(self.lines), self.ind)
+        self.hoists.append(h)
+        try:
+            if isinstance(s, ir.CFor):
+                for x in s.init:
+                    self.stmt(x)
+            if simple:
+                self._simple_loop(s, lp)
+            else:
+                self._masked_loop(s, lp)
+        finally:
+            self.hoists.pop()
+        self.lines[h.at:h.at] = h.lines
 
     def _cond(self, s):
         """(statements-emitting) condition of a loop: a value string or None (always)."""
@@ -544,9 +582,41 @@ class Gen:
             idx = self.tmp(idx, "x")
         return idx
 
+    def _tg_addr(self, e, size):
+        """The flat address of element ``e`` of a threadgroup array in each lane's group.
+        In a loop, an invariant address is computed before it, and ``A + s`` (``A``
+        invariant, ``s`` uniform) becomes one add on a precomputed ``_gb + A`` when
+        ``A + s`` provably does not wrap (else the exact wrapped form)."""
+        gb = f"_gb{size}"
+        if not self.hoists or self.checked or self._hoisting:
+            return f"{gb} + {self.ex(e)}"
+        h = self._invariant_ctx(e)
+        if h is not None:
+            return self._hoist(h, lambda: f"{gb} + {self.ex(e)}")
+        t = e.type
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-") and isinstance(t, T.ScalarType) and t.is_int \
+                and e.a.type == t and e.b.type == t:
+            pairs = [(e.a, e.b)] + ([(e.b, e.a)] if e.op == "+" else [])
+            for a, b in pairs:
+                ha = self._invariant_ctx(a)
+                if ha is None or self.U.is_uniform(a) or not self.U.is_uniform(b):
+                    continue
+                an = self._hoist(ha, lambda: self.ex(a))
+                gv = self._hoist(ha, lambda: f"{gb} + {an}")
+                sp = self._hoist(ha, lambda: f"_rt.span({an})")
+                info = np.iinfo(t.np)
+                s = self.tmp(f"int({self.ex(b)})", "s")
+                if e.op == "-":
+                    s = self.tmp(f"-{s}", "s")
+                return self.tmp(f"({gv} + {s}) if {info.min} <= {sp}[0] + {s} and {sp}[1] + {s} <= {info.max} "
+                                f"else {gb} + {self.ex(e)}", "x")
+        return f"{gb} + {self.ex(e)}"
+
     def load(self, e):
         kind, py, size, space, _ = self._buf(e.buf)
         k = self.node(e, e.buf, space, "read")
+        if kind == "tg" and not self.checked:
+            return self.tmp(f"_mem.ld({py}, {self._tg_addr(e.index, size)}, {self.m}, {k})")
         idx = self._index(e.index)
         self._check(kind, py, size, idx, k)
         if kind in ("dev", "glob"):
@@ -560,6 +630,10 @@ class Gen:
     def store(self, s):
         kind, py, size, space, _ = self._buf(s.buf)
         k = self.node(s, s.buf, space, "write")
+        if kind == "tg" and not self.checked:
+            addr = self._tg_addr(s.index, size)
+            self.emit(f"_mem.st({py}, {addr}, {self.ex(s.value)}, {self.m}, {k})")
+            return
         idx = self._index(s.index)
         v = self.ex(s.value)
         self._check(kind, py, size, idx, k)
@@ -615,7 +689,52 @@ class Gen:
         meth = getattr(self, "ex_" + type(e).__name__, None)
         if meth is None:
             raise NotImplementedError(f"simulator: expression {type(e).__name__}")
+        if self.hoists and not self._hoisting and isinstance(e, _HOISTABLE):
+            h = self._invariant_ctx(e)
+            if h is not None:
+                return self._hoist(h, lambda: meth(e))
         return meth(e)
+
+    def _expr_facts(self, e):
+        """(pure and free of calls/StrideOf, variable names it reads), memoised."""
+        f = self._facts.get(id(e))
+        if f is None:
+            ok, names = True, set()
+            for n in ir.walk(e):
+                if isinstance(n, ir.Var):
+                    names.add(n.name)
+                elif isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall, ir.Call, ir.StrideOf, ir.BufArg)):
+                    ok = False
+            f = self._facts[id(e)] = (ok, frozenset(names), e)
+        return f[0], f[1]
+
+    def _invariant_ctx(self, e):
+        """The outermost enclosing loop ``e`` does not vary in (None: the innermost one)."""
+        ok, names = self._expr_facts(e)
+        if not ok:
+            return None
+        for h in self.hoists:
+            if not (names & h.assigned):
+                return h
+        return None
+
+    def _hoist(self, h, make):
+        """Emit ``make()``'s value before loop ``h``; returns its name(s)."""
+        saved = (self.lines, self.ind, self._hoisting)
+        self.lines, self.ind, self._hoisting = h.lines, h.ind, True
+        try:
+            v = make()
+            out = []
+            for c in (v if isinstance(v, list) else [v]):
+                if not c.isidentifier():
+                    name = h.cse.get(c)
+                    if name is None:
+                        name = h.cse[c] = self.tmp(c, "h")
+                    c = name
+                out.append(c)
+        finally:
+            self.lines, self.ind, self._hoisting = saved
+        return out if isinstance(v, list) else out[0]
 
     def ex_Const(self, e):
         if _is_vec(e.type):

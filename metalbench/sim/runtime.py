@@ -87,6 +87,13 @@ def where(c, a, b):
     return np.where(c, a, b)
 
 
+def span(v):
+    """(min, max) of an integer value as Python ints (for no-wrap proofs)."""
+    if isinstance(v, np.ndarray):
+        return (int(v.min()), int(v.max())) if v.size else (0, 0)
+    return (int(v), int(v))
+
+
 def count(m, n: int) -> int:
     """Number of active lanes of ``m`` in a chunk of ``n`` lanes."""
     if m is None:
