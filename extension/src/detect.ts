@@ -1,18 +1,22 @@
 /**
- * Which language is a notebook cell written in?  Mirrors the `%%metal` magic's
- * own `--lang auto` rule (DESIGN.md): the body is the Python DSL when it is a
- * `def` (possibly with decorators), otherwise it is a Metal Shading Language body.
+ * Which language is a notebook cell written in?  Follows the `%%metal` magic's
+ * `--lang auto` rule (metalbench/notebook/magic.py `detect_lang`: the body is the
+ * Python DSL when it parses as Python with a top-level `def`, else MSL) without a
+ * Python parser: a `def name(` line or a line starting with a decorator `@name`
+ * never occurs in MSL, and while a DSL body is half typed (not yet valid Python)
+ * it stays Python-highlighted.  Indented `def`s count too: typed after a
+ * decorator while the cell was still Metal, the editor may have indented it.
  */
 
 export type CellLanguage = 'msl' | 'python' | null;
 
 const MAGIC_RE = /^%%metal(?:\s|$)/;
-const LANG_RE = /--lang(?:\s+|=)(\w+)/;
-const PREPROCESSOR_RE =
-  /^#\s*(?:include|define|undef|if|ifdef|ifndef|elif|else|endif|pragma|error|warning|line)\b/;
+const LANG_RE = /--lang(?:\s+|=)(python|msl)\b/;
+const DSL_LINE_RE = /^[ \t]*(?:@[A-Za-z_]|(?:async[ \t]+)?def[ \t]+\w+[ \t]*\()/m;
 
 /**
- * `null` for a cell that is not a `%%metal` cell, else the language of its body.
+ * `null` for a cell that is not a `%%metal` cell, else the language of its body
+ * (`--lang python|msl` on the magic line wins).
  */
 export function detectCellLanguage(source: string): CellLanguage {
   // A `%%metal` cell magic must be the first line of the cell.
@@ -23,29 +27,12 @@ export function detectCellLanguage(source: string): CellLanguage {
   }
   const lang = LANG_RE.exec(first);
   if (lang) {
-    const value = lang[1].toLowerCase();
-    if (value === 'python' || value === 'dsl') {
-      return 'python';
-    }
-    if (value === 'msl' || value === 'metal') {
-      return 'msl';
-    }
+    return lang[1] as 'msl' | 'python';
   }
-  const body = newline < 0 ? '' : source.slice(newline + 1);
-  return bodyLanguage(body);
+  return bodyLanguage(newline < 0 ? '' : source.slice(newline + 1));
 }
 
-/** The language of a `%%metal` body: 'python' for a (decorated) `def`, else 'msl'. */
+/** The language of a `%%metal` body: 'python' for a DSL kernel, else 'msl'. */
 export function bodyLanguage(body: string): 'msl' | 'python' {
-  for (const raw of body.split('\n')) {
-    const line = raw.trim();
-    if (line === '') {
-      continue;
-    }
-    if (line.startsWith('#') && !PREPROCESSOR_RE.test(line)) {
-      continue; // a Python comment before the def
-    }
-    return /^(?:@[\w.]|(?:async\s+)?def\s)/.test(line) ? 'python' : 'msl';
-  }
-  return 'msl';
+  return DSL_LINE_RE.test(body) ? 'python' : 'msl';
 }

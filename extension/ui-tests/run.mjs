@@ -377,8 +377,7 @@ async function checkMetalCells(page, name) {
       .filter(c => c.src.startsWith('%%metal'))
   );
   for (const c of cells) {
-    const body = c.src.split('\n').slice(1).map(l => l.trim()).find(l => l && !l.startsWith('# '));
-    const dsl = /^(@|def\s)/.test(body || '');
+    const dsl = /^\s*(@|def\s)/m.test(c.src.split('\n').slice(1).join('\n'));
     const ok = dsl ? /python/.test(c.mime) : c.mime === 'text/x-metal';
     check(ok, `${name} cell ${c.i} (${dsl ? 'DSL' : 'MSL'} body) has mime type ${c.mime}`);
   }
@@ -436,7 +435,7 @@ async function testMslNotebook(page, url, root) {
   fs.cpSync(path.dirname(file), dir, { recursive: true });
   await openNotebook(page, url, 'nb/msl_cells.ipynb');
   const cells = await checkMetalCells(page, 'msl_cells');
-  const first = cells.find(c => !/^(@|def\s)/.test(c.src.split('\n')[1] || ''));
+  const first = cells.find(c => c.mime === 'text/x-metal');
   if (!first) {
     return;
   }
