@@ -1,124 +1,493 @@
-"""Simulator throughput on the target kernels (threads/s), compile time and launch overhead.
+"""Simulator throughput against Numba's CUDA simulator, compile time, launch overhead, memory.
 
-    .venv/bin/python benchmarks/sim_speed.py            # all
-    .venv/bin/python benchmarks/sim_speed.py matmul     # one
+    .venv/bin/python benchmarks/sim_speed.py                  # metalbench's simulator only
+    .venv/bin/python benchmarks/sim_speed.py --compare-numba  # + Numba's simulator, side by side
+    .venv/bin/python benchmarks/sim_speed.py matmul reduction # some kernels only
+    make bench-sim                                            # = --compare-numba
 
-Targets (2-core machine): vector add 4M float32 >= 5e7 threads/s; 256-thread block
-reduction with barriers over 1M >= 5e6; 16x16-tile shared-memory matmul 256x256 >= 5e5;
-compile <= 20 ms; cached launch overhead <= 100 us. A comparison with Numba's CUDA
-simulator goes here later.
+Every kernel is written once, Numba-style (``KERNELS`` below, executed with either
+``cuda`` module), and runs on
+
+* metalbench's simulator through the Numba layer (``from metalbench import cuda``),
+* metalbench's simulator through the DSL (``@mb.kernel``, the same algorithm),
+* Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), in a separate venv
+  (``benchmarks/.venv-numba``, created on demand: numba is never a dependency of
+  metalbench). It runs one Python thread per GPU thread, so it gets a smaller grid
+  of the same per-thread work; rates are threads per second either way.
+
+Targets (2-core machine): every kernel >= 1000x Numba's simulator; vector add 4M
+>= 5e7 threads/s; 256-thread block reduction over 1M >= 5e6; 16x16-tile matmul
+256x256 >= 5e5; a 16M-thread grid in bounded memory; compile <= 20 ms; a cached
+launch adds <= 100 us.
 """
-from __future__ import annotations
 
+import argparse
+import json
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from metalbench import types as T
-from metalbench.sim import Buffer, compile_kernel
-from metalbench.sim.irbuild import KernelBuilder, attr, c, select, tid_x
+HERE = Path(__file__).resolve().parent
+NUMBA_VENV = HERE / ".venv-numba"
+NUMBA_PINS = ["numba==0.68.1", "numba-cuda==0.30.4"]
+
+# One source for both simulators: executed with ``cuda`` = metalbench.cuda or numba.cuda.
+KERNELS = '''
+TPB = 256
+TILE = 16
 
 
-def vector_add():
-    kb = KernelBuilder("vadd")
-    x, y = kb.buf("x", T.float32), kb.buf("y", T.float32)
-    out = kb.buf("out", T.float32, out=True)
-    i = kb.let("i", tid_x())
-    with kb.if_(i < kb.size(x)):
-        kb.store(out, i, kb.load(x, i) + kb.load(y, i))
-    n = 1 << 22
-    r = np.random.default_rng(0)
-    args = {"x": r.standard_normal(n, dtype=np.float32), "y": r.standard_normal(n, dtype=np.float32),
-            "out": np.zeros(n, np.float32)}
-    return kb, args, (n, 1, 1), (256, 1, 1), 5e7
+@cuda.jit
+def vector_add(a, b, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i]
 
 
-def reduction():
-    tg = 256
-    kb = KernelBuilder("reduce")
-    x = kb.buf("x", T.float32)
-    out = kb.buf("out", T.float32, out=True)
-    sh = kb.tg_array("sh", T.float32, tg)
-    tid = kb.let("tid", attr("thread_index_in_threadgroup"))
-    i = kb.let("i", tid_x())
-    kb.store(sh, tid, select(i < kb.size(x), kb.load(x, i), c(0.0, T.float32)))
-    kb.barrier()
-    s = kb.let("s", attr("threads_per_threadgroup").x / 2)
-    with kb.while_(s > 0):
-        with kb.if_(tid < s):
-            kb.store(sh, tid, kb.load(sh, tid) + kb.load(sh, tid + s))
-        kb.barrier()
-        kb.set(s, s >> c(1, T.uint32))
-    with kb.if_(tid.eq(0)):
-        kb.store(out, attr("threadgroup_position_in_grid").x, kb.load(sh, c(0, T.uint32)))
-    n = 1 << 20
-    args = {"x": np.random.default_rng(0).standard_normal(n, dtype=np.float32),
-            "out": np.zeros(n // tg, np.float32)}
-    return kb, args, (n, 1, 1), (tg, 1, 1), 5e6
+@cuda.jit
+def block_reduce(x, out):
+    sh = cuda.shared.array(TPB, dtype=np.float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    sh[tid] = x[i] if i < x.size else 0.0
+    cuda.syncthreads()
+    s = cuda.blockDim.x // 2
+    while s > 0:
+        if tid < s:
+            sh[tid] += sh[tid + s]
+        cuda.syncthreads()
+        s //= 2
+    if tid == 0:
+        out[cuda.blockIdx.x] = sh[0]
 
 
-def matmul():
-    n, TILE = 256, 16
-    kb = KernelBuilder("matmul")
-    a, b = kb.buf("a", T.float32), kb.buf("b", T.float32)
-    out = kb.buf("c", T.float32, out=True)
-    ta = kb.tg_array("ta", T.float32, TILE * TILE)
-    tb = kb.tg_array("tb", T.float32, TILE * TILE)
-    p = attr("thread_position_in_grid")
-    q = attr("thread_position_in_threadgroup")
-    col, row = kb.let("col", p.x), kb.let("row", p.y)
-    tx, ty = kb.let("tx", q.x), kb.let("ty", q.y)
-    N = c(n, T.uint32)
-    acc = kb.let("acc", c(0.0, T.float32))
-    with kb.for_("k0", 0, n, TILE, t=T.uint32) as k0:
-        kb.store(ta, ty * TILE + tx, kb.load(a, row * N + k0 + tx))
-        kb.store(tb, ty * TILE + tx, kb.load(b, (k0 + ty) * N + col))
-        kb.barrier()
-        with kb.for_("kk", 0, TILE, t=T.uint32) as kk:
-            kb.set(acc, acc + kb.load(ta, ty * TILE + kk) * kb.load(tb, kk * TILE + tx))
-        kb.barrier()
-    kb.store(out, row * N + col, acc)
-    r = np.random.default_rng(0)
-    args = {"a": r.standard_normal(n * n, dtype=np.float32), "b": r.standard_normal(n * n, dtype=np.float32),
-            "c": np.zeros(n * n, np.float32)}
-    return kb, args, (n, n, 1), (TILE, TILE, 1), 5e5
+@cuda.jit
+def matmul(A, B, C):
+    sA = cuda.shared.array(shape=(TILE, TILE), dtype=np.float32)
+    sB = cuda.shared.array(shape=(TILE, TILE), dtype=np.float32)
+    row, col = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    acc = 0.0
+    for t in range(A.shape[1] // TILE):
+        sA[tx, ty] = A[row, t * TILE + ty]
+        sB[tx, ty] = B[t * TILE + tx, col]
+        cuda.syncthreads()
+        for k in range(TILE):
+            acc += sA[tx, k] * sB[k, ty]
+        cuda.syncthreads()
+    C[row, col] = acc
 
 
-CASES = {"vector_add": vector_add, "reduction": reduction, "matmul": matmul}
+@cuda.jit
+def warp_reduce(x, out):
+    i = cuda.grid(1)
+    v = x[i] if i < x.size else 0.0
+    off = 16
+    while off > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, off)
+        off //= 2
+    if cuda.threadIdx.x % 32 == 0:
+        out[i // 32] = v
 
 
-def bench(name, repeat=5):
-    kb, args, grid, tg, target = CASES[name]()
-    ir_ = kb.build()
+@cuda.jit
+def histogram(x, hist):
+    i = cuda.grid(1)
+    if i < x.size:
+        b = int(x[i] * hist.size)
+        cuda.atomic.add(hist, b, 1)
+'''
+
+
+def make_args(name, threads, rng):
+    """Arrays for ``threads`` threads of kernel ``name``; returns (args, launch, check)."""
+    f32 = np.float32
+    if name == "vector_add":
+        a, b = rng.standard_normal(threads, dtype=f32), rng.standard_normal(threads, dtype=f32)
+        out = np.zeros(threads, f32)
+        return (a, b, out), (threads // 256, 256), lambda: np.array_equal(out, a + b)
+    if name == "block_reduce":
+        x = rng.standard_normal(threads, dtype=f32)
+        out = np.zeros(threads // 256, f32)
+        return (x, out), (threads // 256, 256), \
+            lambda: np.allclose(out, x.reshape(-1, 256).sum(1), atol=1e-3)
+    if name == "matmul":
+        # 256x256 matrices; ``threads`` picks how many rows of C are computed (same
+        # per-thread work: a full 256-long dot product through 16 shared tiles)
+        n = 256
+        A, B = rng.standard_normal((n, n), dtype=f32), rng.standard_normal((n, n), dtype=f32)
+        C = np.zeros((n, n), f32)
+        rows = threads // n
+        return (A, B, C), ((rows // 16, n // 16), (16, 16)), \
+            lambda: np.allclose(C[:rows], (A @ B)[:rows], atol=1e-3)
+    if name == "warp_reduce":
+        x = rng.standard_normal(threads, dtype=f32)
+        out = np.zeros(threads // 32, f32)
+        return (x, out), (threads // 256, 256), \
+            lambda: np.allclose(out, x.reshape(-1, 32).sum(1), atol=1e-4)
+    if name == "histogram":
+        x = rng.random(threads, dtype=f32)
+        hist = np.zeros(256, np.int32)
+        return (x, hist), (threads // 256, 256), \
+            lambda: np.array_equal(hist, np.bincount((x * 256).astype(np.int64), minlength=256))
+    raise KeyError(name)
+
+
+# threads on metalbench's simulator, on Numba's (one Python thread each: smaller grids)
+SIZES = {"vector_add": (1 << 22, 1 << 13), "block_reduce": (1 << 20, 1 << 10), "matmul": (1 << 16, 1 << 9),
+         "warp_reduce": (1 << 20, 1 << 10), "histogram": (1 << 20, 1 << 11)}
+TARGETS = {"vector_add": 5e7, "block_reduce": 5e6, "matmul": 5e5}
+
+
+def load_kernels(cuda):
+    import linecache
+    name = "<sim_speed kernels>"
+    # metalbench reads a kernel's source (inspect): make the exec'd text findable
+    linecache.cache[name] = (len(KERNELS), None, KERNELS.splitlines(True), name)
+    ns = {"cuda": cuda, "np": np}
+    exec(compile(KERNELS, name, "exec"), ns)
+    return ns
+
+
+def time_launches(kernel, name, threads, repeat):
+    """(median seconds, compile seconds, result ok) of ``repeat`` launches."""
+    rng = np.random.default_rng(0)
+    args, (blocks, tpb), ok = make_args(name, threads, rng)
     t0 = time.perf_counter()
-    k = compile_kernel(ir_)
-    t_compile = time.perf_counter() - t0
-    bufs = {n: Buffer(v) for n, v in args.items()}
-    k.run(bufs, grid, tg)  # warm
+    kernel[blocks, tpb](*args)  # compiles
+    first = time.perf_counter() - t0
+    if name == "histogram":
+        args[1][...] = 0
+    times = []
+    for _ in range(repeat):
+        if name == "histogram":
+            args[1][...] = 0
+        t0 = time.perf_counter()
+        kernel[blocks, tpb](*args)
+        times.append(time.perf_counter() - t0)
+    med = float(np.median(times))
+    return med, first - med, bool(ok())
+
+
+# ----------------------------------------------------------------------------- the DSL versions
+
+
+def dsl_kernels():
+    import metalbench as mb
+    from metalbench.dsl import (atomic_add, float32, int32, simd_shuffle_down, thread_index_in_simdgroup,
+                                thread_position_in_grid, thread_position_in_threadgroup, threadgroup_array,
+                                threadgroup_barrier, threadgroup_position_in_grid, threads_per_threadgroup)
+
+    @mb.kernel
+    def vector_add(a, b, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i < out.size:
+            out[i] = a[i] + b[i]
+
+    @mb.kernel
+    def block_reduce(x, out: mb.Out(shape=lambda x: x.size // 256)):
+        sh = threadgroup_array(256, float32)
+        tid = thread_position_in_threadgroup.x
+        i = thread_position_in_grid.x
+        sh[tid] = x[i] if i < x.size else 0.0
+        threadgroup_barrier()
+        s = threads_per_threadgroup.x // 2
+        while s > 0:
+            if tid < s:
+                sh[tid] += sh[tid + s]
+            threadgroup_barrier()
+            s //= 2
+        if tid == 0:
+            out[threadgroup_position_in_grid.x] = sh[0]
+
+    @mb.kernel
+    def matmul(A, B, C: mb.Out):
+        sA = threadgroup_array((16, 16), float32)
+        sB = threadgroup_array((16, 16), float32)
+        col = thread_position_in_grid.x
+        row = thread_position_in_grid.y
+        tx = thread_position_in_threadgroup.x
+        ty = thread_position_in_threadgroup.y
+        acc = 0.0
+        for t in range(A.shape[1] // 16):
+            sA[ty, tx] = A[row, t * 16 + tx]
+            sB[ty, tx] = B[t * 16 + ty, col]
+            threadgroup_barrier()
+            for k in range(16):
+                acc += sA[ty, k] * sB[k, tx]
+            threadgroup_barrier()
+        C[row, col] = acc
+
+    @mb.kernel
+    def warp_reduce(x, out: mb.Out(shape=lambda x: x.size // 32)):
+        i = thread_position_in_grid.x
+        v = x[i] if i < x.size else 0.0
+        off = 16
+        while off > 0:
+            v += simd_shuffle_down(v, off)
+            off //= 2
+        if thread_index_in_simdgroup == 0:
+            out[i // 32] = v
+
+    @mb.kernel
+    def histogram(x, hist: mb.Out(shape=256, dtype=mb.int32)):
+        i = thread_position_in_grid.x
+        if i < x.size:
+            atomic_add(hist, int32(x[i] * 256.0), 1)
+
+    return {"vector_add": vector_add, "block_reduce": block_reduce, "matmul": matmul,
+            "warp_reduce": warp_reduce, "histogram": histogram}
+
+
+def dsl_launch(name, threads):
+    """(inputs, grid, threadgroup, init_value) of the DSL version of ``name``."""
+    rng = np.random.default_rng(0)
+    f32 = np.float32
+    if name == "vector_add":
+        return (rng.standard_normal(threads, dtype=f32), rng.standard_normal(threads, dtype=f32)), threads, 256, None
+    if name in ("block_reduce", "warp_reduce"):
+        return (rng.standard_normal(threads, dtype=f32),), threads, 256, None
+    if name == "matmul":
+        n = 256
+        return (rng.standard_normal((n, n), dtype=f32), rng.standard_normal((n, n), dtype=f32)), \
+            (n, threads // n), (16, 16), None
+    if name == "histogram":
+        return (rng.random(threads, dtype=f32),), threads, 256, 0
+    raise KeyError(name)
+
+
+def time_dsl(k, name, threads, repeat):
+    inputs, grid, tg, init = dsl_launch(name, threads)
+    kw = dict(grid=grid, threadgroup=tg, backend="sim")
+    if init is not None:
+        kw["init_value"] = init
+    t0 = time.perf_counter()
+    k(*inputs, **kw)
+    first = time.perf_counter() - t0
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        k.run(bufs, grid, tg)
+        k(*inputs, **kw)
         times.append(time.perf_counter() - t0)
-    threads = grid[0] * grid[1] * grid[2]
-    best = min(times)
-    rate = threads / best
-    # launch overhead: the same kernel on one threadgroup
-    small = {n: Buffer(v[: max(tg[0] * tg[1] * tg[2], 1)]) for n, v in args.items()}
-    if name == "matmul":
-        small = bufs
-    ov = []
-    for _ in range(50):
-        t0 = time.perf_counter()
-        k.run(small, tg, tg)
-        ov.append(time.perf_counter() - t0)
-    print(f"{name:12s} {threads:>9d} threads  {best * 1e3:8.1f} ms  {rate:10.3g} threads/s "
-          f"(target {target:.0e}: {'ok' if rate >= target else 'MISSED'})  "
-          f"compile {t_compile * 1e3:5.1f} ms  one-group launch {np.median(ov) * 1e6:7.0f} us")
-    return rate
+    med = float(np.median(times))
+    return med, first - med
+
+
+# ----------------------------------------------------------------------------- compile and launch overhead
+
+
+def compile_times(repeat=5):
+    """Median seconds to compile each kernel's IR to the simulator's runnable form, and the
+    Numba layer's whole first-launch compile (parse + translate + sim compile)."""
+    from metalbench import cuda
+    from metalbench.sim import compile_kernel
+    out = {}
+    ks = load_kernels(cuda)
+    for name in SIZES:
+        args, (blocks, tpb), _ = make_args(name, 1 << 12 if name != "matmul" else 1 << 12, np.random.default_rng(0))
+        sp = ks[name].specialize(*args)
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            compile_kernel(sp.ir)
+            ts.append(time.perf_counter() - t0)
+        out[name] = float(np.median(ts))
+    return out
+
+
+def launch_overhead(repeat=300):
+    """A cached one-threadgroup launch through ``Kernel.__call__`` (the DSL) and through the
+    Numba layer, minus the kernel body's own execution (the generated chunk function).
+    Returns microseconds: {path: (total, body, overhead)}."""
+    from metalbench import cuda
+    from metalbench.sim.chunk import Chunk, Launch
+    from metalbench.sim.kernel import Buffer
+    ks = dsl_kernels()
+    k = ks["vector_add"]
+    a, b = np.ones(256, np.float32), np.ones(256, np.float32)
+    k(a, b, grid=256, threadgroup=256, backend="sim")
+    sk = k.specialize(a, b).sim()
+
+    def body_time():
+        fn, _ = sk.program(False, True)
+        bufs, meta, scalars = sk._bind({"a": Buffer(a), "b": Buffer(b), "out": Buffer(np.zeros(256, np.float32))})
+        ts = []
+        for _ in range(repeat):
+            lg = Launch((256, 1, 1), (256, 1, 1))
+            c = Chunk(lg, 0, 1)
+            c.bufs, c.meta, c.scalars, c.checker = bufs, meta, scalars, None
+            t0 = time.perf_counter()
+            fn(c)
+            ts.append(time.perf_counter() - t0)
+        return float(np.median(ts))
+
+    def med(f):
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+        return float(np.median(ts))
+
+    body = body_time()
+    dsl = med(lambda: k(a, b, grid=256, threadgroup=256, backend="sim"))
+    nk = load_kernels(cuda)["vector_add"].configure(backend="sim")
+    out = np.zeros(256, np.float32)
+    nk[1, 256](a, b, out)
+    numba_layer = med(lambda: nk[1, 256](a, b, out))
+    direct = med(lambda: sk.run({"a": a, "b": b, "out": out}, (256, 1, 1), (256, 1, 1)))
+    us = 1e6
+    return {"Kernel.__call__ (DSL)": (dsl * us, body * us, (dsl - body) * us),
+            "cuda.jit launch (Numba layer)": (numba_layer * us, body * us, (numba_layer - body) * us),
+            "SimKernel.run": (direct * us, body * us, (direct - body) * us)}
+
+
+def peak_memory(threads=1 << 24):
+    """Peak RSS growth of a ``threads``-thread vector add through the Numba layer, measured
+    in a fresh process (ru_maxrss is a high-water mark)."""
+    code = f"""
+import resource, numpy as np, time, sys
+sys.path.insert(0, {str(HERE)!r})
+from sim_speed import load_kernels
+from metalbench import cuda
+k = load_kernels(cuda)["vector_add"].configure(backend="sim")
+n = {threads}
+a = np.ones(n, np.float32); b = np.ones(n, np.float32); out = np.zeros(n, np.float32)
+k[1, 256](a[:256], b[:256], out[:256])
+r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+k[n // 256, 256](a, b, out)
+dt = time.perf_counter() - t0
+r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+assert (out == 2).all()
+print(r0, r1, dt)
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    r0, r1, dt = r.stdout.split()
+    return {"threads": threads, "inputs_mib": 3 * threads * 4 / 2**20, "rss_before_mib": int(r0) / 1024,
+            "rss_peak_mib": int(r1) / 1024, "growth_mib": (int(r1) - int(r0)) / 1024, "seconds": float(dt)}
+
+
+# ----------------------------------------------------------------------------- Numba's simulator
+
+
+def ensure_numba_venv():
+    py = NUMBA_VENV / "bin" / "python"
+    if py.exists():
+        return py
+    print(f"Numba's CUDA simulator is a bench-only dependency: creating {NUMBA_VENV} with "
+          f"{' '.join(NUMBA_PINS)} (never installed into metalbench's venv) ...", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(NUMBA_VENV)], check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "numpy", *NUMBA_PINS], check=True)
+    return py
+
+
+def numba_worker(names, repeat):
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    from numba import cuda
+    import numba
+    ks = load_kernels(cuda)
+    res = {"numba": numba.__version__}
+    for name in names:
+        threads = SIZES[name][1]
+        med, _, ok = time_launches(ks[name], name, threads, repeat)
+        res[name] = {"threads": threads, "seconds": med, "rate": threads / med, "ok": ok}
+    print(json.dumps(res))
+
+
+def run_numba(names, repeat):
+    py = ensure_numba_venv()
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([str(py), __file__, "--numba-worker", "--repeat", str(repeat), *names],
+                       capture_output=True, text=True, env=env)
+    if r.returncode:
+        sys.exit(f"Numba's simulator run failed:\n{r.stderr}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernels", nargs="*", help=f"some of {', '.join(SIZES)}")
+    ap.add_argument("--compare-numba", action="store_true", help="also time Numba's CUDA simulator")
+    ap.add_argument("--repeat", type=int, default=7, help="runs per measurement (median)")
+    ap.add_argument("--numba-repeat", type=int, default=3, help="runs per Numba-simulator measurement")
+    ap.add_argument("--numba-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-extras", action="store_true", help="skip compile/overhead/memory measurements")
+    a = ap.parse_args()
+    names = a.kernels or list(SIZES)
+    if a.numba_worker:
+        numba_worker(names, a.repeat)
+        return
+    import platform
+    load = os.getloadavg()
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    print(f"# median of {a.repeat} runs (Numba's simulator: {a.numba_repeat})")
+    nb = run_numba(names, a.numba_repeat) if a.compare_numba else None
+
+    from metalbench import cuda
+    ks = load_kernels(cuda)
+    for k in ks.values():
+        if hasattr(k, "configure"):
+            k.configure(backend="sim")
+    dsl = dsl_kernels()
+    rows = []
+    for name in names:
+        threads = SIZES[name][0]
+        med, comp, ok = time_launches(ks[name], name, threads, a.repeat)
+        dmed, _ = time_dsl(dsl[name], name, threads, a.repeat)
+        row = {"kernel": name, "threads": threads, "numba_layer": threads / med, "dsl": threads / dmed, "ok": ok}
+        if nb:
+            row["numba_sim"] = nb[name]["rate"]
+            row["numba_threads"] = nb[name]["threads"]
+            row["numba_ok"] = nb[name]["ok"]
+        rows.append(row)
+    hdr = "| kernel | threads | metalbench sim, Numba layer (threads/s) | metalbench sim, DSL (threads/s) |"
+    sep = "|---|---:|---:|---:|"
+    if nb:
+        hdr += f" Numba {nb['numba']} CUDA simulator (threads/s; threads) | ratio (Numba layer / DSL) |"
+        sep += "---:|---:|"
+    hdr += " target |"
+    sep += "---|"
+    print(hdr)
+    print(sep)
+    for r in rows:
+        t = TARGETS.get(r["kernel"])
+        line = f"| {r['kernel']} | {r['threads']:,} | {r['numba_layer']:.3g} | {r['dsl']:.3g} |"
+        ok_t = [t is None or min(r["numba_layer"], r["dsl"]) >= t]
+        if nb:
+            ra, rb = r["numba_layer"] / r["numba_sim"], r["dsl"] / r["numba_sim"]
+            ok_t.append(min(ra, rb) >= 1000)
+            line += f" {r['numba_sim']:.3g} ({r['numba_threads']:,}) | {ra:,.0f}x / {rb:,.0f}x |"
+        tgt = (f">= {t:.0e}" if t else "") + (" and " if t and nb else "") + (">= 1000x" if nb else "")
+        line += f" {tgt or '-'}: {'ok' if all(ok_t) else 'MISSED'} |"
+        if not r["ok"] or (nb and not r["numba_ok"]):
+            line += " WRONG RESULT"
+        print(line)
+    if a.no_extras:
+        return
+    print()
+    ct = compile_times()
+    print("compile (kernel IR -> runnable simulator program), median ms: " +
+          ", ".join(f"{k} {v * 1e3:.2f}" for k, v in ct.items()) +
+          f" (target <= 20: {'ok' if max(ct.values()) <= 0.02 else 'MISSED'})")
+    ov = launch_overhead()
+    for k, (tot, body, o) in ov.items():
+        print(f"cached one-threadgroup launch via {k}: {tot:.0f} us total, body {body:.0f} us, "
+              f"overhead {o:.0f} us")
+    pm = peak_memory()
+    print(f"16M-thread vector add (Numba layer): {pm['seconds']:.2f} s, inputs {pm['inputs_mib']:.0f} MiB, "
+          f"peak RSS {pm['rss_before_mib']:.0f} -> {pm['rss_peak_mib']:.0f} MiB "
+          f"(+{pm['growth_mib']:.0f} MiB during the launch)")
 
 
 if __name__ == "__main__":
-    for nme in (sys.argv[1:] or list(CASES)):
-        bench(nme)
+    main()

@@ -171,7 +171,7 @@ def all_dtypes():
         body.append(ir.Assign(V("acc", f32), bin("+", V("acc", f32), ir.Cast(f32, ir.Load(f"in_{t.name}", i, t)))))
     for t in T.SCALARS:
         body.append(ir.Store(f"out_{t.name}", i, ir.Cast(t, V("acc", f32))))
-        body.append(ir.Store(f"out_{t.name}", bin("+", i, C(1)), ir.Load(f"in_{t.name}", i, t)))
+        body.append(ir.Store(f"out_{t.name}", bin("+", i, C(64)), ir.Load(f"in_{t.name}", i, t)))
     return ir.KernelIR("all_dtypes", params, body)
 
 
@@ -240,7 +240,7 @@ def vectors():
         ir.Store("out", i, bin("+", bin("+", ir.Swizzle(v, "x", f32), ir.Swizzle(w, "y", f32)),
                                 ir.Cast(f32, bin("+", ir.Swizzle(q, "z", i32),
                                                  ir.Cast(i32, ir.Swizzle(V("u", uint3), "y", u32)))))),
-        ir.Store("out", bin("+", i, C(1)), ir.Cast(f32, ir.Swizzle(h, "w", f16))),
+        ir.Store("out", bin("+", i, C(128)), ir.Cast(f32, ir.Swizzle(h, "w", f16))),
     ])
 
 
@@ -251,7 +251,11 @@ def all_attributes():
         val = X(name, "z") if ty == "uint3" else A(name)
         body.append(ir.Assign(acc, bin("+", acc, val)))
     body.append(ir.Decl(V("tp", uint3), A("threads_per_threadgroup")))
-    body.append(ir.Store("out", gid(), bin("+", acc, ir.Swizzle(V("tp", uint3), "x", u32))))
+    # one slot per thread: x + grid.x * (y + grid.y * z)
+    idx = bin("+", gid(), bin("*", X("threads_per_grid", "x"),
+                               bin("+", X("thread_position_in_grid", "y"),
+                                   bin("*", X("threads_per_grid", "y"), X("thread_position_in_grid", "z")))))
+    body.append(ir.Store("out", idx, bin("+", acc, ir.Swizzle(V("tp", uint3), "x", u32))))
     return ir.KernelIR("attributes", [buf("out", u32, out=True)], body)
 
 

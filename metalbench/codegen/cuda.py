@@ -12,9 +12,13 @@ lists it in ``input_names`` and ``extra_inputs``; ``r.extra_inputs(grid, tg)``
 makes the array.
 
 Metal semantics, mapped: thread attributes become ``const`` locals computed from
-``blockIdx``/``blockDim``/``threadIdx`` (threads linear over x, then y, then z, so
-SIMD-groups are CUDA warps); ``threads_per_threadgroup`` is the (possibly partial)
-size of this threadgroup, ``dispatch_threads_per_threadgroup`` the launch size;
+``blockIdx``/``blockDim``/``threadIdx``; ``threads_per_threadgroup`` is the (possibly
+partial) size of this threadgroup, ``dispatch_threads_per_threadgroup`` the launch
+size; ``thread_index_in_threadgroup`` (and the SIMD/quad indices derived from it) is
+linear over x, then y, then z of this threadgroup's own size, as in the simulator.
+SIMD-group functions run on hardware warps (linear over the *launch* block size):
+the two agree in every full threadgroup and in 1-D grids; only edge threadgroups
+of a 2-D/3-D grid that are partial in x or y group their lanes differently;
 threadgroup arrays are ``__shared__``; barriers ``__syncthreads()``; SIMD-group
 functions are warp shuffles over ``__activemask()`` (a butterfly for full warps, an
 ordered loop over active lanes otherwise); atomics are ``atomicAdd`` & co. (float
@@ -111,7 +115,14 @@ template <class T, class U> __device__ inline T mb_cvt(U u) {
 __device__ inline unsigned mb_tid() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
-__device__ inline unsigned mb_lane() { return mb_tid() & 31u; }"""
+__device__ inline unsigned mb_lane() { return mb_tid() & 31u; }
+// Metal's thread_index_in_threadgroup: linear over this threadgroup's own (possibly
+// partial, at the grid's edge) size; equal to mb_tid() in every full threadgroup.
+__device__ inline unsigned mb_thread_index(const uint32_t* grid) {
+    unsigned tx = min(blockDim.x, grid[0] - blockIdx.x * blockDim.x);
+    unsigned ty = min(blockDim.y, grid[1] - blockIdx.y * blockDim.y);
+    return threadIdx.x + tx * (threadIdx.y + ty * threadIdx.z);
+}"""
 
 _VEC = """\
 // Metal vectors as small structs: componentwise operators, explicit conversions.
@@ -366,7 +377,7 @@ _INT = {"abs": "mb_abs", "min": "mb_min", "max": "mb_max", "clamp": "mb_clamp", 
         "popcount": "mb_popcount", "clz": "mb_clz", "ctz": "mb_ctz", "reverse_bits": "mb_reverse_bits"}
 
 # Attribute name -> (CUDA type, expression). "mb_grid" is the extra input.
-_TID = "mb_tid()"
+_TID = f"mb_thread_index({GRID_INPUT})"
 _ACTUAL = ("(min(blockDim.x, {g}[0] - blockIdx.x * blockDim.x) * min(blockDim.y, {g}[1] - blockIdx.y * "
            "blockDim.y) * min(blockDim.z, {g}[2] - blockIdx.z * blockDim.z))").format(g=GRID_INPUT)
 _DISPATCH = "(blockDim.x * blockDim.y * blockDim.z)"

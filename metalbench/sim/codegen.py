@@ -104,13 +104,19 @@ class _Scope:
 
 
 class Gen:
-    def __init__(self, kernel: ir.KernelIR, checked: bool, even: bool):
+    def __init__(self, kernel: ir.KernelIR, checked: bool, even: bool, linear: bool = False):
         self.k = kernel
         self.checked = checked
         self.even = even
         self.lines: list[str] = []
         self.ind = 1
         self.ns: dict = {}
+        # 1-D launch: thread_position_in_grid.x is the chunk's first thread + lane, so
+        # device accesses at (that + uniform) can be slices instead of gathers/scatters
+        self.lin_on = linear and not checked
+        self.lin: dict[str, tuple] = {}  # variable -> (offset name, no-wrap conditions)
+        self._lin_pending = None
+        self.uses_lin = False
         self._consts: dict = {}
         self.nodes: list = []
         self.n = 0
@@ -210,6 +216,8 @@ class Gen:
         src = "\n".join(pro + self.func_lines + body_lines) + "\n"
         return Program(src, self.ns, self.nodes)
 
+        if self.uses_lin:
+            pro.append("    _lin0 = _c.g0 * _c.launch.TG")
     def _body_with(self, fn):
         saved = self.lines
         self.lines = []
@@ -253,9 +261,10 @@ class Gen:
         self.m, self.div, self.in_func, self.loops = "_m", False, True, []
         saved_hoists, self.hoists = self.hoists, []
         self.block(f.body)
-        self.hoists = saved_hoists
+        self.hoists, self.lin = saved_hoists, saved_lin
         self.emit("return _rv")
         self.scope = saved_scope
+        saved_lin, self.lin = self.lin, {}
 
     def zero(self, t):
         if _is_vec(t):
@@ -314,6 +323,73 @@ class Gen:
             if s.init is None:
                 self.emit(f"v_{s.var.name} = {self.zero(s.var.type)}")
             else:
+        if not self.lin_on:
+            return self._stmt(s)
+        self._lin_before(s)
+        r = self._stmt(s)
+        self._lin_after(s)
+        return r
+
+    # -- contiguous (lane-linear) values: value == offset + lane, offset a Python int
+    def _lin_before(self, s):
+        self._lin_pending = None
+        if isinstance(s, (ir.Decl, ir.Assign)):
+            v = s.init if isinstance(s, ir.Decl) else s.value
+            f = None if (v is None or self.div) else self._lin(v)
+            self._lin_pending = (s.var.name, f)
+        elif isinstance(s, (ir.If, ir.For, ir.While, ir.CFor)):
+            self._lin_forget(s)
+
+    def _lin_after(self, s):
+        if isinstance(s, (ir.Decl, ir.Assign)):
+            name, f = self._lin_pending
+            if f is None:
+                self.lin.pop(name, None)
+            else:
+                self.lin[name] = f
+        elif isinstance(s, (ir.If, ir.For, ir.While, ir.CFor)):
+            self._lin_forget(s)
+
+    def _lin_forget(self, s):
+        for n in ir.walk(s):
+            if isinstance(n, (ir.Decl, ir.Assign, ir.For)):
+                self.lin.pop(n.var.name, None)
+
+    def _lin(self, e):
+        """(offset, conditions) when ``e`` is offset + lane on every lane, provided the
+        conditions (no step of the chain wrapped) hold at run time; else None."""
+        if isinstance(e, ir.Var):
+            return self.lin.get(e.name)
+        if (isinstance(e, ir.Swizzle) and e.components == "x" and isinstance(e.value, ir.ThreadAttr)
+                and e.value.name == "thread_position_in_grid"):
+            self.uses_lin = True
+            return ("_lin0", ())
+        t = e.type
+        if not (isinstance(t, T.ScalarType) and t.is_int):
+            return None
+        if isinstance(e, ir.Cast) and isinstance(e.value.type, T.ScalarType) and e.value.type.is_int:
+            f = self._lin(e.value)
+            return None if f is None else (f[0], f[1] + (self._lin_fits(f[0], t),))
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-") and e.a.type == t and e.b.type == t:
+            pairs = [(e.a, e.b)] + ([(e.b, e.a)] if e.op == "+" else [])
+            for x, u in pairs:
+                if not self.U.is_uniform(u) or not self._expr_facts(u)[0]:
+                    continue
+                f = self._lin(x)
+                if f is None:
+                    continue
+                o = self.tmp(f"{f[0]} {e.op} int({self.ex(u)})", "lo")
+                return (o, f[1] + (self._lin_fits(o, t),))
+        return None
+
+    def _lin_fits(self, o, t):
+        info = np.iinfo(t.np)
+        return f"{int(info.min)} <= {o} and {o} + _L <= {int(info.max) + 1}"
+
+    def _lin_cond(self, f, size):
+        return " and ".join(f[1] + (f"0 <= {f[0]}", f"{f[0]} + _L <= {size}"))
+
+    def _stmt(self, s) -> bool:
                 self.emit(f"v_{s.var.name} = {self.tuple_or(self.ex(s.init))}")
         elif isinstance(s, ir.Assign):
             self.assign(s.var, self.ex(s.value))
@@ -642,6 +718,11 @@ class Gen:
         elif kind == "tg":
             self.emit(f"_mem.st({py}, _gb{size} + {idx}, {v}, {self.m}, {k})")
         elif kind == "loc":
+        if self.lin_on and kind in ("dev", "glob"):
+            f = self._lin(e.index)
+            if f is not None:
+                return self.tmp(f"_mem.ld_lin({py}, {f[0]}, _L, {self.m}) if {self._lin_cond(f, size)} "
+                                f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k})")
             self.emit(f"_mem.st_loc({py}, {idx}, {v}, {self.m}, _lane, {k})")
         else:
             self.emit(f"_mem.st_ref({py}, {idx}, {v}, {self.m}, {k})")
@@ -657,6 +738,16 @@ class Gen:
         elif kind == "ref":
             data, addr = f"{py}.flat", f"{py}.addr({idx})"
         elif kind == "loc":
+        if self.lin_on and kind in ("dev", "glob"):
+            f = self._lin(s.index)
+            if f is not None:
+                idx = self.ex(s.index)
+                v = self._name(self.tuple_or(self.ex(s.value)))
+                self.emit(f"if {self._lin_cond(f, size)}:")
+                self.emit(f"    _mem.st_lin({py}, {f[0]}, _L, {v}, {self.m})")
+                self.emit("else:")
+                self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k})")
+                return
             data, addr = f"{py}.reshape(-1)", f"{idx} * _L + _lane"
         else:
             data, addr = py, idx
@@ -959,6 +1050,7 @@ class Gen:
         return rs if n > 1 else rs[0]
 
 
-def generate(kernel: ir.KernelIR, checked: bool = False, even: bool = True) -> Program:
-    """Generate the lane-vector Python program of ``kernel`` (not yet compiled)."""
-    return Gen(kernel, checked, even).program()
+def generate(kernel: ir.KernelIR, checked: bool = False, even: bool = True, linear: bool = False) -> Program:
+    """Generate the lane-vector Python program of ``kernel`` (not yet compiled); ``linear``
+    when the launch is 1-D (grid and threadgroup)."""
+    return Gen(kernel, checked, even, linear).program()

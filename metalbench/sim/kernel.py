@@ -85,12 +85,12 @@ class SimKernel:
         self._programs: dict = {}
         self.program(False, True)  # compile now: errors show at compile time
 
-    def program(self, checked: bool, even: bool):
-        """The compiled program variant (``checked``, all threadgroups full)."""
-        key = (checked, even)
+    def program(self, checked: bool, even: bool, linear: bool = False):
+        """The compiled program variant (``checked``, all threadgroups full, 1-D launch)."""
+        key = (checked, even, linear)
         p = self._programs.get(key)
         if p is None:
-            prog: Program = generate(self.ir, checked=checked, even=even)
+            prog: Program = generate(self.ir, checked=checked, even=even, linear=linear)
             ns = dict(_NS)
             ns.update(prog.namespace)
             code = compile(prog.source, f"<sim:{self.ir.name}>", "exec")
@@ -129,7 +129,7 @@ class SimKernel:
         t0 = time.perf_counter()
         checked = checked or os.environ.get("METALBENCH_CHECKED", "") not in ("", "0")
         lg = Launch(grid, threadgroup)
-        fn, prog = self.program(checked, lg.even)
+        fn, prog = self.program(checked, lg.even, lg.linear and not checked)
         bufs, meta, scalars = self._bind(args)
         per = max(1, CHUNK_LANES // max(1, lg.TG))
         stats = SimStats(threads=lg.grid[0] * lg.grid[1] * lg.grid[2],

@@ -86,6 +86,27 @@ def st(data, addr, val, m, k):
         raise OutOfBounds(k, addr, None, data.size) from None
 
 
+def ld_lin(data, o, n, m):
+    """``ld`` at the contiguous addresses ``o .. o+n-1`` (the caller proved them in bounds):
+    a copy instead of a gather; inactive lanes read element 0, as in ``ld``."""
+    if m is False:
+        return _zero(data)
+    seg = data[o:o + n]
+    if m is None:
+        return seg.copy()
+    return np.where(m, seg, data[0])
+
+
+def st_lin(data, o, n, val, m):
+    """``st`` at the contiguous addresses ``o .. o+n-1`` (in bounds, one lane each)."""
+    if m is False:
+        return
+    if m is None:
+        data[o:o + n] = val
+    else:
+        np.copyto(data[o:o + n], val, where=m, casting="unsafe")
+
+
 def ld_loc(arr, idx, m, lane, k):
     """Load element ``idx`` of a thread-local array stored as ``(size, lanes)``."""
     if m is False:
