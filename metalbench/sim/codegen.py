@@ -108,15 +108,15 @@ class Gen:
         self.k = kernel
         self.checked = checked
         self.even = even
-        self.lines: list[str] = []
-        self.ind = 1
-        self.ns: dict = {}
         # 1-D launch: thread_position_in_grid.x is the chunk's first thread + lane, so
         # device accesses at (that + uniform) can be slices instead of gathers/scatters
         self.lin_on = linear and not checked
         self.lin: dict[str, tuple] = {}  # variable -> (offset name, no-wrap conditions)
         self._lin_pending = None
         self.uses_lin = False
+        self.lines: list[str] = []
+        self.ind = 1
+        self.ns: dict = {}
         self._consts: dict = {}
         self.nodes: list = []
         self.n = 0
@@ -213,11 +213,11 @@ class Gen:
         if self.uses_simd:
             pro.append("    _sg = _c.simd()")
         pro.append("    _ck = _c.checker")
+        if self.uses_lin:
+            pro.append("    _lin0 = _c.g0 * _c.launch.TG")
         src = "\n".join(pro + self.func_lines + body_lines) + "\n"
         return Program(src, self.ns, self.nodes)
 
-        if self.uses_lin:
-            pro.append("    _lin0 = _c.g0 * _c.launch.TG")
     def _body_with(self, fn):
         saved = self.lines
         self.lines = []
@@ -260,11 +260,11 @@ class Gen:
         self.emit(f"_rv = {self.zero(f.ret) if f.ret is not None else 'None'}")
         self.m, self.div, self.in_func, self.loops = "_m", False, True, []
         saved_hoists, self.hoists = self.hoists, []
+        saved_lin, self.lin = self.lin, {}
         self.block(f.body)
         self.hoists, self.lin = saved_hoists, saved_lin
         self.emit("return _rv")
         self.scope = saved_scope
-        saved_lin, self.lin = self.lin, {}
 
     def zero(self, t):
         if _is_vec(t):
@@ -319,10 +319,6 @@ class Gen:
     # -- statements
     def stmt(self, s) -> bool:
         """Emit one statement; True when it always leaves the block (break/continue/return)."""
-        if isinstance(s, ir.Decl):
-            if s.init is None:
-                self.emit(f"v_{s.var.name} = {self.zero(s.var.type)}")
-            else:
         if not self.lin_on:
             return self._stmt(s)
         self._lin_before(s)
@@ -390,6 +386,10 @@ class Gen:
         return " and ".join(f[1] + (f"0 <= {f[0]}", f"{f[0]} + _L <= {size}"))
 
     def _stmt(self, s) -> bool:
+        if isinstance(s, ir.Decl):
+            if s.init is None:
+                self.emit(f"v_{s.var.name} = {self.zero(s.var.type)}")
+            else:
                 self.emit(f"v_{s.var.name} = {self.tuple_or(self.ex(s.init))}")
         elif isinstance(s, ir.Assign):
             self.assign(s.var, self.ex(s.value))
@@ -691,6 +691,11 @@ class Gen:
     def load(self, e):
         kind, py, size, space, _ = self._buf(e.buf)
         k = self.node(e, e.buf, space, "read")
+        if self.lin_on and kind in ("dev", "glob"):
+            f = self._lin(e.index)
+            if f is not None:
+                return self.tmp(f"_mem.ld_lin({py}, {f[0]}, _L, {self.m}) if {self._lin_cond(f, size)} "
+                                f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k})")
         if kind == "tg" and not self.checked:
             return self.tmp(f"_mem.ld({py}, {self._tg_addr(e.index, size)}, {self.m}, {k})")
         idx = self._index(e.index)
@@ -706,6 +711,16 @@ class Gen:
     def store(self, s):
         kind, py, size, space, _ = self._buf(s.buf)
         k = self.node(s, s.buf, space, "write")
+        if self.lin_on and kind in ("dev", "glob"):
+            f = self._lin(s.index)
+            if f is not None:
+                idx = self.ex(s.index)
+                v = self._name(self.tuple_or(self.ex(s.value)))
+                self.emit(f"if {self._lin_cond(f, size)}:")
+                self.emit(f"    _mem.st_lin({py}, {f[0]}, _L, {v}, {self.m})")
+                self.emit("else:")
+                self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k})")
+                return
         if kind == "tg" and not self.checked:
             addr = self._tg_addr(s.index, size)
             self.emit(f"_mem.st({py}, {addr}, {self.ex(s.value)}, {self.m}, {k})")
@@ -718,11 +733,6 @@ class Gen:
         elif kind == "tg":
             self.emit(f"_mem.st({py}, _gb{size} + {idx}, {v}, {self.m}, {k})")
         elif kind == "loc":
-        if self.lin_on and kind in ("dev", "glob"):
-            f = self._lin(e.index)
-            if f is not None:
-                return self.tmp(f"_mem.ld_lin({py}, {f[0]}, _L, {self.m}) if {self._lin_cond(f, size)} "
-                                f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k})")
             self.emit(f"_mem.st_loc({py}, {idx}, {v}, {self.m}, _lane, {k})")
         else:
             self.emit(f"_mem.st_ref({py}, {idx}, {v}, {self.m}, {k})")
@@ -738,16 +748,6 @@ class Gen:
         elif kind == "ref":
             data, addr = f"{py}.flat", f"{py}.addr({idx})"
         elif kind == "loc":
-        if self.lin_on and kind in ("dev", "glob"):
-            f = self._lin(s.index)
-            if f is not None:
-                idx = self.ex(s.index)
-                v = self._name(self.tuple_or(self.ex(s.value)))
-                self.emit(f"if {self._lin_cond(f, size)}:")
-                self.emit(f"    _mem.st_lin({py}, {f[0]}, _L, {v}, {self.m})")
-                self.emit("else:")
-                self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k})")
-                return
             data, addr = f"{py}.reshape(-1)", f"{idx} * _L + _lane"
         else:
             data, addr = py, idx
