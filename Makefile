@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo lab clean extension test-browser
+.PHONY: setup test demo lab clean extension test-browser bench-sim
 
 # The wheel build hook (hatch-jupyter-builder) builds the JupyterLab extension with npm;
 # an editable install does not need it: `make extension` builds and links it.
@@ -46,3 +46,8 @@ extension: $(STAMP) extension/node_modules/.package-lock.json
 # Browser tests: JupyterLab from the venv driven by playwright-core and Debian's chromium.
 test-browser: extension
 	PATH="$(abspath $(BIN)):$$PATH" $(NPM) --prefix extension run test:browser
+
+# Simulator speed side by side with Numba's CUDA simulator (installs numba into
+# benchmarks/.venv-numba on first use; numba is never a dependency of metalbench).
+bench-sim: $(STAMP)
+	$(BIN)/python benchmarks/sim_speed.py --compare-numba
