@@ -85,6 +85,8 @@ class CPrinter:
         self.funcs = {f.name: f for f in kernel.functions}
         self.func_attrs = self._function_attributes()
         self.names = self._rename_map()
+        self.output_names = {p.name for p in kernel.outputs}
+        self.extra: list[tuple[str, str, str]] = []   # (input name, "shape"|"strides", output)
 
     # ------------------------------------------------------------------ names
 
@@ -269,13 +271,27 @@ class CPrinter:
     def e_Load(self, e):
         return self.load(e.buf, e.index, e.type), POSTFIX
 
+    def _output_meta(self, buf: str, kind: str) -> str | None:
+        """MLX passes shapes and strides of inputs only: an output's come as an extra
+        input (``mb_<out>_shape`` int32 / ``mb_<out>_strides`` int64, row-major)."""
+        if self.in_function is not None or buf not in self.output_names:
+            return None
+        name = f"mb_{self.name(buf)}_{kind}"
+        if (name, kind, buf) not in self.extra:
+            self.extra.append((name, kind, buf))
+        return name
+
     def e_ShapeOf(self, e):
-        return f"{self.name(e.buf)}_shape[{e.dim}]", POSTFIX
+        meta = self._output_meta(e.buf, "shape")
+        return f"{meta or self.name(e.buf) + '_shape'}[{e.dim}]", POSTFIX
 
     def e_StrideOf(self, e):
-        return f"{self.name(e.buf)}_strides[{self.expr(e.dim)}]", POSTFIX
+        meta = self._output_meta(e.buf, "strides")
+        return f"{meta or self.name(e.buf) + '_strides'}[{self.expr(e.dim)}]", POSTFIX
 
     def e_NDimOf(self, e):
+        if self.in_function is None and e.buf in self.output_names:
+            return self.literal(self.k.param(e.buf).ndim, e.type), POSTFIX
         return f"{self.name(e.buf)}_ndim", POSTFIX
 
     def e_Call(self, e):
@@ -583,6 +599,46 @@ def atomic_buffers(kernel: ir.KernelIR, outputs_together: bool = True) -> tuple[
     return kernel_set, func_sets
 
 
+class ExtraInputs(list):
+    """Names of the inputs the generated code needs after the user's (a list), and,
+    called as ``extra(grid, threadgroup, output_shapes)``, the MLX arrays to append:
+    ``mb_grid`` (CUDA: uint32[3], the launch guard) and ``mb_<out>_shape`` /
+    ``mb_<out>_strides`` (int32/int64, for kernels that read an output's shape).
+
+    >>> ExtraInputs([("mb_grid", "grid", "")])((10, 1, 1))[0].tolist()
+    [10, 1, 1]
+    """
+
+    def __init__(self, items=(), outputs=()):
+        self.items = list(items)
+        self.outputs = list(outputs)      # output names, in order (for list output_shapes)
+        super().__init__(n for n, _, _ in self.items)
+
+    def __call__(self, grid, threadgroup=None, output_shapes=None):
+        import mlx.core as mx
+        if isinstance(output_shapes, (list, tuple)):
+            output_shapes = dict(zip(self.outputs, output_shapes))
+        out = []
+        for name, kind, which in self.items:
+            if kind == "grid":
+                g = tuple(int(x) for x in grid) + (1,) * (3 - len(tuple(grid)))
+                out.append(mx.array(list(g[:3]), dtype=mx.uint32))
+                continue
+            if output_shapes is None or which not in output_shapes:
+                raise KeyError(f"{name} needs the shape of output {which!r}: pass output_shapes "
+                               f"(a list in output order or a dict by name)")
+            shape = [int(x) for x in output_shapes[which]] or [1]
+            if kind == "shape":
+                out.append(mx.array(shape, dtype=mx.int32))
+            else:
+                st, acc = [], 1
+                for d in reversed(shape):
+                    st.append(acc)
+                    acc *= d
+                out.append(mx.array(list(reversed(st)), dtype=mx.int64))
+        return out
+
+
 @dataclass
 class Rendered:
     """What ``mx.fast.metal_kernel`` / ``mx.fast.cuda_kernel`` receive, plus the facts a
@@ -596,12 +652,21 @@ class Rendered:
     atomic_outputs: bool = False
     input_types: list | None = None       # [(ScalarType, ndim)], ndim 0 for scalars
     output_types: list | None = None      # [ScalarType]
-    extra_inputs: list[str] = field(default_factory=list)
+    extra_inputs: ExtraInputs = field(default_factory=ExtraInputs)
 
     @property
     def source(self) -> str:
         """Alias of :attr:`body` (MLX's argument name)."""
         return self.body
+
+
+def extra_items(printer: "CPrinter") -> list[tuple[str, str, str]]:
+    return list(printer.extra)
+
+
+def extra_types(items) -> list:
+    return [(T.int32 if kind == "shape" else T.int64 if kind == "strides" else T.uint32, 1)
+            for _, kind, _ in items]
 
 
 def assemble_header(helpers: list[str], decls: list[str], funcs: list[str]) -> str:

@@ -7,9 +7,10 @@ in_shape, Strides in_strides, int in_ndim,] ..., T* out)`` inside
 ``const T*`` (so scalar parameters print as ``a[0]``), and the grid is launched as
 ``ceil(grid / threadgroup)`` whole blocks. Metal never runs threads past ``grid``,
 so the body starts with a guard that needs the grid: the generated kernel takes
-one extra input, ``mb_grid`` (``uint32[3]``), last among the inputs. ``Rendered``
-lists it in ``input_names`` and ``extra_inputs``; ``r.extra_inputs(grid, tg)``
-makes the array.
+one extra input, ``mb_grid`` (``uint32[3]``), after the user's inputs. ``Rendered``
+lists it in ``input_names`` and ``extra_inputs``; ``r.extra_inputs(grid, tg,
+output_shapes)`` makes the arrays (also ``mb_<out>_shape``/``_strides`` when the
+kernel reads an output's shape, which MLX does not pass).
 
 Metal semantics, mapped: thread attributes become ``const`` locals computed from
 ``blockIdx``/``blockDim``/``threadIdx``; ``threads_per_threadgroup`` is the (possibly
@@ -46,7 +47,7 @@ from .. import builtins as B
 from .. import ir
 from .. import types as T
 from ..errors import KernelTypeError
-from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, assemble_header
+from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, ExtraInputs, Rendered, assemble_header, extra_types
 
 __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INPUT", "SHIM_INCLUDE"]
 
@@ -408,16 +409,6 @@ ATTRIBUTES = {
 }
 
 
-class ExtraInputs(list):
-    """The names of the extra inputs (``["mb_grid"]``); calling it with ``(grid, threadgroup)``
-    makes the arrays to append after the user's inputs."""
-
-    def __call__(self, grid, threadgroup=None):
-        import mlx.core as mx
-        g = tuple(grid) + (1,) * (3 - len(tuple(grid)))
-        return [mx.array([int(x) for x in g[:3]], dtype=mx.uint32)]
-
-
 class CUDAPrinter(CPrinter):
     """The CUDA dialect's non-tabular parts."""
 
@@ -637,16 +628,18 @@ def render(kernel: ir.KernelIR) -> Rendered:
     decls, funcs = p.header_parts()
     header = assemble_header(list(p.helpers.values()), decls, funcs)
     ins = kernel.inputs
+    items = [(GRID_INPUT, "grid", "")] + p.extra
+    extra = ExtraInputs(items, [x.name for x in kernel.outputs])
     return Rendered(
         name=kernel.name,
         body=body,
         header=header,
-        input_names=[p.name(x.name) for x in ins] + [GRID_INPUT],
+        input_names=[p.name(x.name) for x in ins] + list(extra),
         output_names=[p.name(x.name) for x in kernel.outputs],
         atomic_outputs=False,
-        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins] + [(T.uint32, 1)],
+        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins] + extra_types(items),
         output_types=[x.type for x in kernel.outputs],
-        extra_inputs=ExtraInputs([GRID_INPUT]),
+        extra_inputs=extra,
     )
 
 

@@ -24,8 +24,8 @@ from .. import builtins as B
 from .. import ir
 from .. import types as T
 from ..errors import KernelTypeError
-from .c_like import (ASSIGN, CPP_KEYWORDS, POSTFIX, CPrinter, Dialect, Rendered,
-                     assemble_header, atomic_buffers)
+from .c_like import (ASSIGN, CPP_KEYWORDS, POSTFIX, CPrinter, Dialect, ExtraInputs, Rendered,
+                     assemble_header, atomic_buffers, extra_types)
 
 __all__ = ["render", "Rendered", "MSLPrinter", "MSL"]
 
@@ -364,13 +364,15 @@ def render(kernel: ir.KernelIR) -> Rendered:
     decls, funcs = p.header_parts()
     header = assemble_header(list(p.helpers.values()), decls, funcs)
     ins = kernel.inputs
+    extra = ExtraInputs(p.extra, [x.name for x in kernel.outputs])
     return Rendered(
         name=kernel.name,
         body=body,
         header=header,
-        input_names=[p.name(x.name) for x in ins],
+        input_names=[p.name(x.name) for x in ins] + list(extra),
         output_names=[p.name(x.name) for x in kernel.outputs],
         atomic_outputs=any(x.name in p.atomic_kernel for x in kernel.outputs),
-        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins],
+        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins] + extra_types(p.extra),
         output_types=[x.type for x in kernel.outputs],
+        extra_inputs=extra,
     )
