@@ -52,9 +52,12 @@ def _is_vec(t):
     return isinstance(t, T.VectorType)
 
 
-def _pure(e) -> bool:
-    """No memory access, call or SIMD function: safe to evaluate on every lane."""
+def _pure(e, checked=False) -> bool:
+    """No memory access, call or SIMD function: safe to evaluate on every lane (checked:
+    nor an integer division, whose zero divisor on an untaken side is no finding)."""
     for n in ir.walk(e):
+        if checked and isinstance(n, ir.BinOp) and n.op in ("/", "%") and T.elem_of(n.type).is_int:
+            return False
         if isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall)):
             return False
         if isinstance(n, ir.Call) and n.name in B.SIMD:
@@ -215,6 +218,7 @@ class Gen:
         pro.append("    _ck = _c.checker")
         if self.uses_lin:
             pro.append("    _lin0 = _c.g0 * _c.launch.TG")
+        pro.append("    _MAXS = getattr(_c, 'max_steps', 20000000)")
         src = "\n".join(pro + self.func_lines + body_lines) + "\n"
         return Program(src, self.ns, self.nodes)
 
@@ -498,6 +502,8 @@ class Gen:
         if s.space == "threadgroup":
             self.gbase_sizes.add(s.size)
             self.emit(f"t_{s.name} = _c.tg_array({dt}, {s.size}, {init})")
+            if self.checked and init is not None:
+                self.emit(f"_ck.tg_init(t_{s.name}, {s.name!r})")
             self.scope.bufs[s.name] = ("tg", f"t_{s.name}", str(s.size), "threadgroup", s.elem)
         elif s.space == "thread":
             self.emit(f"l_{s.name} = _c.local_array({dt}, {s.size}, {init})")
@@ -581,8 +587,10 @@ class Gen:
                     self.emit(f"if not {c}:")
                     self.emit("    break")
                 lp.on_continue = cont
+            self._steps_init(s, lp)
             self.emit("while True:")
             self.ind += 1
+            self._step(lp)
             if not do_while:
                 test()
             self.block(s.body)
@@ -592,6 +600,16 @@ class Gen:
                 self._update(s)
             self.ind -= 1
         self.loops.pop()
+
+    def _steps_init(self, s, lp):
+        # a step budget, so that a loop that never ends reports its line instead of hanging
+        lp.k = self.node(s, None, None, "loop")
+        self.emit(f"_st{lp.n} = 0")
+
+    def _step(self, lp):
+        self.emit(f"_st{lp.n} += 1")
+        self.emit(f"if _st{lp.n} > _MAXS:")
+        self.emit(f"    raise _rt.RunawayLoop({lp.k})")
 
     def _masked_loop(self, s, lp):
         n = lp.n
@@ -603,8 +621,10 @@ class Gen:
         self.emit(f"_brk{n} = False")
         if do_while:
             self.emit(f"_first{n} = True")
+        self._steps_init(s, lp)
         self.emit("while True:")
         self.ind += 1
+        self._step(lp)
         it = f"_it{n}"
         expr = f"_rt.minus({entry}, _brk{n})"
         if has_ret:
@@ -649,8 +669,15 @@ class Gen:
     def _check(self, kind, py, size, idx, k):
         if not self.checked:
             return
-        rel = f"{py}.off + {idx}" if kind == "ref" else idx
-        self.emit(f"_ck.acc({k}, {rel}, {size}, {self.m})")
+        # the storage and absolute address let the checker track races per element
+        if kind == "ref":
+            self.emit(f"_ck.acc_ref({k}, {py}, {idx}, {self.m})")
+        elif kind == "dev":
+            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {idx})")
+        elif kind == "tg":
+            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, _gb{size} + {idx})")
+        else:
+            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m})")
 
     def _index(self, e):
         idx = self.ex(e)
@@ -860,8 +887,11 @@ class Gen:
             comps = [c] * e.type.n
         return comps
 
-    def _bin(self, op, a, b, t):
+    def _bin(self, op, a, b, t, node=None):
         """One component of a binary operation on operands of scalar type ``t``."""
+        if self.checked and node is not None and op in ("/", "%") and t.is_int:
+            k = self.node(node, None, None, "divide")
+            return f"_ck.div({a}, {b}, {self.dtn(t)}, {self.m}, {k}, {op!r})"
         if op in ir.COMPARE_OPS or op in ("+", "-", "*", "&", "|", "^"):
             if t.is_bool and op in ("+", "-", "*"):
                 return f"_rt.astype(_rt.astype({a}, {self.dtn(T.int32)}) {op} _rt.astype({b}, {self.dtn(T.int32)}), {self.dtn(t)})"
@@ -887,8 +917,8 @@ class Gen:
             n = e.type.n
             av = a if isinstance(a, list) else [self._name(a)] * n
             bv = b if isinstance(b, list) else [self._name(b)] * n
-            return [self._bin(e.op, x, y, ta) for x, y in zip(av, bv)]
-        return self._bin(e.op, a, b, ta)
+            return [self._bin(e.op, x, y, ta, e) for x, y in zip(av, bv)]
+        return self._bin(e.op, a, b, ta, e)
 
     def _name(self, s):
         return s if s.isidentifier() else self.tmp(s)
@@ -991,9 +1021,9 @@ class Gen:
 
     def ex_Logical(self, e):
         a = self.ex(e.a)
-        if self.U.is_uniform(e.a) and self.U.is_uniform(e.b) and _pure(e.b):
+        if self.U.is_uniform(e.a) and self.U.is_uniform(e.b) and _pure(e.b, self.checked):
             return f"({a} {e.op} {self.ex(e.b)})"
-        if _pure(e.b):
+        if _pure(e.b, self.checked):
             return f"({a} {'&' if e.op == 'and' else '|'} {self.ex(e.b)})"
         r = self.tmp(a, "r")
         mb = self.tmp(f"_rt.{'and_' if e.op == 'and' else 'andnot'}({self.m}, {r})", "m")
@@ -1011,7 +1041,7 @@ class Gen:
         n = e.type.n if _is_vec(e.type) else 1
         cu = self.U.is_uniform(e.cond)
         c = self.ex(e.cond)
-        if _pure(e.a) and _pure(e.b):
+        if _pure(e.a, self.checked) and _pure(e.b, self.checked):
             a, b = self.exl(e.a), self.exl(e.b)
             a = a * n if len(a) == 1 else a
             b = b * n if len(b) == 1 else b

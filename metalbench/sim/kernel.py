@@ -23,10 +23,11 @@ import numpy as np
 from .. import ir
 from ..errors import KernelCheckError, KernelLaunchError
 from . import atomics, mathfn, memory, runtime, simd
-from .checks import Checker, DivergentBarrier
+from .checks import DivergentBarrier, Finding, LaunchChecker, make_error, max_steps
 from .chunk import Chunk, Launch
 from .codegen import Program, generate
 from .memory import OutOfBounds
+from .stats import SimStats
 
 # Lanes per chunk: big enough that per-statement Python overhead vanishes, small enough
 # to stay in cache and bound memory for 16M-thread grids.
@@ -58,20 +59,6 @@ class Buffer:
                 st.append(acc)
                 acc *= int(s)
             self.strides = tuple(reversed(st))
-
-
-@dataclass
-class SimStats:
-    """What a launch did. Access counts are only collected by checked launches
-    (``None`` otherwise); ``seconds`` is the wall time of the launch."""
-    threads: int
-    threadgroups: int
-    chunks: int
-    seconds: float
-    device_reads: int | None = None
-    device_writes: int | None = None
-    threadgroup_reads: int | None = None
-    threadgroup_writes: int | None = None
 
 
 _NS = {"np": np, "_rt": runtime, "_mem": memory, "_at": atomics, "_sd": simd, "_mf": mathfn}
@@ -134,27 +121,31 @@ class SimKernel:
         per = max(1, CHUNK_LANES // max(1, lg.TG))
         stats = SimStats(threads=lg.grid[0] * lg.grid[1] * lg.grid[2],
                          threadgroups=lg.n_groups, chunks=0, seconds=0.0)
-        if checked:
-            stats.device_reads = stats.device_writes = 0
-            stats.threadgroup_reads = stats.threadgroup_writes = 0
+        lc = LaunchChecker(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name) if checked else None
+        steps = max_steps(checked)
         with np.errstate(all="ignore"):
             for g0 in range(0, lg.n_groups, per):
                 c = Chunk(lg, g0, min(per, lg.n_groups - g0))
                 c.bufs, c.meta, c.scalars = bufs, meta, scalars
-                c.checker = Checker(prog.nodes, c.G, lg.TG, c.exist) if checked else None
+                c.max_steps = steps
+                c.checker = lc.chunk(c) if checked else None
                 try:
                     fn(c)
+                    if checked:
+                        c.checker.finish()
                 except OutOfBounds as e:
-                    raise _oob_error(self.ir, prog, e, c) from None
+                    raise _with_findings(_oob_error(self.ir, prog, e, c), lc) from None
                 except DivergentBarrier as e:
-                    raise _barrier_error(self.ir, prog, e, c) from None
+                    raise _with_findings(_barrier_error(self.ir, prog, e, c), lc) from None
+                except runtime.RunawayLoop as e:
+                    raise _with_findings(_runaway_error(self.ir, prog, e, steps), lc) from None
                 stats.chunks += 1
-                if checked:
-                    ck = c.checker
-                    stats.device_reads += ck.device_reads
-                    stats.device_writes += ck.device_writes
-                    stats.threadgroup_reads += ck.threadgroup_reads
-                    stats.threadgroup_writes += ck.threadgroup_writes
+        if checked:
+            for key, v in lc.stats().items():
+                setattr(stats, key, v)
+            err = lc.error()
+            if err is not None:
+                raise err
         stats.seconds = time.perf_counter() - t0
         return stats
 
@@ -185,16 +176,9 @@ def _oob_error(kernel, prog, e: OutOfBounds, c: Chunk) -> KernelCheckError:
             lanes = np.flatnonzero(c.m0) if c.m0 is not None else np.arange(c.L)
         shown = [int(idx)]
     pos = c.positions(lanes)
-    what = {"read": "read of", "write": "write to", "atomic": "atomic on"}.get(access, access)
-    more = f" and {len(lanes) - len(pos)} more" if len(lanes) > len(pos) else ""
-    index = shown[0] if len(set(shown)) == 1 else shown
-    size = f" (size {n})" if n is not None else ""
-    msg = (f"out-of-bounds {what} {space} buffer {buf!r} at index {index}{size} "
-           f"in kernel {kernel.name!r}, by thread(s) at thread_position_in_grid "
-           f"{', '.join(map(str, pos))}{more}")
-    finding = {"kind": "out-of-bounds", "buffer": buf, "index": shown, "size": n,
-               "threads": pos, "access": access}
-    return KernelCheckError(msg, span=getattr(node, "span", None), findings=[finding])
+    f = Finding("out-of-bounds", buf, space, shown, pos, [getattr(node, "span", None)], [access],
+                count=int(len(lanes)), kernel=kernel.name, size=n)
+    return make_error([f], kernel.name)
 
 
 def _barrier_error(kernel, prog, e: DivergentBarrier, c: Chunk) -> KernelCheckError:
@@ -202,9 +186,33 @@ def _barrier_error(kernel, prog, e: DivergentBarrier, c: Chunk) -> KernelCheckEr
     gids = [c.g0 + int(g) for g in e.bad_groups[:4]]
     nx, ny, _ = c.launch.ngrp
     groups = [(g % nx, (g // nx) % ny, g // (nx * ny)) for g in gids]
-    msg = (f"divergent barrier in kernel {kernel.name!r}: threadgroup(s) {', '.join(map(str, groups))} "
-           f"reached threadgroup_barrier with only part of their threads")
-    finding = {"kind": "divergent barrier", "threadgroups": groups}
-    return KernelCheckError(msg, span=getattr(node, "span", None), findings=[finding],
-                            hint="every thread of a threadgroup must reach the same barrier "
-                                 "(no barrier inside a branch some threads skip or after an early return)")
+    f = Finding("divergent barrier", None, None, [], [], [getattr(node, "span", None)], ["barrier"],
+                kernel=kernel.name, extra={"groups": groups})
+    return make_error([f], kernel.name)
+
+
+def _written_buffers(kernel, prog):
+    """Device buffers some store or atomic may write (only those can race); None when a
+    device function's buffer parameter is written (it may be any buffer)."""
+    params = {p.name for p in kernel.params if p.kind == "buffer"}
+    out = set()
+    for _, buf, space, access in prog.nodes:
+        if access in ("write", "atomic") and space == "device":
+            if buf not in params:
+                return None
+            out.add(buf)
+    return out
+
+
+def _with_findings(err: KernelCheckError, lc) -> KernelCheckError:
+    """``err`` (which stopped the launch) followed by the findings collected before it."""
+    if lc is None or not lc.findings:
+        return err
+    return make_error(err.findings + lc.findings, kernel="", dropped=lc.dropped)
+
+
+def _runaway_error(kernel, prog, e, limit) -> KernelCheckError:
+    node = prog.nodes[e.k][0]
+    f = Finding("runaway loop", None, None, [], [], [getattr(node, "span", None)], ["loop"],
+                kernel=kernel.name, extra={"limit": limit})
+    return make_error([f], kernel.name)

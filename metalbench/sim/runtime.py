@@ -103,6 +103,14 @@ def count(m, n: int) -> int:
     return int(np.count_nonzero(m))
 
 
+class RunawayLoop(Exception):
+    """A loop ran past its step budget (``METALBENCH_MAX_STEPS``); ``k`` is its node."""
+
+    def __init__(self, k: int):
+        super().__init__(k)
+        self.k = k
+
+
 # ----------------------------------------------------------------------------- C arithmetic
 
 

@@ -1,0 +1,391 @@
+"""The checked simulator on buggy kernels (DSL and MSL bodies): each bug gives a finding
+of the right kind at the right line; correct variants give none."""
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+import metalbench.sim.kernel as simkernel
+from metalbench.dsl import *  # noqa: F401,F403
+from metalbench.errors import KernelCheckError
+from metalbench.mlx_compat import metal_kernel
+from metalbench.runtime import to_numpy
+
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal(256).astype(np.float32)
+
+
+def finding(call, kind):
+    """Run ``call`` expecting a KernelCheckError whose first finding is ``kind``."""
+    with pytest.raises(KernelCheckError) as e:
+        call()
+    err = e.value
+    assert err.findings, str(err)
+    kinds = [f.kind for f in err.findings]
+    assert kind in kinds, (kinds, str(err))
+    assert kind in str(err)
+    return err, next(f for f in err.findings if f.kind == kind)
+
+
+def sim(k, *args, **kw):
+    kw.setdefault("backend", "sim")
+    kw.setdefault("checked", True)
+    return k(*args, **kw)
+
+
+# ------------------------------------------------------------------ DSL: out of bounds
+
+
+@mb.kernel
+def store_past_end(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    if i < x.size:
+        out[i + 1] = x[i]
+
+
+@mb.kernel
+def read_wrong_guard(x, y, out: mb.Out):
+    i = thread_position_in_grid.x
+    if i < x.size:
+        out[i] = x[i] + y[i]
+
+
+def test_dsl_off_by_one_store():
+    err, f = finding(lambda: sim(store_past_end, X, grid=256, threadgroup=64), "out-of-bounds")
+    assert f.buffer == "out" and f.index == [256] and f.threads == [(255, 0, 0)]
+    assert "out[i + 1] = x[i]" in str(err) and "write to" in str(err)
+
+
+def test_dsl_read_guarded_on_wrong_index():
+    y = X[:200]
+    err, f = finding(lambda: sim(read_wrong_guard, X, y, grid=256, threadgroup=64), "out-of-bounds")
+    assert f.buffer == "y" and f.index[0] == 200 and f.threads[0] == (200, 0, 0)
+    assert "out[i] = x[i] + y[i]" in str(err)
+
+
+# ------------------------------------------------------------------ DSL: threadgroup memory
+
+
+@mb.kernel
+def neighbour_no_barrier(x, out: mb.Out, TG: mb.constexpr = 64):
+    tile = threadgroup_array(TG, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    tile[l] = x[i]
+    out[i] = tile[(l + 1) % TG]
+
+
+@mb.kernel
+def neighbour_barrier(x, out: mb.Out, TG: mb.constexpr = 64):
+    tile = threadgroup_array(TG, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    tile[l] = x[i]
+    threadgroup_barrier(mem_threadgroup)
+    out[i] = tile[(l + 1) % TG]
+
+
+@mb.kernel
+def half_written(x, out: mb.Out, TG: mb.constexpr = 64):
+    tile = threadgroup_array(TG, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    if l < TG // 2:
+        tile[l] = x[i]
+    threadgroup_barrier(mem_threadgroup)
+    out[i] = tile[l]
+
+
+@mb.kernel
+def barrier_in_if(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    if l < 16:
+        threadgroup_barrier(mem_threadgroup)
+    out[i] = x[i]
+
+
+@mb.kernel
+def overwrite_in_place(x, out: mb.Out, TG: mb.constexpr = 64):
+    tile = threadgroup_array(TG, float32)
+    l = thread_position_in_threadgroup.x
+    i = thread_position_in_grid.x
+    tile[l] = x[i]
+    threadgroup_barrier(mem_threadgroup)
+    v = tile[TG - 1 - l]
+    tile[l] = v * 2.0
+    threadgroup_barrier(mem_threadgroup)
+    out[i] = tile[l]
+
+
+def test_dsl_neighbour_read_without_barrier_is_a_race():
+    err, f = finding(lambda: sim(neighbour_no_barrier, X, grid=256, threadgroup=64), "data race")
+    assert f.buffer == "tile" and f.space == "threadgroup"
+    assert sorted(f.accesses) == ["read", "write"]
+    text = str(err)
+    assert "tile[l] = x[i]" in text and "out[i] = tile[(l + 1) % TG]" in text
+    assert len(f.threads) == 2 and f.threads[0] != f.threads[1]
+    assert f.count >= 64  # every element of every threadgroup, summarised in one finding
+
+
+def test_dsl_neighbour_with_barrier_is_clean():
+    got = to_numpy(sim(neighbour_barrier, X, grid=256, threadgroup=64))
+    np.testing.assert_array_equal(got, np.roll(X.reshape(4, 64), -1, axis=1).reshape(-1))
+
+
+def test_dsl_write_after_read_in_same_interval_is_a_race():
+    err, f = finding(lambda: sim(overwrite_in_place, X, grid=128, threadgroup=64), "data race")
+    assert f.buffer == "tile"
+    assert "v = tile[TG - 1 - l]" in str(err) and "tile[l] = v * 2.0" in str(err)
+
+
+def test_dsl_half_written_tile_is_an_uninitialised_read():
+    err, f = finding(lambda: sim(half_written, X, grid=128, threadgroup=64), "uninitialised read")
+    assert f.buffer == "tile" and f.index == [32] and f.threads[0] == (32, 0, 0)
+    assert "out[i] = tile[l]" in str(err)
+    assert f.count == 64  # 32 threads in each of 2 threadgroups
+
+
+def test_dsl_barrier_inside_if_on_thread_index():
+    err, f = finding(lambda: sim(barrier_in_if, X, grid=64, threadgroup=32), "divergent barrier")
+    assert "threadgroup_barrier(mem_threadgroup)" in str(err) and f.line is not None
+
+
+# ------------------------------------------------------------------ DSL: device memory races
+
+
+@mb.kernel
+def all_groups_one_element(x, out: mb.Out(shape=(4,), dtype=mb.float32)):
+    i = thread_position_in_grid.x
+    if thread_position_in_threadgroup.x == 0:
+        out[0] = x[i]
+
+
+@mb.kernel
+def group_owned_element(x, out: mb.Out(shape=lambda x, **_: (x.size // 64,), dtype=mb.float32)):
+    i = thread_position_in_grid.x
+    if thread_position_in_threadgroup.x == 0:
+        out[threadgroup_position_in_grid.x] = x[i]
+
+
+@mb.kernel
+def read_other_group(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    out[i] = x[i]
+    if i + 64 < x.size:
+        out[i] = out[i + 64] + 1.0
+
+
+@mb.kernel
+def device_rw_same_group_barrier(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    out[i] = x[i]
+    threadgroup_barrier(mem_device)
+    if l == 0:
+        out[i] = out[i + 1] + 1.0
+
+
+@mb.kernel
+def atomic_and_plain_write(x, out: mb.Out(shape=(2,), dtype=mb.int32)):
+    i = thread_position_in_grid.x
+    atomic_add(out, 0, 1)
+    if i == 70:
+        out[0] = 0
+
+
+def test_dsl_every_threadgroup_writes_the_same_element(monkeypatch):
+    for lanes in (1 << 15, 64):  # one chunk, and one threadgroup per chunk
+        monkeypatch.setattr(simkernel, "CHUNK_LANES", lanes)
+        err, f = finding(lambda: sim(all_groups_one_element, X, grid=256, threadgroup=64), "data race")
+        assert f.buffer == "out" and f.space == "device" and f.index == [0]
+        assert f.accesses == ["write", "write"]
+        assert "different threadgroups" in str(err) and "out[0] = x[i]" in str(err)
+        assert {f.threads[0], f.threads[1]} <= {(0, 0, 0), (64, 0, 0), (128, 0, 0), (192, 0, 0)}
+
+
+def test_dsl_one_element_per_threadgroup_is_clean():
+    got = to_numpy(sim(group_owned_element, X, grid=256, threadgroup=64))
+    np.testing.assert_array_equal(got, X[::64])
+
+
+def test_dsl_read_of_another_groups_output_is_a_race(monkeypatch):
+    for lanes in (1 << 15, 64):
+        monkeypatch.setattr(simkernel, "CHUNK_LANES", lanes)
+        err, f = finding(lambda: sim(read_other_group, X, grid=256, threadgroup=64), "data race")
+        assert f.buffer == "out" and "out[i] = out[i + 64] + 1.0" in str(err)
+
+
+def test_dsl_device_memory_after_a_barrier_in_one_group_is_clean():
+    got = to_numpy(sim(device_rw_same_group_barrier, X[:128], grid=128, threadgroup=64))
+    assert got[0] == X[1] + 1 and got[64] == X[65] + 1
+
+
+def test_dsl_atomic_against_plain_write():
+    err, f = finding(lambda: sim(atomic_and_plain_write, X, grid=128, threadgroup=64,
+                                 init_value=0), "data race")
+    assert sorted(f.accesses) == ["atomic", "write"] and "out[0] = 0" in str(err)
+
+
+def test_dsl_atomics_alone_are_clean():
+    from tests.zoo import histogram
+    xs = RNG.integers(0, 1 << 20, 5000, dtype=np.uint32)
+    got = to_numpy(sim(histogram, xs, grid=5000, threadgroup=256, init_value=0))
+    np.testing.assert_array_equal(got, np.bincount(xs % 16, minlength=16))
+
+
+# ------------------------------------------------------------------ DSL: loops and division
+
+
+@mb.kernel
+def forgot_increment(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    j = 0
+    acc = 0.0
+    while j < 4:
+        acc += x[i]
+    out[i] = acc
+
+
+@mb.kernel
+def divide_by_lane(x, out: mb.Out(shape=lambda x, **_: x.shape, dtype=mb.int32)):
+    i = thread_position_in_grid.x
+    out[i] = 100 // int32(i % 8)
+
+
+@mb.kernel
+def guarded_divide(x, out: mb.Out(shape=lambda x, **_: x.shape, dtype=mb.int32)):
+    i = thread_position_in_grid.x
+    d = int32(i % 8)
+    out[i] = 100 // d if d != 0 else -1
+
+
+def test_dsl_runaway_loop(monkeypatch):
+    monkeypatch.setenv("METALBENCH_MAX_STEPS", "1000")
+    err, f = finding(lambda: sim(forgot_increment, X[:64], grid=64, threadgroup=64), "runaway loop")
+    assert "while j < 4:" in str(err)
+    # unchecked launches stop too (with twice the budget) instead of hanging
+    err, f = finding(lambda: sim(forgot_increment, X[:64], grid=64, threadgroup=64, checked=False),
+                     "runaway loop")
+
+
+def test_dsl_division_by_zero_and_guarded_division():
+    err, f = finding(lambda: sim(divide_by_lane, X[:64], grid=64, threadgroup=32), "division by zero")
+    assert "100 // int32(i % 8)" in str(err) and f.threads[0] == (0, 0, 0) and f.count == 8
+    got = to_numpy(sim(guarded_divide, X[:64], grid=64, threadgroup=32))
+    d = np.arange(64) % 8
+    np.testing.assert_array_equal(got, np.where(d == 0, -1, 100 // np.maximum(d, 1)))
+
+
+def test_several_findings_are_summarised():
+    @mb.kernel
+    def many_bugs(x, out: mb.Out, TG: mb.constexpr = 64):
+        tile = threadgroup_array(TG, float32)
+        i = thread_position_in_grid.x
+        l = thread_position_in_threadgroup.x
+        if l < 8:
+            tile[l] = x[i]
+        out[i] = tile[(l + 1) % TG]
+        out[0] = x[i]
+
+    with pytest.raises(KernelCheckError) as e:
+        sim(many_bugs, X, grid=256, threadgroup=64)
+    kinds = {f.kind for f in e.value.findings}
+    assert {"data race", "uninitialised read"} <= kinds
+    assert len(e.value.findings) >= 3
+
+
+def test_env_variable_turns_checking_on(monkeypatch):
+    monkeypatch.setenv("METALBENCH_CHECKED", "1")
+    with pytest.raises(KernelCheckError, match="data race"):
+        neighbour_no_barrier(X, grid=256, threadgroup=64, backend="sim")
+
+
+# ------------------------------------------------------------------ MSL bodies
+
+
+def msl(src, out_shape=(256,), grid=256, tg=64, inputs=(X,), dtype=mx.float32, **kw):
+    k = metal_kernel(name="bug", input_names=[f"in{j}" for j in range(len(inputs))],
+                     output_names=["out"], source=src)
+    return lambda: k(inputs=[mx.array(a) for a in inputs], grid=(grid, 1, 1), threadgroup=(tg, 1, 1),
+                     output_shapes=[out_shape], output_dtypes=[dtype], backend="sim", checked=True, **kw)
+
+
+def test_msl_off_by_one_store():
+    src = """
+        uint i = thread_position_in_grid.x;
+        if (i < in0_shape[0]) {
+            out[i + 1] = in0[i];
+        }
+    """
+    err, f = finding(msl(src), "out-of-bounds")
+    assert f.buffer == "out" and f.index == [256] and "out[i + 1] = in0[i];" in str(err) and f.line == 4
+
+
+def test_msl_read_guarded_on_wrong_index():
+    src = """
+        uint i = thread_position_in_grid.x;
+        if (i < in0_shape[0]) out[i] = in0[i] + in1[i];
+    """
+    err, f = finding(msl(src, inputs=(X, X[:100])), "out-of-bounds")
+    assert f.buffer == "in1" and f.index[0] == 100 and f.line == 3
+
+
+def test_msl_neighbour_without_barrier():
+    src = """
+        threadgroup float tile[64];
+        uint i = thread_position_in_grid.x;
+        uint l = thread_position_in_threadgroup.x;
+        tile[l] = in0[i];
+        out[i] = tile[(l + 1) % 64];
+    """
+    err, f = finding(msl(src), "data race")
+    assert f.buffer == "tile" and sorted(f.lines) == [5, 6]
+    assert "tile[l] = in0[i];" in str(err) and "out[i] = tile[(l + 1) % 64];" in str(err)
+    ok = src.replace("        out[i]", "        threadgroup_barrier(mem_flags::mem_threadgroup);\n        out[i]")
+    got = np.array(msl(ok)()[0])
+    np.testing.assert_array_equal(got, np.roll(X.reshape(4, 64), -1, axis=1).reshape(-1))
+
+
+def test_msl_half_written_tile():
+    src = """
+        threadgroup float tile[64];
+        uint i = thread_position_in_grid.x;
+        uint l = thread_position_in_threadgroup.x;
+        if (l < 32) tile[l] = in0[i];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        out[i] = tile[l];
+    """
+    err, f = finding(msl(src), "uninitialised read")
+    assert f.buffer == "tile" and f.line == 7 and f.threads[0] == (32, 0, 0)
+
+
+def test_msl_barrier_inside_if():
+    src = """
+        uint i = thread_position_in_grid.x;
+        if (thread_position_in_threadgroup.x < 16) {
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+        }
+        out[i] = in0[i];
+    """
+    err, f = finding(msl(src), "divergent barrier")
+    assert f.line == 4
+
+
+def test_msl_every_threadgroup_writes_the_same_element():
+    src = """
+        uint i = thread_position_in_grid.x;
+        if (thread_position_in_threadgroup.x == 0) out[0] = in0[i];
+    """
+    err, f = finding(msl(src, out_shape=(4,)), "data race")
+    assert f.buffer == "out" and f.index == [0] and f.line == 3
+
+
+def test_msl_last_stats_and_division_by_zero():
+    src = """
+        uint i = thread_position_in_grid.x;
+        int d = int(i % 4);
+        out[i] = 12 / d;
+    """
+    err, f = finding(msl(src, dtype=mx.int32), "division by zero")
+    assert f.line == 4 and "12 / d" in str(err)
