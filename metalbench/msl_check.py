@@ -97,7 +97,7 @@ def _for_clang(text: str) -> str:
 
 def _classify(msg: str) -> str:
     m = msg.lower()
-    if "undeclared identifier" in m or "unknown type name" in m or "no member named" in m \
+    if "undeclared identifier" in m or "unknown type name" in m or "no member named" in m or "is undefined" in m \
             or "undeclared" in m or "not a class, namespace" in m:
         return "name"
     if m.startswith("expected") or "extraneous" in m or "missing" in m and "terminating" in m \

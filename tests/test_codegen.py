@@ -354,3 +354,28 @@ def test_simd_ballot_spelling():
     r = msl.render(KERNELS["simd_all"]())
     assert "static_cast<ulong>(static_cast<simd_vote::vote_t>(simd_ballot(x > 0.5f)))" in r.body
     assert "simd_shuffle_down(static_cast<half>(x), 1u)" in r.body
+
+
+# ----------------------------------------------------------------------------- cuda_check
+
+from metalbench.codegen import cuda_check  # noqa: E402
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_cuda_parses_clean_with_libclang_shim(name):
+    r = cuda.render(KERNELS[name]())
+    diags = cuda_check.check(r, use_nvcc=False)
+    assert diags == [], "\n".join(map(str, diags))
+
+
+@pytest.mark.parametrize("use_nvcc", [False, pytest.param(True, marks=pytest.mark.skipif(
+    shutil.which("nvcc") is None, reason="nvcc not installed"))])
+def test_cuda_check_maps_errors_to_body_and_header(use_nvcc):
+    r = cuda.render(KERNELS["saxpy"]())
+    r.body = r.body.replace("a[0] * x[i]", "a[0] * xx[i]")
+    (d,) = cuda_check.check(r, use_nvcc=use_nvcc)
+    assert (d.where, d.line, d.kind) == ("body", 9, "name") and "xx" in d.message
+    r = cuda.render(KERNELS["math_all"]())
+    r.header = r.header.replace("return x + (y - x) * a;", "return x + (y - x) * aa;")
+    (d,) = cuda_check.check(r, use_nvcc=use_nvcc)
+    assert d.where == "header" and "mb_mix" in r.header.splitlines()[d.line - 1]
