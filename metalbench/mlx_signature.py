@@ -73,10 +73,9 @@ def type_string(dtype) -> str:
         return MLX_TYPE_STRING[dtype]
     if isinstance(dtype, str):
         return MLX_TYPE_STRING[T.lookup(dtype).name]
-    try:
+    if type(dtype).__module__.startswith("mlx"):
         return MLX_TYPE_STRING[T.from_mlx(dtype).name]
-    except Exception:
-        return MLX_TYPE_STRING[T.from_numpy(dtype).name]
+    return MLX_TYPE_STRING[T.from_numpy(dtype).name]
 
 
 @dataclass

@@ -67,7 +67,9 @@ def _includes() -> str:
     if _include_dir is None or not os.path.isdir(_include_dir):
         d = tempfile.mkdtemp(prefix="metalbench_msl_")
         os.makedirs(os.path.join(d, "mlx/backend/metal/kernels"))
-        Path(d, "metal_stdlib").write_text(f'#include "{_SHIM_DIR / "metal_shim.h"}"\n')
+        for h in ("metal_stdlib", "metal_math", "metal_simdgroup", "metal_atomic", "metal_compute",
+                  "metal_integer", "metal_common", "metal_geometric", "metal_relational", "metal_matrix"):
+            Path(d, h).write_text(f'#include "{_SHIM_DIR / "metal_shim.h"}"\n')
         Path(d, "mlx/backend/metal/kernels/utils.h").write_text(
             f'#include "{_SHIM_DIR / "mlx_utils_shim.h"}"\n')
         _include_dir = d
@@ -199,6 +201,33 @@ def _locate(text: str) -> sig.FullSource:
     pre = next((i for i, s in enumerate(lines) if s.startswith("using namespace metal;")), -1)
     hend = k - 1 if k > 0 and lines[k - 1].startswith("template <") else k
     return sig.FullSource(text, "", pre + 2, j + 2, end - (j + 1), header_lines=hend - pre - 1)
+
+
+def check_metal_kernel(name: str, input_names, output_names, source: str, header: str = "", *,
+                       inputs, output_dtypes, template=None, atomic_outputs: bool = False,
+                       first_line: int = 1, header_first_line: int = 1, source_name=None) -> list[Diagnostic]:
+    """:func:`check` with ``mx.fast.metal_kernel``'s own arguments: the names, body and
+    header given to ``metal_kernel`` plus the call's ``inputs`` (arrays: MLX, NumPy, or
+    :class:`mlx_signature.InputSpec`), ``output_dtypes`` and ``template``.
+
+    >>> import numpy as np
+    >>> check_metal_kernel("myexp", ["inp"], ["out"],
+    ...     "uint elem = thread_position_in_grid.x;\\nT tmp = inp[elem];\\nout[elem] = metal::exp(tmp);",
+    ...     inputs=[np.zeros((4, 16), np.float16)], output_dtypes=[np.float16], template=[("T", np.float32)])
+    []
+    """
+    ins = []
+    for n, a in zip(input_names, inputs):
+        if isinstance(a, sig.InputSpec):
+            ins.append(a)
+        elif hasattr(a, "dtype") and hasattr(a, "ndim"):
+            ins.append(sig.InputSpec(n, a.dtype, int(a.ndim), int(a.size)))
+        else:      # a Python scalar: MLX makes a 0-d array of it
+            ins.append(sig.InputSpec(n, "float32" if isinstance(a, float) else "int32", 0, 1))
+    outs = [sig.OutputSpec(n, d) for n, d in zip(output_names, output_dtypes)]
+    return check(body=source, header=header, name=name, inputs=ins, outputs=outs, template=template,
+                 atomic_outputs=atomic_outputs, first_line=first_line, header_first_line=header_first_line,
+                 source_name=source_name)
 
 
 def validate(source=None, **kw) -> None:

@@ -146,3 +146,20 @@ def test_full_source_text_is_accepted_and_mapped():
                            inputs=IN, outputs=OUT, template=[("T", T.float32)])
     (d,) = msl_check.check(full)
     assert (d.where, d.line) == ("body", 2)
+
+
+def test_check_metal_kernel_takes_mlx_arguments():
+    import numpy as np
+    ok = msl_check.check_metal_kernel("myexp", ["inp"], ["out"], EXP, inputs=[np.zeros((4, 16), np.float16)],
+                                      output_dtypes=[np.float16], template=[("T", np.float32)])
+    assert ok == []
+    (d,) = msl_check.check_metal_kernel("k", ["a", "inp"], ["out"], "out[0] = a * inp[1] + b;",
+                                        inputs=[2.0, np.zeros(3, np.float32)], output_dtypes=[np.float32])
+    assert d.kind == "name" and "'b'" in d.message
+
+
+def test_metal_headers_and_qualified_types_accepted():
+    header = "#include <metal_stdlib>\n#include <metal_simdgroup>\nusing namespace metal;\n"
+    body = "metal::half h = 1.0h;\nmetal::float4 v = metal::float4(h);\nout[0] = v.x;\n" \
+           "atomic_thread_fence(mem_flags::mem_device, memory_order_relaxed);"
+    assert check(body, header) == []

@@ -244,4 +244,18 @@ template <class T> T atomic_fetch_sub_explicit(volatile atomic<T>*, typename _mb
   T atomic_fetch_##f##_explicit(volatile atomic<T>*, typename _mb_identity<T>::type, memory_order);
 _MB_ATOMIC_INT(min) _MB_ATOMIC_INT(max) _MB_ATOMIC_INT(and) _MB_ATOMIC_INT(or) _MB_ATOMIC_INT(xor)
 
+void atomic_thread_fence(mem_flags, memory_order);
+
+// Matrices (declared for names and shapes only).
+template <class T, int C, int R> struct mat { vec<T, R> columns[C]; vec<T, R>& operator[](int); };
+#define _MB_MAT(T, NAME) typedef mat<T, 2, 2> NAME##2x2; typedef mat<T, 3, 3> NAME##3x3; \
+  typedef mat<T, 4, 4> NAME##4x4; typedef mat<T, 2, 3> NAME##2x3; typedef mat<T, 2, 4> NAME##2x4; \
+  typedef mat<T, 3, 2> NAME##3x2; typedef mat<T, 3, 4> NAME##3x4; typedef mat<T, 4, 2> NAME##4x2; \
+  typedef mat<T, 4, 3> NAME##4x3;
+_MB_MAT(float, float) _MB_MAT(half, half)
+
+// Scalar type names are usable as metal::half etc.
+using ::half; using ::bfloat; using ::uchar; using ::ushort; using ::uint; using ::ulong;
+using ::int8_t; using ::uint8_t; using ::int16_t; using ::uint16_t; using ::int32_t; using ::uint32_t;
+using ::int64_t; using ::uint64_t; using ::size_t;
 }  // namespace metal
