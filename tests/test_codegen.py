@@ -221,6 +221,14 @@ def test_precedence(build, text):
     assert P().expr(build()) == text
 
 
+def test_compound_assignment_only_for_arithmetic():
+    p = P()
+    assert p.assign_text(ir.Assign(V("s"), bin("+", V("s"), C(2)))) == "s += 2u"
+    assert p.assign_text(ir.Assign(V("s"), bin("<<", V("s"), C(2)))) == "s <<= 2u"
+    assert p.assign_text(ir.Assign(V("q", b), bin("==", V("q", b), V("r", b)))) == "q = q == r"
+    assert p.assign_text(ir.Assign(V("f", f32), bin("%", V("f", f32), C(2.0, f32)))) == "f = metal::fmod(f, 2.0f)"
+
+
 @pytest.mark.parametrize("value", [0.1, 1 / 3, 3.4028234663852886e38, 1e-45, 1.17549435e-38, 16777217.0,
                                    -0.0, 123456.789, 2.0 ** -20])
 def test_float_literals_round_trip(value):

@@ -382,8 +382,9 @@ class CPrinter:
 
     def assign_text(self, s: ir.Assign) -> str:
         v, n = s.value, self.name(s.var.name)
-        if (isinstance(v, ir.BinOp) and isinstance(v.a, ir.Var) and v.a.name == s.var.name
-                and v.type == s.var.type and not (v.op == "%" and T.elem_of(v.type).is_float)):
+        if (isinstance(v, ir.BinOp) and v.op in ir.ARITH_OPS + ir.BIT_OPS and isinstance(v.a, ir.Var)
+                and v.a.name == s.var.name and v.type == s.var.type
+                and not (v.op == "%" and T.elem_of(v.type).is_float)):
             rhs = self.expr(v.b, ASSIGN + 1)
             return f"{n} {v.op}= {rhs}"
         return f"{n} = {self.expr(v, ASSIGN)}"
