@@ -19,6 +19,7 @@ a backend::
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,7 +198,12 @@ class Kernel(KernelBase):
     # -- binding -------------------------------------------------------------------------
     def bind(self, args, kwargs, out=None):
         """Bind call arguments: returns (values by name, specs, output shapes)."""
-        in_params = [p for p, (k, _) in zip(self.params, self.kinds) if k != "out"]
+        # parameter lists are fixed at decoration: computed once, not per launch
+        pk = self.__dict__.get("_param_lists")
+        if pk is None:
+            pk = self._param_lists = ([p for p, (k, _) in zip(self.params, self.kinds) if k != "out"],
+                                      [(p, extra) for p, (k, extra) in zip(self.params, self.kinds) if k == "out"])
+        in_params = pk[0]
         if len(args) > len(in_params):
             raise KernelLaunchError(
                 f"{self.name}() takes {len(in_params)} argument(s) ({', '.join(p.name for p in in_params)}), "
@@ -233,7 +239,7 @@ class Kernel(KernelBase):
             elif runtime.is_array(v):
                 t = _array_type(v, p.name)
                 shape = tuple(int(s) for s in v.shape)
-                if int(np.prod(shape)) == 0:
+                if math.prod(shape) == 0:
                     raise KernelLaunchError(f"argument {p.name!r} is empty (shape {shape})",
                                             hint="kernels need at least one element; skip the launch for empty inputs")
                 specs.append(F.ArgSpec(p.name, "buffer", t, max(1, len(shape))))
@@ -246,7 +252,7 @@ class Kernel(KernelBase):
                     raise KernelLaunchError(f"argument {p.name!r} is a {type(v).__name__}; kernels take arrays "
                                             "(mx.array or NumPy) and numbers", hint="convert it with np.asarray(...)")
                 specs.append(F.ArgSpec(p.name, "scalar", t, 0))
-        outs = [(p, extra) for p, (k, extra) in zip(self.params, self.kinds) if k == "out"]
+        outs = pk[1]
         out_specs = []
         out_overrides = _out_overrides(out, [p.name for p, _ in outs])
         for p, spec in outs:

@@ -166,9 +166,10 @@ class Chunk:
             return self._pos_in_tg()
         if name == "thread_position_in_grid":
             if lg.linear:
-                base = U32(self.g0 * lg.TG)
                 ar = lg.cached(("ar", self.L), lambda: np.arange(self.L, dtype=U32))
-                return (base + ar, U32(0), U32(0))
+                if self.g0 == 0:  # the first chunk's positions are the lane numbers: reused across launches
+                    return (ar, U32(0), U32(0))
+                return (U32(self.g0 * lg.TG) + ar, U32(0), U32(0))
             p = self._pos_in_tg()
             g = self.attr("threadgroup_position_in_grid")
             return tuple(gi * U32(ti) + pi for gi, ti, pi in zip(g, lg.tg, p))

@@ -50,7 +50,8 @@ class Buffer:
         if self.shape is None:
             self.shape = tuple(self.data.shape) if self.data.ndim else (1,)
         flat = self.data.reshape(-1)
-        if self.data.size and not np.shares_memory(flat, self.data):
+        # a C-contiguous array's flat reshape is always a view: skip the costly overlap test
+        if self.data.size and not self.data.flags.c_contiguous and not np.shares_memory(flat, self.data):
             raise KernelLaunchError("sim.Buffer needs contiguous storage (its flat view is written in place)")
         self.data = flat
         if self.strides is None:
@@ -70,6 +71,10 @@ class SimKernel:
     def __init__(self, kernel: ir.KernelIR):
         self.ir = kernel
         self._programs: dict = {}
+        # per-launch constants reused by later launches (a cached launch's overhead):
+        # launch geometry with its lane arrays, and buffer shape/stride metadata
+        self._launches: dict = {}
+        self._metas: dict = {}
         self.program(False, True)  # compile now: errors show at compile time
 
     def program(self, checked: bool, even: bool, linear: bool = False):
@@ -99,12 +104,29 @@ class SimKernel:
                 if isinstance(a, np.ndarray):
                     a = Buffer(a)
                 bufs[p.name] = a.data
-                meta[p.name] = (tuple(np.int32(s) for s in a.shape),
-                                np.asarray(a.strides, np.int64), np.int32(len(a.shape)))
+                mk = (tuple(a.shape), tuple(a.strides))
+                m = self._metas.get(mk)
+                if m is None:
+                    if len(self._metas) > 64:
+                        self._metas.clear()
+                    m = self._metas[mk] = (tuple(np.int32(s) for s in a.shape),
+                                           np.asarray(a.strides, np.int64), np.int32(len(a.shape)))
+                meta[p.name] = m
             else:
                 v = np.asarray(a)
                 scalars[p.name] = v.astype(p.type.np).reshape(-1)[0] if v.size else p.type.np.type(0)
         return bufs, meta, scalars
+
+    def _launch(self, grid, threadgroup, checked):
+        if checked:  # the checker may keep per-launch state: a fresh geometry each time
+            return Launch(grid, threadgroup)
+        key = (tuple(grid), tuple(threadgroup))
+        lg = self._launches.get(key)
+        if lg is None:
+            if len(self._launches) > 16:
+                self._launches.clear()
+            lg = self._launches[key] = Launch(grid, threadgroup)
+        return lg
 
     def run(self, args: dict, grid, threadgroup, checked: bool = False) -> SimStats:
         """Run the kernel over ``grid`` threads in threadgroups of ``threadgroup``.
@@ -115,7 +137,7 @@ class SimKernel:
         ``METALBENCH_CHECKED=1``) and, when checked, on a divergent barrier."""
         t0 = time.perf_counter()
         checked = checked or os.environ.get("METALBENCH_CHECKED", "") not in ("", "0")
-        lg = Launch(grid, threadgroup)
+        lg = self._launch(grid, threadgroup, checked)
         fn, prog = self.program(checked, lg.even, lg.linear and not checked)
         bufs, meta, scalars = self._bind(args)
         per = max(1, CHUNK_LANES // max(1, lg.TG))
