@@ -369,7 +369,7 @@ def _launch_gpu(sp: Specialization, backend: str, inputs: dict, out_specs, grid,
             arrays.append(a)
     extra = getattr(r, "extra_inputs", None)
     if extra:
-        arrays.extend(extra(grid, threadgroup))
+        arrays.extend(extra(grid, threadgroup, [s for _, s, _ in out_specs]))
     return k(inputs=arrays, grid=grid, threadgroup=threadgroup,
              output_shapes=[s for _, s, _ in out_specs], output_dtypes=[T.to_mlx(t) for _, _, t in out_specs],
              init_value=init_value)
