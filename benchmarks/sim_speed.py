@@ -321,51 +321,43 @@ def compile_times(repeat=5):
     return out
 
 
-def launch_overhead(repeat=300):
-    """A cached one-threadgroup launch through ``Kernel.__call__`` (the DSL) and through the
-    Numba layer, minus the kernel body's own execution (the generated chunk function).
-    Returns microseconds: {path: (total, body, overhead)}."""
+def launch_overhead(repeat=400):
+    """A cached one-threadgroup launch through ``Kernel.__call__`` (the DSL), through the
+    Numba layer and through ``SimKernel.run``, minus the kernel body's own execution (the
+    generated chunk function the launch runs). The four are timed in turn, round after
+    round, so that a change in machine load hits them alike. Returns microseconds:
+    {path: (total, body, overhead)} (medians)."""
     from metalbench import cuda
     from metalbench.sim.chunk import Chunk, Launch
     from metalbench.sim.kernel import Buffer
-    ks = dsl_kernels()
-    k = ks["vector_add"]
-    a, b = np.ones(256, np.float32), np.ones(256, np.float32)
+    k = dsl_kernels()["vector_add"]
+    a, b, out = np.ones(256, np.float32), np.ones(256, np.float32), np.zeros(256, np.float32)
     k(a, b, grid=256, threadgroup=256, backend="sim")
     sk = k.specialize(a, b).sim()
+    lg = Launch((256, 1, 1), (256, 1, 1))
+    fn, _ = sk.program(False, lg.even, lg.linear)  # the variant a launch of this shape runs
+    bound = sk._bind({"a": Buffer(a), "b": Buffer(b), "out": Buffer(np.zeros(256, np.float32))})
 
-    def body_time():
-        fn, _ = sk.program(False, True)
-        bufs, meta, scalars = sk._bind({"a": Buffer(a), "b": Buffer(b), "out": Buffer(np.zeros(256, np.float32))})
-        ts = []
-        for _ in range(repeat):
-            lg = Launch((256, 1, 1), (256, 1, 1))
-            c = Chunk(lg, 0, 1)
-            c.bufs, c.meta, c.scalars, c.checker = bufs, meta, scalars, None
-            t0 = time.perf_counter()
-            fn(c)
-            ts.append(time.perf_counter() - t0)
-        return float(np.median(ts))
+    def body():
+        c = Chunk(lg, 0, 1)
+        c.bufs, c.meta, c.scalars = bound
+        c.checker, c.max_steps = None, 1 << 30
+        fn(c)
 
-    def med(f):
-        ts = []
-        for _ in range(repeat):
+    nk = load_kernels(cuda)["vector_add"].configure(backend="sim")
+    nk[1, 256](a, b, out)
+    paths = {"body": body,
+             "Kernel.__call__ (DSL)": lambda: k(a, b, grid=256, threadgroup=256, backend="sim"),
+             "cuda.jit launch (Numba layer)": lambda: nk[1, 256](a, b, out),
+             "SimKernel.run": lambda: sk.run({"a": a, "b": b, "out": out}, (256, 1, 1), (256, 1, 1))}
+    ts = {name: [] for name in paths}
+    for _ in range(repeat):
+        for name, f in paths.items():
             t0 = time.perf_counter()
             f()
-            ts.append(time.perf_counter() - t0)
-        return float(np.median(ts))
-
-    body = body_time()
-    dsl = med(lambda: k(a, b, grid=256, threadgroup=256, backend="sim"))
-    nk = load_kernels(cuda)["vector_add"].configure(backend="sim")
-    out = np.zeros(256, np.float32)
-    nk[1, 256](a, b, out)
-    numba_layer = med(lambda: nk[1, 256](a, b, out))
-    direct = med(lambda: sk.run({"a": a, "b": b, "out": out}, (256, 1, 1), (256, 1, 1)))
-    us = 1e6
-    return {"Kernel.__call__ (DSL)": (dsl * us, body * us, (dsl - body) * us),
-            "cuda.jit launch (Numba layer)": (numba_layer * us, body * us, (numba_layer - body) * us),
-            "SimKernel.run": (direct * us, body * us, (direct - body) * us)}
+            ts[name].append(time.perf_counter() - t0)
+    med = {name: float(np.median(v)) * 1e6 for name, v in ts.items()}
+    return {name: (med[name], med["body"], med[name] - med["body"]) for name in paths if name != "body"}
 
 
 def peak_memory(threads=1 << 24):
@@ -378,7 +370,8 @@ from sim_speed import load_kernels
 from metalbench import cuda
 k = load_kernels(cuda)["vector_add"].configure(backend="sim")
 n = {threads}
-a = np.ones(n, np.float32); b = np.ones(n, np.float32); out = np.zeros(n, np.float32)
+a = np.ones(n, np.float32); b = np.ones(n, np.float32)
+out = np.empty(n, np.float32); out[...] = 0  # touched now: its pages are not the launch's memory
 k[1, 256](a[:256], b[:256], out[:256])
 r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t0 = time.perf_counter()
@@ -386,11 +379,16 @@ k[n // 256, 256](a, b, out)
 dt = time.perf_counter() - t0
 r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 assert (out == 2).all()
-print(r0, r1, dt)
+import tracemalloc  # the launch's own allocations (NumPy reports its buffers to tracemalloc)
+tracemalloc.start()
+k[n // 256, 256](a, b, out)
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+print(r0, r1, dt, peak)
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    r0, r1, dt = r.stdout.split()
-    return {"threads": threads, "inputs_mib": 3 * threads * 4 / 2**20, "rss_before_mib": int(r0) / 1024,
+    r0, r1, dt, peak = r.stdout.split()
+    return {"traced_peak_mib": int(peak) / 2**20, "threads": threads, "arrays_mib": 3 * threads * 4 / 2**20, "rss_before_mib": int(r0) / 1024,
             "rss_peak_mib": int(r1) / 1024, "growth_mib": (int(r1) - int(r0)) / 1024, "seconds": float(dt)}
 
 
@@ -512,9 +510,11 @@ def main():
         print(f"cached one-threadgroup launch via {k}: {tot:.0f} us total, body {body:.0f} us, "
               f"overhead {o:.0f} us")
     pm = peak_memory()
-    print(f"16M-thread vector add (Numba layer): {pm['seconds']:.2f} s, inputs {pm['inputs_mib']:.0f} MiB, "
+    from metalbench.sim.kernel import CHUNK_LANES
+    print(f"16M-thread vector add (Numba layer): {pm['seconds']:.2f} s, arrays (a, b, out) {pm['arrays_mib']:.0f} MiB, "
           f"peak RSS {pm['rss_before_mib']:.0f} -> {pm['rss_peak_mib']:.0f} MiB "
-          f"(+{pm['growth_mib']:.0f} MiB during the launch)")
+          f"(+{pm['growth_mib']:.1f} MiB during the launch; its allocations peak at "
+          f"{pm['traced_peak_mib']:.1f} MiB (tracemalloc); chunks of {CHUNK_LANES} lanes)")
 
 
 if __name__ == "__main__":
