@@ -224,30 +224,91 @@ class _TgState:
         n = data.size
         self.name = name
         self.data = data  # keeps id(data) from being reused while the state lives
-        self.w_t = np.full(n, -1, np.int64)
-        self.w_ep = np.full(n, -1, np.int64)
-        self.w_k = np.zeros(n, np.int32)
+        self.wr = np.full(n, -1, np.int64)     # last writer (lane of the chunk)
+        self.wr_ep = np.full(n, -1, np.int64)  # ... its barrier interval
+        self.wr_k = np.zeros(n, np.int32)
         self.stamp = np.zeros(n, np.int64)
         self.written = np.zeros(n, bool)
+        self.all_written = False               # then reads need no uninitialised check
+        self.wrote = -1                        # the last interval with a write
         self.log = []
+
+
+class _Pool:
+    """Per-element record arrays kept between launches: refilling mapped memory is much
+    cheaper than the page faults of fresh allocations (a device buffer of 1M elements
+    needs several MB of records per launch)."""
+
+    def __init__(self):
+        self.free: dict = {}
+
+    def get(self, n, dtype, fill):
+        lst = self.free.get((n, dtype))
+        a = lst.pop() if lst else np.empty(n, dtype)
+        a.fill(fill)
+        return a
+
+    def put(self, arrays):
+        for a in arrays:
+            lst = self.free.setdefault((a.size, a.dtype.str), [])
+            if len(lst) < 8:
+                lst.append(a)
+
+
+_POOL = _Pool()
 
 
 class _DevState:
-    """Per launch, per device buffer that the kernel may write."""
+    """Per launch, per device buffer that the kernel may write; thread ids are global
+    (threadgroup * TG + index in it), so ``t // TG`` is the threadgroup."""
+
+    _FIELDS = ("own", "own_k", "wr", "wr_ep", "wr_k")
 
     def __init__(self, n):
-        self.w_t = np.full(n, -1, np.int64)    # last non-atomic writer (global thread id)
-        self.w_ep = np.full(n, -1, np.int64)   # ... and its barrier interval
-        self.w_k = np.zeros(n, np.int32)
-        self.stamp = np.zeros(n, np.int64)
-        self.a_t = np.full(n, -1, np.int64)    # first thread that touched the element
-        self.a_k = np.zeros(n, np.int32)
-        self.b_t = np.full(n, -1, np.int64)    # a thread of another threadgroup than a_t's
-        self.b_k = np.zeros(n, np.int32)
-        self.x_t = np.full(n, -1, np.int64)    # some non-atomic writer, ever
-        self.x_k = np.zeros(n, np.int32)
-        self.hit = np.zeros(n, bool)           # a race on it was already reported
-        self.log = []
+        get = _POOL.get
+        self.n = n
+        self.own = get(n, "<i4", -1)     # first thread that touched the element
+        self.own_k = get(n, "<i4", 0)
+        self.wr = get(n, "<i4", -1)      # last non-atomic writer
+        self.wr_ep = get(n, "<i4", -1)   # ... its barrier interval
+        self.wr_k = get(n, "<i4", 0)
+        self._oth = None                 # a thread of another threadgroup than own's (lazy)
+        self._stamp = None
+        self.wrote = -1                  # the last interval with a write
+        self.log = []                    # this interval's reads and atomics
+
+    def _lazy(self):
+        # rarely needed (elements touched by several threadgroups, non-unique stores)
+        self._oth = np.full(self.n, -1, np.int32)
+        self._oth_k = np.zeros(self.n, np.int32)
+        self._hit = np.zeros(self.n, bool)
+
+    @property
+    def oth(self):
+        if self._oth is None:
+            self._lazy()
+        return self._oth
+
+    @property
+    def oth_k(self):
+        if self._oth is None:
+            self._lazy()
+        return self._oth_k
+
+    @property
+    def hit(self):  # a race on the element was already reported
+        if self._oth is None:
+            self._lazy()
+        return self._hit
+
+    @property
+    def stamp(self):
+        if self._stamp is None:
+            self._stamp = np.zeros(self.n, np.int64)
+        return self._stamp
+
+    def release(self):
+        _POOL.put([getattr(self, f) for f in self._FIELDS])
 
 
 class LaunchChecker:
@@ -266,6 +327,11 @@ class LaunchChecker:
         self.tot = np.zeros(4, np.int64)    # device r/w, threadgroup r/w
         self.maxpt = np.zeros(4, np.int64)  # ... the most by one thread
         self.coal = np.zeros(2, np.int64)   # device lane-accesses in contiguous simdgroup runs, all
+        self._ar = None
+        self._sg_cache: dict = {}
+        self._cnt = None
+        self._cnt_dirty = [False] * 4
+        self._gid_buf = None
 
     def chunk(self, c) -> "Checker":
         """The checker of chunk ``c`` (call ``finish`` after running it)."""
@@ -319,6 +385,12 @@ class LaunchChecker:
             return None
         return make_error(self.findings, self.kernel, self.dropped)
 
+    def close(self):
+        """Give the per-element records back for the next launch (call once, at the end)."""
+        for st in self.dev.values():
+            st.release()
+        self.dev = {}
+
     # device-memory records across chunks
     def dev_state(self, name, n):
         st = self.dev.get(name)
@@ -338,33 +410,48 @@ class Checker:
         self.exist = c.exist
         self.base = np.int64(c.g0 * owner.TG)
         self.tg: dict = {}
-        self.cnt = np.zeros((4, self.L), np.int32)
+        # per-lane access counts: masked accesses in ``cnt`` (a buffer shared by the
+        # launch's chunks), unmasked ones as one number per row
+        cnt = owner._cnt
+        if cnt is None or cnt.shape[1] != self.L:
+            cnt = owner._cnt = np.zeros((4, self.L), np.int32)
+            owner._cnt_dirty = [False] * 4
+        for r in range(4):
+            if owner._cnt_dirty[r]:
+                cnt[r].fill(0)
+                owner._cnt_dirty[r] = False
+        self.cnt = cnt
+        self.used = owner._cnt_dirty
+        self.uni = [0] * 4
         self._all = None
+        self._gid = None
         self._sg = None
+        self._contig_cache: dict = {}
         owner.ivl += 1
         self.ep = owner.ivl
 
     # -- helpers
     def _lanes(self, m):
         if m is None:
-            if self._all is None:
-                self._all = np.arange(self.L, dtype=np.int64)
-            return self._all
+            return self._ar64()
         return np.flatnonzero(m)
 
     def _sg_layout(self):
         # per lane: simdgroup start offsets for reduceat, lane index within its simdgroup
         if self._sg is None:
-            t = self.c.t_lane.astype(np.int64)
-            sg = np.repeat(np.arange(self.G, dtype=np.int64), self.TG) * 1_000_000 + t // 32
-            starts = np.flatnonzero(np.r_[True, sg[1:] != sg[:-1]])
-            self._sg = (starts, t % 32)
+            key = (self.G, self.TG)
+            hit = self.o._sg_cache.get(key)
+            if hit is None:
+                t = self.c.t_lane.astype(np.int64)
+                sg = np.repeat(np.arange(self.G, dtype=np.int64), self.TG) * 1_000_000 + t // 32
+                starts = np.flatnonzero(np.r_[True, sg[1:] != sg[:-1]])
+                hit = self.o._sg_cache[key] = (starts, t % 32)
+            self._sg = hit
         return self._sg
 
     def _coalescing(self, addr, m, ln):
         if not isinstance(addr, np.ndarray):
-            n = ln.size
-            self.o.coal += n
+            self.o.coal += self.L if m is None else int(np.count_nonzero(m))
             return
         starts, lsg = self._sg_layout()
         d = addr.astype(np.int64) - lsg
@@ -386,59 +473,76 @@ class Checker:
         self.o.coal[1] += int(act.sum())
 
     # -- hooks
+    def _contig(self, idx):
+        """Whether a full-chunk lane vector of indices is one consecutive run (then
+        bounds, coalescing and uniqueness are O(1)); cached per index array, which the
+        accesses of one chunk often share (``x[i]``, ``y[i]``, ``out[i]``)."""
+        if not isinstance(idx, np.ndarray) or idx.size != self.L or idx.dtype.kind not in "iu":
+            return False
+        hit = self._contig_cache.get(id(idx))
+        if hit is not None and hit[0] is idx:
+            return hit[1]
+        if self.L == 0:
+            ok = False
+        else:
+            lo = int(idx[0])
+            ok = int(idx[-1]) - lo == self.L - 1 and bool(np.array_equal(idx, self._ar64() + lo))
+        self._contig_cache[id(idx)] = (idx, ok)
+        return ok
+
+    def _ar64(self):
+        if self._all is None:
+            ar = self.o._ar
+            if ar is None or ar.size != self.L:
+                ar = self.o._ar = np.arange(self.L, dtype=np.int64)
+            self._all = ar
+        return self._all
+
     def acc(self, k, rel, n, m, data=None, addr=None, name=None, space=None):
         """Bounds-check ``0 <= rel < n`` on the active lanes of ``m``, count the access
         and, given the storage ``data`` and absolute ``addr``, track races and
         uninitialised reads."""
         if m is False:
             return
-        check(rel, n, m, k)
         _, buf, sp, access = self.nodes[k]
         space = space or sp
         name = name or buf
         dev = space in ("device", "constant")
-        row = 0 if dev else 2
+        contig = dev and self._contig(rel)
+        if contig:
+            if (int(rel[0]) < 0 or int(rel[-1]) >= n) and (m is None or m.any()):
+                check(rel, n, m, k)  # raises, with the lanes
+        else:
+            check(rel, n, m, k)
         if space == "thread":
-            row = -1
-        if row >= 0:
-            cnt = self.cnt
-            if access in ("read", "atomic"):
-                if m is None:
-                    cnt[row] += 1
-                else:
-                    cnt[row] += m
-            if access in ("write", "atomic"):
-                if m is None:
-                    cnt[row + 1] += 1
-                else:
-                    cnt[row + 1] += m
-        if data is None or row < 0:
-            if dev:
-                self._coalescing(rel, m, self._lanes(m))
+            return
+        self._count(access, 0 if dev else 2, m)
+        if dev:
+            if contig:
+                self.o.coal += self.L if m is None else int(np.count_nonzero(m))
+            else:
+                self._coalescing(rel if data is None else addr, m, None)
+            if data is None or space != "device" or (self.o.tracked is not None and name not in self.o.tracked):
+                return
+            self._dev_access(name, data, addr, m, k, access, int(addr[0]) if contig else None)
+            return
+        if data is None:
             return
         ln = self._lanes(m)
-        if dev:
-            self._coalescing(addr, m, ln)
-            if space != "device" or (self.o.tracked is not None and name not in self.o.tracked):
-                return
         if isinstance(addr, np.ndarray):
             E = addr.astype(np.int64, copy=False) if m is None else addr[ln].astype(np.int64, copy=False)
         else:
             E = np.full(ln.size, int(addr), np.int64)
-        if dev:
-            st = self.o.dev_state(name, data.size)
-            T = ln + self.base
-        else:
-            st = self.tg.get(id(data))
-            if st is None:
-                st = self.tg[id(data)] = _TgState(data, name)
-            T = ln
+        st = self.tg.get(id(data))
+        if st is None:
+            st = self.tg[id(data)] = _TgState(data, name)
+        T = ln
         if access == "write":
-            self._write(st, E, T, k, name, space, dev, data)
-            if not dev:
+            self._write(st, E, T, k, name, space, False, data)
+            if not st.all_written:
                 st.written[E] = True
         else:
-            if not dev:
+            if not st.all_written:
                 unw = ~st.written[E]
                 if unw.any():
                     j = np.flatnonzero(unw)
@@ -447,14 +551,137 @@ class Checker:
                                T[j] + self.base, [access], int(j.size))
                 if access == "atomic":
                     st.written[E] = True
-                st.log.append((E, T, k))
-        if dev:
-            st.log.append((E, T, k, access == "write"))
+            st.log.append((E, T, k))
+
+    def _count(self, access, row, m):
+        rows = (row,) if access == "read" else (row + 1,) if access == "write" else (row, row + 1)
+        for r in rows:
+            if m is None:
+                self.uni[r] += 1
+            else:
+                self.used[r] = True
+                self.cnt[r] += m
+
+    def acc_lin(self, k, o, n, m, data):
+        """``acc`` for the lane-contiguous device access ``data[o + lane]`` that the
+        program has proved in bounds (``0 <= o``, ``o + lanes <= n``)."""
+        if m is False:
+            return
+        _, name, space, access = self.nodes[k]
+        self._count(access, 0, m)
+        self.o.coal += self.L if m is None else int(np.count_nonzero(m))
+        if space != "device" or (self.o.tracked is not None and name not in self.o.tracked):
+            return
+        self._dev_access(name, data, None, m, k, access, int(o))
+
+    def _dev_access(self, name, data, addr, m, k, access, lo):
+        """Device memory: same-interval conflicts within a threadgroup, and conflicts
+        between threadgroups anywhere in the launch (per-element records). ``lo`` is
+        given when the lanes access ``lo + lane`` (then ``addr`` may be None)."""
+        st = self.o.dev_state(name, data.size)
+        ep = self.ep
+        write = access == "write"
+        contig = lo is not None
+        if contig and m is None:
+            E = slice(lo, lo + self.L)
+            T = self._gids()
+            if bool((st.own[E] < 0).all()):
+                # first touch of distinct elements: nothing to compare with (the common case)
+                st.own[E] = T
+                st.own_k[E] = k
+                if write:
+                    st.wr[E] = T
+                    st.wr_ep[E] = ep
+                    st.wr_k[E] = k
+                    st.wrote = ep
+                else:
+                    st.log.append((np.arange(lo, lo + self.L, dtype=np.int64), T, k))
+                return
+            E = np.arange(lo, lo + self.L, dtype=np.int64)
+            unique = True
+        else:
+            ln = self._lanes(m)
+            if contig:
+                E = ln + lo
+            elif isinstance(addr, np.ndarray):
+                E = addr.astype(np.int64, copy=False) if m is None else addr[ln].astype(np.int64, copy=False)
+            else:
+                E = np.full(ln.size, int(addr), np.int64)
+            T = ln + self.base
+            unique = contig
+        if E.size == 0:
+            return
+        TG = self.TG
+        o = st.own[E]
+        fresh = o < 0
+        if unique and fresh.all():
+            st.own[E] = T
+            st.own_k[E] = k
+        else:
+            if fresh.any():
+                st.own[E[fresh]] = T[fresh]
+                st.own_k[E[fresh]] = k
+                o = st.own[E]
+            other = (o // TG) != (T // TG)
+            if other.any():
+                Eo = E[other]
+                f2 = st.oth[Eo] < 0
+                if f2.any():
+                    st.oth[Eo[f2]] = T[other][f2]
+                    st.oth_k[Eo[f2]] = k
+                if st.wrote >= 0 and not write:  # a write checks all of E below
+                    self._cross(st, name, Eo)
+        if write:
+            wr = st.wr[E]
+            bad = (wr >= 0) & (wr != T) & (st.wr_ep[E] == ep) & (wr // TG == T // TG)
+            if bad.any():
+                self._race(st, E, bad, wr, st.wr_k[E], T, k, "write", "write", name, "device", True, None)
+            if not unique:
+                ar = np.arange(E.size, dtype=np.int64)
+                st.stamp[E] = ar
+                sj = st.stamp[E]
+                dup = (sj != ar) & (T[sj] // TG == T // TG)
+                if dup.any():
+                    self._race(st, E, dup, T[sj], np.full(E.size, k, np.int32), T, k, "write", "write",
+                               name, "device", True, None)
+            st.wr[E] = T
+            st.wr_ep[E] = ep
+            st.wr_k[E] = k
+            st.wrote = ep
+            if st._oth is not None:
+                has_oth = st.oth[E] >= 0
+                if has_oth.any():
+                    self._cross(st, name, E[has_oth])
+        else:
+            st.log.append((E, T, k))
+
+    def _cross(self, st, name, E):
+        """Report elements of ``E`` written by one threadgroup and touched by another."""
+        cand = (st.wr[E] >= 0) & (st.oth[E] >= 0) & ~st.hit[E]
+        if not cand.any():
+            return
+        Ec = np.unique(E[cand])
+        w, wk = st.wr[Ec], st.wr_k[Ec]
+        use_own = (st.own[Ec] // self.TG) != (w // self.TG)
+        ot = np.where(use_own, st.own[Ec], st.oth[Ec])
+        ok = np.where(use_own, st.own_k[Ec], st.oth_k[Ec])
+        acc = np.array([self.nodes[int(x)][3] for x in ok], object)
+        self._race(st, Ec, np.ones(Ec.size, bool), w, wk, ot, ok, "write", acc, name, "device", True, None)
+
+    def _gids(self):
+        if self._gid is None:
+            buf = self.o._gid_buf
+            if buf is None or buf.size != self.L:
+                buf = self.o._gid_buf = np.empty(self.L, np.int64)
+            # reused by the next chunk: nothing keeps it past this chunk's flush
+            self._gid = np.add(self._ar64(), self.base, out=buf)
+        return self._gid
 
     def tg_init(self, data, name):
         """A threadgroup array declared with an initialiser: every element is written."""
         st = self.tg[id(data)] = _TgState(data, name)
         st.written[:] = True
+        st.all_written = True
 
     def acc_ref(self, k, ref, i, m):
         """``acc`` through a device function's buffer parameter (a ``BufRef``)."""
@@ -465,28 +692,28 @@ class Checker:
             self.acc(k, rel, ref.n, m, None, None, ref.name, ref.space)
 
     def _write(self, st, E, T, k, name, space, dev, data):
+        """A threadgroup-memory store: against the interval's last writers, and lanes of
+        the store sharing an element."""
         nE = E.size
         if nE == 0:
             return
-        wt = st.w_t[E]
-        bad = (wt >= 0) & (wt != T)
-        if dev:
-            bad &= (st.w_ep[E] == self.ep) | (wt // self.TG != T // self.TG)
-        else:
-            bad &= st.w_ep[E] == self.ep
-        if bad.any():
-            self._race(st, E, bad, wt, st.w_k[E], T, k, "write", "write", name, space, dev, data)
-        # lanes of this store sharing an element: the scatter keeps the last lane's number
-        ar = np.arange(nE, dtype=np.int64)
+        if st.wrote == self.ep:
+            wt = st.wr[E]
+            bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
+            if bad.any():
+                self._race(st, E, bad, wt, st.wr_k[E], T, k, "write", "write", name, space, dev, data)
+        # the scatter keeps the last lane's number: a lane that lost shares its element
+        ar = self._ar64()[:nE]
         st.stamp[E] = ar
-        s = st.stamp[E]
-        dup = s != ar
+        sj = st.stamp[E]
+        dup = sj != ar
         if dup.any():
-            self._race(st, E, dup, T[s], np.full(nE, k, np.int32), T, k, "write", "write",
+            self._race(st, E, dup, T[sj], np.full(nE, k, np.int32), T, k, "write", "write",
                        name, space, dev, data)
-        st.w_t[E] = T
-        st.w_ep[E] = self.ep
-        st.w_k[E] = k
+        st.wr[E] = T
+        st.wr_ep[E] = self.ep
+        st.wr_k[E] = k
+        st.wrote = self.ep
 
     def _race(self, st, E, bad, t_a, k_a, T, k_b, acc_a, acc_b, name, space, dev, data):
         j = np.flatnonzero(bad)
@@ -512,67 +739,32 @@ class Checker:
                        [ga[f], gb[f]], [acc_a[f], acc_b[f]], int(cnum), same_group=same)
 
     def _flush(self):
-        """End of a barrier interval: reads/atomics against the interval's writers, and
-        device accesses into the launch-wide records."""
+        """End of a barrier interval: the interval's reads and atomics against its last
+        writers (skipped for arrays nobody wrote in the interval)."""
         for st in self.tg.values():
             if st.log:
-                self._flush_reads(st, [x for x in st.log], False, None)
+                if st.wrote == self.ep:
+                    self._flush_reads(st, st.log, False, st.name)
                 st.log = []
+            if not st.all_written:
+                st.all_written = bool(st.written.all())
         for name, st in self.o.dev.items():
             if st.log:
-                reads = [x[:3] for x in st.log if not x[3]]
-                if reads:
-                    self._flush_reads(st, reads, True, name)
-                self._fold_device(st, name)
+                if st.wrote == self.ep:
+                    self._flush_reads(st, st.log, True, name)
                 st.log = []
 
     def _flush_reads(self, st, log, dev, name):
         E = np.concatenate([x[0] for x in log])
         T = np.concatenate([x[1] for x in log])
         K = np.concatenate([np.full(x[0].size, x[2], np.int32) for x in log])
-        wt = st.w_t[E]
-        bad = (wt >= 0) & (wt != T) & (st.w_ep[E] == self.ep)
+        wt = st.wr[E]
+        bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
         if bad.any():
             acc = np.array([self.nodes[k][3] for k in range(len(self.nodes))], object)
             space = "device" if dev else "threadgroup"
-            self._race(st, E, bad, wt, st.w_k[E], T, K, "write", acc[K], name or st.name,
+            self._race(st, E, bad, wt, st.wr_k[E], T, K, "write", acc[K], name,
                        space, dev, st.data if not dev else None)
-
-    def _fold_device(self, st, name):
-        log = st.log
-        E = np.concatenate([x[0] for x in log])
-        T = np.concatenate([x[1] for x in log])
-        K = np.concatenate([np.full(x[0].size, x[2], np.int32) for x in log])
-        W = np.concatenate([np.full(x[0].size, x[3], bool) for x in log])
-        TG = self.TG
-        new = st.a_t[E] < 0
-        if new.any():
-            st.a_t[E[new]] = T[new]
-            st.a_k[E[new]] = K[new]
-        A = st.a_t[E]
-        other = (A // TG) != (T // TG)
-        if other.any():
-            Eo = E[other]
-            fresh = st.b_t[Eo] < 0
-            if fresh.any():
-                st.b_t[Eo[fresh]] = T[other][fresh]
-                st.b_k[Eo[fresh]] = K[other][fresh]
-        if W.any():
-            Ew = E[W]
-            fresh = st.x_t[Ew] < 0
-            if fresh.any():
-                st.x_t[Ew[fresh]] = T[W][fresh]
-                st.x_k[Ew[fresh]] = K[W][fresh]
-        cand = (st.x_t[E] >= 0) & (st.b_t[E] >= 0) & ~st.hit[E]
-        if cand.any():
-            Ec = np.unique(E[cand])
-            w, wk = st.x_t[Ec], st.x_k[Ec]
-            use_a = (st.a_t[Ec] // TG) != (w // TG)
-            ot = np.where(use_a, st.a_t[Ec], st.b_t[Ec])
-            ok = np.where(use_a, st.a_k[Ec], st.b_k[Ec])
-            acc = np.array([self.nodes[int(x)][3] for x in ok], object)
-            self._race(st, Ec, np.ones(Ec.size, bool), w, wk, ot, ok, "write", acc, name,
-                       "device", True, None)
 
     def barrier(self, m, k):
         """Every existing thread of a threadgroup must reach a barrier, or none; a
@@ -611,12 +803,18 @@ class Checker:
     def finish(self):
         """End of the chunk: last interval, statistics."""
         self._flush()
-        if self.exist is None:
-            self.o.tot += self.cnt.sum(axis=1)
-        else:
-            self.o.tot += self.cnt.sum(axis=1)
-        if self.L:
-            np.maximum(self.o.maxpt, self.cnt.max(axis=1), out=self.o.maxpt)
+        if not self.L:
+            return
+        nex = self.L if self.exist is None else int(np.count_nonzero(self.exist))
+        for r in range(4):
+            u = self.uni[r]
+            if self.used[r]:
+                row = self.cnt[r]
+                self.o.tot[r] += int(row.sum()) + u * nex
+                self.o.maxpt[r] = max(int(self.o.maxpt[r]), int(row.max()) + u)
+            elif u:
+                self.o.tot[r] += u * nex
+                self.o.maxpt[r] = max(int(self.o.maxpt[r]), u)
 
 
 __all__ = ["Checker", "LaunchChecker", "DivergentBarrier", "Finding", "OutOfBounds",

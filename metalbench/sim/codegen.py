@@ -113,7 +113,7 @@ class Gen:
         self.even = even
         # 1-D launch: thread_position_in_grid.x is the chunk's first thread + lane, so
         # device accesses at (that + uniform) can be slices instead of gathers/scatters
-        self.lin_on = linear and not checked
+        self.lin_on = linear
         self.lin: dict[str, tuple] = {}  # variable -> (offset name, no-wrap conditions)
         self._lin_pending = None
         self.uses_lin = False
@@ -679,6 +679,13 @@ class Gen:
         else:
             self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m})")
 
+    def _check_lin(self, f, py, size, index, k):
+        # proved contiguous and in bounds: the checker's O(1) path; else the general check
+        if self.checked:
+            ix = self.ex(index)
+            self.emit(f"_ck.acc_lin({k}, {f[0]}, {size}, {self.m}, {py}) if {self._lin_cond(f, size)} "
+                      f"else _ck.acc({k}, {ix}, {size}, {self.m}, {py}, {ix})")
+
     def _index(self, e):
         idx = self.ex(e)
         if self.checked and not idx.isidentifier():
@@ -721,6 +728,7 @@ class Gen:
         if self.lin_on and kind in ("dev", "glob"):
             f = self._lin(e.index)
             if f is not None:
+                self._check_lin(f, py, size, e.index, k)
                 return self.tmp(f"_mem.ld_lin({py}, {f[0]}, _L, {self.m}) if {self._lin_cond(f, size)} "
                                 f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k})")
         if kind == "tg" and not self.checked:
@@ -743,6 +751,7 @@ class Gen:
             if f is not None:
                 idx = self.ex(s.index)
                 v = self._name(self.tuple_or(self.ex(s.value)))
+                self._check_lin(f, py, size, s.index, k)
                 self.emit(f"if {self._lin_cond(f, size)}:")
                 self.emit(f"    _mem.st_lin({py}, {f[0]}, _L, {v}, {self.m})")
                 self.emit("else:")

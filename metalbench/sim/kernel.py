@@ -138,7 +138,7 @@ class SimKernel:
         t0 = time.perf_counter()
         checked = checked or os.environ.get("METALBENCH_CHECKED", "") not in ("", "0")
         lg = self._launch(grid, threadgroup, checked)
-        fn, prog = self.program(checked, lg.even, lg.linear and not checked)
+        fn, prog = self.program(checked, lg.even, lg.linear)
         bufs, meta, scalars = self._bind(args)
         per = max(1, CHUNK_LANES // max(1, lg.TG))
         stats = SimStats(threads=lg.grid[0] * lg.grid[1] * lg.grid[2],
@@ -163,6 +163,7 @@ class SimKernel:
                     raise _with_findings(_runaway_error(self.ir, prog, e, steps), lc) from None
                 stats.chunks += 1
         if checked:
+            lc.close()
             for key, v in lc.stats().items():
                 setattr(stats, key, v)
             err = lc.error()
