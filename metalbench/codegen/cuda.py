@@ -41,6 +41,8 @@ Note: MLX 0.32.4's ``mx.fast.cuda_kernel`` takes ``shared_memory`` and no
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 from .. import builtins as B
@@ -260,10 +262,20 @@ template <class T, class Op> __device__ inline T mb_simd_reduce(T v, Op op) {
 }"""
 
 _SIMD_SCAN = """\
-// SIMD-group prefix scan over the active lanes (in lane order).
+// SIMD-group prefix scan over the active lanes (in lane order); partial warps loop.
 template <class T, class Op> __device__ inline T mb_simd_scan(T v, Op op, T identity, bool inclusive) {
     unsigned m = __activemask();
     unsigned lane = mb_lane();
+    if (m == 0xffffffffu) {     // full warp: Hillis-Steele in five shuffles
+        T x = v;
+        for (unsigned o = 1; o < 32u; o <<= 1) {
+            T y = mb_shfl(x, (int)((lane - o) & 31u), m);
+            if (lane >= o) x = op(y, x);
+        }
+        if (inclusive) return x;
+        T e = mb_shfl(x, (int)((lane - 1u) & 31u), m);
+        return lane == 0u ? identity : e;
+    }
     T acc = identity;
     for (int j = 0; j < 32; ++j) {
         if ((m >> j) & 1u) {
@@ -631,7 +643,7 @@ def render(kernel: ir.KernelIR) -> Rendered:
     items = [(GRID_INPUT, "grid", "")] + p.extra
     extra = ExtraInputs(items, [x.name for x in kernel.outputs])
     return Rendered(
-        name=kernel.name,
+        name=re.sub(r"\W", "_", kernel.name),       # MLX pastes it into an identifier
         body=body,
         header=header,
         input_names=[p.name(x.name) for x in ins] + list(extra),

@@ -20,6 +20,8 @@ plain loads and stores of outputs become ``atomic_load/store_explicit``.
 """
 from __future__ import annotations
 
+import re
+
 from .. import builtins as B
 from .. import ir
 from .. import types as T
@@ -366,7 +368,7 @@ def render(kernel: ir.KernelIR) -> Rendered:
     ins = kernel.inputs
     extra = ExtraInputs(p.extra, [x.name for x in kernel.outputs])
     return Rendered(
-        name=kernel.name,
+        name=re.sub(r"\W", "_", kernel.name),       # MLX pastes it into an identifier
         body=body,
         header=header,
         input_names=[p.name(x.name) for x in ins] + list(extra),
