@@ -349,6 +349,13 @@ def test_metal_rejects_initialised_threadgroup_array():
         msl.render(k)
 
 
+def test_metal_rejects_threadgroup_array_in_device_function():
+    f = ir.Function("f", [], None, [ir.ArrayDecl("t", "threadgroup", f32, (4,))])
+    k = ir.KernelIR("k", [buf("o", out=True)], [ir.ExprStmt(ir.FuncCall("f", [], None))], functions=[f])
+    with pytest.raises(KernelTypeError, match="threadgroup arrays only in the kernel"):
+        msl.render(k)
+
+
 def test_missing_metal_math_gets_helpers():
     r = msl.render(KERNELS["math_all"]())
     for fn in ("mb_erf", "mb_erfc", "mb_log1p", "mb_expm1", "mb_cbrt", "mb_hypot", "mb_lgamma", "mb_tgamma"):

@@ -311,6 +311,10 @@ class MSLPrinter(CPrinter):
         return f"select({self.expr(e.b, ASSIGN)}, {self.expr(e.a, ASSIGN)}, {self.expr(e.cond, ASSIGN)})"
 
     def array_decl(self, s: ir.ArrayDecl) -> str:
+        if s.space == "threadgroup" and self.in_function is not None:
+            raise KernelTypeError("Metal allows threadgroup arrays only in the kernel, not in a device "
+                                  f"function ({self.in_function.name})", s.span,
+                                  hint="declare the array in the kernel and pass it to the function")
         if s.space == "threadgroup":
             if s.init is not None:
                 raise KernelTypeError("threadgroup arrays cannot have initial values in Metal", s.span,
