@@ -23,7 +23,9 @@ MLX's rules, reproduced here:
 - kernel name ``custom_kernel_<name>[_<template hash>]`` then ``_<dtype>`` per
   input (suffix ``s`` for 0-d, ``c`` for constant-space inputs) and per output;
 - with template arguments, ``template <typename T, int N, bool B>`` before the
-  signature and an explicit instantiation ``template [[host_name("...")]] ...``.
+  signature and an explicit instantiation ``template [[host_name("...")]] ...``;
+- ``verbose=True`` prints that text (:func:`verbose_source`); the compiler sees it after
+  MLX's preamble (:func:`full_source`, with our stand-in includes for the preamble).
 
 Example::
 
@@ -251,13 +253,26 @@ def full_source(rendered=None, template: list | None = None, *, inputs=None, nam
 
 
 def build_for(rendered=None, template=None, *, inputs=None, name=None, body=None, header="",
-              outputs=None, atomic_outputs=False) -> FullSource:
+              outputs=None, atomic_outputs=False, preamble: str = PREAMBLE) -> FullSource:
     """Like :func:`full_source` but returns the :class:`FullSource` with line offsets."""
     if rendered is not None:
         ins, outs = specs_from_rendered(rendered, inputs)
         return build(name=rendered.name, body=rendered.body, header=rendered.header, inputs=ins,
-                     outputs=outs, template=template, atomic_outputs=rendered.atomic_outputs)
+                     outputs=outs, template=template, atomic_outputs=rendered.atomic_outputs,
+                     preamble=preamble)
     ins = [s if isinstance(s, InputSpec) else InputSpec(*s) for s in (inputs or [])]
     outs = [s if isinstance(s, OutputSpec) else OutputSpec(*s) for s in (outputs or [])]
     return build(name=name, body=body, header=header, inputs=ins, outputs=outs, template=template,
-                 atomic_outputs=atomic_outputs)
+                 atomic_outputs=atomic_outputs, preamble=preamble)
+
+
+def verbose_source(rendered=None, template: list | None = None, **kw) -> str:
+    """Exactly the text MLX prints for ``verbose=True``: header, signature, body and
+    template instantiation, *without* the preamble (MLX prepends ``metal::utils()``
+    only when it compiles). Arguments as for :func:`full_source`.
+
+    >>> from metalbench import types as T
+    >>> verbose_source(name="k", body="o[0] = 1;", outputs=[OutputSpec("o", T.float32)]).splitlines()[0]
+    '[[kernel]] void custom_kernel_k_float('
+    """
+    return build_for(rendered, template, preamble="", **kw).text

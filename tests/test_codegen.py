@@ -394,3 +394,9 @@ def test_cuda_check_maps_errors_to_body_and_header(use_nvcc):
     r.header = r.header.replace("return x + (y - x) * a;", "return x + (y - x) * aa;")
     (d,) = cuda_check.check(r, use_nvcc=use_nvcc)
     assert d.where == "header" and "mb_mix" in r.header.splitlines()[d.line - 1]
+
+
+def test_verbose_source_is_full_source_without_preamble():
+    r = msl.render(KERNELS["saxpy"]())
+    assert sig.full_source(r) == sig.PREAMBLE + sig.verbose_source(r)
+    assert sig.verbose_source(r).startswith("[[kernel]] void custom_kernel_saxpy_")
