@@ -389,3 +389,60 @@ def test_msl_last_stats_and_division_by_zero():
     """
     err, f = finding(msl(src, dtype=mx.int32), "division by zero")
     assert f.line == 4 and "12 / d" in str(err)
+
+
+# ------------------------------------------------------------------ device functions, partial groups
+
+
+@mb.func
+def put(buf, j, v):
+    buf[j] = v
+
+
+@mb.func
+def get(buf, j):
+    return buf[j]
+
+
+@mb.kernel
+def via_functions(x, out: mb.Out, TG: mb.constexpr = 64):
+    tile = threadgroup_array(TG, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    put(tile, l, x[i])
+    out[i] = get(tile, (l + 1) % TG)
+
+
+@mb.kernel
+def via_functions_device(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    put(out, 0, x[i])
+
+
+def test_races_through_device_function_parameters():
+    err, f = finding(lambda: sim(via_functions, X, grid=128, threadgroup=64), "data race")
+    assert f.buffer == "tile"
+    err, f = finding(lambda: sim(via_functions_device, X, grid=128, threadgroup=64), "data race")
+    assert f.buffer == "out" and f.index == [0]
+
+
+@mb.kernel
+def partial_neighbour(x, out: mb.Out):
+    tile = threadgroup_array(64, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    if i < x.size:
+        tile[l] = x[i]
+    threadgroup_barrier(mem_threadgroup)
+    if i + 1 < x.size:
+        out[i] = tile[l + 1] if l + 1 < 64 else 0.0
+
+
+def test_partial_last_threadgroup():
+    # grid 100 in groups of 64: the last group has 36 threads; reads stay in what they wrote
+    got = to_numpy(sim(partial_neighbour, X[:100], grid=100, threadgroup=64))
+    np.testing.assert_array_equal(got[:63], X[1:64])
+    # a read one past the 36 written elements of the last group is uninitialised
+    err, f = finding(lambda: sim(partial_neighbour, X[:101], grid=100, threadgroup=64),
+                     "uninitialised read")
+    assert f.threads == [(99, 0, 0)] and f.index == [36]

@@ -425,6 +425,7 @@ class Checker:
         self.uni = [0] * 4
         self._all = None
         self._gid = None
+        self._gbl = None
         self._sg = None
         self._contig_cache: dict = {}
         owner.ivl += 1
@@ -622,7 +623,8 @@ class Checker:
                 st.own[E[fresh]] = T[fresh]
                 st.own_k[E[fresh]] = k
                 o = st.own[E]
-            other = (o // TG) != (T // TG)
+            gb = self._group_base(m, ln if not (contig and m is None) else None)
+            other = (o < gb) | (o >= gb + TG)  # o's threadgroup is not the lane's
             if other.any():
                 Eo = E[other]
                 f2 = st.oth[Eo] < 0
@@ -668,6 +670,14 @@ class Checker:
         acc = np.array([self.nodes[int(x)][3] for x in ok], object)
         self._race(st, Ec, np.ones(Ec.size, bool), w, wk, ot, ok, "write", acc, name, "device", True, None)
 
+    def _group_base(self, m, ln):
+        """Per active lane, the global id of its threadgroup's first thread."""
+        gb = self._gbl
+        if gb is None:
+            g = self.c.g_lane
+            gb = self._gbl = g * self.TG + self.base
+        return gb if ln is None or m is None else gb[ln]
+
     def _gids(self):
         if self._gid is None:
             buf = self.o._gid_buf
@@ -702,12 +712,16 @@ class Checker:
             bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
             if bad.any():
                 self._race(st, E, bad, wt, st.wr_k[E], T, k, "write", "write", name, space, dev, data)
-        # the scatter keeps the last lane's number: a lane that lost shares its element
-        ar = self._ar64()[:nE]
-        st.stamp[E] = ar
-        sj = st.stamp[E]
-        dup = sj != ar
-        if dup.any():
+        # increasing addresses (the usual tile[tid] = ...) are distinct; else the scatter
+        # keeps the last lane's number: a lane that lost shares its element
+        if nE > 1 and not bool((E[1:] > E[:-1]).all()):
+            ar = self._ar64()[:nE]
+            st.stamp[E] = ar
+            sj = st.stamp[E]
+            dup = sj != ar
+        else:
+            dup = None
+        if dup is not None and dup.any():
             self._race(st, E, dup, T[sj], np.full(nE, k, np.int32), T, k, "write", "write",
                        name, space, dev, data)
         st.wr[E] = T
