@@ -101,6 +101,6 @@ template <class T> struct numeric_limits { static T infinity(); static T max(); 
 } }
 namespace cooperative_groups {}
 namespace mlx { namespace core { namespace cu {
-using Shape = cuda::std::array<int32_t, 8>;
-using Strides = cuda::std::array<int64_t, 8>;
+using Shape = cuda::std::array<int32_t, 10>;
+using Strides = cuda::std::array<int64_t, 10>;
 } } }

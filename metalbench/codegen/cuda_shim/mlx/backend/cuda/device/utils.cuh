@@ -8,7 +8,7 @@
 #include <cuda/std/limits>
 
 namespace mlx::core::cu {
-#define MAX_NDIM 8
+#define MAX_NDIM 10  // as in MLX 0.32.4 (mlx/backend/cuda/device/config.h)
 using Shape = cuda::std::array<int32_t, MAX_NDIM>;
 using Strides = cuda::std::array<int64_t, MAX_NDIM>;
 }  // namespace mlx::core::cu
