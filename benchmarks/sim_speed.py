@@ -321,6 +321,23 @@ def compile_times(repeat=5):
     return out
 
 
+def full_compile_times(repeat=5):
+    """Median seconds from a fresh ``cuda.jit`` kernel object to its runnable simulator
+    program (source parse, translation to IR for the argument types, program compile)."""
+    from metalbench import cuda
+    out = {}
+    for name in SIZES:
+        args, _, _ = make_args(name, 1 << 12, np.random.default_rng(0))
+        ts = []
+        for _ in range(repeat):
+            k = load_kernels(cuda)[name]  # a new kernel object: nothing cached
+            t0 = time.perf_counter()
+            k.specialize(*args).sim()
+            ts.append(time.perf_counter() - t0)
+        out[name] = float(np.median(ts))
+    return out
+
+
 def launch_overhead(repeat=400):
     """A cached one-threadgroup launch through ``Kernel.__call__`` (the DSL), through the
     Numba layer and through ``SimKernel.run``, minus the kernel body's own execution (the
@@ -335,7 +352,10 @@ def launch_overhead(repeat=400):
     k(a, b, grid=256, threadgroup=256, backend="sim")
     sk = k.specialize(a, b).sim()
     lg = Launch((256, 1, 1), (256, 1, 1))
-    fn, _ = sk.program(False, lg.even, lg.linear)  # the variant a launch of this shape runs
+    try:
+        fn, _ = sk.program(False, lg.even, lg.linear)  # the variant a launch of this shape runs
+    except TypeError:  # simulators before the 1-D variant
+        fn, _ = sk.program(False, lg.even)
     bound = sk._bind({"a": Buffer(a), "b": Buffer(b), "out": Buffer(np.zeros(256, np.float32))})
 
     def body():
@@ -466,7 +486,8 @@ def main():
         threads = SIZES[name][0]
         med, comp, ok = time_launches(ks[name], name, threads, a.repeat)
         dmed, _ = time_dsl(dsl[name], name, threads, a.repeat)
-        row = {"kernel": name, "threads": threads, "numba_layer": threads / med, "dsl": threads / dmed, "ok": ok}
+        row = {"kernel": name, "threads": threads, "numba_layer": threads / med, "dsl": threads / dmed, "ok": ok,
+               "first_launch_extra": comp}
         if nb:
             row["numba_sim"] = nb[name]["rate"]
             row["numba_threads"] = nb[name]["threads"]
@@ -502,6 +523,10 @@ def main():
         return
     print()
     ct = compile_times()
+    ft = full_compile_times()
+    print("compile from source (fresh cuda.jit object: parse, translate to IR, simulator program), median ms: " +
+          ", ".join(f"{k} {v * 1e3:.2f}" for k, v in ft.items()) +
+          f" (target <= 20: {'ok' if max(ft.values()) <= 0.02 else 'MISSED'})")
     print("compile (kernel IR -> runnable simulator program), median ms: " +
           ", ".join(f"{k} {v * 1e3:.2f}" for k, v in ct.items()) +
           f" (target <= 20: {'ok' if max(ct.values()) <= 0.02 else 'MISSED'})")
