@@ -374,10 +374,11 @@ def _launch_gpu(sp: Specialization, backend: str, inputs: dict, out_specs, grid,
     key = ("mlx", backend)
     k = sp.artifacts.get(key)
     if k is None:
-        make = mx.fast.metal_kernel if backend == "metal" else mx.fast.cuda_kernel
-        k = sp.artifacts[key] = make(name=r.name, input_names=r.input_names, output_names=r.output_names,
-                                     source=r.body, header=r.header, ensure_row_contiguous=True,
-                                     atomic_outputs=r.atomic_outputs)
+        common = dict(name=r.name, input_names=r.input_names, output_names=r.output_names,
+                      source=r.body, header=r.header, ensure_row_contiguous=True)
+        # mx.fast.cuda_kernel has no atomic_outputs: CUDA atomics work on plain pointers.
+        k = sp.artifacts[key] = (mx.fast.metal_kernel(**common, atomic_outputs=r.atomic_outputs)
+                                 if backend == "metal" else mx.fast.cuda_kernel(**common))
     arrays = []
     for p in sp.ir.inputs:
         v = inputs[p.name]

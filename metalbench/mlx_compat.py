@@ -232,23 +232,16 @@ class MetalKernel(KernelBase):
             ck = mx.fast.cuda_kernel(name=r.name, input_names=names,
                                      output_names=list(r.output_names), source=r.body,
                                      header=r.header,
-                                     ensure_row_contiguous=self.ensure_row_contiguous,
-                                     atomic_outputs=r.atomic_outputs)
+                                     ensure_row_contiguous=self.ensure_row_contiguous)
             self._cuda_cache[key] = ck
             self._cuda_rendered[key] = r
         by_name = dict(zip(self.input_names, arrays))
         ins = [runtime.to_mlx(by_name[p.name]) for p in kir.inputs]
         r = self._cuda_rendered[key]
         extra = getattr(r, "extra_inputs", None)
-        if callable(extra):
-            ins.extend(extra(grid3, tg3))
-        elif extra:
-            # the printer's launch guard needs the grid as an input (Metal has no such guard
-            # to write: dispatchThreads never runs past the grid)
-            for n in extra:
-                if n != "mb_grid":
-                    raise KernelLaunchError(f"the CUDA printer asks for an unknown extra input {n!r}")
-                ins.append(mx.array(list(grid3), dtype=mx.uint32))
+        if extra:
+            # The launch guard needs the grid (MLX's CUDA launch rounds up to whole blocks).
+            ins.extend(extra(grid3, tg3, list(output_shapes)))
         return ck(inputs=ins, grid=grid3, threadgroup=tg3, output_shapes=output_shapes,
                   output_dtypes=[T.to_mlx(t) for t in out_types], init_value=init_value,
                   stream=stream)
