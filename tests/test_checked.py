@@ -446,3 +446,18 @@ def test_partial_last_threadgroup():
     err, f = finding(lambda: sim(partial_neighbour, X[:101], grid=100, threadgroup=64),
                      "uninitialised read")
     assert f.threads == [(99, 0, 0)] and f.index == [36]
+
+
+def test_simdgroup_barrier_orders_within_a_simdgroup_only():
+    base = """
+        threadgroup float tile[64];
+        uint i = thread_position_in_grid.x;
+        uint l = thread_position_in_threadgroup.x;
+        tile[l] = in0[i];
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        out[i] = tile[NB];
+    """
+    got = np.array(msl(base.replace("NB", "l ^ 1"))()[0])  # a neighbour in the same simdgroup
+    np.testing.assert_array_equal(got, X[np.arange(256) ^ 1])
+    err, f = finding(msl(base.replace("NB", "(l + 32) % 64")), "data race")  # another simdgroup
+    assert f.buffer == "tile" and sorted(f.lines) == [5, 7]

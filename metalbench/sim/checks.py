@@ -227,6 +227,7 @@ class _TgState:
         self.wr = np.full(n, -1, np.int64)     # last writer (lane of the chunk)
         self.wr_ep = np.full(n, -1, np.int64)  # ... its barrier interval
         self.wr_k = np.zeros(n, np.int32)
+        self.wr_sep = np.zeros(n, np.int64)    # ... its simdgroup-barrier interval
         self.stamp = np.zeros(n, np.int64)
         self.written = np.zeros(n, bool)
         self.all_written = False               # then reads need no uninitialised check
@@ -426,6 +427,8 @@ class Checker:
         self._all = None
         self._gid = None
         self._gbl = None
+        self.sep = 0  # simdgroup_barrier count: orders threadgroup memory within a simdgroup
+        self.sep_used = False
         self._sg = None
         self._contig_cache: dict = {}
         owner.ivl += 1
@@ -552,7 +555,7 @@ class Checker:
                                T[j] + self.base, [access], int(j.size))
                 if access == "atomic":
                     st.written[E] = True
-            st.log.append((E, T, k))
+            st.log.append((E, T, k, self.sep))
 
     def _count(self, access, row, m):
         rows = (row,) if access == "read" else (row + 1,) if access == "write" else (row, row + 1)
@@ -710,6 +713,8 @@ class Checker:
         if st.wrote == self.ep:
             wt = st.wr[E]
             bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
+            if self.sep:
+                bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, self.sep)
             if bad.any():
                 self._race(st, E, bad, wt, st.wr_k[E], T, k, "write", "write", name, space, dev, data)
         # increasing addresses (the usual tile[tid] = ...) are distinct; else the scatter
@@ -727,7 +732,16 @@ class Checker:
         st.wr[E] = T
         st.wr_ep[E] = self.ep
         st.wr_k[E] = k
+        if self.sep:
+            st.wr_sep[E] = self.sep
         st.wrote = self.ep
+
+    def _simd_ordered(self, a, sep_a, b, sep_b):
+        """Lane pairs of one simdgroup with a simdgroup_barrier between their accesses
+        (lanes are chunk lanes of one threadgroup; ``a`` may hold -1 for none)."""
+        t = self.c.t_lane
+        a = np.maximum(a, 0)
+        return (t[a] // 32 == t[b] // 32) & (sep_a != sep_b)
 
     def _race(self, st, E, bad, t_a, k_a, T, k_b, acc_a, acc_b, name, space, dev, data):
         j = np.flatnonzero(bad)
@@ -774,6 +788,9 @@ class Checker:
         K = np.concatenate([np.full(x[0].size, x[2], np.int32) for x in log])
         wt = st.wr[E]
         bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
+        if not dev and self.sep_used:
+            S = np.concatenate([np.full(x[0].size, x[3], np.int64) for x in log])
+            bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, S)
         if bad.any():
             acc = np.array([self.nodes[k][3] for k in range(len(self.nodes))], object)
             space = "device" if dev else "threadgroup"
@@ -797,6 +814,13 @@ class Checker:
         self._flush()
         self.o.ivl += 1
         self.ep = self.o.ivl
+
+    def simd_barrier(self, m, k):
+        """A simdgroup_barrier: threadgroup-memory accesses of one simdgroup before it
+        are ordered with those after it (other simdgroups stay unordered)."""
+        if m is not False:
+            self.sep += 1
+            self.sep_used = True
 
     def div(self, a, b, dt, m, k, op):
         """C integer ``/`` or ``%`` (``op``), reporting a zero divisor on an active lane."""

@@ -415,6 +415,9 @@ class Gen:
             if self.checked and s.scope == "threadgroup":
                 k = self.node(s, None, "threadgroup", "barrier")
                 self.emit(f"_ck.barrier({self.m}, {k})")
+            elif self.checked:
+                k = self.node(s, None, "threadgroup", "barrier")
+                self.emit(f"_ck.simd_barrier({self.m}, {k})")
         elif isinstance(s, ir.ExprStmt):
             if isinstance(s.expr, ir.Atomic):
                 self.atomic(s.expr, used=False)
