@@ -89,3 +89,26 @@ def test_loop_invariant_index_math_and_tile_fold():
         ref += (row_sums.transpose(0, 2, 1)[:, :, None, :] - 0.5 * row_sums.transpose(0, 2, 1)[:, :, :, None]) \
             .transpose(0, 2, 1, 3).reshape(32, 48)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@mb.kernel
+def div_in_loop(x, n: int, d: int, out: mb.Out):
+    i = thread_position_in_grid.x
+    acc = 0
+    for j in range(n):
+        if i > 3:
+            acc += (int(i) + n) // d
+    out[i] = float(acc) + x[i]
+
+
+def test_checked_launch_keeps_loop_code_in_the_loop():
+    # invariant code is not moved out of loops when checked: a division by zero in a loop
+    # that never runs is no finding
+    x = np.zeros(64, np.float32)
+    np.testing.assert_array_equal(np.asarray(div_in_loop(x, 0, 0, grid=64, threadgroup=32, backend="sim",
+                                                         checked=True)), 0)
+    i = np.arange(64)
+    want = np.where(i > 3, 3 * ((i + 3) // 2), 0).astype(np.float32)
+    for chk in (True, False):
+        got = np.asarray(div_in_loop(x, 3, 2, grid=64, threadgroup=32, backend="sim", checked=chk))
+        np.testing.assert_array_equal(got, want)

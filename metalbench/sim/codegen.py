@@ -819,7 +819,9 @@ class Gen:
         meth = getattr(self, "ex_" + type(e).__name__, None)
         if meth is None:
             raise NotImplementedError(f"simulator: expression {type(e).__name__}")
-        if self.hoists and not self._hoisting and isinstance(e, _HOISTABLE):
+        # not when checked: checks of hoisted code (a division) would run, and report,
+        # where the loop does not
+        if self.hoists and not self._hoisting and not self.checked and isinstance(e, _HOISTABLE):
             h = self._invariant_ctx(e)
             if h is not None:
                 return self._hoist(h, lambda: meth(e))
