@@ -246,7 +246,8 @@ class _Pool:
     def get(self, n, dtype, fill):
         lst = self.free.get((n, dtype))
         a = lst.pop() if lst else np.empty(n, dtype)
-        a.fill(fill)
+        if fill is not None:
+            a.fill(fill)
         return a
 
     def put(self, arrays):
@@ -268,11 +269,12 @@ class _DevState:
     def __init__(self, n):
         get = _POOL.get
         self.n = n
+        # only own and wr need clearing: the others are read where those are set
         self.own = get(n, "<i4", -1)     # first thread that touched the element
-        self.own_k = get(n, "<i4", 0)
+        self.own_k = get(n, "<i4", None)
         self.wr = get(n, "<i4", -1)      # last non-atomic writer
-        self.wr_ep = get(n, "<i4", -1)   # ... its barrier interval
-        self.wr_k = get(n, "<i4", 0)
+        self.wr_ep = get(n, "<i4", None)  # ... its barrier interval
+        self.wr_k = get(n, "<i4", None)
         self._oth = None                 # a thread of another threadgroup than own's (lazy)
         self._stamp = None
         self.wrote = -1                  # the last interval with a write
@@ -589,7 +591,7 @@ class Checker:
         if contig and m is None:
             E = slice(lo, lo + self.L)
             T = self._gids()
-            if bool((st.own[E] < 0).all()):
+            if int(st.own[E].max()) < 0:
                 # first touch of distinct elements: nothing to compare with (the common case)
                 st.own[E] = T
                 st.own_k[E] = k
@@ -685,9 +687,11 @@ class Checker:
         if self._gid is None:
             buf = self.o._gid_buf
             if buf is None or buf.size != self.L:
-                buf = self.o._gid_buf = np.empty(self.L, np.int64)
-            # reused by the next chunk: nothing keeps it past this chunk's flush
-            self._gid = np.add(self._ar64(), self.base, out=buf)
+                buf = self.o._gid_buf = np.empty(self.L, np.int32)
+                self.o._ar32 = np.arange(self.L, dtype=np.int32)
+            # int32 like the records (a plain copy into them); reused by the next chunk:
+            # nothing keeps it past this chunk's flush
+            self._gid = np.add(self.o._ar32, np.int32(self.base), out=buf)
         return self._gid
 
     def tg_init(self, data, name):
