@@ -1,4 +1,6 @@
 """Every zoo kernel on the simulator against its NumPy reference, on random data."""
+import os
+
 import numpy as np
 import pytest
 
@@ -31,7 +33,7 @@ def assert_matches(got, want, c):
 def test_zoo_on_sim(c, seed):
     rng = np.random.default_rng(seed)
     args = c.make_args(rng)
-    _, got = run_case(c, "sim", seed)
+    _, got = run_case(c, os.environ.get("METALBENCH_TEST_BACKEND", "sim"), seed)
     assert_matches(got, c.ref(*args), c)
 
 

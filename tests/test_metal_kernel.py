@@ -1,5 +1,7 @@
 """mb.metal_kernel on the simulator vs NumPy on random data: GPU puzzles as MSL bodies,
 MLX's documented custom-kernel examples, header helpers, scalar inputs."""
+import os
+
 import mlx.core as mx
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ from metalbench.mlx_compat import metal_kernel
 pytestmark = pytest.mark.skipif(not hasattr(_sim, "compile_kernel"), reason="simulator not built yet")
 
 RNG = np.random.default_rng(0)
+# METALBENCH_TEST_BACKEND=cuda runs these kernels on the GPU (the device run of issue 7).
+BACKEND = os.environ.get("METALBENCH_TEST_BACKEND", "sim")
 
 
 def rand(*shape, dtype=np.float32):
@@ -22,7 +26,7 @@ def run(src, ins, outs, grid, tg, inputs, header="", template=None, **kw):
                      header=header, **{x: kw.pop(x) for x in list(kw) if x in ("ensure_row_contiguous", "atomic_outputs")})
     res = k(inputs=inputs, template=template, grid=grid, threadgroup=tg,
             output_shapes=[o[1] for o in outs], output_dtypes=[o[2] for o in outs],
-            backend="sim", **kw)
+            backend=BACKEND, **kw)
     return [np.array(r) for r in res]
 
 
@@ -268,7 +272,7 @@ def test_mlx_doc_exp(dtype):
     a = mx.random.normal(shape=(4, 16)).astype(dtype)
     k = metal_kernel(name="myexp", input_names=["inp"], output_names=["out"], source=EXP)
     (b,) = k(inputs=[a], template=[("T", mx.float32)], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
-             output_shapes=[a.shape], output_dtypes=[a.dtype], backend="sim")
+             output_shapes=[a.shape], output_dtypes=[a.dtype], backend=BACKEND)
     assert b.dtype == dtype
     assert mx.allclose(b, mx.exp(a), rtol=1e-3, atol=1e-3).item()
 
@@ -290,7 +294,7 @@ def test_mlx_doc_exp_strided(view):
     k = metal_kernel(name="myexp_strided", input_names=["inp"], output_names=["out"],
                      source=EXP_STRIDED, ensure_row_contiguous=False)
     (b,) = k(inputs=[a], template=[("T", mx.float32)], grid=(a.size, 1, 1), threadgroup=(256, 1, 1),
-             output_shapes=[a.shape], output_dtypes=[a.dtype], backend="sim")
+             output_shapes=[a.shape], output_dtypes=[a.dtype], backend=BACKEND)
     assert mx.allclose(b, mx.exp(a), rtol=1e-3, atol=1e-3).item()
 
 
@@ -300,11 +304,11 @@ def test_strided_input_keeps_its_strides():
     k = metal_kernel(name="s", input_names=["inp"], output_names=["out"], source=src,
                      ensure_row_contiguous=False)
     (b,) = k(inputs=[a], grid=(2, 1, 1), threadgroup=(2, 1, 1), output_shapes=[(2,)],
-             output_dtypes=[mx.float32], backend="sim")
+             output_dtypes=[mx.float32], backend=BACKEND)
     assert b.tolist() == [1.0, 4.0]
     k2 = metal_kernel(name="s", input_names=["inp"], output_names=["out"], source=src)
     (c,) = k2(inputs=[a], grid=(2, 1, 1), threadgroup=(2, 1, 1), output_shapes=[(2,)],
-              output_dtypes=[mx.float32], backend="sim")
+              output_dtypes=[mx.float32], backend=BACKEND)
     assert c.tolist() == [3.0, 1.0]
 
 
@@ -515,7 +519,7 @@ def test_mlx_doc_grid_sample():
     out_shape = (B, grid.shape[1], grid.shape[2], C)
     (o,) = k(inputs=[mx.array(x), mx.array(grid)], template=[("T", mx.float32)],
              output_shapes=[out_shape], output_dtypes=[mx.float32],
-             grid=(int(np.prod(out_shape)), 1, 1), threadgroup=(256, 1, 1), backend="sim")
+             grid=(int(np.prod(out_shape)), 1, 1), threadgroup=(256, 1, 1), backend=BACKEND)
     np.testing.assert_allclose(np.array(o), grid_sample_ref(x, grid), rtol=1e-4, atol=1e-5)
 
 
@@ -531,7 +535,7 @@ def test_mlx_doc_grid_sample_vjp_atomic_simd_sum():
     xg, gg = k(inputs=[mx.array(x), mx.array(grid), mx.array(cot)], template=[("T", mx.float32)],
                output_shapes=[x.shape, grid.shape], output_dtypes=[mx.float32, mx.float32],
                grid=(B * gN * gM * C_padded, 1, 1), threadgroup=(256, 1, 1), init_value=0,
-               backend="sim")
+               backend=BACKEND)
     rx, rg = grid_sample_vjp_ref(x, grid, cot)
     np.testing.assert_allclose(np.array(xg), rx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.array(gg), rg, rtol=1e-4, atol=1e-4)

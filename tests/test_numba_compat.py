@@ -6,6 +6,8 @@ under Numba 0.68's own CUDA simulator (NUMBA_ENABLE_CUDASIM=1, `from numba impor
 except the warp functions, which Numba's simulator does not implement."""
 import math
 
+import os
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,8 @@ pytest.importorskip("metalbench.sim")
 
 @pytest.fixture(autouse=True)
 def _sim_backend():
-    cuda.set_backend("sim")
+    # METALBENCH_TEST_BACKEND=cuda runs these ports on the GPU (the device run of issue 7).
+    cuda.set_backend(os.environ.get("METALBENCH_TEST_BACKEND", "sim"))
     yield
     cuda.set_backend(None)
 
