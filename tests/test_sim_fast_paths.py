@@ -112,3 +112,47 @@ def test_checked_launch_keeps_loop_code_in_the_loop():
     for chk in (True, False):
         got = np.asarray(div_in_loop(x, 3, 2, grid=64, threadgroup=32, backend="sim", checked=chk))
         np.testing.assert_array_equal(got, want)
+
+
+@mb.kernel
+def tree_sum(x, out: mb.Out(shape=lambda x: x.size // 128)):
+    sh = threadgroup_array(128, float32)
+    tid = thread_position_in_threadgroup.x
+    sh[tid] = x[thread_position_in_grid.x]
+    threadgroup_barrier()
+    s = uint32(64)
+    while s > 0:
+        if tid < s:
+            sh[tid] += sh[tid + s]  # slices of the threadgroup array, the tail inactive
+        threadgroup_barrier()
+        s //= 2
+    if tid == 0:
+        out[thread_position_in_grid.x // 128] = sh[0]
+
+
+@mb.kernel
+def past_the_tile(x, out: mb.Out, off: int):
+    sh = threadgroup_array(64, float32)
+    tid = thread_position_in_threadgroup.x
+    sh[tid] = x[tid]
+    threadgroup_barrier()
+    acc = 0.0
+    for r in range(2):
+        if tid < 40:
+            acc += sh[tid + off]
+    out[tid] = acc
+
+
+def test_threadgroup_slices_with_inactive_tail():
+    x = np.random.default_rng(3).standard_normal(128 * 40).astype(np.float32)
+    got = np.asarray(tree_sum(x, grid=x.size, threadgroup=128, backend="sim"))
+    np.testing.assert_allclose(got, x.reshape(-1, 128).sum(1), rtol=1e-5, atol=1e-5)
+    x = np.arange(64, dtype=np.float32)
+    got = np.asarray(past_the_tile(x, 24, grid=64, threadgroup=64, backend="sim"))
+    np.testing.assert_array_equal(got, np.where(np.arange(64) < 40, 2 * (np.arange(64) + 24), 0))
+
+
+def test_threadgroup_read_past_the_array_still_raises():
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(KernelCheckError, match="out-of-bounds"):
+        past_the_tile(x, 30, grid=64, threadgroup=64, backend="sim")

@@ -701,11 +701,15 @@ class Gen:
         invariant, ``s`` uniform) becomes one add on a precomputed ``_gb + A`` when
         ``A + s`` provably does not wrap (else the exact wrapped form)."""
         gb = f"_gb{size}"
+        # returns (address, o): o an expression for an int (or None) such that the
+        # addresses are o + lane (found once per loop entry): the access can be a slice
         if not self.hoists or self.checked or self._hoisting:
-            return f"{gb} + {self.ex(e)}"
+            return f"{gb} + {self.ex(e)}", None
         h = self._invariant_ctx(e)
         if h is not None:
-            return self._hoist(h, lambda: f"{gb} + {self.ex(e)}")
+            hv = self._hoist(h, lambda: f"{gb} + {self.ex(e)}")
+            hc = self._hoist(h, lambda: f"_rt.contig({hv})")
+            return hv, hc
         t = e.type
         if isinstance(e, ir.BinOp) and e.op in ("+", "-") and isinstance(t, T.ScalarType) and t.is_int \
                 and e.a.type == t and e.b.type == t:
@@ -717,13 +721,15 @@ class Gen:
                 an = self._hoist(ha, lambda: self.ex(a))
                 gv = self._hoist(ha, lambda: f"{gb} + {an}")
                 sp = self._hoist(ha, lambda: f"_rt.span({an})")
+                gc = self._hoist(ha, lambda: f"_rt.contig({gv})")
                 info = np.iinfo(t.np)
                 s = self.tmp(f"int({self.ex(b)})", "s")
                 if e.op == "-":
                     s = self.tmp(f"-{s}", "s")
-                return self.tmp(f"({gv} + {s}) if {info.min} <= {sp}[0] + {s} and {sp}[1] + {s} <= {info.max} "
-                                f"else {gb} + {self.ex(e)}", "x")
-        return f"{gb} + {self.ex(e)}"
+                ok = self.tmp(f"{info.min} <= {sp}[0] + {s} and {sp}[1] + {s} <= {info.max}", "ok")
+                return (f"(({gv} + {s}) if {ok} else {gb} + {self.ex(e)})",
+                        f"(({gc} + {s}) if {ok} and {gc} is not None else None)")
+        return f"{gb} + {self.ex(e)}", None
 
     def load(self, e):
         kind, py, size, space, _ = self._buf(e.buf)
@@ -735,7 +741,10 @@ class Gen:
                 return self.tmp(f"_mem.ld_lin({py}, {f[0]}, _L, {self.m}) if {self._lin_cond(f, size)} "
                                 f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k})")
         if kind == "tg" and not self.checked:
-            return self.tmp(f"_mem.ld({py}, {self._tg_addr(e.index, size)}, {self.m}, {k})")
+            addr, o = self._tg_addr(e.index, size)
+            if o is None:
+                return self.tmp(f"_mem.ld({py}, {addr}, {self.m}, {k})")
+            return self.tmp(f"_mem.ld_seg({py}, {o}, _L, {self.m}, {k}, lambda: {addr})")
         idx = self._index(e.index)
         self._check(kind, py, size, idx, k)
         if kind in ("dev", "glob"):
@@ -761,8 +770,12 @@ class Gen:
                 self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k})")
                 return
         if kind == "tg" and not self.checked:
-            addr = self._tg_addr(s.index, size)
-            self.emit(f"_mem.st({py}, {addr}, {self.ex(s.value)}, {self.m}, {k})")
+            addr, o = self._tg_addr(s.index, size)
+            if o is None:
+                self.emit(f"_mem.st({py}, {addr}, {self.ex(s.value)}, {self.m}, {k})")
+                return
+            v = self.tuple_or(self.ex(s.value))
+            self.emit(f"_mem.st_seg({py}, {o}, _L, {v}, {self.m}, {k}, lambda: {addr})")
             return
         idx = self._index(s.index)
         v = self.ex(s.value)

@@ -107,6 +107,41 @@ def st_lin(data, o, n, val, m):
         np.copyto(data[o:o + n], val, where=m, casting="unsafe")
 
 
+def ld_seg(data, o, n, m, k, addr):
+    """``ld(data, addr(), m, k)`` where the addresses are known to be ``o .. o+n-1`` (``o``
+    None: unknown): a slice when the active lanes' part is in bounds (lanes past the end
+    must then be inactive), else the gather, which reports out-of-bounds lanes."""
+    if o is not None and o >= 0 and m is not False:
+        w = min(n, data.size - o)
+        if w == n:
+            seg = data[o:o + n]
+            return seg.copy() if m is None else np.where(m, seg, data[0])
+        if m is not None and w > 0 and not m[w:].any():
+            r = np.empty(n, data.dtype)
+            r[:w] = np.where(m[:w], data[o:o + w], data[0])
+            r[w:] = data[0]
+            return r
+    return ld(data, addr(), m, k)
+
+
+def st_seg(data, o, n, val, m, k, addr):
+    """``st(data, addr(), val, m, k)`` where the addresses are known to be ``o .. o+n-1``
+    (``o`` None: unknown): a slice store when the active lanes' part is in bounds."""
+    if o is not None and o >= 0 and m is not False:
+        w = min(n, data.size - o)
+        if w == n:
+            if m is None:
+                data[o:o + n] = val
+            else:
+                np.copyto(data[o:o + n], val, where=m, casting="unsafe")
+            return
+        if m is not None and w > 0 and not m[w:].any():
+            np.copyto(data[o:o + w], val[:w] if isinstance(val, np.ndarray) else val, where=m[:w],
+                      casting="unsafe")
+            return
+    st(data, addr(), val, m, k)
+
+
 def ld_loc(arr, idx, m, lane, k):
     """Load element ``idx`` of a thread-local array stored as ``(size, lanes)``."""
     if m is False:

@@ -94,6 +94,17 @@ def span(v):
     return (int(v), int(v))
 
 
+def contig(v):
+    """``o`` when the integer lane vector ``v`` is ``o, o+1, o+2, ...`` (an access at ``v``
+    is then a slice), else None. Run once per loop entry on invariant addresses."""
+    if not isinstance(v, np.ndarray) or v.ndim != 1 or v.size == 0 or v.dtype.kind not in "iu":
+        return None
+    o = int(v[0])
+    if v.size > 1 and not (int(v[-1]) - o == v.size - 1 and bool((v[1:] - v[:-1] == 1).all())):
+        return None
+    return o
+
+
 def count(m, n: int) -> int:
     """Number of active lanes of ``m`` in a chunk of ``n`` lanes."""
     if m is None:
