@@ -461,3 +461,52 @@ def test_simdgroup_barrier_orders_within_a_simdgroup_only():
     np.testing.assert_array_equal(got, X[np.arange(256) ^ 1])
     err, f = finding(msl(base.replace("NB", "(l + 32) % 64")), "data race")  # another simdgroup
     assert f.buffer == "tile" and sorted(f.lines) == [5, 7]
+
+
+# ------------------------------------------------------------------ bounds in every address space
+
+
+@mb.kernel
+def tg_past_end(x, out: mb.Out):
+    tile = threadgroup_array(32, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    tile[l] = x[i]
+    threadgroup_barrier(mem_threadgroup)
+    out[i] = tile[l]
+
+
+@mb.kernel
+def local_past_end(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    acc = local_array((4,), float32)
+    for j in range(4):
+        acc[j] = x[i]
+    out[i] = acc[i % 5]
+
+
+def test_out_of_bounds_in_threadgroup_and_local_arrays():
+    err, f = finding(lambda: sim(tg_past_end, X[:64], grid=64, threadgroup=64), "out-of-bounds")
+    assert f.buffer == "tile" and f.space == "threadgroup" and f.index[0] == 32
+    assert f.threads[0] == (32, 0, 0) and "tile[l] = x[i]" in str(err)
+    err, f = finding(lambda: sim(local_past_end, X[:64], grid=64, threadgroup=32), "out-of-bounds")
+    assert f.buffer == "acc" and f.space == "thread" and f.index[0] == 4
+    assert f.threads[0] == (4, 0, 0) and "out[i] = acc[i % 5]" in str(err)
+
+
+def test_msl_out_of_bounds_in_threadgroup_and_local_arrays():
+    src = """
+        threadgroup float tile[32];
+        uint l = thread_position_in_threadgroup.x;
+        tile[l] = in0[thread_position_in_grid.x];
+    """
+    err, f = finding(msl(src, grid=64, tg=64), "out-of-bounds")
+    assert f.buffer == "tile" and f.line == 4 and f.index[0] == 32
+    src = """
+        float acc[4];
+        uint i = thread_position_in_grid.x;
+        for (int j = 0; j < 4; j++) acc[j] = in0[i];
+        out[i] = acc[i % 5];
+    """
+    err, f = finding(msl(src, grid=64, tg=32), "out-of-bounds")
+    assert f.buffer == "acc" and f.line == 5 and f.threads[0] == (4, 0, 0)

@@ -139,7 +139,7 @@ def _describe_head(f: Finding) -> str:
     thr = ", ".join(map(str, f.threads[:4]))
     if f.kind == "data race":
         (ta, tb), (aa, ab) = f.threads[:2], f.accesses[:2]
-        la, lb = f.lines[:2]
+        la, lb = (ln if ln is not None else "?" for ln in f.lines[:2])
         when = ("in the same barrier interval" if f.extra.get("same_group", True)
                 else "from different threadgroups (no barrier orders them)")
         return (f"data race on {_space_word(f.space)} {f.buffer!r} at index {f.index[0]}{k}: "
@@ -163,7 +163,7 @@ def _describe_head(f: Finding) -> str:
         idx = f.index[0] if len(set(f.index)) == 1 else f.index
         size = f" (size {f.size})" if f.size is not None else ""
         more = f" and {f.count - len(f.threads)} more" if f.count > len(f.threads) else ""
-        return (f"out-of-bounds {what} {f.space} buffer {f.buffer!r} at index {idx}{size}{k}, "
+        return (f"out-of-bounds {what} {_space_word(f.space)} {f.buffer!r} at index {idx}{size}{k}, "
                 f"by thread(s) at thread_position_in_grid {thr}{more}")
     return f"{f.kind}{k}"
 
