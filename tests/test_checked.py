@@ -510,3 +510,68 @@ def test_msl_out_of_bounds_in_threadgroup_and_local_arrays():
     """
     err, f = finding(msl(src, grid=64, tg=32), "out-of-bounds")
     assert f.buffer == "acc" and f.line == 5 and f.threads[0] == (4, 0, 0)
+
+
+# ------------------------------------------------------------------ correct patterns stay clean
+
+
+@mb.kernel
+def tg_histogram(x, hist: mb.Out(shape=(16,), dtype=mb.int32)):
+    h = threadgroup_array(16, int32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    if l < 16:
+        h[l] = 0
+    threadgroup_barrier(mem_threadgroup)
+    if i < x.size:
+        atomic_add(h, x[i] % 16, 1)
+    threadgroup_barrier(mem_threadgroup)
+    if l < 16:
+        atomic_add(hist, l, h[l])
+
+
+@mb.kernel
+def scan(x, out: mb.Out, TG: mb.constexpr = 64):
+    buf = threadgroup_array(TG, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    buf[l] = x[i]
+    threadgroup_barrier(mem_threadgroup)
+    off = 1
+    while off < TG:
+        v = buf[l - off] if l >= off else 0.0
+        threadgroup_barrier(mem_threadgroup)
+        buf[l] += v
+        threadgroup_barrier(mem_threadgroup)
+        off *= 2
+    out[i] = buf[l]
+
+
+def test_correct_patterns_have_no_findings():
+    xs = RNG.integers(0, 1000, 1000, dtype=np.uint32)
+    got = to_numpy(sim(tg_histogram, xs, grid=1024, threadgroup=128, init_value=0))
+    np.testing.assert_array_equal(got, np.bincount(xs % 16, minlength=16))
+    got = to_numpy(sim(scan, X, grid=256, threadgroup=64))
+    np.testing.assert_allclose(got, np.cumsum(X.reshape(4, 64), axis=1).reshape(-1), rtol=1e-5, atol=1e-5)
+    s = scan.last_stats
+    assert s.max_threadgroup_writes_per_thread == 7 and s.threadgroup_reads > 0
+
+
+def test_scan_without_the_middle_barrier_races():
+    @mb.kernel
+    def scan_bad(x, out: mb.Out, TG: mb.constexpr = 64):
+        buf = threadgroup_array(TG, float32)
+        i = thread_position_in_grid.x
+        l = thread_position_in_threadgroup.x
+        buf[l] = x[i]
+        threadgroup_barrier(mem_threadgroup)
+        off = 1
+        while off < TG:
+            v = buf[l - off] if l >= off else 0.0
+            buf[l] += v
+            threadgroup_barrier(mem_threadgroup)
+            off *= 2
+        out[i] = buf[l]
+
+    err, f = finding(lambda: sim(scan_bad, X, grid=256, threadgroup=64), "data race")
+    assert "v = buf[l - off] if l >= off else 0.0" in str(err) and "buf[l] += v" in str(err)
