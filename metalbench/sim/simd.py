@@ -149,6 +149,16 @@ def shuffle(lay: SimdLayout, name: str, v, d, m):
     V = lay.view(v)
     d = _delta(lay, d)
     lane = lay.lane
+    if lay.E is None and not isinstance(d, np.ndarray) and name in ("simd_shuffle_down", "simd_shuffle_up") \
+            and 0 <= d < W:
+        # a uniform shift of whole simdgroups: column slices, the edge lanes keep their value
+        r = V.copy()
+        if d:
+            if name == "simd_shuffle_down":
+                r[:, :W - d] = V[:, d:]
+            else:
+                r[:, d:] = V[:, :W - d]
+        return lay.unview(r)
     if name in ("simd_shuffle", "simd_broadcast"):
         r = _gather(lay, V, d & 31, False)
     elif name == "simd_shuffle_up":
