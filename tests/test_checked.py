@@ -575,3 +575,30 @@ def test_scan_without_the_middle_barrier_races():
 
     err, f = finding(lambda: sim(scan_bad, X, grid=256, threadgroup=64), "data race")
     assert "v = buf[l - off] if l >= off else 0.0" in str(err) and "buf[l] += v" in str(err)
+
+
+def test_long_interval_logs_are_compacted(monkeypatch):
+    import metalbench.sim.checks as checks
+    monkeypatch.setattr(checks, "LOG_LIMIT", 100)
+
+    @mb.kernel
+    def reread(x, out: mb.Out):
+        i = thread_position_in_grid.x
+        acc = 0.0
+        out[i] = x[i]
+        for j in range(20):
+            acc += out[(i + j) % 64]
+        out[i] = acc
+
+    err, f = finding(lambda: sim(reread, X[:64], grid=64, threadgroup=64), "data race")
+    assert f.buffer == "out" and "acc += out[(i + j) % 64]" in str(err)
+
+    @mb.kernel
+    def reread_own(x, out: mb.Out):
+        i = thread_position_in_grid.x
+        out[i] = x[i]
+        for j in range(20):
+            out[i] = out[i] + 1.0
+
+    got = to_numpy(sim(reread_own, X[:64], grid=64, threadgroup=64))
+    np.testing.assert_allclose(got, X[:64] + 20, rtol=1e-6)

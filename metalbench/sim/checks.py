@@ -47,6 +47,8 @@ from .memory import OutOfBounds, check
 MAX_FINDINGS = 64
 # Findings shown in full in the error message; the rest get one line each.
 SHOWN_IN_FULL = 3
+# Logged reads of one barrier interval before duplicates are merged.
+LOG_LIMIT = 1 << 22
 _BIG = np.int64(1) << 62
 
 
@@ -233,6 +235,7 @@ class _TgState:
         self.all_written = False               # then reads need no uninitialised check
         self.wrote = -1                        # the last interval with a write
         self.log = []
+        self.nlog = 0
 
 
 class _Pool:
@@ -240,12 +243,19 @@ class _Pool:
     cheaper than the page faults of fresh allocations (a device buffer of 1M elements
     needs several MB of records per launch)."""
 
+    LIMIT = 256 << 20  # bytes kept between launches at most
+
     def __init__(self):
         self.free: dict = {}
+        self.bytes = 0
 
     def get(self, n, dtype, fill):
         lst = self.free.get((n, dtype))
-        a = lst.pop() if lst else np.empty(n, dtype)
+        if lst:
+            a = lst.pop()
+            self.bytes -= a.nbytes
+        else:
+            a = np.empty(n, dtype)
         if fill is not None:
             a.fill(fill)
         return a
@@ -253,8 +263,9 @@ class _Pool:
     def put(self, arrays):
         for a in arrays:
             lst = self.free.setdefault((a.size, a.dtype.str), [])
-            if len(lst) < 8:
+            if len(lst) < 8 and self.bytes + a.nbytes <= self.LIMIT:
                 lst.append(a)
+                self.bytes += a.nbytes
 
 
 _POOL = _Pool()
@@ -279,6 +290,7 @@ class _DevState:
         self._stamp = None
         self.wrote = -1                  # the last interval with a write
         self.log = []                    # this interval's reads and atomics
+        self.nlog = 0
 
     def _lazy(self):
         # rarely needed (elements touched by several threadgroups, non-unique stores)
@@ -557,7 +569,7 @@ class Checker:
                                T[j] + self.base, [access], int(j.size))
                 if access == "atomic":
                     st.written[E] = True
-            st.log.append((E, T, k, self.sep))
+            self._log(st, (E, T, k, self.sep))
 
     def _count(self, access, row, m):
         rows = (row,) if access == "read" else (row + 1,) if access == "write" else (row, row + 1)
@@ -601,7 +613,7 @@ class Checker:
                     st.wr_k[E] = k
                     st.wrote = ep
                 else:
-                    st.log.append((np.arange(lo, lo + self.L, dtype=np.int64), T, k))
+                    self._log(st, (np.arange(lo, lo + self.L, dtype=np.int64), T.copy(), k))
                 return
             E = np.arange(lo, lo + self.L, dtype=np.int64)
             unique = True
@@ -660,7 +672,7 @@ class Checker:
                 if has_oth.any():
                     self._cross(st, name, E[has_oth])
         else:
-            st.log.append((E, T, k))
+            self._log(st, (E, T, k))
 
     def _cross(self, st, name, E):
         """Report elements of ``E`` written by one threadgroup and touched by another."""
@@ -770,6 +782,23 @@ class Checker:
             self.o.add("data race", [int(ka[f]), int(kb[f])], name, space, [idx[f]],
                        [ga[f], gb[f]], [acc_a[f], acc_b[f]], int(cnum), same_group=same)
 
+    def _log(self, st, entry):
+        """Log a read/atomic of the interval; a long interval (a loop without barriers)
+        keeps one entry per (element, thread), so memory stays bounded by those pairs."""
+        st.log.append(entry)
+        st.nlog += entry[0].size
+        if st.nlog > LOG_LIMIT:
+            log = st.log
+            E = np.concatenate([x[0] for x in log])
+            T = np.concatenate([x[1] for x in log]).astype(np.int64)
+            K = np.concatenate([np.full(x[0].size, x[2], np.int32) for x in log])
+            key = E * (int(T.max()) + 1) + T
+            _, first = np.unique(key, return_index=True)
+            e = [E[first], T[first], K[first]]
+            if len(entry) == 4:
+                e.append(np.concatenate([np.full(x[0].size, x[3], np.int64) for x in log])[first])
+            st.log, st.nlog = [tuple(e)], first.size
+
     def _flush(self):
         """End of a barrier interval: the interval's reads and atomics against its last
         writers (skipped for arrays nobody wrote in the interval)."""
@@ -777,14 +806,14 @@ class Checker:
             if st.log:
                 if st.wrote == self.ep:
                     self._flush_reads(st, st.log, False, st.name)
-                st.log = []
+                st.log, st.nlog = [], 0
             if not st.all_written:
                 st.all_written = bool(st.written.all())
         for name, st in self.o.dev.items():
             if st.log:
                 if st.wrote == self.ep:
                     self._flush_reads(st, st.log, True, name)
-                st.log = []
+                st.log, st.nlog = [], 0
 
     def _flush_reads(self, st, log, dev, name):
         E = np.concatenate([x[0] for x in log])
