@@ -167,3 +167,22 @@ def test_uniform_shuffle_up_down_match_the_general_path():
             fast = simd.shuffle(lay, name, v, np.uint32(d), None)
             general = simd.shuffle(lay, name, v, np.full(lay.L, d, np.uint32), None)  # per-lane deltas
             np.testing.assert_array_equal(fast, general)
+
+
+def _zoo_cases():
+    from zoo import CASES
+    return CASES
+
+
+@pytest.mark.parametrize("c", _zoo_cases(), ids=[c.name for c in _zoo_cases()])
+def test_zoo_fast_paths_match_checked_launches(c):
+    # checked launches take none of the speed paths (invariant code motion, address
+    # folds, threadgroup slices): both must compute the same bits
+    from metalbench.runtime import to_numpy
+    outs = []
+    for chk in (False, True):
+        args = c.make_args(np.random.default_rng(5))
+        o = c.kernel(*args, backend="sim", checked=chk, **c.launch)
+        outs.append([to_numpy(x) for x in (o if isinstance(o, tuple) else (o,))])
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
