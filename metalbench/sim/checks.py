@@ -441,6 +441,7 @@ class Checker:
         self._all = None
         self._gid = None
         self._gbl = None
+        self._ex = None
         self.sep = 0  # simdgroup_barrier count: orders threadgroup memory within a simdgroup
         self.sep_used = False
         self._sg = None
@@ -527,14 +528,27 @@ class Checker:
         name = name or buf
         dev = space in ("device", "constant")
         contig = dev and self._contig(rel)
+        # few active lanes (a shrinking tree reduction, tid == 0): work on those only
+        ln = None
+        if m is not None and isinstance(rel, np.ndarray) and not contig:
+            ln = np.flatnonzero(m)
+            if ln.size * 4 >= self.L:
+                ln = None
         if contig:
             if (int(rel[0]) < 0 or int(rel[-1]) >= n) and (m is None or m.any()):
                 check(rel, n, m, k)  # raises, with the lanes
+        elif ln is not None:
+            r = rel[ln]
+            bad = r >= n
+            if r.dtype.kind != "u":
+                bad |= r < 0
+            if bad.any():
+                check(rel, n, m, k)
         else:
             check(rel, n, m, k)
         if space == "thread":
             return
-        self._count(access, 0 if dev else 2, m)
+        self._count(access, 0 if dev else 2, m, ln)
         if dev:
             if contig:
                 self.o.coal += self.L if m is None else int(np.count_nonzero(m))
@@ -546,7 +560,8 @@ class Checker:
             return
         if data is None:
             return
-        ln = self._lanes(m)
+        if ln is None:
+            ln = self._lanes(m)
         if isinstance(addr, np.ndarray):
             E = addr.astype(np.int64, copy=False) if m is None else addr[ln].astype(np.int64, copy=False)
         else:
@@ -571,14 +586,17 @@ class Checker:
                     st.written[E] = True
             self._log(st, (E, T, k, self.sep))
 
-    def _count(self, access, row, m):
+    def _count(self, access, row, m, ln=None):
         rows = (row,) if access == "read" else (row + 1,) if access == "write" else (row, row + 1)
         for r in rows:
             if m is None:
                 self.uni[r] += 1
             else:
                 self.used[r] = True
-                self.cnt[r] += m
+                if ln is not None:
+                    self.cnt[r, ln] += 1
+                else:
+                    self.cnt[r] += m
 
     def acc_lin(self, k, o, n, m, data):
         """``acc`` for the lane-contiguous device access ``data[o + lane]`` that the
@@ -818,13 +836,13 @@ class Checker:
     def _flush_reads(self, st, log, dev, name):
         E = np.concatenate([x[0] for x in log])
         T = np.concatenate([x[1] for x in log])
-        K = np.concatenate([np.full(x[0].size, x[2], np.int32) for x in log])
         wt = st.wr[E]
         bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
         if not dev and self.sep_used:
             S = np.concatenate([np.full(x[0].size, x[3], np.int64) for x in log])
             bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, S)
         if bad.any():
+            K = np.concatenate([np.full(x[0].size, x[2], np.int32) for x in log])
             acc = np.array([self.nodes[k][3] for k in range(len(self.nodes))], object)
             space = "device" if dev else "threadgroup"
             self._race(st, E, bad, wt, st.wr_k[E], T, K, "write", acc[K], name,
@@ -836,9 +854,11 @@ class Checker:
         if m is False:
             return
         if m is not None:
-            act = m.reshape(self.G, self.TG).sum(axis=1)
-            ex = (np.full(self.G, self.TG) if self.exist is None
-                  else self.exist.reshape(self.G, self.TG).sum(axis=1))
+            act = np.count_nonzero(m.reshape(self.G, self.TG), axis=1)
+            ex = self._ex
+            if ex is None:
+                ex = self._ex = (np.full(self.G, self.TG) if self.exist is None
+                                 else np.count_nonzero(self.exist.reshape(self.G, self.TG), axis=1))
             bad = np.flatnonzero((act > 0) & (act < ex))
             if bad.size:
                 raise DivergentBarrier(k, bad, m)
