@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import metalbench as mb
-from metalbench.dsl import (float32, thread_position_in_grid, thread_position_in_threadgroup, threadgroup_array,
+from metalbench.dsl import (float32, int32, thread_position_in_grid, thread_position_in_threadgroup, threadgroup_array,
                             threadgroup_barrier, uint32)
 from metalbench.errors import KernelCheckError
 
@@ -186,3 +186,21 @@ def test_zoo_fast_paths_match_checked_launches(c):
         outs.append([to_numpy(x) for x in (o if isinstance(o, tuple) else (o,))])
     for a, b in zip(*outs):
         np.testing.assert_array_equal(a, b)
+
+
+@mb.kernel
+def guarded(x, out: mb.Out, n: int):
+    i = int32(thread_position_in_grid.x)
+    if i < n:
+        out[i] = x[i] + 1.0
+    if n > i + 1:
+        out[i] += 1.0
+
+
+@pytest.mark.parametrize("n", [0, 1, 100, 4095, 4096])
+def test_bounds_guard_shortcut(n):
+    x = np.arange(4096, dtype=np.float32)
+    got = np.asarray(guarded(x, n, grid=4096, threadgroup=256, backend="sim"))
+    i = np.arange(4096)
+    want = np.where(i < n, x + 1 + (i + 1 < n), np.nan)
+    np.testing.assert_array_equal(got, want.astype(np.float32))

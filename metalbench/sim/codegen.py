@@ -382,6 +382,23 @@ class Gen:
                 return (o, f[1] + (self._lin_fits(o, t),))
         return None
 
+    def _lin_guard(self, e):
+        """``i < n`` (or ``n > i``) with ``i`` offset + lane and ``n`` uniform: a scalar
+        True when every lane of the chunk passes (the usual bounds guard), skipping the
+        comparison and the mask work it causes; else the comparison."""
+        t = e.a.type
+        if not (isinstance(t, T.ScalarType) and t.is_int and e.b.type == t):
+            return None
+        x, u = (e.a, e.b) if e.op == "<" else (e.b, e.a)
+        if not self.U.is_uniform(u) or not self._expr_facts(u)[0]:
+            return None
+        f = self._lin(x)
+        if f is None:
+            return None
+        n = self.tmp(f"int({self.ex(u)})", "n")
+        cond = " and ".join(f[1] + (f"{f[0]} + _L <= {n}",))
+        return f"({self.const(True, T.bool_)} if {cond} else {self._bin(e.op, self.ex(e.a), self.ex(e.b), t, e)})"
+
     def _lin_fits(self, o, t):
         info = np.iinfo(t.np)
         return f"{int(info.min)} <= {o} and {o} + _L <= {int(info.max) + 1}"
@@ -938,6 +955,10 @@ class Gen:
         raise NotImplementedError(f"simulator: operator {op}")
 
     def ex_BinOp(self, e):
+        if self.lin_on and e.op in ("<", ">"):
+            r = self._lin_guard(e)
+            if r is not None:
+                return r
         a, b = self.ex(e.a), self.ex(e.b)
         ta = T.elem_of(e.a.type)
         if _is_vec(e.type):
