@@ -124,3 +124,25 @@ def test_numba_race_is_reported():
     with pytest.raises(KernelCheckError, match="data race") as e:
         total[2, 32](np.ones(64, np.float32), np.zeros(1, np.float32))
     assert "out[0] += x[i]" in str(e.value)
+
+
+def test_coalescing_with_few_active_lanes():
+    @mb.kernel
+    def firsts(x, out: mb.Out(shape=lambda x, **_: (x.size // 64,), dtype=mb.float32)):
+        i = thread_position_in_grid.x
+        if thread_position_in_threadgroup.x == 0:
+            out[threadgroup_position_in_grid.x] = x[i]
+
+    @mb.kernel
+    def pairs(x, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i % 64 < 2:
+            out[i] = x[(i * 7) % x.size]
+
+    x = RNG.standard_normal(4096).astype(np.float32)
+    firsts(x, grid=4096, threadgroup=64, backend="sim", checked=True)
+    s = firsts.last_stats
+    assert s.device_reads == 64 and s.device_writes == 64 and s.coalesced == 1.0  # one lane each
+    pairs(x, grid=4096, threadgroup=64, backend="sim", checked=True)
+    s = pairs.last_stats
+    assert s.device_accesses == 256 and s.coalesced == 0.5  # writes i, i+1; reads 7 apart

@@ -464,7 +464,7 @@ class Checker:
                 t = self.c.t_lane.astype(np.int64)
                 sg = np.repeat(np.arange(self.G, dtype=np.int64), self.TG) * 1_000_000 + t // 32
                 starts = np.flatnonzero(np.r_[True, sg[1:] != sg[:-1]])
-                hit = self.o._sg_cache[key] = (starts, t % 32)
+                hit = self.o._sg_cache[key] = (starts, t % 32, sg)
             self._sg = hit
         return self._sg
 
@@ -472,7 +472,24 @@ class Checker:
         if not isinstance(addr, np.ndarray):
             self.o.coal += self.L if m is None else int(np.count_nonzero(m))
             return
-        starts, lsg = self._sg_layout()
+        starts, lsg, sg = self._sg_layout()
+        if m is not None:
+            if ln is None:
+                ln = np.flatnonzero(m)
+            if ln.size * 4 < self.L:
+                # few active lanes: their simdgroups only
+                if ln.size == 0:
+                    return
+                s_ = sg[ln]
+                brk = np.flatnonzero(np.r_[True, s_[1:] != s_[:-1]])
+                a = addr[ln].astype(np.int64)
+                d = a - lsg[ln]
+                act = np.diff(np.r_[brk, ln.size])
+                ok = ((np.minimum.reduceat(d, brk) == np.maximum.reduceat(d, brk))
+                      | (np.minimum.reduceat(a, brk) == np.maximum.reduceat(a, brk)))
+                self.o.coal[0] += int(act[ok].sum())
+                self.o.coal[1] += int(ln.size)
+                return
         d = addr.astype(np.int64) - lsg
         a = addr.astype(np.int64)
         if m is None:
@@ -553,7 +570,7 @@ class Checker:
             if contig:
                 self.o.coal += self.L if m is None else int(np.count_nonzero(m))
             else:
-                self._coalescing(rel if data is None else addr, m, None)
+                self._coalescing(rel if data is None else addr, m, ln)
             if data is None or space != "device" or (self.o.tracked is not None and name not in self.o.tracked):
                 return
             self._dev_access(name, data, addr, m, k, access, int(addr[0]) if contig else None)
