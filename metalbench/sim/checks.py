@@ -21,6 +21,12 @@ Race detection is vectorised, never a loop over threads:
   thread of another threadgroup that touched it, and a writer. A writer plus
   accesses from two threadgroups is a race between threadgroups.
 
+Every ``threadgroup_barrier`` ends the interval for threadgroup and device memory
+alike, whatever its ``mem_flags`` (lenient: Metal orders device memory only with
+``mem_device``); a ``simdgroup_barrier`` orders threadgroup memory within a simdgroup.
+Accesses whose lanes touch ``offset + lane`` (``x[i]``) take O(1) bounds and
+coalescing checks and slice updates of the records.
+
 Findings other than out-of-bounds, divergent barriers and runaway loops do not stop the
 launch: they are summarised per (kind, buffer, lines) and raised at its end::
 
