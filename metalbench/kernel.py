@@ -99,15 +99,20 @@ class Specialization:
             k = self.artifacts["sim"] = compile_kernel(self.ir)
         return k
 
-    def rendered(self, backend: str):
-        key = ("rendered", backend)
+    def rendered(self, backend: str, exact_grid: bool = False):
+        """The printed kernel for ``backend``; for cuda, ``exact_grid`` selects the variant
+        for grids of whole threadgroups (no launch guard)."""
+        exact_grid = exact_grid and backend == "cuda"
+        key = ("rendered", backend, exact_grid)
         r = self.artifacts.get(key)
         if r is None:
             if backend == "metal":
                 from .codegen.msl import render
+                r = render(self.ir)
             else:
                 from .codegen.cuda import render
-            r = self.artifacts[key] = render(self.ir)
+                r = render(self.ir, exact_grid=exact_grid)
+            self.artifacts[key] = r
         return r
 
 
@@ -380,8 +385,9 @@ def _launch_gpu(sp: Specialization, backend: str, inputs: dict, out_specs, grid,
     plan_key = ("plan", backend, grid, threadgroup, tuple(s for _, s, _ in out_specs))
     plan = sp.artifacts.get(plan_key)
     if plan is None:
-        r = sp.rendered(backend)
-        key = ("mlx", backend)
+        exact = all(g % t == 0 for g, t in zip(grid, threadgroup))
+        r = sp.rendered(backend, exact_grid=exact)
+        key = ("mlx", backend, exact and backend == "cuda")
         k = sp.artifacts.get(key)
         if k is None:
             common = dict(name=r.name, input_names=r.input_names, output_names=r.output_names,

@@ -421,13 +421,29 @@ ATTRIBUTES = {
 }
 
 
+# When the grid is a whole number of threadgroups in every dimension, MLX's launch is
+# exactly Metal's: no thread to guard against and no partial threadgroup, so the grid
+# need not be passed in (its load would sit before every thread's first access).
+_EXACT_OVERRIDES = {
+    "threads_per_threadgroup": ("uint3", "make_uint3(blockDim.x, blockDim.y, blockDim.z)"),
+    "threads_per_grid": ("uint3", "make_uint3(gridDim.x * blockDim.x, gridDim.y * blockDim.y, "
+                         "gridDim.z * blockDim.z)"),
+    "grid_size": ("uint3", "make_uint3(gridDim.x * blockDim.x, gridDim.y * blockDim.y, gridDim.z * blockDim.z)"),
+}
+ATTRIBUTES_EXACT = {a: _EXACT_OVERRIDES.get(a, (ty, ex.replace(_TID, "mb_tid()").replace(_ACTUAL, _DISPATCH)))
+                    for a, (ty, ex) in ATTRIBUTES.items()}
+assert not any(GRID_INPUT in ex for _, ex in ATTRIBUTES_EXACT.values())
+
+
 class CUDAPrinter(CPrinter):
-    """The CUDA dialect's non-tabular parts."""
+    """The CUDA dialect's non-tabular parts. ``exact_grid=True`` prints the variant for
+    grids that are whole threadgroups (no launch guard, no ``mb_grid`` input)."""
 
     dialect = CUDA
 
-    def __init__(self, kernel: ir.KernelIR):
+    def __init__(self, kernel: ir.KernelIR, exact_grid: bool = False):
         super().__init__(kernel)
+        self.exact_grid = exact_grid
         self.need("mb_base", _BASE)
         self.uses_vectors = False
         self._parent_swizzle = False
@@ -608,25 +624,32 @@ template <class T> __device__ inline T {fn}(T v, unsigned d) {{
 
     def prelude(self) -> list[str]:
         g = GRID_INPUT
-        out = ["// MLX launches whole blocks; threads past the grid do not exist on Metal.",
-               f"if (blockIdx.x * blockDim.x + threadIdx.x >= {g}[0] || "
-               f"blockIdx.y * blockDim.y + threadIdx.y >= {g}[1] ||",
-               f"        blockIdx.z * blockDim.z + threadIdx.z >= {g}[2]) {{",
-               "    return;", "}"]
+        if self.exact_grid:
+            out, table = ["// The grid is whole threadgroups: every launched thread exists on Metal too."], \
+                ATTRIBUTES_EXACT
+        else:
+            out = ["// MLX launches whole blocks; threads past the grid do not exist on Metal.",
+                   f"if (blockIdx.x * blockDim.x + threadIdx.x >= {g}[0] || "
+                   f"blockIdx.y * blockDim.y + threadIdx.y >= {g}[1] ||",
+                   f"        blockIdx.z * blockDim.z + threadIdx.z >= {g}[2]) {{",
+                   "    return;", "}"]
+            table = ATTRIBUTES
         used = set(ir.attributes_used(self.k))
         for a in ir.THREAD_ATTRIBUTES:
             if a in used:
-                ty, ex = ATTRIBUTES[a]
+                ty, ex = table[a]
                 out.append(f"const {ty} {a} = {ex};")
         return out
 
 
-def render(kernel: ir.KernelIR) -> Rendered:
+def render(kernel: ir.KernelIR, exact_grid: bool = False) -> Rendered:
     """Prints ``kernel`` as an MLX CUDA kernel (body, header, names).
 
     Pass ``mx.fast.cuda_kernel(name=r.name, input_names=r.input_names,
     output_names=r.output_names, source=r.body, header=r.header)`` and call it with the
-    user's inputs followed by ``r.extra_inputs(grid, threadgroup)``.
+    user's inputs followed by ``r.extra_inputs(grid, threadgroup)``. With
+    ``exact_grid=True`` (only for grids that are a multiple of the threadgroup in every
+    dimension) the kernel has no launch guard and needs no ``mb_grid``.
 
     >>> from metalbench import ir, types as T
     >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.float32, is_output=True)],
@@ -634,13 +657,13 @@ def render(kernel: ir.KernelIR) -> Rendered:
     >>> render(k).body.splitlines()[-1]
     'mb_atomic_max_float(&o[0u], 1.5f);'
     """
-    p = CUDAPrinter(kernel)
+    p = CUDAPrinter(kernel, exact_grid)
     lines = p.body_lines()
     body = "\n".join(p.prelude() + lines)
     decls, funcs = p.header_parts()
     header = assemble_header(list(p.helpers.values()), decls, funcs)
     ins = kernel.inputs
-    items = [(GRID_INPUT, "grid", "")] + p.extra
+    items = ([] if exact_grid else [(GRID_INPUT, "grid", "")]) + p.extra
     extra = ExtraInputs(items, [x.name for x in kernel.outputs])
     return Rendered(
         name=re.sub(r"\W", "_", kernel.name),       # MLX pastes it into an identifier
