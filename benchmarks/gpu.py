@@ -63,15 +63,15 @@ def block_sum_k(x, out: mb.Out(shape=lambda x, **_: (x.size // 1024,), dtype=mb.
 
 
 @mb.kernel
-def softmax_k(x, out: mb.Out, TG: mb.constexpr = 256):
-    # One threadgroup per row; each thread strides over the row.
+def softmax_k(x, out: mb.Out, NC: mb.constexpr = 1024, TG: mb.constexpr = 256):
+    # One threadgroup per row; each thread strides over the row. The row length is a
+    # constexpr, as the raw kernel's template constant NC, so both compile the same loops.
     red = threadgroup_array(32, float32)
     row = threadgroup_position_in_grid.x
     tid = thread_index_in_threadgroup
-    n = x.shape[1]
-    base = row * n
+    base = row * NC
     m = -INF
-    for j in range(tid, n, TG):
+    for j in range(tid, NC, TG):
         m = max(m, x[base + j])
     m = simd_max(m)
     if thread_index_in_simdgroup == 0:
@@ -80,7 +80,7 @@ def softmax_k(x, out: mb.Out, TG: mb.constexpr = 256):
     m = simd_max(red[thread_index_in_simdgroup] if thread_index_in_simdgroup < TG // 32 else -INF)
     threadgroup_barrier()
     s = 0.0
-    for j in range(tid, n, TG):
+    for j in range(tid, NC, TG):
         s += metal.exp(x[base + j] - m)
     s = simd_sum(s)
     if thread_index_in_simdgroup == 0:
@@ -88,7 +88,7 @@ def softmax_k(x, out: mb.Out, TG: mb.constexpr = 256):
     threadgroup_barrier()
     s = simd_sum(red[thread_index_in_simdgroup] if thread_index_in_simdgroup < TG // 32 else 0.0)
     inv = 1.0 / s
-    for j in range(tid, n, TG):
+    for j in range(tid, NC, TG):
         out[base + j] = metal.exp(x[base + j] - m) * inv
 
 
@@ -97,23 +97,23 @@ INF = float("inf")
 
 @mb.kernel
 def matmul_k(a, b, c: mb.Out(shape=lambda a, b, **_: (a.shape[0], b.shape[1]), dtype=mb.float32),
-             TILE: mb.constexpr = 16):
+             KD: mb.constexpr = 512, ND: mb.constexpr = 512, TILE: mb.constexpr = 16):
+    # Sizes are constexprs, as the raw kernel's template constants KD and ND.
     ta = threadgroup_array((TILE, TILE), float32)
     tb = threadgroup_array((TILE, TILE), float32)
     col = thread_position_in_grid.x
     row = thread_position_in_grid.y
     tx = thread_position_in_threadgroup.x
     ty = thread_position_in_threadgroup.y
-    n = a.shape[1]
     acc = 0.0
-    for k0 in range(0, n, TILE):
-        ta[ty, tx] = a[row, k0 + tx]
-        tb[ty, tx] = b[k0 + ty, col]
+    for k0 in range(0, KD, TILE):
+        ta[ty, tx] = a[row * KD + k0 + tx]
+        tb[ty, tx] = b[(k0 + ty) * ND + col]
         threadgroup_barrier()
         for kk in range(TILE):
             acc += ta[ty, kk] * tb[kk, tx]
         threadgroup_barrier()
-    c[row, col] = acc
+    c[row * ND + col] = acc
 
 
 # ----------------------------------------------------------------------------- raw kernels
@@ -275,7 +275,7 @@ def run(backend: str, quick: bool, reps: int):
             tmpl = [("NC", cn), ("TG", 256)]
             bytes_moved = r * cn * 4 * 2
             mlx_fn = lambda: mx.softmax(x, axis=1)  # noqa: E731
-            mb_kernel, mb_kw = softmax_k, {"TG": 256}
+            mb_kernel, mb_kw = softmax_k, {"NC": cn, "TG": 256}
             xn = np.array(x)
             e = np.exp(xn - xn.max(1, keepdims=True))
             ref = e / e.sum(1, keepdims=True)
@@ -289,7 +289,7 @@ def run(backend: str, quick: bool, reps: int):
             tmpl = [("KD", n), ("ND", n)]
             flops = 2 * n ** 3
             mlx_fn = lambda: a_ @ b_  # noqa: E731
-            mb_kernel, mb_kw = matmul_k, {"TILE": 16}
+            mb_kernel, mb_kw = matmul_k, {"KD": n, "ND": n, "TILE": 16}
             ref = np.array(a_) @ np.array(b_)
 
         def mb_fn():
@@ -315,7 +315,10 @@ def run(backend: str, quick: bool, reps: int):
             row["raw/mb"] = row["raw_ms"] / row["mb_ms"]
         row["mlx_ms"] = median_time(mlx_fn, reps=reps) * 1e3
         if cp is not None and name in RAW_CUDA:
-            row["cupy_ms"] = _cupy(name, size, reps) * 1e3
+            try:
+                row["cupy_ms"] = _cupy(name, size, reps) * 1e3
+            except Exception as e:  # a CuPy failure must not lose the other columns
+                row["cupy_err"] = str(e).splitlines()[0][:120]
         if bytes_moved:
             row["mb_GB/s"] = bytes_moved / (row["mb_ms"] * 1e-3) / 1e9
         if flops:
@@ -330,14 +333,13 @@ def _cupy(name, size, reps):
     src, in_names = RAW_CUDA[name]
     if name in ("copy", "saxpy"):
         n = size
-        params = ", ".join((["float a"] if name == "saxpy" else []) + [f"const float* {v}" for v in in_names
-                                                                           if v != "a"] + ["float* out"])
+        params = ", ".join([f"const float* {v}" for v in in_names] + ["float* out"])
         code = f'extern "C" __global__ void k({params}) {{ const int N = {n}; {src} }}'
         kern = cp.RawKernel(code, "k")
         x = cp.random.standard_normal(n, dtype=cp.float32)
         y = cp.random.standard_normal(n, dtype=cp.float32)
         out = cp.empty_like(x)
-        args = (x, out) if name == "copy" else (cp.float32(2.0), x, y, out)
+        args = (x, out) if name == "copy" else (cp.full(1, 2.0, dtype=cp.float32), x, y, out)
         return cupy_time(kern, ((n + 255) // 256,), (256,), args, reps=reps)
     if name == "block_sum":
         n = size
@@ -348,7 +350,7 @@ def _cupy(name, size, reps):
         return cupy_time(kern, (n // 1024,), (1024,), (x, out), reps=reps)
     if name == "softmax":
         r, cn = size
-        code = (f'extern "C" __global__ void k(const float* x, float* out) '
+        code = (f'#define INFINITY __int_as_float(0x7f800000)\nextern "C" __global__ void k(const float* x, float* out) '
                 f'{{ const int NC = {cn}; const int TG = 256; {src} }}')
         kern = cp.RawKernel(code, "k")
         x = cp.random.standard_normal((r, cn), dtype=cp.float32)
