@@ -448,6 +448,8 @@ class Checker:
         self._gid = None
         self._gbl = None
         self._ex = None
+        self._ln_cache = None
+        self._bounds_ok: dict = {}
         self.sep = 0  # simdgroup_barrier count: orders threadgroup memory within a simdgroup
         self.sep_used = False
         self._sg = None
@@ -459,7 +461,12 @@ class Checker:
     def _lanes(self, m):
         if m is None:
             return self._ar64()
-        return np.flatnonzero(m)
+        c = self._ln_cache
+        if c is not None and c[0] is m:
+            return c[1]
+        ln = np.flatnonzero(m)
+        self._ln_cache = (m, ln)
+        return ln
 
     def _sg_layout(self):
         # per lane: simdgroup start offsets for reduceat, lane index within its simdgroup
@@ -554,10 +561,15 @@ class Checker:
         # few active lanes (a shrinking tree reduction, tid == 0): work on those only
         ln = None
         if m is not None and isinstance(rel, np.ndarray) and not contig:
-            ln = np.flatnonzero(m)
+            ln = self._lanes(m)
             if ln.size * 4 >= self.L:
                 ln = None
-        if contig:
+        # accesses of one statement often share index and mask (buf[tid] += ...)
+        bkey = (id(rel), n, id(m))
+        seen = self._bounds_ok.get(bkey)
+        if seen is not None and seen[0] is rel and seen[1] is m:
+            pass
+        elif contig:
             if (int(rel[0]) < 0 or int(rel[-1]) >= n) and (m is None or m.any()):
                 check(rel, n, m, k)  # raises, with the lanes
         elif ln is not None:
@@ -569,6 +581,10 @@ class Checker:
                 check(rel, n, m, k)
         else:
             check(rel, n, m, k)
+        if seen is None and isinstance(rel, np.ndarray):
+            if len(self._bounds_ok) > 8:
+                self._bounds_ok.clear()
+            self._bounds_ok[bkey] = (rel, m)
         if space == "thread":
             return
         self._count(access, 0 if dev else 2, m, ln)

@@ -695,7 +695,9 @@ class Gen:
         elif kind == "dev":
             self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {idx})")
         elif kind == "tg":
-            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, _gb{size} + {idx})")
+            a = self.tmp(f"_gb{size} + {idx}", "a")  # one address array for check and access
+            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {a})")
+            return a
         else:
             self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m})")
 
@@ -763,11 +765,11 @@ class Gen:
                 return self.tmp(f"_mem.ld({py}, {addr}, {self.m}, {k})")
             return self.tmp(f"_mem.ld_seg({py}, {o}, _L, {self.m}, {k}, lambda: {addr})")
         idx = self._index(e.index)
-        self._check(kind, py, size, idx, k)
+        a = self._check(kind, py, size, idx, k)
         if kind in ("dev", "glob"):
             return self.tmp(f"_mem.ld({py}, {idx}, {self.m}, {k})")
         if kind == "tg":
-            return self.tmp(f"_mem.ld({py}, _gb{size} + {idx}, {self.m}, {k})")
+            return self.tmp(f"_mem.ld({py}, {a or f'_gb{size} + {idx}'}, {self.m}, {k})")
         if kind == "loc":
             return self.tmp(f"_mem.ld_loc({py}, {idx}, {self.m}, _lane, {k})")
         return self.tmp(f"_mem.ld_ref({py}, {idx}, {self.m}, {k})")
@@ -796,11 +798,11 @@ class Gen:
             return
         idx = self._index(s.index)
         v = self.ex(s.value)
-        self._check(kind, py, size, idx, k)
+        a = self._check(kind, py, size, idx, k)
         if kind in ("dev", "glob"):
             self.emit(f"_mem.st({py}, {idx}, {v}, {self.m}, {k})")
         elif kind == "tg":
-            self.emit(f"_mem.st({py}, _gb{size} + {idx}, {v}, {self.m}, {k})")
+            self.emit(f"_mem.st({py}, {a or f'_gb{size} + {idx}'}, {v}, {self.m}, {k})")
         elif kind == "loc":
             self.emit(f"_mem.st_loc({py}, {idx}, {v}, {self.m}, _lane, {k})")
         else:
@@ -811,9 +813,9 @@ class Gen:
         k = self.node(e, e.buf, space, "atomic")
         idx = self._index(e.index)
         args = [self.ex(a) for a in e.args]
-        self._check(kind, py, size, idx, k)
+        a_ = self._check(kind, py, size, idx, k)
         if kind == "tg":
-            data, addr = py, f"_gb{size} + {idx}"
+            data, addr = py, a_ or f"_gb{size} + {idx}"
         elif kind == "ref":
             data, addr = f"{py}.flat", f"{py}.addr({idx})"
         elif kind == "loc":
