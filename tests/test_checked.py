@@ -602,3 +602,29 @@ def test_long_interval_logs_are_compacted(monkeypatch):
 
     got = to_numpy(sim(reread_own, X[:64], grid=64, threadgroup=64))
     np.testing.assert_allclose(got, X[:64] + 20, rtol=1e-6)
+
+
+def test_runaway_divergent_loop_and_msl_loop(monkeypatch):
+    monkeypatch.setenv("METALBENCH_MAX_STEPS", "500")
+
+    @mb.kernel
+    def divergent_forever(x, out: mb.Out):
+        i = thread_position_in_grid.x
+        j = uint32(0)
+        while j < i:
+            out[i] = 1.0
+        out[i] = 2.0
+
+    err, f = finding(lambda: sim(divergent_forever, X[:64], grid=64, threadgroup=32, checked=False),
+                     "runaway loop")
+    assert "while j < i:" in str(err)
+    src = """
+        uint i = thread_position_in_grid.x;
+        int n = 0;
+        while (true) {
+            if (n > 10) n = 0;
+        }
+        out[i] = in0[i];
+    """
+    err, f = finding(msl(src), "runaway loop")
+    assert f.line == 4 and "while (true) {" in str(err)
