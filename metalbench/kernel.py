@@ -41,6 +41,9 @@ class KernelBase:
     ``__call__``; the tools live in ``check.py`` and ``bench.py``.
     """
 
+    #: ``sim.SimStats`` of the last simulator launch (access counts when it was checked)
+    last_stats = None
+
     def check(self, ref, *args, **kwargs):
         """Run the kernel and compare its outputs with ``ref(*args)`` (a NumPy reference).
 
