@@ -305,9 +305,10 @@ class Kernel(KernelBase):
         return values, all_specs, out_specs
 
     def _fast_ok(self) -> bool:
-        """Whether a binding depends only on what ``_fast_key`` sees (no output shape
-        computed by a function of the argument values)."""
-        return not any(k == "out" and callable(getattr(extra, "shape", None)) for k, extra in self.kinds)
+        """Whether a binding may be reused for the same ``_fast_key``. An output shape given
+        as a function is evaluated once per signature (array shapes and dtypes, scalar
+        values): it must depend on those, not on array contents."""
+        return True
 
     def specialize(self, *args, out=None, **kwargs) -> Specialization:
         """The specialisation (IR plus cached backend artifacts) for these arguments."""
@@ -347,12 +348,13 @@ class Kernel(KernelBase):
         # A repeated launch with the same argument signature (NumPy dtypes and shapes,
         # scalar types and values, grid, threadgroup) reuses the checked binding: the
         # launch overhead of a small cached launch is mostly argument validation.
-        fk = _fast_key(args, grid, threadgroup) if not kwargs and out is None else None
+        fk = _fast_key(args, kwargs, grid, threadgroup) if out is None else None
         hit = self._fast.get(fk) if fk is not None else None
         if hit is not None:
             names, defaults, out_specs, g, t, sp = hit
             values = dict(defaults)
             values.update(zip(names, args))
+            values.update(kwargs)
         else:
             values, specs, out_specs = self.bind(args, kwargs, out)
             g, t = L.normalize(grid, threadgroup)
@@ -450,20 +452,32 @@ def _mx_array():
     return mx.array
 
 
-def _fast_key(args, grid, threadgroup):
-    """A hashable signature of launch arguments, or None when some argument is not a NumPy
-    array or a plain number (then every launch binds from scratch)."""
+def _arg_key(a):
+    ta = type(a)
+    if ta is np.ndarray:
+        return (a.dtype.str, a.shape)
+    if ta is _mx_array():
+        return (a.dtype, tuple(a.shape))
+    if ta in (int, float, bool) or isinstance(a, np.generic):
+        return (ta, a)
+    return None
+
+
+def _fast_key(args, kwargs, grid, threadgroup):
+    """A hashable signature of launch arguments (array dtypes and shapes, scalar and
+    constexpr values, grid, threadgroup), or None when some argument is not a NumPy or
+    MLX array or a plain number (then every launch binds from scratch)."""
     key = []
     for a in args:
-        ta = type(a)
-        if ta is np.ndarray:
-            key.append((a.dtype.str, a.shape))
-        elif ta is _mx_array():
-            key.append((a.dtype, tuple(a.shape)))
-        elif ta in (int, float, bool) or isinstance(a, np.generic):
-            key.append((ta, a))
-        else:
+        k = _arg_key(a)
+        if k is None:
             return None
+        key.append(k)
+    for name in sorted(kwargs):
+        k = _arg_key(kwargs[name])
+        if k is None:
+            return None
+        key.append((name, k))
     try:
         return (tuple(key), grid, threadgroup, hash((grid, threadgroup)))
     except TypeError:
