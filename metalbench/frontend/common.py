@@ -12,36 +12,21 @@ constant expressions with C semantics (wrap-around, truncating division)::
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import ir
 from .. import types as T
+from ..passes.fold import fold_binop, fold_cast
 
 
 def coerce_value(v, t):
-    """The Python value ``v`` converted to scalar type ``t`` with C semantics.
+    """The Python value ``v`` converted to scalar type ``t`` with C semantics (the
+    element type for a vector type); see :func:`metalbench.passes.fold.fold_cast`.
 
     >>> coerce_value(-1, T.uint8), coerce_value(2.7, T.int32), coerce_value(3, T.bool_)
     (255, 2, True)
     """
-    if isinstance(t, T.VectorType):
-        t = t.elem
-    if t.is_bool:
-        return bool(v)
-    if t.is_int:
-        if isinstance(v, float):
-            if math.isnan(v) or math.isinf(v):
-                return 0
-            v = int(v)  # C truncates toward zero
-        v = int(v)
-        m = 1 << t.bits
-        v %= m
-        if t.is_signed and v >= m >> 1:
-            v -= m
-        return v
-    return float(t.np.type(v))
+    return fold_cast(v, T.elem_of(t))
 
 
 def convert(e: ir.Expr, t, span=None) -> ir.Expr:
@@ -104,47 +89,8 @@ def const_value(e):
 
 
 def _fold_binop(op, a, b, operand_type, t):
-    if op in ir.COMPARE_OPS:
-        return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-    if t.is_float:
-        if op == "+":
-            r = a + b
-        elif op == "-":
-            r = a - b
-        elif op == "*":
-            r = a * b
-        elif op == "/":
-            if b == 0:
-                return None
-            r = a / b
-        else:
-            return None
-        return coerce_value(r, t)
-    a, b = int(a), int(b)
-    if op in ("/", "%"):
-        if b == 0:
-            return None
-        q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # C truncation
-        r = q if op == "/" else a - q * b
-    elif op == "+":
-        r = a + b
-    elif op == "-":
-        r = a - b
-    elif op == "*":
-        r = a * b
-    elif op == "&":
-        r = a & b
-    elif op == "|":
-        r = a | b
-    elif op == "^":
-        r = a ^ b
-    elif op == "<<":
-        r = a << (b % t.bits)
-    elif op == ">>":
-        r = a >> (b % t.bits)
-    else:
-        return None
-    return coerce_value(r, t)
+    r = fold_binop(op, a, b, t if op not in ir.COMPARE_OPS else operand_type)
+    return r
 
 
 def fold(e: ir.Expr) -> ir.Expr:
