@@ -19,7 +19,7 @@ setup: $(STAMP)
 	@$(MAKE) --no-print-directory extension || echo "warning: the JupyterLab extension did not build (needs Node >= 18 and npm); the Python package works without it"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --doctest-modules metalbench tests
 
 demo: $(STAMP)
 	$(BIN)/python -m metalbench.cli demo

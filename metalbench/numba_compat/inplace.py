@@ -22,8 +22,8 @@ the parameter: atomics other than the above (max, min, exch, cas, inc, dec), ato
 mixed with plain stores on one parameter, a written parameter passed to a device
 function, and an index with side effects in a load of a written parameter.
 
-    >>> # kir2, plan = functionalize(kir); outs = launch(kir2, init_value=0)
-    >>> # merged = merge(plan, originals, outs)                       # doctest: +SKIP
+    kir2, plan = functionalize(kir)         # then launch kir2 with init_value=0
+    merged = merge(plan, originals, outs)
 """
 from __future__ import annotations
 
