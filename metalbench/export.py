@@ -123,7 +123,7 @@ def export_mlx(kernel, *args, grid=None, threadgroup=None, **kwargs) -> str:
     for n in r.input_names:
         p = by_name.get(n)
         casts.append(_MX_DTYPE[p.type.name] if p is not None else None)
-    return _module(r.name, r.input_names, r.output_names, r.body, r.header or "", r.atomic_outputs, True,
+    return _module(kernel.name, r.input_names, r.output_names, r.body, r.header or "", r.atomic_outputs, True,
                    g, t, [s for _, s, _ in out_specs], [ty for _, _, ty in out_specs], None, casts,
                    list(r.input_names))
 

@@ -115,6 +115,7 @@ class Specialization:
             else:
                 from .codegen.cuda import render
                 r = render(self.ir, exact_grid=exact_grid)
+            r.name = unique_name(r)
             self.artifacts[key] = r
         return r
 
@@ -375,6 +376,15 @@ class Kernel(KernelBase):
         else:
             outs = _launch_gpu(sp, be, inputs, out_specs, g, t, init_value)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def unique_name(r) -> str:
+    """``r.name`` with a short hash of its source: MLX caches compiled custom kernels by
+    name (plus template arguments), so two specialisations of one kernel (other dtypes,
+    constexprs, or CUDA's exact-grid variant) must not share a name."""
+    import hashlib
+    digest = hashlib.sha1((r.header + "\0" + r.body).encode()).hexdigest()[:10]
+    return f"{r.name}_{digest}"
 
 
 def _launch_gpu(sp: Specialization, backend: str, inputs: dict, out_specs, grid, threadgroup, init_value):

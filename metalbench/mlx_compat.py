@@ -23,7 +23,7 @@ from . import launch
 from . import runtime
 from . import types as T
 from .errors import KernelLaunchError, KernelTypeError
-from .kernel import KernelBase
+from .kernel import KernelBase, unique_name
 
 
 class MetalKernelValueError(KernelLaunchError, ValueError):
@@ -225,6 +225,7 @@ class MetalKernel(KernelBase):
         ck = self._cuda_cache.get(key)
         if ck is None:
             r = cg.render(kir)
+            r.name = unique_name(r)   # templates are substituted in the IR, not passed to MLX
             names = list(r.input_names)
             extra = getattr(r, "extra_inputs", None)
             if extra and not callable(extra):

@@ -1,0 +1,104 @@
+"""Where does a generated kernel lose time against the hand-written one? (cuda backend)
+
+For row softmax and saxpy, times (as benchmarks/gpu.py does) these variants:
+
+- ``raw``        the hand-written ``mx.fast.cuda_kernel`` body of benchmarks/gpu.py,
+- ``mb``         the DSL kernel through ``Kernel.__call__``,
+- ``mb_direct``  the source metalbench generates, launched straight through
+                 ``mx.fast.cuda_kernel`` (so the difference to ``mb`` is metalbench's
+                 host path, the difference to ``raw`` is the generated code),
+- ``raw_uint``   the raw body with unsigned loop counters (as MSL's types make them),
+- ``raw_mbreduce`` the raw body with metalbench's SIMD-group reduction helper.
+
+    python3 benchmarks/gpu_probe.py
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+import metalbench as mb
+from gpu import RAW_CUDA, median_time, saxpy_k, softmax_k
+
+UINT_SOFTMAX = RAW_CUDA["softmax"][0].replace("int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;",
+                                              "unsigned row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;") \
+    .replace("for (int j = tid;", "for (unsigned j = tid;")
+MBRED_SOFTMAX = """
+    __shared__ float red[32];
+    int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const float* xr = x + (long long)row * NC;
+    float m = -INFINITY;
+    for (int j = tid; j < NC; j += TG) m = fmaxf(m, xr[j]);
+    m = mb_simd_reduce(m, [](float a, float b) { return b > a ? b : a; });
+    if (lane == 0) red[w] = m;
+    __syncthreads();
+    m = mb_simd_reduce(lane < TG / 32 ? red[lane] : -INFINITY, [](float a, float b) { return b > a ? b : a; });
+    __syncthreads();
+    float s = 0.f;
+    for (int j = tid; j < NC; j += TG) s += expf(xr[j] - m);
+    s = mb_simd_reduce(s, [](float a, float b) { return a + b; });
+    if (lane == 0) red[w] = s;
+    __syncthreads();
+    s = mb_simd_reduce(lane < TG / 32 ? red[lane] : 0.f, [](float a, float b) { return a + b; });
+    float inv = 1.f / s;
+    for (int j = tid; j < NC; j += TG) out[(long long)row * NC + j] = expf(xr[j] - m) * inv;"""
+
+
+def main():
+    import mlx.core as mx
+    rows = []
+    for r, c in ((8192, 4096), (1024, 1024)):
+        mx.random.seed(0)
+        x = mx.random.normal((r, c))
+        tmpl = [("NC", c), ("TG", 256)]
+        grid, tg = (r * 256, 1, 1), (256, 1, 1)
+        sp = softmax_k.specialize(x, NC=c, TG=256)
+        gen = sp.rendered("cuda", exact_grid=True)
+        variants = {
+            "raw": (RAW_CUDA["softmax"][0], "", ["x"], tmpl),
+            "mb_direct": (gen.body, gen.header, list(gen.input_names), []),
+            "raw_uint": (UINT_SOFTMAX, "", ["x"], tmpl),
+            "raw_mbreduce": (MBRED_SOFTMAX, gen.header, ["x"], tmpl),
+        }
+        res = {"kernel": "softmax", "size": f"{r}x{c}"}
+        for name, (src, hdr, ins, tp) in variants.items():
+            k = mx.fast.cuda_kernel(name=f"probe_{name}_{r}", input_names=ins, output_names=["out"],
+                                    source=src, header=hdr)
+
+            def fn(k=k, tp=tp):
+                return k(inputs=[x], template=tp, grid=grid, threadgroup=tg,
+                         output_shapes=[(r, c)], output_dtypes=[mx.float32])[0]
+            res[name + "_ms"] = median_time(fn) * 1e3
+        res["mb_ms"] = median_time(lambda: softmax_k(x, grid=grid, threadgroup=tg, backend="cuda",
+                                                     NC=c, TG=256)) * 1e3
+        rows.append(res)
+        print(json.dumps(res), flush=True)
+    n = 134_217_728
+    x = mx.random.normal((n,))
+    y = mx.random.normal((n,))
+    a = mx.array(2.0, dtype=mx.float32)
+    sp = saxpy_k.specialize(2.0, x, y)
+    gen = sp.rendered("cuda", exact_grid=True)
+    res = {"kernel": "saxpy", "size": str(n)}
+    for name, (src, hdr, ins, tp) in {
+            "raw": (RAW_CUDA["saxpy"][0], "", ["a", "x", "y"], [("N", n)]),
+            "mb_direct": (gen.body, gen.header, list(gen.input_names), [])}.items():
+        k = mx.fast.cuda_kernel(name=f"probe_saxpy_{name}", input_names=ins, output_names=["out"],
+                                source=src, header=hdr)
+
+        def fn(k=k, tp=tp):
+            return k(inputs=[a, x, y], template=tp, grid=(n, 1, 1), threadgroup=(256, 1, 1),
+                     output_shapes=[(n,)], output_dtypes=[mx.float32])[0]
+        res[name + "_ms"] = median_time(fn) * 1e3
+    res["mb_ms"] = median_time(lambda: saxpy_k(2.0, x, y, grid=n, threadgroup=256, backend="cuda")) * 1e3
+    rows.append(res)
+    print(json.dumps(res), flush=True)
+    print("--- generated softmax body ---")
+    print(softmax_k.specialize(mx.zeros((2, 64)), NC=64, TG=256).rendered("cuda", exact_grid=True).body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
