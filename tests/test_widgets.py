@@ -82,3 +82,22 @@ def test_metal_lexer_registered():
                                                 "{ threadgroup_barrier(mem_flags::mem_threadgroup); }"))
     assert toks["kernel"] in Keyword and toks["device"] in Keyword and toks["float4"] in Keyword.Type
     assert toks["[[buffer(0)]]"] in Name.Decorator and toks["threadgroup_barrier"] in Name.Builtin
+
+
+@mb.kernel
+def shifted(x, out: mb.Out):
+    # Reads one past the end: the last thread's x[i + 1] is out of bounds.
+    i = thread_position_in_grid.x
+    out[i] = x[i + 1]
+
+
+def test_check_memory_button_shows_stats_then_findings():
+    wb = make()
+    wb.debug_button.click()
+    assert "no findings" in wb.memory_view.value
+    assert "read" in wb.memory_view.value.lower()          # the access statistics table
+    assert wb.tabs.selected_index == 5
+    x = np.random.default_rng(2).standard_normal(N).astype(np.float32)
+    bad = Workbench(shifted, (x,), dict(grid=N, threadgroup=64, backend="sim"))
+    bad.debug_button.click()
+    assert "out-of-bounds" in bad.memory_view.value and "x[i + 1]" in bad.memory_view.value

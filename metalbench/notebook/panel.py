@@ -18,7 +18,7 @@ import html
 from .. import launch as L
 from ..bench import Timing, fmt_time, sweep_kernel, threadgroup_shapes, time_launch
 from ..check import CheckResult, Launch, check_outputs, is_msl_kernel
-from ..errors import MetalbenchError
+from ..errors import KernelCheckError, MetalbenchError
 from .lexer import highlight_html
 
 POW2 = [1 << i for i in range(11)]           # 1 .. 1024
@@ -131,6 +131,10 @@ if HAVE_WIDGETS:
             self.run_button = W.Button(description="Run", button_style="primary", icon="play")
             self.sweep_button = W.Button(description="Sweep", icon="line-chart")
             self.export_button = W.Button(description="Export", icon="download")
+            self.debug_button = W.Button(description="Check memory", icon="bug",
+                                         tooltip="run once on the checked simulator: out-of-bounds, races, "
+                                                 "uninitialised reads, divergent barriers; access counts")
+            self.debug_button.on_click(lambda _: self.check_memory())
             self.run_button.on_click(lambda _: self.run())
             self.sweep_button.on_click(lambda _: self.sweep())
             self.export_button.on_click(lambda _: self.export())
@@ -150,13 +154,15 @@ if HAVE_WIDGETS:
                                      "<i>press Sweep to time power-of-two threadgroup shapes</i>")
             self.export_view = W.Textarea(value="", placeholder="press Export for standalone MLX code",
                                           layout=W.Layout(width="100%", height="240px"))
+            self.memory_view = W.HTML("<i>press Check memory to run once on the checked simulator</i>")
             self.tabs = W.Tab(children=[self.source_view, self.diff_view, self.timing_view, self.sweep_view,
-                                        self.export_view])
-            for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export"]):
+                                        self.export_view, self.memory_view])
+            for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export", "Memory"]):
                 self.tabs.set_title(i, title)
             controls = W.VBox([W.HBox(self.tg[:2]), W.HBox([self.tg[2], self.threads]),
                                W.HBox([self.grid, self.backend]),
-                               W.HBox([self.run_button, self.sweep_button, self.export_button, self.progress])])
+                               W.HBox([self.run_button, self.sweep_button, self.export_button,
+                                       self.debug_button, self.progress])])
             title = W.HTML(f"<b>{html.escape(self.name)}</b> &mdash; metalbench workbench")
             super().__init__([title, self.status, controls, self.message, self.tabs])
 
@@ -282,6 +288,29 @@ if HAVE_WIDGETS:
             self.export_view.value = code
             self.tabs.selected_index = 4
             return code
+
+        def check_memory(self):
+            """Run once on the simulator with ``checked=True`` and fill the Memory tab with the
+            findings (out-of-bounds, races, ...) or, for a clean run, the memory-access
+            statistics; returns the stats, or None after a finding or error."""
+            self.message.value = ""
+            kw = self.launch_kwargs()
+            kw.update(backend="sim", checked=True)
+            self.tabs.selected_index = 5
+            try:
+                Launch(self.kernel, self.args, kw).run()
+            except KernelCheckError as e:
+                self.memory_view.value = (f'<b style="color:#cf222e">{len(e.findings) or 1} finding(s)</b>'
+                                          f'<pre style="white-space:pre-wrap">{html.escape(str(e))}</pre>')
+                return None
+            except Exception as e:  # noqa: BLE001 — shown in the panel
+                self._show_error(e)
+                return None
+            stats = getattr(self.kernel, "last_stats", None)
+            body = stats.to_html() if stats is not None and hasattr(stats, "to_html") else ""
+            self.memory_view.value = ('<b style="color:#1a7f37">no findings</b> (bounds, races, uninitialised '
+                                      'reads, divergent barriers)' + body)
+            return stats
 
         # -- views
         def _diff_html(self) -> str:
