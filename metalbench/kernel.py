@@ -305,12 +305,6 @@ class Kernel(KernelBase):
                 all_specs.append(next(it))
         return values, all_specs, out_specs
 
-    def _fast_ok(self) -> bool:
-        """Whether a binding may be reused for the same ``_fast_key``. An output shape given
-        as a function is evaluated once per signature (array shapes and dtypes, scalar
-        values): it must depend on those, not on array contents."""
-        return True
-
     def specialize(self, *args, out=None, **kwargs) -> Specialization:
         """The specialisation (IR plus cached backend artifacts) for these arguments."""
         _, specs, _ = self.bind(args, kwargs, out)
@@ -360,7 +354,9 @@ class Kernel(KernelBase):
             values, specs, out_specs = self.bind(args, kwargs, out)
             g, t = L.normalize(grid, threadgroup)
             sp = self._specialization(specs)
-            if fk is not None and self._fast_ok():
+            # An output shape given as a function is evaluated once per signature: it must
+            # depend on array shapes, dtypes and scalar values, not on array contents.
+            if fk is not None:
                 if len(self._fast) > 64:
                     self._fast.clear()
                 names = [p.name for p, (k, _) in zip(self.params, self.kinds) if k != "out"][:len(args)]
