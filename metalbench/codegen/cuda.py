@@ -56,10 +56,7 @@ __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INP
 GRID_INPUT = "mb_grid"
 SHIM_INCLUDE = str(Path(__file__).parent / "cuda_shim")
 
-CUDA_TYPES = {"bool": "bool", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t",
-              "uint16": "uint16_t", "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t",
-              "uint64": "uint64_t", "float16": "__half", "bfloat16": "__nv_bfloat16",
-              "float32": "float"}
+CUDA_TYPES = {t.name: t.cuda for t in T.SCALARS}
 
 _CUDA_WORDS = """
 __global__ __device__ __host__ __shared__ __constant__ __restrict__ __syncthreads __syncwarp
