@@ -41,6 +41,7 @@ from .. import ir
 from .. import types as T
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError, Source, Span
 from ..passes.fold import fold_binop, fold_cast, fold_unop
+from .common import convert
 
 
 # ----------------------------------------------------------------------------- markers
@@ -395,18 +396,13 @@ class FunctionTranslator:
 
     # -- conversions -------------------------------------------------------------
     def conv(self, e: ir.Expr, t, node=None) -> ir.Expr:
-        if e.type == t:
-            return e
-        if isinstance(e, ir.Const) and isinstance(t, T.ScalarType):
-            return ir.Const(fold_cast(e.value, t), t, span=e.span)
-        if isinstance(t, T.VectorType) and isinstance(e.type, T.ScalarType):
-            return ir.VecCons(t, [self.conv(e, t.elem)], span=e.span)
+        """``e`` as type ``t`` (see :func:`common.convert`), refusing what MSL refuses."""
         if isinstance(t, T.VectorType) and isinstance(e.type, T.VectorType) and t.n != e.type.n:
             raise KernelTypeError(f"cannot convert {e.type.name} to {t.name}", e.span)
         if isinstance(t, T.ScalarType) and isinstance(e.type, T.VectorType):
             raise KernelTypeError(f"cannot convert vector {e.type.name} to scalar {t.name}", e.span,
                                   hint="pick a component, e.g. v.x")
-        return ir.Cast(t, e, span=e.span)
+        return convert(e, t)
 
     def to_bool(self, e: ir.Expr) -> ir.Expr:
         if e.type == T.bool_:
