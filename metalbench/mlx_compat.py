@@ -200,14 +200,14 @@ class MetalKernel(KernelBase):
         for p, shape, t in zip(kir.outputs, output_shapes, out_types):
             o = runtime.new_output(shape, t, init_value)
             outs.append(o)
-            args[p.name] = runtime._buffer(o, sim.Buffer)
+            args[p.name] = runtime.sim_buffer(o, sim.Buffer)
         self.last_stats = sk.run(args, grid3, tg3, checked=checked)
         return [runtime.to_mlx(o) for o in outs]
 
     def _sim_buffer(self, a: np.ndarray, Buffer):
         if self.ensure_row_contiguous or a.flags.c_contiguous or any(s < 0 for s in a.strides) \
                 or any(s % a.itemsize for s in a.strides):
-            return runtime._buffer(np.ascontiguousarray(a), Buffer)
+            return runtime.sim_buffer(np.ascontiguousarray(a), Buffer)
         # MLX hands a strided input over as is: the kernel sees the storage and the real
         # strides (x_strides), so reproduce exactly that.
         st = tuple(s // a.itemsize for s in a.strides)

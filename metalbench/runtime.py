@@ -27,8 +27,8 @@ def to_numpy(x) -> np.ndarray:
         import mlx.core as mx
         if x.dtype == mx.bfloat16:
             import ml_dtypes
-            return np.array(x.view(mx.uint16), copy=False).view(ml_dtypes.bfloat16)
-        return np.array(x, copy=False)
+            return np.asarray(x.view(mx.uint16)).view(ml_dtypes.bfloat16)
+        return np.asarray(x)
     return np.asarray(x)
 
 
@@ -83,25 +83,21 @@ def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
         a = to_numpy(v)
         if a.dtype != p.type.np:
             a = a.astype(p.type.np)
-        args[p.name] = _buffer(a, Buffer)
+        args[p.name] = sim_buffer(a, Buffer)
     outs = []
     for name, shape, t in outputs:
         a = new_output(shape, t, init_value)
         outs.append(a)
-        args[name] = _buffer(a, Buffer)
+        args[name] = sim_buffer(a, Buffer)
     stats = sim_kernel.run(args, grid, threadgroup, checked=checked)
     return [to_mlx(a) for a in outs], stats
 
 
-def _buffer(a: np.ndarray, Buffer):
-    """A simulator buffer over ``a``: the flat storage plus shape and element strides."""
+def sim_buffer(a: np.ndarray, Buffer):
+    """A row-contiguous simulator buffer over ``a``: the flat storage, shape and element
+    strides (a strided view is copied; ``mlx_compat`` keeps real strides itself when
+    ``ensure_row_contiguous=False``)."""
     if a.ndim == 0:
-        a = a.reshape(1)
-        return Buffer(a, (), ())
-    if a.flags.c_contiguous:
-        flat = a.reshape(-1)
-        strides = tuple(int(s) // a.itemsize for s in a.strides)
-        return Buffer(flat, tuple(a.shape), strides)
-    # A strided view: hand the simulator the base storage and element strides.
-    a = np.ascontiguousarray(a)
+        return Buffer(a.reshape(1), (), ())
+    a = np.ascontiguousarray(a)   # no copy when already contiguous: outputs are written in place
     return Buffer(a.reshape(-1), tuple(a.shape), tuple(int(s) // a.itemsize for s in a.strides))

@@ -276,7 +276,7 @@ def _run_sim_inplace(sp: Specialization, values: dict, grid, tg, checked):
         s, same = _storage(a, t)
         if not same:
             copy_back.append((v, a, s))
-        args[p.name] = runtime._buffer(s, Buffer)
+        args[p.name] = runtime.sim_buffer(s, Buffer)
     stats = sp.sim().run(args, grid, tg, checked=checked)
     for v, a, s in copy_back:
         _write_back(v, a, s)
