@@ -73,7 +73,6 @@ class MetalKernel(KernelBase):
         self._mlx_kernel = None
         self._sim_cache: dict = {}
         self._cuda_cache: dict = {}
-        self._cuda_rendered: dict = {}
         self.last_stats = None
 
     def __repr__(self):
@@ -221,28 +220,24 @@ class MetalKernel(KernelBase):
         from .codegen import cuda as cg
         entry = self._specialise(arrays, output_shapes, out_types, tmpl)
         kir = entry[0]
-        key = self._spec_key(arrays, output_shapes, out_types, tmpl)
-        ck = self._cuda_cache.get(key)
-        if ck is None:
-            r = cg.render(kir)
+        # Grids of whole threadgroups get the printer's variant without the launch guard.
+        exact = all(g % t == 0 for g, t in zip(grid3, tg3))
+        key = (self._spec_key(arrays, output_shapes, out_types, tmpl), exact)
+        cached = self._cuda_cache.get(key)
+        if cached is None:
+            r = cg.render(kir, exact_grid=exact)
             r.name = unique_name(r)   # templates are substituted in the IR, not passed to MLX
-            names = list(r.input_names)
-            extra = getattr(r, "extra_inputs", None)
-            if extra and not callable(extra):
-                names += [n for n in extra if n not in names]
-            ck = mx.fast.cuda_kernel(name=r.name, input_names=names,
+            ck = mx.fast.cuda_kernel(name=r.name, input_names=list(r.input_names),
                                      output_names=list(r.output_names), source=r.body,
                                      header=r.header,
                                      ensure_row_contiguous=self.ensure_row_contiguous)
-            self._cuda_cache[key] = ck
-            self._cuda_rendered[key] = r
+            cached = self._cuda_cache[key] = (ck, r)
+        ck, r = cached
         by_name = dict(zip(self.input_names, arrays))
         ins = [runtime.to_mlx(by_name[p.name]) for p in kir.inputs]
-        r = self._cuda_rendered[key]
-        extra = getattr(r, "extra_inputs", None)
-        if extra:
+        if r.extra_inputs:
             # The launch guard needs the grid (MLX's CUDA launch rounds up to whole blocks).
-            ins.extend(extra(grid3, tg3, list(output_shapes)))
+            ins.extend(r.extra_inputs(grid3, tg3, list(output_shapes)))
         return ck(inputs=ins, grid=grid3, threadgroup=tg3, output_shapes=output_shapes,
                   output_dtypes=[T.to_mlx(t) for t in out_types], init_value=init_value,
                   stream=stream)
