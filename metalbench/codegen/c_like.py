@@ -20,6 +20,8 @@ missing math functions) are collected by name and printed once into the header.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -673,3 +675,27 @@ def extra_types(items) -> list:
 def assemble_header(helpers: list[str], decls: list[str], funcs: list[str]) -> str:
     parts = [h.strip("\n") for h in helpers] + (["\n".join(decls)] if decls else []) + funcs
     return "\n\n".join(parts) + ("\n" if parts else "")
+
+
+def render_with(p: "CPrinter", kernel: ir.KernelIR, lines: list[str], extra_items: list = (),
+                atomic_outputs: bool = False) -> Rendered:
+    """The :class:`Rendered` both dialects return: the body ``lines`` ``p`` printed, its
+    header, MLX's names and types, and the extra inputs (``extra_items`` first, then
+    those the printer asked for while printing)."""
+    body = "\n".join(lines)
+    decls, funcs = p.header_parts()
+    header = assemble_header(list(p.helpers.values()), decls, funcs)
+    ins = kernel.inputs
+    items = list(extra_items) + p.extra
+    extra = ExtraInputs(items, [x.name for x in kernel.outputs])
+    return Rendered(
+        name=re.sub(r"\W", "_", kernel.name),       # MLX pastes it into an identifier
+        body=body,
+        header=header,
+        input_names=[p.name(x.name) for x in ins] + list(extra),
+        output_names=[p.name(x.name) for x in kernel.outputs],
+        atomic_outputs=atomic_outputs,
+        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins] + extra_types(items),
+        output_types=[x.type for x in kernel.outputs],
+        extra_inputs=extra,
+    )

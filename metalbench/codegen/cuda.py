@@ -41,7 +41,6 @@ Note: MLX 0.32.4's ``mx.fast.cuda_kernel`` takes ``shared_memory`` and no
 """
 from __future__ import annotations
 
-import re
 
 from pathlib import Path
 
@@ -49,7 +48,7 @@ from .. import builtins as B
 from .. import ir
 from .. import types as T
 from ..errors import KernelTypeError
-from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, ExtraInputs, Rendered, assemble_header, extra_types
+from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, render_with
 
 __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INPUT", "SHIM_INCLUDE"]
 
@@ -655,24 +654,9 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False) -> Rendered:
     'mb_atomic_max_float(&o[0u], 1.5f);'
     """
     p = CUDAPrinter(kernel, exact_grid)
-    lines = p.body_lines()
-    body = "\n".join(p.prelude() + lines)
-    decls, funcs = p.header_parts()
-    header = assemble_header(list(p.helpers.values()), decls, funcs)
-    ins = kernel.inputs
-    items = ([] if exact_grid else [(GRID_INPUT, "grid", "")]) + p.extra
-    extra = ExtraInputs(items, [x.name for x in kernel.outputs])
-    return Rendered(
-        name=re.sub(r"\W", "_", kernel.name),       # MLX pastes it into an identifier
-        body=body,
-        header=header,
-        input_names=[p.name(x.name) for x in ins] + list(extra),
-        output_names=[p.name(x.name) for x in kernel.outputs],
-        atomic_outputs=False,
-        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins] + extra_types(items),
-        output_types=[x.type for x in kernel.outputs],
-        extra_inputs=extra,
-    )
+    lines = p.body_lines()    # printing decides the helpers and extra inputs
+    return render_with(p, kernel, p.prelude() + lines,
+                       extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])
 
 
 _DEFAULT_HEADER = """

@@ -20,14 +20,13 @@ plain loads and stores of outputs become ``atomic_load/store_explicit``.
 """
 from __future__ import annotations
 
-import re
 
 from .. import builtins as B
 from .. import ir
 from .. import types as T
 from ..errors import KernelTypeError
-from .c_like import (ASSIGN, CPP_KEYWORDS, POSTFIX, CPrinter, Dialect, ExtraInputs, Rendered,
-                     assemble_header, atomic_buffers, extra_types)
+from .c_like import (ASSIGN, CPrinter, Dialect, Rendered, atomic_buffers,
+                     render_with)
 
 __all__ = ["render", "Rendered", "MSLPrinter", "MSL"]
 
@@ -366,19 +365,5 @@ def render(kernel: ir.KernelIR) -> Rendered:
     ('atomic_fetch_add_explicit(&o[0u], 1u, memory_order_relaxed);', True)
     """
     p = MSLPrinter(kernel)
-    body = "\n".join(p.body_lines())
-    decls, funcs = p.header_parts()
-    header = assemble_header(list(p.helpers.values()), decls, funcs)
-    ins = kernel.inputs
-    extra = ExtraInputs(p.extra, [x.name for x in kernel.outputs])
-    return Rendered(
-        name=re.sub(r"\W", "_", kernel.name),       # MLX pastes it into an identifier
-        body=body,
-        header=header,
-        input_names=[p.name(x.name) for x in ins] + list(extra),
-        output_names=[p.name(x.name) for x in kernel.outputs],
-        atomic_outputs=any(x.name in p.atomic_kernel for x in kernel.outputs),
-        input_types=[(x.type, 0 if x.kind == "scalar" else x.ndim) for x in ins] + extra_types(p.extra),
-        output_types=[x.type for x in kernel.outputs],
-        extra_inputs=extra,
-    )
+    lines = p.body_lines()    # printing decides the helpers, extra inputs and atomic outputs
+    return render_with(p, kernel, lines, atomic_outputs=any(x.name in p.atomic_kernel for x in kernel.outputs))
