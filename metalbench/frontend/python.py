@@ -27,10 +27,9 @@ from __future__ import annotations
 import ast
 import builtins as _pybuiltins
 import inspect
-import linecache
 import math as _math
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,7 @@ from .. import builtins as B
 from .. import dsl
 from .. import ir
 from .. import types as T
-from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError, Source, Span
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, Source, Span
 from ..passes.fold import fold_binop, fold_cast, fold_unop
 from .common import convert
 
@@ -813,7 +812,11 @@ class FunctionTranslator:
             return self.const(b.value, node)
         if b.kind == "buf":
             raise self.err(KernelTypeError, f"{node.id!r} is an array; index it (e.g. {node.id}[i])", node)
-        obj = b.value
+        return self.object_value(b.value, node, f"{node.id!r} ({type(b.value).__name__})")
+
+    def object_value(self, obj, node, what: str) -> ir.Expr:
+        """A compile-time Python object used as a value: a thread attribute, an object with
+        the ``__metalbench_value__`` hook, or a number."""
         if isinstance(obj, dsl.ThreadAttribute):
             return self.thread_attr(obj.dsl_name, node)
         hook = getattr(obj, "__metalbench_value__", None)
@@ -821,8 +824,7 @@ class FunctionTranslator:
             return hook(self, node)
         if isinstance(obj, (bool, int, float, np.generic)):
             return self.const(obj, node)
-        raise self.err(KernelTypeError, f"{node.id!r} ({type(obj).__name__}) cannot be used as a value "
-                                        "in a kernel", node,
+        raise self.err(KernelTypeError, f"{what} cannot be used as a value in a kernel", node,
                        hint="kernels can use numbers, arrays, thread attributes and builtins")
 
     def thread_attr(self, name: str, node) -> ir.Expr:
@@ -853,14 +855,7 @@ class FunctionTranslator:
                 obj = getattr(base_obj, node.attr)
             except AttributeError:
                 raise self.err(KernelNameError, f"{ast.unparse(node.value)} has no attribute {node.attr!r}", node)
-            if isinstance(obj, dsl.ThreadAttribute):
-                return self.thread_attr(obj.dsl_name, node)
-            hook = getattr(obj, "__metalbench_value__", None)
-            if hook is not None:
-                return hook(self, node)
-            if isinstance(obj, (bool, int, float, np.generic)):
-                return self.const(obj, node)
-            raise self.err(KernelTypeError, f"{ast.unparse(node)} cannot be used as a value in a kernel", node)
+            return self.object_value(obj, node, ast.unparse(node))
         v = self.expr(node.value)
         if isinstance(v.type, T.VectorType):
             comps = node.attr.translate(str.maketrans("rgba", "xyzw"))
