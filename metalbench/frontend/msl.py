@@ -1369,7 +1369,6 @@ class Translator:
 
     # -- device functions
     def user_call(self, name, argn, targ_nodes, node):
-        sp = self.sp(node)
         cands = [f for f in self.funcdefs[name] if len(_params_of(f.node)) == len(argn)]
         if not cands:
             self.type_err(node, f"no overload of '{name}' takes {len(argn)} argument(s)")
