@@ -23,8 +23,17 @@ def ip():
 
 
 def cell(ip, line, body):
-    ip.run_cell_magic("metal", line + " --backend sim", body)
-    return last_result()
+    """Run a %%metal cell; a failing cell raises (its error is also in the result)."""
+    try:
+        ip.run_cell_magic("metal", line + " --backend sim", body)
+    except Exception as e:
+        r = last_result()
+        assert r.error is e
+        assert "Traceback" not in "\n".join(e._render_traceback_())
+        return r
+    r = last_result()
+    assert r.error is None
+    return r
 
 
 def test_parse_line_and_detect():
@@ -96,3 +105,64 @@ def test_widget_panel(ip):
 def test_define_without_grid(ip):
     r = cell(ip, "--no-widget", SAXPY.replace("def saxpy", "def saxpy2"))
     assert r.error is None and "saxpy2" in ip.user_ns and r.check is None
+
+
+def test_help_lists_every_option(ip, capsys):
+    from metalbench.notebook.options import OPTIONS, _parser
+    ip.run_cell("%%metal --help")                               # a cell holding only this line
+    out = capsys.readouterr().out
+    doc = ip.find_cell_magic("metal").__doc__                    # what %%metal? shows
+    flags = [o for a in _parser()._actions for o in a.option_strings]
+    assert len(flags) == len(OPTIONS) - 1                        # NAME is positional
+    for text in (out, doc):
+        for opt in flags:
+            assert opt in text, opt
+        assert text.count("e.g. ") == len(OPTIONS)               # an example per option
+    ip.run_line_magic("metal", "")                               # %metal alone: the same help
+    assert "--sweep" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("body, line, what", [
+    ("def k(x, out: mb.Out)\n    out[0] = x[0]\n", 2, "expected ':'"),
+    ("# a comment\n@mb.kernel\ndef k(x, out: mb.Out):\n    out[0] = x[0\n", 5, "never closed"),
+    ("def k(x, out: mb.Out):\n    i = thread_position_in_grid.x\n      out[i] = x[i]\n", 4, "indent"),
+])
+def test_python_syntax_error_is_python_at_its_line(ip, body, line, what):
+    r = cell(ip, "--grid n --no-widget", body)
+    msg = str(r.error)
+    assert r.lang == "python" and "invalid Python syntax" in msg and what in msg, msg
+    assert f"cell, line {line}:" in msg and "MSL" not in msg
+
+
+def test_sweep_axes_on_the_magic_line(ip):
+    body = ("def scale(x, out: mb.Out, K: mb.constexpr = 2):\n"
+            "    i = thread_position_in_grid.x\n"
+            "    if i < x.size:\n"
+            "        out[i] = x[i] * K\n")
+    r = cell(ip, "--grid n --sweep threadgroup=32,64 K=2,3 --no-widget", body)
+    assert [(row["threadgroup"], row["K"]) for row in r.sweep.rows] == [(32, 2), (32, 3), (64, 2), (64, 3)]
+    assert all(row["error"] is None for row in r.sweep.rows)
+    r = cell(ip, "--grid n --sweep threadgroup=(16, 2), (32, 1) --no-widget", body)
+    assert [row["threadgroup"] for row in r.sweep.rows] == [(16, 2), (32, 1)]
+    r = cell(ip, "--grid n --sweep TILE=8,16 --no-widget", body)
+    assert "no constexpr parameter 'TILE'" in str(r.error) and "K" in r.error.hint
+    r = cell(ip, "twice --grid (n, 1, 1) --template K=2 --sweep K=1,2 --no-widget",
+             "uint i = thread_position_in_grid.x;\nout[i] = K * inp[i];")
+    assert [row["K"] for row in r.sweep.rows if row["threadgroup"] == (32,)] == [1, 2]
+
+
+def test_panel_sweeps_constexpr_axes(ip):
+    body = ("def scale(x, out: mb.Out, K: mb.constexpr = 2):\n"
+            "    i = thread_position_in_grid.x\n"
+            "    if i < x.size:\n"
+            "        out[i] = x[i] * K\n")
+    r = cell(ip, "--grid n --sweep K=1,3", body)
+    wb = r.panel
+    assert wb.axis_fields["K"].value == "1, 3" and wb.axis_fields["threadgroup"].value == "auto"
+    wb.axis_fields["threadgroup"].value = "32, 64"
+    wb.axis_fields["K"].value = "3, 4"
+    s = wb.sweep()
+    assert {(row["threadgroup"], row["K"]) for row in s.rows} == {(32, 3), (32, 4), (64, 3), (64, 4)}
+    assert wb.base["K"] == s.best["K"] and wb.threadgroup[0] == s.best["threadgroup"]
+    r = cell(ip, "--grid n", body)
+    assert r.panel.axis_fields["K"].value == "1, 2, 4"              # around the default

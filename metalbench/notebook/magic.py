@@ -12,143 +12,50 @@ The body is a DSL function (a ``def``) or an MSL body (what ``mx.fast.metal_kern
 takes). The kernel object lands in the namespace under its name; arguments bind to
 notebook variables of the same names (``--args`` overrides). With ``--grid`` the cell
 also runs the kernel, checks it against ``--ref`` and shows the workbench panel.
-Errors are short messages that point at the cell line (the magic line is line 1);
-a failing cell leaves the previous kernel of that name untouched.
+Errors are short messages that point at the cell line (the magic line is line 1). A
+failing cell raises (so Run All stops and executed notebooks fail), shown as that short
+message without a traceback, and leaves the previous kernel of that name untouched.
+``%%metal --help`` (or ``%%metal?``) lists every option with an example.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import hashlib
 import html
 import re
-import shlex
 
 import numpy as np
 
 from .. import runtime
 from ..errors import MetalbenchError, Source, Span
+from .options import MagicError, evaluate as _eval, help_text, parse_line, parse_template  # noqa: F401
 
-OPTIONS = ("[NAME] [--inputs a,b] [--outputs out] [--grid EXPR] [--threadgroup EXPR] [--ref EXPR] "
-           "[--args EXPR] [--template T=float32] [--backend auto|metal|cuda|sim] [--lang auto|python|msl] "
-           "[--sweep] [--no-widget] [--output-shapes EXPR] [--output-dtypes EXPR] [--header EXPR] "
-           "[--init-value V] [--atomic] [--checked]")
-
-
-class MagicError(MetalbenchError):
-    """A bad ``%%metal`` line: unknown option, expression that does not evaluate, missing argument."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise MagicError(f"%%metal: {message}", hint=f"usage: %%metal {OPTIONS}")
-
-
-def _parser() -> _Parser:
-    p = _Parser(prog="%%metal", add_help=False)
-    p.add_argument("name", nargs="?")
-    p.add_argument("--inputs")
-    p.add_argument("--outputs")
-    p.add_argument("--grid")
-    p.add_argument("--threadgroup")
-    p.add_argument("--ref")
-    p.add_argument("--args")
-    p.add_argument("--template")
-    p.add_argument("--backend", default="auto", choices=["auto", "metal", "cuda", "sim"])
-    p.add_argument("--lang", default="auto", choices=["auto", "python", "msl"])
-    p.add_argument("--sweep", action="store_true")
-    p.add_argument("--no-widget", dest="no_widget", action="store_true")
-    p.add_argument("--output-shapes", dest="output_shapes")
-    p.add_argument("--output-dtypes", dest="output_dtypes")
-    p.add_argument("--header")
-    p.add_argument("--init-value", dest="init_value")
-    p.add_argument("--atomic", action="store_true")
-    p.add_argument("--checked", action="store_true")
-    return p
-
-
-def parse_line(line: str) -> argparse.Namespace:
-    """Parse the options of a ``%%metal`` line.
-
-    >>> o = parse_line("saxpy --grid n --ref 'lambda a, x, y: a * x + y' --no-widget")
-    >>> o.name, o.grid, o.no_widget
-    ('saxpy', 'n', True)
-    """
-    try:
-        words = shlex.split(line)
-    except ValueError as e:
-        raise MagicError(f"%%metal: cannot split the options: {e}", hint="check the quotes on the %%metal line")
-    # Expressions may contain spaces (--grid (n, 1, 1)): an option's value runs up to the
-    # next --option, so users need not quote them.
-    flags = {"--sweep", "--no-widget", "--atomic", "--checked"}
-    argv, i = [], 0
-    while i < len(words):
-        w = words[i]
-        if w.startswith("--") and w not in flags and "=" not in w:
-            j = i + 1
-            while j < len(words) and not words[j].startswith("--"):
-                j += 1
-            argv.append(w)
-            if j > i + 1:
-                argv.append(" ".join(words[i + 1:j]))
-            i = j
-        else:
-            argv.append(w)
-            i += 1
-    return _parser().parse_args(argv)
+_PY_START = re.compile(r"(?:async\s+)?def\s|@")
 
 
 def detect_lang(cell: str) -> str:
-    """``python`` if the cell parses as Python and contains a ``def``, else ``msl``.
+    """``python`` if the body starts with ``def`` or a decorator (after blank and comment
+    lines), or parses as Python and contains a ``def``; else ``msl``. A body that starts
+    like Python is Python even when it has a syntax error, so the error is Python's.
 
     >>> detect_lang("def k(x):\\n    pass\\n"), detect_lang("out[0] = 1;")
     ('python', 'msl')
+    >>> detect_lang("# saxpy\\ndef k(x, out: mb.Out)\\n    pass\\n")     # missing colon
+    'python'
     """
+    for line in cell.splitlines():
+        s = line.strip()
+        if not s or s.startswith("#") and not s.startswith(("#include", "#define", "#pragma", "#if")) \
+                or s.startswith("//"):
+            continue
+        if _PY_START.match(s):
+            return "python"
+        break
     try:
         tree = ast.parse(cell)
     except SyntaxError:
         return "msl"
     return "python" if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in tree.body) else "msl"
-
-
-def _eval(expr: str, ns: dict, what: str):
-    try:
-        return eval(expr, ns)  # noqa: S307 — the user's own notebook expression
-    except Exception as e:
-        raise MagicError(f"{what} {expr!r} does not evaluate: {type(e).__name__}: {e}",
-                         hint="it is evaluated in the notebook's namespace; define the names it uses first") from None
-
-
-def _dtype_value(v: str, ns: dict):
-    import mlx.core as mx
-    v = v.strip()
-    if v in ("true", "True"):
-        return True
-    if v in ("false", "False"):
-        return False
-    if re.fullmatch(r"-?\d+", v):
-        return int(v)
-    name = v.replace("mx.", "").replace("mb.", "").replace("np.", "")
-    name = {"float": "float32", "half": "float16", "bool": "bool_", "int": "int32", "uint": "uint32"}.get(name, name)
-    d = getattr(mx, name, None)
-    if isinstance(d, mx.Dtype):
-        return d
-    return _eval(v, ns, "--template value")
-
-
-def parse_template(text: str | None, ns: dict) -> list:
-    """``"T=float32,N=4"`` → ``[("T", mx.float32), ("N", 4)]``."""
-    if not text:
-        return []
-    out = []
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise MagicError(f"--template entry {item!r} is not NAME=VALUE", hint="for example --template T=float32,N=4")
-        k, v = item.split("=", 1)
-        out.append((k.strip(), _dtype_value(v, ns)))
-    return out
 
 
 def _remap_msl_error(e: MetalbenchError, kname: str, cell: str) -> MetalbenchError:
@@ -218,10 +125,12 @@ class CellResult:
         self.error = None
         self.panel = None
         self.cached = False
+        self.sweep_axes: dict = {}
 
 
-def _is_kernel_param_out(kind):
-    return kind == "out"
+def parse_line_help(line: str) -> bool:
+    """True for ``%%metal --help`` / ``-h`` (whatever else the line holds)."""
+    return any(w in ("--help", "-h") for w in line.split())
 
 
 def format_error(e: BaseException) -> str:
@@ -231,8 +140,18 @@ def format_error(e: BaseException) -> str:
             "hint: this is a metalbench bug; the notebook kernel keeps running")
 
 
+def cell_error(e: MetalbenchError) -> MetalbenchError:
+    """Make ``e`` show as its short message (cell line, caret, hint) when IPython prints
+    it: IPython calls ``_render_traceback_`` instead of formatting the traceback, so the
+    cell fails (Run All stops, nbclient raises) without metalbench's internal frames."""
+    lines = [f"\x1b[0;31m{type(e).__name__}\x1b[0m: " + format_error(e)]
+    e._render_traceback_ = lambda: lines
+    return e
+
+
 def show_error(e: BaseException):
-    """Show ``e`` as a short message in the cell (no traceback)."""
+    """Show ``e`` as a short message in the cell output (no traceback); the panel and
+    tools use it, the magic raises instead (:func:`cell_error`)."""
     from IPython.display import display
     msg = format_error(e)
     display({"text/plain": msg,
@@ -241,14 +160,14 @@ def show_error(e: BaseException):
 
 
 try:
-    from IPython.core.magic import Magics, cell_magic, magics_class
+    from IPython.core.magic import Magics, line_cell_magic, magics_class
 except Exception:  # pragma: no cover
     Magics = object
 
     def magics_class(c):
         return c
 
-    def cell_magic(f):
+    def line_cell_magic(f):
         return f
 
 
@@ -261,19 +180,27 @@ class MetalMagics(Magics):
         self.cache: dict = {}
         self.last: CellResult | None = None
 
-    @cell_magic
-    def metal(self, line, cell):
-        """``%%metal [NAME] [--grid EXPR] [--ref EXPR] ...``: define (and run) a kernel."""
+    @line_cell_magic
+    def metal(self, line, cell=None):
         res = CellResult()
         self.last = res
+        if cell is None or parse_line_help(line):
+            # `%metal` (a line, no body) or `%%metal --help`: the options, with examples.
+            print(help_text())
+            return None
         try:
             self._run(line, cell, res)
-        except KeyboardInterrupt:
-            raise
-        except Exception as e:  # noqa: BLE001 — bad input must never crash the kernel
+        except MetalbenchError as e:
+            # A failing cell fails (Run All stops, executed notebooks report it), with the
+            # short message; the previous kernel of that name stays (assigned last in _run).
             res.error = e
-            show_error(e)
+            raise cell_error(e) from None
+        except Exception as e:
+            res.error = e
+            raise
         return None
+
+    metal.__doc__ = help_text()
 
     # ----------------------------------------------------------------------------- cell
     def _run(self, line, cell, res: CellResult):
@@ -296,6 +223,7 @@ class MetalMagics(Magics):
             if not callable(ref):
                 from ..check import call_reference, Launch
                 call_reference(ref, Launch(kernel, args, launch), [])
+        res.sweep_axes = self._sweep_axes(kernel, opts, ns, lang)
         if launch is not None and launch.get("grid") is not None:
             self._execute(kernel, args, launch, ref, opts, res)
         # Only a cell that got this far replaces the previous kernel of that name.
@@ -472,7 +400,25 @@ class MetalMagics(Magics):
         if opts.sweep:
             kw = dict(launch)
             kw.pop("threadgroup", None)
-            res.sweep = sweep_kernel(kernel, *args, ref=ref, progress=False, max_time=0.5, **kw)
+            axes = dict(res.sweep_axes)
+            tg = axes.pop("threadgroup", None)
+            res.sweep = sweep_kernel(kernel, *args, threadgroup=tg, ref=ref, progress=False, max_time=0.5,
+                                     **{**kw, **axes})
+
+    def _sweep_axes(self, kernel, opts, ns, lang) -> dict:
+        """The ``--sweep AXIS=V1,V2`` axes as lists of values, checked against the kernel:
+        ``threadgroup``, a DSL kernel's constexpr parameters, an MSL body's template names."""
+        from .options import axis_values
+        axes = {}
+        consts = [p.name for p, (kd, _) in zip(kernel.params, kernel.kinds) if kd == "constexpr"] \
+            if lang == "python" else None
+        for name, text in opts.sweep_axes.items():
+            if name != "threadgroup" and consts is not None and name not in consts:
+                known = ", ".join(["threadgroup"] + consts)
+                raise MagicError(f"--sweep {name}=...: {kernel.name} has no constexpr parameter {name!r}",
+                                 hint=f"sweepable axes: {known} (declare tunables as `{name}: mb.constexpr = ...`)")
+            axes[name] = axis_values(text, ns, name)
+        return axes
 
     def _display(self, kernel, args, launch, ref, opts, res):
         from IPython.display import HTML, display
@@ -491,7 +437,7 @@ class MetalMagics(Magics):
                                   f"{html.escape(note)}</div>"}, raw=True)
             return
         if HAVE_WIDGETS and not opts.no_widget:
-            wb = Workbench(kernel, args, launch, ref, res.check, res.timing, res.sweep)
+            wb = Workbench(kernel, args, launch, ref, res.check, res.timing, res.sweep, sweep_axes=res.sweep_axes)
             res.panel = wb
             display(wb)
             return
@@ -511,11 +457,27 @@ class MetalMagics(Magics):
 _MAGICS: MetalMagics | None = None
 
 
+def help_cell_transform(lines: list[str]) -> list[str]:
+    """IPython refuses a cell magic with an empty body before the magic runs, so a cell
+    holding only ``%%metal --help`` becomes the line magic ``%metal --help``.
+
+    >>> help_cell_transform(["%%metal --help\\n"]), help_cell_transform(["%%metal k\\n", "x\\n"])
+    (['%metal --help\\n'], ['%%metal k\\n', 'x\\n'])
+    """
+    if lines and lines[0].startswith("%%metal") and parse_line_help(lines[0][7:]) \
+            and not "".join(lines[1:]).strip():
+        return ["%" + lines[0][2:]]
+    return lines
+
+
 def load_ipython_extension(ip):
     """Register ``%%metal`` (``%load_ext metalbench``)."""
     global _MAGICS
     _MAGICS = MetalMagics(ip)
     ip.register_magics(_MAGICS)
+    cleanup = getattr(ip, "input_transformers_cleanup", None)
+    if cleanup is not None and help_cell_transform not in cleanup:
+        cleanup.append(help_cell_transform)
 
 
 def last_result() -> CellResult | None:

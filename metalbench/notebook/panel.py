@@ -3,7 +3,7 @@
     wb = Workbench(saxpy, args=(2.0, x, y), launch=dict(grid=n, threadgroup=256),
                    ref=lambda a, x, y: a * x + y)
     wb.run()          # what the Run button does: launch, check, time
-    wb.sweep()        # what the Sweep button does: power-of-two threadgroups, best applied
+    wb.sweep()        # what the Sweep button does: threadgroups x constexprs, best applied
     wb.export()       # what the Export button does: standalone MLX code in the Export tab
     display(wb)       # a VBox: status, launch controls, tabs (Source, Check, Timing, Sweep, Export)
 
@@ -103,7 +103,7 @@ if HAVE_WIDGETS:
         """The ``%%metal`` panel: status, launch controls, Run/Sweep/Export, and tabs."""
 
         def __init__(self, kernel, args=(), launch=None, ref=None, result=None, timing=None, sweep=None,
-                     source=None, lang="metal"):
+                     source=None, lang="metal", sweep_axes=None):
             self.kernel = kernel
             self.args = tuple(args)
             self.base = dict(launch or {})
@@ -140,6 +140,12 @@ if HAVE_WIDGETS:
             self.export_button.on_click(lambda _: self.export())
             self.progress = W.IntProgress(value=0, min=0, max=1, description="sweep",
                                           layout=W.Layout(visibility="hidden"))
+            # Sweep axes: threadgroup shapes and every constexpr (DSL) / int template (MSL),
+            # as editable value lists; Sweep times their product.
+            self.axis_fields = {
+                name: W.Text(value=text, description=f"sweep {name}", continuous_update=False,
+                             style={"description_width": "initial"}, layout=W.Layout(width="320px"))
+                for name, text in sweep_axis_defaults(kernel, self.base, sweep_axes).items()}
 
             if source is None:
                 try:
@@ -161,6 +167,7 @@ if HAVE_WIDGETS:
                 self.tabs.set_title(i, title)
             controls = W.VBox([W.HBox(self.tg[:2]), W.HBox([self.tg[2], self.threads]),
                                W.HBox([self.grid, self.backend]),
+                               W.HBox(list(self.axis_fields.values()), layout=W.Layout(flex_flow="row wrap")),
                                W.HBox([self.run_button, self.sweep_button, self.export_button,
                                        self.debug_button, self.progress])])
             title = W.HTML(f"<b>{html.escape(self.name)}</b> &mdash; metalbench workbench")
@@ -246,15 +253,26 @@ if HAVE_WIDGETS:
             return self.result
 
         def sweep(self, shapes=None, **axes):
-            """Time power-of-two threadgroup shapes (of the grid's dimensionality) and move the
-            sliders to the best; returns the :class:`~metalbench.bench.Sweep`."""
+            """Time every combination of the sweep axes (the threadgroup field: ``auto`` =
+            power-of-two shapes of the grid's dimensionality; one field per constexpr or
+            template value) and apply the best (sliders and constexpr values); returns the
+            :class:`~metalbench.bench.Sweep`. ``shapes`` and ``axes`` override the fields."""
             self.message.value = ""
             try:
                 kw = self.launch_kwargs()
                 kw.pop("threadgroup")
-                g, _ = L.normalize(kw["grid"], 1)
-                dims = 3 if g[2] > 1 else (2 if g[1] > 1 else 1)
-                shapes = shapes or threadgroup_shapes(dims, min_threads=32 if dims == 1 else 16)
+                fields = self.sweep_axes()
+                tg_field = fields.pop("threadgroup", None)
+                for name, values in fields.items():
+                    axes.setdefault(name, values)
+                if shapes is None and tg_field is not None:
+                    shapes = tg_field
+                if shapes is None:
+                    g, _ = L.normalize(kw["grid"], 1)
+                    dims = 3 if g[2] > 1 else (2 if g[1] > 1 else 1)
+                    shapes = threadgroup_shapes(dims, min_threads=32 if dims == 1 else 16)
+                for name in axes:
+                    kw.pop(name, None)
                 self.progress.layout.visibility = "visible"
                 self.progress.max = len(shapes) * max(1, _n_combos(axes))
                 self.progress.value = 0
@@ -270,9 +288,33 @@ if HAVE_WIDGETS:
             self.sweep_view.value = s._repr_html_()
             if s.best is not None:
                 self.set_threadgroup(s.best["threadgroup"])
+                for name in axes:
+                    if name in s.best:
+                        self._set_constant(name, s.best[name])
             self.progress.bar_style = "success"
             self.tabs.selected_index = 3
             return s
+
+        def sweep_axes(self) -> dict:
+            """The sweep fields' values: ``{"threadgroup": [...] (absent for auto), "TILE": [...]}``."""
+            from .options import axis_values
+            out = {}
+            for name, f in self.axis_fields.items():
+                text = f.value.strip()
+                if name == "threadgroup" and text in ("", "auto"):
+                    continue
+                if text:
+                    out[name] = axis_values(text, {}, name)
+            return out
+
+        def _set_constant(self, name, value):
+            # DSL constexprs are launch keywords; MSL template values live in the template list.
+            if is_msl_kernel(self.kernel):
+                tmpl = dict(self.base.get("template") or [])
+                tmpl[name] = value
+                self.base["template"] = list(tmpl.items())
+            else:
+                self.base[name] = value
 
         def export(self) -> str | None:
             """Fill the Export tab with standalone MLX code for the current configuration."""
@@ -329,6 +371,41 @@ if HAVE_WIDGETS:
             return f"<div>{html.escape(str(self.timing))}</div>{img}"
 else:  # pragma: no cover
     Workbench = None
+
+
+def _fmt_value(v) -> str:
+    return str(v).replace("mlx.core.", "")
+
+
+def sweep_axis_defaults(kernel, launch: dict, given: dict | None = None) -> dict:
+    """Text of the panel's sweep fields: ``threadgroup`` (``auto`` or the given shapes) and
+    one per constexpr parameter (DSL) or int template argument (MSL), prefilled with the
+    values given on the ``%%metal --sweep`` line, else half, once and twice an int value.
+
+    >>> sweep_axis_defaults(None, {"template": [("T", "float32"), ("TILE", 8)]}, {})
+    {'threadgroup': 'auto', 'TILE': '4, 8, 16'}
+    """
+    given = dict(given or {})
+    out = {"threadgroup": ", ".join(_fmt_value(v) for v in given.pop("threadgroup")) if "threadgroup" in given
+           else "auto"}
+    current = {}
+    if kernel is not None and not is_msl_kernel(kernel) and hasattr(kernel, "kinds"):
+        import inspect
+        for p, (kd, _) in zip(kernel.params, kernel.kinds):
+            if kd == "constexpr":
+                current[p.name] = launch.get(p.name, None if p.default is inspect.Parameter.empty else p.default)
+    else:
+        for name, v in launch.get("template") or []:
+            if isinstance(v, int) and not isinstance(v, bool):
+                current[name] = v
+    for name, v in current.items():
+        if name in given:
+            out[name] = ", ".join(_fmt_value(x) for x in given[name])
+        elif isinstance(v, int) and not isinstance(v, bool) and v > 1:
+            out[name] = f"{v // 2}, {v}, {v * 2}"
+        elif v is not None:
+            out[name] = _fmt_value(v)
+    return out
 
 
 def _n_combos(axes) -> int:
