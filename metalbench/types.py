@@ -102,6 +102,8 @@ uint64 = ScalarType("uint64", "ulong", "uint64_t", np.dtype(np.uint64), "u", 64,
 float16 = ScalarType("float16", "half", "__half", np.dtype(np.float16), "f", 16, 1)
 bfloat16 = ScalarType("bfloat16", "bfloat", "__nv_bfloat16", np.dtype(ml_dtypes.bfloat16), "f", 16, 1)
 float32 = ScalarType("float32", "float", "float", np.dtype(np.float32), "f", 32, 2)
+# float64: the scalar table's exact type for Python floats (not yet a kernel type)
+float64 = ScalarType("float64", "double", "double", np.dtype(np.float64), "f", 64, 3)
 
 SCALARS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
 BY_NAME = {t.name: t for t in SCALARS}

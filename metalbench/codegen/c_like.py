@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import ir
+from .. import scalar as S
 from .. import types as T
 from ..errors import KernelTypeError
 
@@ -161,7 +162,7 @@ class CPrinter:
 
     def float_literal(self, v: float) -> str:
         """A float32 literal with enough digits to round-trip (``0.1f``, ``1e+20f``)."""
-        f = np.float32(v)
+        f = S.value(v, T.float32)
         if np.isnan(f):
             return self.d.nan
         if np.isinf(f):
@@ -179,10 +180,8 @@ class CPrinter:
         if t.is_bool:
             return "true" if bool(v) else "false"
         if t.is_int:
-            iv = int(v)
+            iv = int(S.value(v, t))                    # converted as C would
             lo = -(1 << (t.bits - 1)) if t.is_signed else 0
-            hi = (1 << (t.bits - 1)) - 1 if t.is_signed else (1 << t.bits) - 1
-            iv = ((iv - lo) % (hi - lo + 1)) + lo     # wrap, as the C conversion would
             if t.bits < 32:
                 return self.cast_text(t, str(iv))
             suf = self.d.int_suffix.get(t.name, "")
@@ -192,14 +191,14 @@ class CPrinter:
         if t.name == "float32":
             return self.float_literal(v)
         if t.name == "float16" and self.d.half_suffix:
-            h = np.float16(v)
+            h = S.value(v, t)
             if np.isfinite(h):
                 s = str(h)
                 if "." not in s and "e" not in s:
                     s += ".0"
                 return s + self.d.half_suffix
         # half / bfloat: the float32 literal of the exactly representable value, converted
-        fv = float(np.asarray(v, dtype=np.float64).astype(t.np).astype(np.float32))
+        fv = float(S.value(v, t))
         return self.cast_text(t, self.float_literal(fv))
 
     def cast_text(self, t, text: str) -> str:

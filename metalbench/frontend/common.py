@@ -12,21 +12,21 @@ constant expressions with C semantics (wrap-around, truncating division)::
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import ir
 from .. import types as T
-from ..passes.fold import fold_binop, fold_cast
+from ..scalar import fold_binop, fold_cast, fold_unop
 
 
-def coerce_value(v, t):
-    """The Python value ``v`` converted to scalar type ``t`` with C semantics (the
-    element type for a vector type); see :func:`metalbench.passes.fold.fold_cast`.
+def coerce_value(v, t, src=None):
+    """The Python value ``v`` (of scalar type ``src`` when known) converted to scalar type
+    ``t`` with C semantics (the element type for a vector type); see
+    :func:`metalbench.scalar.fold_cast`.
 
     >>> coerce_value(-1, T.uint8), coerce_value(2.7, T.int32), coerce_value(3, T.bool_)
     (255, 2, True)
     """
-    return fold_cast(v, T.elem_of(t))
+    src = T.elem_of(src) if src is not None else None
+    return fold_cast(v, T.elem_of(t), src)
 
 
 def convert(e: ir.Expr, t, span=None) -> ir.Expr:
@@ -36,7 +36,7 @@ def convert(e: ir.Expr, t, span=None) -> ir.Expr:
         return e
     span = span or e.span
     if isinstance(e, ir.Const) and isinstance(t, T.ScalarType) and not isinstance(e.type, T.VectorType):
-        return ir.Const(coerce_value(e.value, t), t, span=span)
+        return ir.Const(coerce_value(e.value, t, e.type), t, span=span)
     if isinstance(t, T.VectorType) and isinstance(e.type, T.ScalarType):
         return ir.VecCons(t, [convert(e, t.elem, span)], span=span)
     return ir.Cast(t, e, span=span)
@@ -53,23 +53,19 @@ def const_value(e):
         return e.value if not isinstance(e.type, T.VectorType) else None
     if isinstance(e, ir.Cast) and isinstance(e.type, T.ScalarType):
         v = const_value(e.value)
-        return None if v is None else coerce_value(v, e.type)
-    if isinstance(e, ir.UnOp):
+        return None if v is None else coerce_value(v, e.type, e.value.type)
+    if isinstance(e, ir.UnOp) and isinstance(e.type, T.ScalarType):
         v = const_value(e.a)
-        if v is None:
+        if v is None or e.op not in ("-", "!", "~"):
             return None
-        if e.op == "-":
-            return coerce_value(-v, e.type)
-        if e.op == "!":
-            return not v
-        if e.op == "~":
-            return coerce_value(~int(v), e.type)
-        return None
+        return fold_unop(e.op, v, e.a.type)
     if isinstance(e, ir.BinOp) and isinstance(e.type, T.ScalarType):
         a, b = const_value(e.a), const_value(e.b)
         if a is None or b is None:
             return None
-        return _fold_binop(e.op, a, b, e.a.type, e.type)
+        # comparisons and arithmetic compute in the operands' type (the IR converted
+        # them); a shift's count keeps its own type
+        return fold_binop(e.op, a, b, e.a.type, e.b.type)
     if isinstance(e, ir.Logical):
         a = const_value(e.a)
         if a is None:
@@ -88,11 +84,6 @@ def const_value(e):
     return None
 
 
-def _fold_binop(op, a, b, operand_type, t):
-    r = fold_binop(op, a, b, t if op not in ir.COMPARE_OPS else operand_type)
-    return r
-
-
 def fold(e: ir.Expr) -> ir.Expr:
     """``e`` replaced by a ``Const`` when it is a compile-time constant scalar."""
     if isinstance(e, ir.Const) or not isinstance(e.type, T.ScalarType):
@@ -101,11 +92,3 @@ def fold(e: ir.Expr) -> ir.Expr:
     if v is None:
         return e
     return ir.Const(v, e.type, span=e.span)
-
-
-def np_scalar(v, t):
-    """A NumPy scalar of type ``t`` holding ``v``."""
-    return t.np.type(coerce_value(v, t))
-
-
-_ = np  # NumPy is part of this module's contract (np_scalar); keep the import explicit

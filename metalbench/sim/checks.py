@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import KernelCheckError
-from . import runtime as _rt
 from .memory import OutOfBounds, check
 
 # Distinct (kind, buffer, lines) findings kept per launch; more are only counted.
@@ -914,8 +913,9 @@ class Checker:
             self.sep += 1
             self.sep_used = True
 
-    def div(self, a, b, dt, m, k, op):
-        """C integer ``/`` or ``%`` (``op``), reporting a zero divisor on an active lane."""
+    def div(self, a, b, fn, m, k, op):
+        """C integer ``/`` or ``%`` (``op``, computed by the scalar table's ``fn``),
+        reporting a zero divisor on an active lane."""
         if m is not False:
             z = b == 0
             if isinstance(z, np.ndarray):
@@ -928,7 +928,7 @@ class Checker:
                 lanes = np.flatnonzero(z) if isinstance(z, np.ndarray) else self._lanes(m)
                 self.o.add("division by zero", [k], None, None, [], lanes + self.base,
                            ["modulo" if op == "%" else "divide"], int(lanes.size))
-        return _rt.idiv(a, b, dt) if op == "/" else _rt.imod(a, b, dt)
+        return fn(a, b)
 
     def finish(self):
         """End of the chunk: last interval, statistics."""

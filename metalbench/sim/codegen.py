@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import builtins as B
 from .. import ir
+from .. import scalar as S
 from .. import types as T
 from ..passes.uniformity import Uniformity, uniform_attributes
 
@@ -121,6 +122,7 @@ class Gen:
         self.ind = 1
         self.ns: dict = {}
         self._consts: dict = {}
+        self._fns: dict = {}
         self.nodes: list = []
         self.n = 0
         self.m = "_m0"
@@ -151,21 +153,21 @@ class Gen:
 
     def const(self, value, t):
         """A namespace name holding ``value`` as a NumPy scalar of type ``t``."""
-        dt = t.np
-        if t.is_bool:
-            v = np.bool_(bool(value))
-        elif t.is_int:
-            iv = int(value) & ((1 << t.bits) - 1)
-            if t.kind == "i" and iv >= 1 << (t.bits - 1):
-                iv -= 1 << t.bits
-            v = dt.type(iv)
-        else:
-            v = dt.type(float(value))
+        v = S.value(value, t)
         key = (t.name, repr(v))
         name = self._consts.get(key)
         if name is None:
             name = self._consts[key] = f"_k{len(self._consts)}"
             self.ns[name] = v
+        return name
+
+    def scalar_fn(self, fn, *key):
+        """A namespace name for ``fn``, one of :mod:`metalbench.scalar`'s operator or cast
+        functions (``key`` names it: the same key, the same name)."""
+        name = self._fns.get(key)
+        if name is None:
+            name = self._fns[key] = f"_sc{len(self._fns)}"
+            self.ns[name] = fn
         return name
 
     def dtn(self, t):
@@ -934,27 +936,16 @@ class Gen:
         return comps
 
     def _bin(self, op, a, b, t, node=None):
-        """One component of a binary operation on operands of scalar type ``t``."""
+        """One component of a binary operation on operands of scalar type ``t``: the
+        operator inline where NumPy's is exactly C's, else the scalar table's function."""
         if self.checked and node is not None and op in ("/", "%") and t.is_int:
             k = self.node(node, None, None, "divide")
-            return f"_ck.div({a}, {b}, {self.dtn(t)}, {self.m}, {k}, {op!r})"
-        if op in ir.COMPARE_OPS or op in ("+", "-", "*", "&", "|", "^"):
-            if t.is_bool and op in ("+", "-", "*"):
-                return f"_rt.astype(_rt.astype({a}, {self.dtn(T.int32)}) {op} _rt.astype({b}, {self.dtn(T.int32)}), {self.dtn(t)})"
-            return f"({a} {op} {b})"
-        if op == "/":
-            if t.is_float:
-                return f"({a} / {b})"
-            return f"_rt.idiv({a}, {b}, {self.dtn(t)})"
-        if op == "%":
-            if t.is_float:
-                return f"np.fmod({a}, {b})"
-            return f"_rt.imod({a}, {b}, {self.dtn(t)})"
-        if op == "<<":
-            return f"_rt.shl({a}, {b}, {self.dtn(t)}, {t.bits})"
-        if op == ">>":
-            return f"_rt.shr({a}, {b}, {self.dtn(t)}, {t.bits})"
-        raise NotImplementedError(f"simulator: operator {op}")
+            fn = self.scalar_fn(S.binop_fn(op, t), "bin", op, t.name)
+            return f"_ck.div({a}, {b}, {fn}, {self.m}, {k}, {op!r})"
+        inline = S.infix(op, t)
+        if inline is not None:
+            return f"({a} {inline} {b})"
+        return f"{self.scalar_fn(S.binop_fn(op, t), 'bin', op, t.name)}({a}, {b})"
 
     def ex_BinOp(self, e):
         if self.lin_on and e.op in ("<", ">"):
@@ -974,14 +965,10 @@ class Gen:
         return s if s.isidentifier() else self.tmp(s)
 
     def ex_UnOp(self, e):
-        out = []
-        for c in self.exl(e.a):
-            if e.op == "!":
-                out.append(f"np.logical_not({c})")
-            elif e.op == "~":
-                out.append(f"(~{c})")
-            else:
-                out.append(f"(-{c})")
+        t = T.elem_of(e.a.type)
+        inline = S.unary_infix(e.op, t)
+        fn = None if inline is not None else self.scalar_fn(S.unop_fn(e.op, t), "un", e.op, t.name)
+        out = [f"({inline}{c})" if fn is None else f"{fn}({c})" for c in self.exl(e.a)]
         return out if _is_vec(e.type) else out[0]
 
     def ex_Cast(self, e):
@@ -996,13 +983,7 @@ class Gen:
     def _cast(self, c, f, t):
         if f == t:
             return c
-        if t.is_bool:
-            return f"({c} != 0)"
-        if f.is_float and t.is_int:
-            return f"_rt.f2i({c}, {self.dtn(t)})"
-        if t.is_float:
-            return f"_rt.to_float({c}, {self.dtn(t)})"
-        return f"_rt.astype({c}, {self.dtn(t)})"
+        return f"{self.scalar_fn(S.caster(f, t), 'cast', f.name, t.name)}({c})"
 
     def ex_Load(self, e):
         return self.load(e)
