@@ -26,7 +26,7 @@ import numpy as np
 
 from . import launch as L
 from .check import Launch, check_outputs
-from .errors import MetalbenchError
+from .errors import MetalbenchError, user_facing
 
 
 # ----------------------------------------------------------------------------- timing
@@ -159,6 +159,7 @@ def time_launch(launch: Launch, warmup: int = 1, repeats: int | None = None, max
     return Timing(runs, backend, nbytes or None, warmup, launch.config(**override)), first
 
 
+@user_facing
 def bench_kernel(kernel, *args, warmup: int = 1, repeats: int | None = None, max_time: float = 2.0,
                  **launch_kwargs) -> Timing:
     """Time a kernel: ``warmup`` untimed runs, then median and IQR over ``repeats`` runs
@@ -332,6 +333,7 @@ def _axes(launch: Launch, threadgroup, kwargs) -> tuple[list, list]:
     return axes, kwargs
 
 
+@user_facing
 def sweep_kernel(kernel, *args, threadgroup=None, ref=None, progress=None, warmup: int = 1,
                  repeats: int | None = None, max_time: float = 1.0, **kwargs) -> Sweep:
     """Time (and with ``ref`` check) ``kernel`` over every combination of the swept axes.
@@ -496,6 +498,7 @@ def _from_json(v):
     return v
 
 
+@user_facing
 def autotune_kernel(kernel, *args, force: bool = False, **kwargs) -> Config:
     """Sweep once, remember the best configuration per backend, shapes and dtypes on disk
     (JSON under :func:`cache_dir`), and return it; later calls read it back.

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import launch as L
 from . import runtime
-from .errors import MetalbenchError
+from .errors import MetalbenchError, user_facing
 
 # (rtol, atol, ulp) per output dtype name
 TOLERANCES = {
@@ -448,6 +448,7 @@ def check_outputs(launch: Launch, ref, got: list[np.ndarray], rtol=None, atol=No
     return CheckResult(launch.name, launch.backend, diffs, config if config is not None else launch.config())
 
 
+@user_facing
 def check_kernel(kernel, ref, *args, rtol=None, atol=None, ulp=None, **launch_kwargs) -> CheckResult:
     """Run ``kernel`` and compare its outputs with ``ref`` called on the NumPy inputs.
 

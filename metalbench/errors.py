@@ -110,3 +110,75 @@ class KernelCheckError(MetalbenchError):
 
 class BackendUnavailableError(MetalbenchError):
     """The requested backend cannot run on this machine."""
+
+
+# ----------------------------------------------------------------------------- tracebacks
+# (workbench) A MetalbenchError is about the user's kernel or call, so the user needs their
+# own frame and the message, not the 15 frames of front end and printer it passed through.
+# Public entry points are wrapped with ``user_facing``: the error leaves with metalbench's
+# frames dropped (also from the tracebacks of its ``__cause__``/``__context__`` chain);
+# frames of the user's own code that metalbench called (a reference, a shape function)
+# stay. ``METALBENCH_TRACEBACK=full`` keeps everything, for debugging metalbench itself.
+
+import functools as _functools
+import os as _os
+
+_PACKAGE_DIR = _os.path.dirname(_os.path.abspath(__file__)) + _os.sep
+
+
+def _is_internal(tb) -> bool:
+    return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+
+
+def user_frames(tb):
+    """``tb`` without metalbench's own frames (traceback entries are relinked in place)."""
+    kept = []
+    while tb is not None:
+        if not _is_internal(tb):
+            kept.append(tb)
+        tb = tb.tb_next
+    for a, b in zip(kept, kept[1:]):
+        a.tb_next = b
+    if kept:
+        kept[-1].tb_next = None
+    return kept[0] if kept else None
+
+
+def trim_traceback(e: BaseException) -> BaseException:
+    """Drop metalbench's frames from ``e`` and the exceptions chained to it (unless
+    ``METALBENCH_TRACEBACK=full``); returns ``e``."""
+    if _os.environ.get("METALBENCH_TRACEBACK", "").lower() == "full":
+        return e
+    seen = set()
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        x.__traceback__ = user_frames(x.__traceback__)
+        todo += [x.__cause__, x.__context__]
+    return e
+
+
+def user_facing(fn):
+    """Decorator for public entry points (``Kernel.__call__``, ``source``, ``check`` ...):
+    a :class:`MetalbenchError` leaves with the user's frames and the message only.
+
+    >>> @user_facing
+    ... def entry():
+    ...     raise KernelLaunchError("bad launch")
+    >>> try:
+    ...     entry()
+    ... except KernelLaunchError as e:
+    ...     import traceback; frames = traceback.extract_tb(e.__traceback__)
+    >>> [f.name for f in frames]        # user code (this doctest, entry) and the one re-raise
+    ['<module>', 'wrapper', 'entry']
+    """
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MetalbenchError as e:
+            raise trim_traceback(e)   # metalbench: internal frames dropped (METALBENCH_TRACEBACK=full shows them)
+    return wrapper

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import launch as L
 from . import types as T
-from .errors import MetalbenchError
+from .errors import MetalbenchError, user_facing
 
 _MX_DTYPE = {t.name: f"mx.{t.name}" for t in T.SCALARS}
 _MX_DTYPE["bool"] = "mx.bool_"
@@ -194,6 +194,7 @@ def _notes(inputs: _Inputs, grid, grid3, out_names, out_shapes, fixed_reasons=()
     return notes
 
 
+@user_facing
 def export_mlx(kernel, *args, grid=None, threadgroup=None, **kwargs) -> str:
     """Standalone Python (``import mlx.core as mx`` only) that builds the kernel with
     ``mx.fast.metal_kernel`` from its final MSL and defines a function taking the

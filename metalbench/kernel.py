@@ -30,7 +30,7 @@ from . import ir
 from . import launch as L
 from . import runtime
 from . import types as T
-from .errors import KernelLaunchError, KernelTypeError, MetalbenchError
+from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, user_facing
 from .frontend import python as F
 
 
@@ -44,6 +44,7 @@ class KernelBase:
     #: ``sim.SimStats`` of the last simulator launch (access counts when it was checked)
     last_stats = None
 
+    @user_facing
     def check(self, ref, *args, **kwargs):
         """Run the kernel and compare its outputs with ``ref(*args)`` (a NumPy reference).
 
@@ -53,6 +54,7 @@ class KernelBase:
         from .check import check_kernel
         return check_kernel(self, ref, *args, **kwargs)
 
+    @user_facing
     def bench(self, *args, **kwargs):
         """Time the kernel: median and IQR over repeats after warm-up.
 
@@ -61,6 +63,7 @@ class KernelBase:
         from .bench import bench_kernel
         return bench_kernel(self, *args, **kwargs)
 
+    @user_facing
     def sweep(self, *args, **kwargs):
         """Time (and optionally check) the kernel over launch configurations and constexprs.
 
@@ -69,6 +72,7 @@ class KernelBase:
         from .bench import sweep_kernel
         return sweep_kernel(self, *args, **kwargs)
 
+    @user_facing
     def autotune(self, *args, **kwargs):
         """Sweep, remember the best configuration on disk, and return it.
 
@@ -77,6 +81,7 @@ class KernelBase:
         from .bench import autotune_kernel
         return autotune_kernel(self, *args, **kwargs)
 
+    @user_facing
     def export_mlx(self, *args, **kwargs) -> str:
         """Standalone Python calling ``mx.fast.metal_kernel`` with the final MSL and this
         launch configuration (no metalbench import).
@@ -305,6 +310,7 @@ class Kernel(KernelBase):
                 all_specs.append(next(it))
         return values, all_specs, out_specs
 
+    @user_facing
     def specialize(self, *args, out=None, **kwargs) -> Specialization:
         """The specialisation (IR plus cached backend artifacts) for these arguments."""
         _, specs, _ = self.bind(args, kwargs, out)
@@ -320,10 +326,12 @@ class Kernel(KernelBase):
             sp = self._cache[key] = Specialization(key, kir, specs)
         return sp
 
+    @user_facing
     def ir(self, *args, out=None, **kwargs) -> ir.KernelIR:
         """The IR for these arguments (``print(ir.dump(k.ir(...)))`` to read it)."""
         return self.specialize(*args, out=out, **kwargs).ir
 
+    @user_facing
     def source(self, *args, backend: str = "metal", out=None, **kwargs) -> str:
         """The generated source for these arguments: for ``metal``, exactly the header and
         body ``mx.fast.metal_kernel`` receives; likewise for ``cuda``."""
@@ -338,6 +346,7 @@ class Kernel(KernelBase):
         return "\n\n".join(parts) + "\n"
 
     # -- launching -------------------------------------------------------------------------
+    @user_facing
     def __call__(self, *args, grid=None, threadgroup=None, backend="auto", out=None, init_value=None,
                  checked=None, **kwargs):
         # A repeated launch with the same argument signature (NumPy dtypes and shapes,
@@ -601,6 +610,7 @@ class Func:
         return f"<metalbench device function {self.__name__}>"
 
 
+@user_facing
 def kernel(fn=None, *, name: str | None = None):
     """Decorator: turn a DSL function into a :class:`Kernel`::
 

@@ -22,7 +22,7 @@ from . import ir
 from . import launch
 from . import runtime
 from . import types as T
-from .errors import KernelLaunchError, KernelTypeError
+from .errors import KernelLaunchError, KernelTypeError, user_facing
 from .kernel import KernelBase, unique_name
 
 
@@ -34,6 +34,7 @@ class MetalKernelTypeError(KernelLaunchError, TypeError):
     """A ``metal_kernel`` argument of the wrong kind; a ``TypeError`` too, as MLX raises."""
 
 
+@user_facing
 def metal_kernel(name, input_names, output_names, source, header="", ensure_row_contiguous=True,
                  atomic_outputs=False, compile_options=None) -> "MetalKernel":
     """A kernel from an MSL body, called exactly like ``mx.fast.metal_kernel``'s.
@@ -80,6 +81,7 @@ class MetalKernel(KernelBase):
                 f"output_names={self.output_names})")
 
     # ------------------------------------------------------------------ call
+    @user_facing
     def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
                  init_value=None, verbose=False, stream=None, backend="auto", checked=None):
         """Launch; returns a list of ``mx.array`` (one per output), as MLX does.
@@ -138,6 +140,7 @@ class MetalKernel(KernelBase):
                                 init_value=init_value, verbose=False, stream=stream)
 
     # ------------------------------------------------------------------ IR
+    @user_facing
     def ir(self, inputs, output_shapes, output_dtypes, template=None) -> ir.KernelIR:
         """The IR of one specialisation (what the simulator and the CUDA printer run).
 
@@ -243,6 +246,7 @@ class MetalKernel(KernelBase):
                   stream=stream)
 
     # ------------------------------------------------------------------ source
+    @user_facing
     def full_source(self, inputs, output_dtypes, template=None) -> str:
         """The complete kernel source MLX compiles for these inputs (what ``verbose=True``
         prints), via :mod:`metalbench.mlx_signature`."""

@@ -30,7 +30,7 @@ from .. import ir
 from .. import launch as L
 from .. import runtime
 from .. import types as T
-from ..errors import KernelLaunchError, KernelSyntaxError
+from ..errors import KernelLaunchError, KernelSyntaxError, user_facing
 from ..frontend import python as F
 from ..kernel import Func, Kernel, Specialization
 from . import inplace
@@ -191,6 +191,7 @@ class CUDAKernel(Kernel):
             sp.artifacts["numba_ready"] = True
         return sp
 
+    @user_facing
     def specialize(self, *args, **kwargs) -> Specialization:
         _, specs = self._bind(args, kwargs)
         return self._specialization(specs)
@@ -199,6 +200,7 @@ class CUDAKernel(Kernel):
         """The IR for these arguments (``print(ir.dump(k.ir(...)))`` to read it)."""
         return self.specialize(*args, **kwargs).ir
 
+    @user_facing
     def source(self, *args, backend: str = "metal", **kwargs) -> str:
         """The generated source for these arguments; for the GPU backends, after the
         in-place pass (:mod:`metalbench.numba_compat.inplace`)."""
@@ -210,6 +212,7 @@ class CUDAKernel(Kernel):
         return ("// header\n" + r.header.rstrip() + "\n\n" if r.header else "") + "// body\n" + r.body.rstrip() + "\n"
 
     # -- launching ---------------------------------------------------------------------
+    @user_facing
     def launch(self, args, kwargs, grid3, tg3, backend=None, checked=None):
         """Run with ``grid3`` threads in threadgroups of ``tg3``, updating arrays in place."""
         values, specs = self._bind(args, kwargs)
@@ -226,6 +229,7 @@ class CUDAKernel(Kernel):
         else:
             _run_gpu_inplace(sp, self.name, values, g, t, be)
 
+    @user_facing
     def __call__(self, *args, grid=None, threadgroup=None, backend=None, checked=None, **kwargs):
         """MLX-style launch on copies of the array arguments; returns the written arrays
         (NumPy; a tuple if several), leaving the caller's arrays untouched."""
@@ -251,6 +255,7 @@ class _Launcher:
         self.blockdim = _dims(blockdim, "blockdim")
         self.sharedmem = sharedmem
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         g = tuple(a * b for a, b in zip(self.griddim, self.blockdim))
         self.kernel.launch(args, kwargs, g, self.blockdim)
