@@ -4,44 +4,63 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo lab clean extension test-browser bench-sim
+.PHONY: setup test demo lab clean extension extension-if-node test-browser bench-sim wheel-test
 
 # The wheel build hook (hatch-jupyter-builder) builds the JupyterLab extension with npm;
 # an editable install does not need it: `make extension` builds and links it.
+# pip runs without -q: the first install takes a minute or two and shows what it does.
 $(STAMP): export SKIP_JUPYTER_BUILDER = 1
 $(STAMP): pyproject.toml
+	@echo "==> creating $(VENV) (Python venv) and upgrading pip"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -U pip
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install --disable-pip-version-check -U pip
+	@echo "==> installing metalbench and its dev tools into $(VENV): pip install -e \".[dev]\" (1-2 min the first time)"
+	$(BIN)/python -m pip install --disable-pip-version-check -e ".[dev]"
 	touch $(STAMP)
+	@echo "==> $(VENV) is ready"
 
-setup: $(STAMP)
-	@$(MAKE) --no-print-directory extension || echo "warning: the JupyterLab extension did not build (needs Node >= 18 and npm); the Python package works without it"
+setup: $(STAMP) extension-if-node
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --doctest-modules metalbench tests
 
-demo: $(STAMP)
+# demo and lab also build the JupyterLab extension (%%metal highlighting), once; without
+# Node they warn and go on (the Python package and the panel work without it).
+demo: $(STAMP) extension-if-node
 	$(BIN)/python -m metalbench.cli demo
 
-lab: $(STAMP)
+lab: $(STAMP) extension-if-node
 	$(BIN)/jupyter lab notebooks/
 
 clean:
-	rm -rf $(VENV) reports
+	rm -rf $(VENV) reports extension/lib extension/labextension extension/tsconfig.tsbuildinfo
 
 # The JupyterLab extension (extension/): Metal highlighting for %%metal cells and .metal
-# files. Builds it with npm and links it into the venv's labextensions folder.
+# files. Built with npm (only when its sources changed) and linked into the venv.
 NPM ?= npm
 LABEXT := $(VENV)/share/jupyter/labextensions/metalbench-lab
+EXT_BUILT := extension/labextension/static/style.js
+EXT_SRC := $(wildcard extension/src/*.ts extension/style/*) extension/package.json extension/tsconfig.json \
+	extension/install.json extension/scripts/build-labextension.mjs
 
 extension/node_modules/.package-lock.json: extension/package.json extension/package-lock.json
+	@echo "==> installing the JupyterLab extension's npm packages (npm ci, about a minute the first time)"
 	cd extension && $(NPM) ci --no-audit --no-fund --loglevel=error
 
-extension: $(STAMP) extension/node_modules/.package-lock.json
+$(EXT_BUILT): extension/node_modules/.package-lock.json $(EXT_SRC)
+	@echo "==> building the JupyterLab extension (npm run build:prod)"
 	cd extension && $(NPM) run build:prod
+
+extension: $(STAMP) $(EXT_BUILT)
 	rm -rf $(LABEXT) && mkdir -p $(dir $(LABEXT)) && ln -s $(abspath extension/labextension) $(LABEXT)
 	$(BIN)/jupyter labextension list 2>&1 | grep "metalbench-lab"
+
+extension-if-node: $(STAMP)
+	@if command -v $(NPM) >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory extension || echo "warning: the JupyterLab extension did not build; %%metal cells work, without Metal highlighting"; \
+	else \
+	  echo "note: no npm (Node >= 18): skipping the JupyterLab extension; %%metal cells work, without Metal highlighting"; \
+	fi
 
 # Browser tests: JupyterLab from the venv driven by playwright-core and Debian's chromium.
 test-browser: extension

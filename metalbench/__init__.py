@@ -15,6 +15,7 @@ Backends: ``metal`` (Apple GPU), ``cuda`` (NVIDIA through MLX), ``sim`` (CPU sim
 """
 from .errors import (BackendUnavailableError, KernelCheckError, KernelLaunchError, KernelNameError,
                      KernelSyntaxError, KernelTypeError, MetalbenchError)
+from .check import BadReferenceError
 from .frontend.python import Out, constexpr
 from .kernel import Func, Kernel, func, kernel
 from .launch import resolve_backend
@@ -43,6 +44,6 @@ def load_ipython_extension(ipython):
 
 __all__ = ["kernel", "func", "Kernel", "Func", "Out", "constexpr", "metal_kernel", "resolve_backend",
            "MetalbenchError", "KernelSyntaxError", "KernelNameError", "KernelTypeError",
-           "KernelLaunchError", "KernelCheckError", "BackendUnavailableError",
+           "KernelLaunchError", "KernelCheckError", "BackendUnavailableError", "BadReferenceError",
            "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32"]

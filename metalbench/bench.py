@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import launch as L
-from .check import Launch, check_outputs
+from .check import BadReferenceError, Launch, check_outputs
 from .errors import MetalbenchError, user_facing
 
 
@@ -375,7 +375,7 @@ def sweep_kernel(kernel, *args, threadgroup=None, ref=None, progress=None, warmu
                 row["ok"] = check_outputs(launch, ref, got, config=over).ok
         except MetalbenchError as e:
             row["error"] = e.message + (f" (hint: {e.hint})" if e.hint else "")
-            if type(e).__name__ == "ReferenceError_":
+            if isinstance(e, BadReferenceError):
                 raise
         except Exception as e:  # noqa: BLE001 — a broken configuration must not stop the sweep
             row["error"] = f"{type(e).__name__}: {e}"

@@ -42,8 +42,11 @@ MSL_LAUNCH_KEYS = ("inputs", "grid", "threadgroup", "template", "output_shapes",
                    "init_value", "verbose", "stream", "backend", "checked")
 
 
-class ReferenceError_(MetalbenchError):
+class BadReferenceError(MetalbenchError):
     """The NumPy reference is unusable: not callable, raises, or returns the wrong shape/dtype."""
+
+
+ReferenceError_ = BadReferenceError     # the old name (round 1)
 
 
 # ----------------------------------------------------------------------------- the adapter
@@ -378,7 +381,7 @@ def _ref_label(ref) -> str:
 def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None) -> list[np.ndarray]:
     """Call ``ref`` on the NumPy inputs and validate what it returns against ``got``."""
     if not callable(ref):
-        raise ReferenceError_(
+        raise BadReferenceError(
             f"the reference must be a callable taking the kernel's inputs as NumPy arrays; got "
             f"{type(ref).__name__} {ref!r:.60}",
             hint="for example ref=lambda x, y: x + y (in a cell: --ref 'lambda x, y: x + y')")
@@ -386,7 +389,7 @@ def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None) -> li
     try:
         exp = ref(*args, **kw)
     except Exception as e:  # the user's function: any failure becomes a short message
-        raise ReferenceError_(
+        raise BadReferenceError(
             f"the reference {_ref_label(ref)}() raised {type(e).__name__}: {e}",
             hint=f"it is called with the kernel's inputs as NumPy arrays ({len(args)} positional"
                  f"{', ' + ', '.join(kw) if kw else ''}); fix it or pass a different --ref") from None
@@ -396,23 +399,23 @@ def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None) -> li
         exp = [exp]
     names = names or [f"out{i}" if len(got) > 1 else "out" for i in range(len(got))]
     if len(exp) != len(got):
-        raise ReferenceError_(
+        raise BadReferenceError(
             f"the reference returned {len(exp)} value(s) but the kernel has {len(got)} output(s)",
             hint="return one array per output, as a tuple when there are several")
     out = []
     for n, g, e in zip(names, got, exp):
         if e is None:
-            raise ReferenceError_(f"the reference returned None for output {n!r}",
+            raise BadReferenceError(f"the reference returned None for output {n!r}",
                                   hint="return the expected array (did you forget `return`?)")
         try:
             e = np.asarray(runtime.to_numpy(e) if runtime.is_array(e) else e)
         except Exception as err:
-            raise ReferenceError_(f"the reference's value for output {n!r} is not an array: {err}") from None
+            raise BadReferenceError(f"the reference's value for output {n!r} is not an array: {err}") from None
         if e.dtype.kind not in "biuf" and e.dtype.name != "bfloat16":
-            raise ReferenceError_(f"the reference returned {e.dtype} values for output {n!r} ({g.dtype})",
+            raise BadReferenceError(f"the reference returned {e.dtype} values for output {n!r} ({g.dtype})",
                                   hint="return a numeric NumPy array")
         if g.dtype.kind in "biu" and (e.dtype.kind == "f" or e.dtype.name == "bfloat16"):
-            raise ReferenceError_(
+            raise BadReferenceError(
                 f"the reference returned floating-point values ({e.dtype}) for the integer output {n!r} "
                 f"({g.dtype}); integer outputs are compared exactly",
                 hint="use integer arithmetic in the reference (// instead of /) or .astype(...)")
@@ -420,7 +423,7 @@ def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None) -> li
             if e.ndim == 0:
                 e = np.broadcast_to(e, g.shape)
             else:
-                raise ReferenceError_(
+                raise BadReferenceError(
                     f"the reference returned shape {e.shape} for output {n!r}, but the kernel produced "
                     f"shape {g.shape}", hint="make the reference return an array of the output's shape")
         out.append(e)

@@ -253,6 +253,13 @@ class Kernel(KernelBase):
             if kind == "constexpr":
                 specs.append(F.ArgSpec(p.name, "constexpr", value=_hashable_const(v, p.name)))
             elif runtime.is_array(v):
+                if extra is not inspect.Parameter.empty and extra is not None and len(v.shape) \
+                        and F.resolve_dtype(extra) is not None:
+                    raise KernelLaunchError(
+                        f"{self.name}(): argument {p.name!r} is declared as a scalar "
+                        f"({p.name}: {getattr(extra, '__name__', extra)}) but got an array of shape "
+                        f"{tuple(v.shape)}",
+                        hint=f"pass a number for {p.name}, or drop the annotation to take an array")
                 t = _array_type(v, p.name)
                 shape = tuple(int(s) for s in v.shape)
                 if math.prod(shape) == 0:

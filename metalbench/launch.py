@@ -102,6 +102,11 @@ def resolve_backend(backend: str | None = "auto") -> str:
     if backend in (None, "auto"):
         env = os.environ.get("METALBENCH_BACKEND", "").strip().lower()
         if env and env != "auto":
+            if env not in BACKENDS:
+                raise KernelLaunchError(
+                    f"the environment variable METALBENCH_BACKEND={os.environ['METALBENCH_BACKEND']!r} "
+                    "is not a backend",
+                    hint="set it to one of auto, metal, cuda, sim (or unset it)")
             backend = env
         elif metal_available():
             return "metal"

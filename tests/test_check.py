@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import metalbench as mb
-from metalbench.check import ReferenceError_, check_kernel, compare
+from metalbench.check import BadReferenceError, ReferenceError_, check_kernel, compare
 from metalbench.dsl import *  # noqa: F401,F403
 
 
@@ -80,7 +80,7 @@ def test_2d_heatmap_in_html():
     (lambda a, x, y: None, "None"),
 ])
 def test_bad_reference_messages(ref, words):
-    with pytest.raises(ReferenceError_) as e:
+    with pytest.raises(BadReferenceError) as e:
         saxpy.check(ref, 2.0, X, Y, grid=N, backend="sim")
     assert words in str(e.value) and "\n" in str(e.value)    # message + hint, no traceback
 
