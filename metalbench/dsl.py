@@ -2,7 +2,8 @@
 
 These objects only have meaning inside an ``@mb.kernel`` or ``@mb.func`` body, where
 the front end recognises them; called from ordinary Python they raise. Names are
-Metal's::
+Metal's, and ``help(name)`` shows each one's entry in the builtin registry (the same
+text as ``docs/language.md``)::
 
     from metalbench.dsl import *
 
@@ -11,21 +12,43 @@ Metal's::
         i = thread_position_in_grid.x
         if i < x.size:
             out[i] = x[i] + y[i]
+
+    >>> print(simd_sum.__doc__.splitlines()[0])
+    simd_sum(x: T) -> T
 """
 from __future__ import annotations
 
-from . import builtins as _B
+import builtins as _py
+
 from . import types as _T
+from .builtins import registry as _registry
+from .builtins.attributes import ATTRIBUTES as _ATTRS
+from .builtins.attributes import CONSTANTS as _CONSTS
 from .ir import THREAD_ATTRIBUTES
+
+
+class _Doc:
+    """The class docstring on the class, the object's own entry on an instance (what
+    ``help(obj)`` shows)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __get__(self, obj, cls=None):
+        return self.text if obj is None else obj._entry()
 
 
 class DSLObject:
     """Base of every placeholder: usable only inside a kernel body."""
 
+    __doc__ = _Doc("Base of every placeholder: usable only inside a kernel body.")
     dsl_kind = "object"
 
     def __init__(self, name: str):
         self.dsl_name = name
+
+    def _entry(self) -> str:
+        return f"{self.dsl_name}: usable only inside an @mb.kernel or @mb.func body."
 
     def __repr__(self) -> str:
         return f"<metalbench.dsl {self.dsl_name}>"
@@ -37,7 +60,14 @@ class DSLObject:
 class ThreadAttribute(DSLObject):
     """A Metal thread attribute such as ``thread_position_in_grid`` (``.x``, ``.y``, ``.z``)."""
 
+    __doc__ = _Doc("A Metal thread attribute such as thread_position_in_grid (.x, .y, .z).")
     dsl_kind = "attr"
+
+    def _entry(self) -> str:
+        ty, doc = _ATTRS[self.dsl_name]
+        comps = " Components: .x, .y, .z." if ty == "uint3" else ""
+        return (f"{self.dsl_name}: {ty}\n\n{doc}{comps}\n\nExample:  i = thread_position_in_grid.x\n\n"
+                "Usable only inside a kernel body (pass it to @mb.func functions as an argument).")
 
     def __getattr__(self, item):
         if item.startswith("__"):
@@ -48,17 +78,31 @@ class ThreadAttribute(DSLObject):
 class Builtin(DSLObject):
     """A builtin function (math, SIMD-group, atomics, barriers, arrays)."""
 
+    __doc__ = _Doc("A builtin function (math, SIMD-group, atomics, barriers, arrays).")
     dsl_kind = "builtin"
+
+    def _entry(self) -> str:
+        b = _registry.lookup(self.dsl_name, dialect="python")
+        return b.help_text() if b is not None else super()._entry()
 
 
 class DType(DSLObject):
     """A scalar type; calling it inside a kernel converts (``float32(x)``)."""
 
+    __doc__ = _Doc("A scalar type; calling it inside a kernel converts (float32(x)).")
     dsl_kind = "dtype"
 
     def __init__(self, t: _T.ScalarType):
         super().__init__(t.name)
         self.type = t
+
+    def _entry(self) -> str:
+        t = self.type
+        return (f"{self.dsl_name}: the {t.name} type (Metal {t.msl}, CUDA {t.cuda}).\n\n"
+                f"{self.dsl_name}(x) converts x as C does: float to integer truncates toward zero "
+                "(saturating; NaN gives 0), integer to integer wraps around.\n"
+                f"As a dtype: threadgroup_array(256, {self.dsl_name}), mb.Out(dtype={self.dsl_name}).\n\n"
+                f"Example:  v = {self.dsl_name}(x[i])")
 
 
 class Namespace:
@@ -76,19 +120,14 @@ class Namespace:
 for _name in THREAD_ATTRIBUTES:
     globals()[_name] = ThreadAttribute(_name)
 
-_MATH = list(_B.MATH1) + list(_B.MATH2) + list(_B.MATH3) + list(_B.NUMERIC) + list(_B.PREDICATES) \
-    + list(_B.INTBITS)
-metal = Namespace("metal", _MATH)
-metal.precise = Namespace("metal.precise", _MATH)
-metal.fast = Namespace("metal.fast", _MATH)
+_CALLS = [b.name for b in _registry.all() if b.kind in ("call", "simd")]
+metal = Namespace("metal", _CALLS)
+metal.precise = Namespace("metal.precise", [b.name for b in _registry.all() if "precise" in b.namespaces])
+metal.fast = Namespace("metal.fast", [b.name for b in _registry.all() if "fast" in b.namespaces])
 
-_FUNCS = sorted(_B.SIMD) + list(_B.ATOMICS) + [
-    "threadgroup_array", "local_array", "threadgroup_barrier", "simdgroup_barrier",
-    "select"] + _MATH
-import builtins as _py
 # Python's own min/max/abs/round/pow keep working in the notebook after
 # `from metalbench.dsl import *`; inside kernels the front end maps them to Metal's.
-_FUNCS = [n for n in dict.fromkeys(_FUNCS) if not hasattr(_py, n)]
+_FUNCS = [b.name for b in _registry.all() if not hasattr(_py, b.name)]
 for _name in _FUNCS:
     globals()[_name] = Builtin(_name)
 
@@ -106,7 +145,12 @@ mem_device = "mem_device"
 mem_threadgroup = "mem_threadgroup"
 mem_texture = "mem_texture"
 
-__all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.SCALARS]
+# Metal's float constants (INFINITY, NAN, M_PI_F, ...): plain floats, so they are
+# compile-time float32 constants in a kernel and ordinary numbers outside.
+for _name, (_value, _doc) in _CONSTS.items():
+    globals()[_name] = _value
+
+__all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.SCALARS] + list(_CONSTS)
            + ["metal", "bool_", "half", "bfloat", "uint", "mem_none", "mem_device",
               "mem_threadgroup", "mem_texture"])
 __all__ = [n for n in dict.fromkeys(__all__) if n != "bool"]

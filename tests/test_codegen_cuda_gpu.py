@@ -54,12 +54,14 @@ def _rng():
 def math_each():
     """One output slot per (thread, builtin): a NaN stays in its slot."""
     from metalbench import builtins as Bt
-    names = list(Bt.MATH1) + ["pow", "atan2", "fmod", "hypot", "copysign", "fma", "mix", "clamp"]
+    names = [b.name for b in Bt.registry.all() if b.group == "Float math" and b.arity == 1] + [
+        "pow", "atan2", "fmod", "hypot", "copysign", "fma", "mix", "clamp", "divide", "fmin3", "median3"]
     i, x = K.V("i"), K.V("x", K.f32)
     body = [ir.Decl(i, K.gid()), ir.Decl(x, ir.Load("inp", i, K.f32))]
     for k, n in enumerate(names):
         ar = Bt.arity(n)
-        args = [x] + [K.C(0.75, K.f32)] * (ar - 1) if n != "clamp" else [x, K.C(0.25, K.f32), K.C(0.75, K.f32)]
+        args = [x] + [K.C(0.75, K.f32)] * (ar - 1) if n not in ("clamp", "median3") else \
+            [x, K.C(0.25, K.f32), K.C(0.75, K.f32)]
         idx = K.bin("+", K.bin("*", i, K.C(len(names))), K.C(k))
         body.append(ir.Store("out", idx, ir.Call(n, args, K.f32)))
         hb = ir.Call(n, [ir.Cast(T.float16, a) for a in args], T.float16)

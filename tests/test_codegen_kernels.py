@@ -260,50 +260,55 @@ def all_attributes():
 
 
 def math_all():
-    from metalbench import builtins as Bt
+    """Every elementwise builtin of the registry, on float, half and bfloat (integers too
+    where it takes them), summed into one output."""
+    from metalbench.builtins import registry
+    calls = [b for b in registry.all() if b.kind == "call"]
     i, x, s = V("i"), V("x", f32), V("s", f32)
     body = [ir.Decl(i, gid()), ir.Decl(x, ir.Load("inp", i, f32)), ir.Decl(s, C(0.0, f32)),
             ir.Decl(V("h", f16), ir.Cast(f16, x)), ir.Decl(V("bb", bf16), ir.Cast(bf16, x))]
 
     def add(e):
         body.append(ir.Assign(s, bin("+", s, e if e.type == f32 else ir.Cast(f32, e))))
-    for name in Bt.MATH1:
-        add(ir.Call(name, [x], f32))
+
+    def call(b, args):
+        sig = b.typecheck([a.type for a in args])
+        e = ir.Call(b.name, [a if a.type == t else ir.Cast(t, a) for a, t in zip(args, sig.params)], sig.result)
+        add(ir.Select(e, C(1.0, f32), C(0.0, f32), f32) if sig.result == b else e)
+    for b in calls:
+        if b.group == "Integer":
+            n = b.arity
+            call(b, [ir.Cast(u32, x)] + [C(3, u32)] * (n - 1))
+            call(b, [ir.Cast(T.uint8, x)] + [C(3, T.uint8) if n < 3 or b.name != "extract_bits" else C(3, u32)]
+                 * (n - 1))
+            continue
+        extra = {"ldexp": [ir.Cast(i32, x)], "step": [x], "smoothstep": [C(0.25, f32), x]}
+        more = extra.get(b.name, [C(0.5 * (k + 1), f32) for k in range(b.arity - 1)])
+        call(b, [x] + more)
+        if b.group == "Numeric":
+            call(b, [ir.Cast(i32, x)] + [C(3, i32)] * (b.arity - 1))
     for name in ("exp", "erf", "lgamma", "sqrt"):
         add(ir.Call(name, [V("h", f16)], f16))
         add(ir.Call(name, [V("bb", bf16)], bf16))
-    for name in Bt.MATH2:
-        args = [x, ir.Cast(i32, x)] if name == "ldexp" else [x, C(2.0, f32)]
-        add(ir.Call(name, args, f32))
-    for name in Bt.MATH3:
-        add(ir.Call(name, [x, C(0.25, f32), C(1.0, f32)], f32))
-    for name, n in Bt.NUMERIC.items():
-        add(ir.Call(name, [x] + [C(0.5, f32)] * (n - 1), f32))
-        if name not in ("fabs", "fmin", "fmax"):
-            add(ir.Call(name, [ir.Cast(i32, x)] + [C(3, i32)] * (n - 1), i32))
-    for name in Bt.PREDICATES:
-        add(ir.Select(ir.Call(name, [x], b), C(1.0, f32), C(0.0, f32), f32))
-    for name in Bt.INTBITS:
-        add(ir.Call(name, [ir.Cast(u32, x)], u32))
-        add(ir.Call(name, [ir.Cast(T.uint8, x)], T.uint8))
     body.append(ir.Store("out", i, s))
     return ir.KernelIR("math_all", [buf("inp"), buf("out", out=True)], body)
 
 
 def simd_all():
     from metalbench import builtins as Bt
+    simd = [bb.name for bb in Bt.registry.all() if bb.kind == "simd"]
     i, x, s = V("i"), V("x", f32), V("s", f32)
     lane = A("thread_index_in_simdgroup")
     body = [ir.Decl(i, gid()), ir.Decl(x, ir.Load("inp", i, f32)), ir.Decl(s, C(0.0, f32)),
             ir.Decl(V("k", i32), ir.Cast(i32, x))]
-    for name in Bt.SIMD_REDUCE:
+    for name in [n for n in simd if n[5:] in ("sum", "product", "max", "min", "and", "or", "xor")]:
         if name in ("simd_and", "simd_or", "simd_xor"):
             body.append(ir.Assign(s, bin("+", s, ir.Cast(f32, ir.Call(name, [V("k", i32)], i32)))))
         else:
             body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x], f32))))
-    for name in Bt.SIMD_SCAN:
+    for name in [n for n in simd if n.startswith("simd_prefix_")]:
         body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x], f32))))
-    for name in Bt.SIMD_SHUFFLE:
+    for name in [n for n in simd if n.startswith(("simd_shuffle", "simd_broadcast")) and Bt.arity(n) == 2]:
         body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x, bin("&", bin("+", lane, C(1)), C(31))], f32))))
     body += [
         ir.Assign(s, bin("+", s, ir.Call("simd_broadcast_first", [x], f32))),

@@ -162,7 +162,7 @@ def test_uniform_shuffle_up_down_match_the_general_path():
     from metalbench.sim import simd
     lay = simd.SimdLayout(groups=3, tg=64, exist=None)
     v = np.random.default_rng(4).standard_normal(lay.L).astype(np.float32)
-    for name in ("simd_shuffle_down", "simd_shuffle_up"):
+    for name in ("down", "up"):
         for d in (0, 1, 5, 16, 31, 32, 40):
             fast = simd.shuffle(lay, name, v, np.uint32(d), None)
             general = simd.shuffle(lay, name, v, np.full(lay.L, d, np.uint32), None)  # per-lane deltas

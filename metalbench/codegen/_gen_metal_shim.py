@@ -1,9 +1,24 @@
-"""Regenerates ``metal_shim.h`` (the swizzle members are too many to write by hand).
+"""Regenerates ``metal_shim.h``: its builtin declarations and constants come from the
+builtin registry (``metalbench.builtins``), its swizzle members are too many to write by
+hand. ``tests/test_registry_derived.py`` checks the committed file is current.
 
     python -m metalbench.codegen._gen_metal_shim
 """
 from itertools import product
 from pathlib import Path
+
+from ..builtins import registry
+from ..builtins.attributes import CONSTANTS
+
+# Metal functions metalbench does not implement, declared so that user MSL calling
+# them still type-checks (the MSL front end then says what it does not support).
+METAL_ONLY_MATH = {"nextafter": "m2", "fmedian3": "m3", "isnormal": "p", "normalize": "m1"}
+METAL_ONLY_INT = {"mul24": "i2", "mad24": "i3", "madsat": "i3", "madhi": "i3"}
+METAL_ONLY_DECLS = """\
+template <class T> T sincos(T, thread T&); template <class T> T frexp(T, thread int&);
+template <class T> T modf(T, thread T&);
+template <class T> typename _mb_vt<T>::E dot(T, T); template <class T> typename _mb_vt<T>::E length(T);
+template <class T> typename _mb_vt<T>::E distance(T, T); template <class T> T cross(T, T);"""
 
 HEAD = r'''// metal_shim.h -- just enough of <metal_stdlib> for clang (libclang) to parse and
 // type-check Metal Shading Language kernels on machines without Apple's compiler.
@@ -23,25 +38,7 @@ HEAD = r'''// metal_shim.h -- just enough of <metal_stdlib> for clang (libclang)
 #define object_data
 #define METAL_FUNC inline
 #define METAL_CONST constant
-#define INFINITY __builtin_huge_valf()
-#define NAN __builtin_nanf("")
-#define HUGE_VALF __builtin_huge_valf()
-#define HUGE_VALH ((half)__builtin_huge_valf())
-#define MAXFLOAT 3.40282347e+38f
-#define FLT_MAX 3.40282347e+38f
-#define FLT_MIN 1.17549435e-38f
-#define FLT_EPSILON 1.1920929e-07f
-#define HALF_MAX ((half)65504.0f)
-#define M_PI_F 3.14159265f
-#define M_PI_2_F 1.57079633f
-#define M_E_F 2.71828183f
-#define M_LN2_F 0.693147181f
-#define M_LOG2E_F 1.44269504f
-#define M_SQRT2_F 1.41421356f
-#define M_1_PI_F 0.318309886f
-#define M_2_SQRTPI_F 1.12837917f
-#define M_PI_H ((half)3.14159265f)
-
+{constants}
 typedef _Float16 half;
 typedef __bf16 bfloat;
 typedef unsigned char uchar;
@@ -145,34 +142,7 @@ _MB_VEC_TYPES(ulong, ulong) _MB_VEC_TYPES(half, half) _MB_VEC_TYPES(bfloat, bflo
 // generators convert arguments explicitly, and user MSL is checked for names and shapes.
 template <class X> struct _mb_pred { typedef bool type; };
 template <class T, int N> struct _mb_pred<vec<T, N>> { typedef vec<bool, N> type; };
-#define _MB_MATH_DECLS                                                                   \
-  _MB_M1(exp) _MB_M1(exp2) _MB_M1(exp10) _MB_M1(log) _MB_M1(log2) _MB_M1(log10)         \
-  _MB_M1(sqrt) _MB_M1(rsqrt) _MB_M1(sin) _MB_M1(cos) _MB_M1(tan) _MB_M1(asin)           \
-  _MB_M1(acos) _MB_M1(atan) _MB_M1(sinh) _MB_M1(cosh) _MB_M1(tanh) _MB_M1(asinh)        \
-  _MB_M1(acosh) _MB_M1(atanh) _MB_M1(floor) _MB_M1(ceil) _MB_M1(round) _MB_M1(rint)     \
-  _MB_M1(trunc) _MB_M1(fract) _MB_M1(saturate) _MB_M1(sinpi) _MB_M1(cospi)              \
-  _MB_M1(tanpi) _MB_M1(fabs) _MB_M1(abs) _MB_M1(sign) _MB_M1(normalize)                 \
-  _MB_M2(pow) _MB_M2(powr) _MB_M2(atan2) _MB_M2(fmod) _MB_M2(copysign) _MB_M2(fdim)     \
-  _MB_M2(step) _MB_M2(fmin) _MB_M2(fmax) _MB_M2(min) _MB_M2(max) _MB_M2(nextafter)      \
-  _MB_M2(divide) _MB_M2(absdiff) _MB_M2(addsat) _MB_M2(subsat) _MB_M2(mulhi)            \
-  _MB_M2(hadd) _MB_M2(rhadd) _MB_M2(rotate) _MB_M2(mul24)                               \
-  _MB_M3(fma) _MB_M3(mix) _MB_M3(clamp) _MB_M3(smoothstep) _MB_M3(mad24) _MB_M3(madsat) \
-  _MB_P(isnan) _MB_P(isinf) _MB_P(isfinite) _MB_P(signbit) _MB_P(isnormal)              \
-  template <class T> T ldexp(T, int); template <class T, int N> vec<T, N> ldexp(vec<T, N>, vec<int, N>); \
-  template <class T> T sincos(T, thread T&); template <class T> T frexp(T, thread int&);   \
-  template <class T> T modf(T, thread T&);                                              \
-  template <class T> typename _mb_vt<T>::E dot(T, T); template <class T> typename _mb_vt<T>::E length(T); \
-  template <class T> typename _mb_vt<T>::E distance(T, T); template <class T> T cross(T, T);
-#define _MB_M1(f) template <class T> T f(T);
-#define _MB_M2(f) template <class A, class B> auto f(A a, B b) -> decltype(a + b);
-#define _MB_M3(f) template <class A, class B, class C> auto f(A a, B b, C c) -> decltype(a + b + c);
-#define _MB_P(f) template <class T> typename _mb_pred<T>::type f(T);
-_MB_MATH_DECLS
-namespace precise { _MB_MATH_DECLS }
-namespace fast { _MB_MATH_DECLS }
-template <class T> T popcount(T); template <class T> T clz(T); template <class T> T ctz(T);
-template <class T> T reverse_bits(T); template <class T> T extract_bits(T, uint, uint);
-template <class T> T insert_bits(T, T, uint, uint);
+{math}
 template <class A, class B, class C> A select(A, B, C);
 template <class T> bool all(T); template <class T> bool any(T);
 template <class T, class U> T as_type(U);
@@ -186,17 +156,8 @@ struct simd_vote {
   explicit operator vote_t() const;
   bool all() const; bool any() const;
 };
-#define _MB_SIMD1(f) template <class T> T simd_##f(T); template <class T> T quad_##f(T);
-_MB_SIMD1(sum) _MB_SIMD1(product) _MB_SIMD1(max) _MB_SIMD1(min) _MB_SIMD1(and) _MB_SIMD1(or)
-_MB_SIMD1(xor) _MB_SIMD1(prefix_inclusive_sum) _MB_SIMD1(prefix_exclusive_sum)
-_MB_SIMD1(prefix_inclusive_product) _MB_SIMD1(prefix_exclusive_product) _MB_SIMD1(broadcast_first)
-#define _MB_SIMD2(f) template <class T> T simd_##f(T, ushort); template <class T> T quad_##f(T, ushort);
-_MB_SIMD2(shuffle) _MB_SIMD2(shuffle_up) _MB_SIMD2(shuffle_down) _MB_SIMD2(shuffle_xor)
-_MB_SIMD2(broadcast) _MB_SIMD2(shuffle_rotate_up) _MB_SIMD2(shuffle_rotate_down)
-template <class T> T simd_shuffle_and_fill_up(T, T, ushort);
-template <class T> T simd_shuffle_and_fill_down(T, T, ushort);
-bool simd_all(bool); bool simd_any(bool); simd_vote simd_ballot(bool); simd_vote simd_active_threads_mask();
-bool simd_is_first(); bool quad_all(bool); bool quad_any(bool); bool quad_is_first();
+{simd}
+simd_vote simd_active_threads_mask(); bool quad_all(bool); bool quad_any(bool); bool quad_is_first();
 
 // ---- barriers
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4,
@@ -268,8 +229,76 @@ def vec_spec(n: int) -> str:
             f"  _MB_VEC_COMMON({n})\n  {' '.join(ctors)}\n}};\n")
 
 
+_KINDS = {
+    "m1": "template <class T> T {f}(T);",
+    "m2": "template <class A, class B> auto {f}(A a, B b) -> decltype(a + b);",
+    "m3": "template <class A, class B, class C> auto {f}(A a, B b, C c) -> decltype(a + b + c);",
+    "p": "template <class T> typename _mb_pred<T>::type {f}(T);",
+    "i1": "template <class T> T {f}(T);",
+    "i2": "template <class T> T {f}(T, T);",
+    "i3": "template <class T> T {f}(T, T, T);",
+    "s1": "template <class T> T {f}(T);",
+    "s2": "template <class T> T {f}(T, ushort);",
+}
+_CUSTOM = {   # declarations whose shape no kind above gives
+    "ldexp": "template <class T> T ldexp(T, int); template <class T, int N> vec<T, N> ldexp(vec<T, N>, vec<int, N>);",
+    "extract_bits": "template <class T> T extract_bits(T, uint, uint);",
+    "insert_bits": "template <class T> T insert_bits(T, T, uint, uint);",
+    "simd_all": "bool simd_all(bool);", "simd_any": "bool simd_any(bool);",
+    "simd_ballot": "simd_vote simd_ballot(bool);", "simd_is_first": "bool simd_is_first();",
+}
+
+
+def _decl(b) -> str:
+    if b.name in _CUSTOM:
+        return _CUSTOM[b.name]
+    return _KINDS[b.shim].format(f=b.name)
+
+
+def _in_metal(b) -> bool:
+    """Whether the printed MSL calls a Metal function of this name (not an mb_ helper
+    printed into the header: metal::erf does not exist, so the shim must not declare it)."""
+    return getattr(b.msl, "metal_name", "").startswith("metal::")
+
+
+def _constants() -> str:
+    out = ["#define INFINITY __builtin_huge_valf()", '#define NAN __builtin_nanf("")',
+           "#define HUGE_VALF __builtin_huge_valf()", "#define HUGE_VALH ((half)__builtin_huge_valf())",
+           "#define M_PI_H ((half)3.14159265f)"]
+    for name, (v, _) in CONSTANTS.items():
+        if name not in ("INFINITY", "NAN"):
+            text = repr(float(v))
+            out.append(f"#define {name} " + (f"(({'half'})" + text + "f)" if name == "HALF_MAX" else text + "f"))
+    return "\n".join(out)
+
+
+def _math() -> str:
+    calls = [b for b in registry.all() if b.kind == "call" and _in_metal(b)]
+    spaced = [_decl(b) for b in calls if "fast" in b.namespaces or "precise" in b.namespaces]
+    spaced += [_KINDS[k].format(f=n) for n, k in METAL_ONLY_MATH.items()]
+    plain = [_decl(b) for b in calls if not ("fast" in b.namespaces or "precise" in b.namespaces)]
+    plain += [_KINDS[k].format(f=n) for n, k in METAL_ONLY_INT.items()]
+    return ("// metal::, metal::precise:: and metal::fast:: (generated from the builtin registry)\n"
+            "#define _MB_MATH_DECLS \\\n  " + " \\\n  ".join(spaced) + "\n"
+            "_MB_MATH_DECLS\nnamespace precise { _MB_MATH_DECLS }\nnamespace fast { _MB_MATH_DECLS }\n"
+            "// metal:: only (generated from the builtin registry)\n" + "\n".join(plain) + "\n"
+            + METAL_ONLY_DECLS)
+
+
+def _simd() -> str:
+    regs = [_decl(b) for b in registry.all() if b.kind == "simd" and b.shim in ("s1", "s2")]
+    quads = [_KINDS[b.shim].format(f="quad_" + b.name[5:]) for b in registry.all()
+             if b.kind == "simd" and b.shim in ("s1", "s2")]
+    return ("// generated from the builtin registry (and their quad_ forms)\n" + "\n".join(regs + quads) + "\n"
+            "template <class T> T simd_shuffle_and_fill_up(T, T, ushort);\n"
+            "template <class T> T simd_shuffle_and_fill_down(T, T, ushort);\n"
+            + " ".join(_decl(b) for b in registry.all() if b.kind == "simd" and b.shim not in ("s1", "s2")))
+
+
 def generate() -> str:
-    return HEAD + "".join(vec_spec(n) for n in (2, 3, 4)) + TAIL
+    head = HEAD.replace("{constants}", _constants())
+    tail = TAIL.replace("{math}", _math()).replace("{simd}", _simd())
+    return head + "".join(vec_spec(n) for n in (2, 3, 4)) + tail
 
 
 if __name__ == "__main__":

@@ -44,9 +44,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import builtins as B
 from .. import ir
 from .. import types as T
+from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
 from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, render_with
 
@@ -72,8 +72,7 @@ CUDA = Dialect(
     scalar=CUDA_TYPES,
     vector_prefix="mb_",
     int_suffix={"uint32": "u", "int64": "ll", "uint64": "ull"},
-    reserved=frozenset(_CUDA_WORDS + sorted(B.SIMD) + list(B.MATH1) + list(B.MATH2) + list(B.MATH3)
-                       + list(B.NUMERIC) + list(B.PREDICATES) + list(B.INTBITS)),
+    reserved=frozenset(_CUDA_WORDS + [b.name for b in registry.all()]),
     func_prefix="__device__ inline ",
     space={"device": "", "constant": "", "threadgroup": "", "thread": "", "thread_array": ""},
     global_prefix="__constant__ ",
@@ -222,80 +221,6 @@ _VEC_TYPES = "\n".join(
     " ".join(f"typedef mb_vec<{CUDA_TYPES[e.name]}, {n}> mb_{e.msl}{n};" for n in (2, 3, 4))
     for e in T.VECTOR_ELEMS)
 
-_SHFL = """\
-// One warp shuffle for any type: small integers and bool travel as int, vectors per component.
-template <class T> __device__ inline T mb_shfl(T v, int src, unsigned mask) {
-    if constexpr (mb_is_vec<T>::value) {
-        T r;
-        for (int i = 0; i < (int)(sizeof(T) / sizeof(v[0])); ++i) r[i] = mb_shfl(v[i], src, mask);
-        return r;
-    } else if constexpr (sizeof(T) < 4 && !mb_is_half<T>::value) {
-        return static_cast<T>(__shfl_sync(mask, static_cast<int>(v), src));
-    } else {
-        return __shfl_sync(mask, v, src);
-    }
-}"""
-
-_SIMD_REDUCE = """\
-// SIMD-group reduction over the active lanes: butterfly when the warp is full,
-// otherwise an ordered loop over the active lanes (all lanes get the same value).
-template <class T, class Op> __device__ inline T mb_simd_reduce(T v, Op op) {
-    unsigned m = __activemask();
-    if (m == 0xffffffffu) {
-        for (int o = 16; o > 0; o >>= 1) v = op(v, mb_shfl(v, (int)(mb_lane() ^ o), m));
-        return v;
-    }
-    T acc = v;
-    bool have = false;
-    for (int j = 0; j < 32; ++j) {
-        if ((m >> j) & 1u) {
-            T x = mb_shfl(v, j, m);
-            acc = have ? op(acc, x) : x;
-            have = true;
-        }
-    }
-    return acc;
-}"""
-
-_SIMD_SCAN = """\
-// SIMD-group prefix scan over the active lanes (in lane order); partial warps loop.
-template <class T, class Op> __device__ inline T mb_simd_scan(T v, Op op, T identity, bool inclusive) {
-    unsigned m = __activemask();
-    unsigned lane = mb_lane();
-    if (m == 0xffffffffu) {     // full warp: Hillis-Steele in five shuffles
-        T x = v;
-        for (unsigned o = 1; o < 32u; o <<= 1) {
-            T y = mb_shfl(x, (int)((lane - o) & 31u), m);
-            if (lane >= o) x = op(y, x);
-        }
-        if (inclusive) return x;
-        T e = mb_shfl(x, (int)((lane - 1u) & 31u), m);
-        return lane == 0u ? identity : e;
-    }
-    T acc = identity;
-    for (int j = 0; j < 32; ++j) {
-        if ((m >> j) & 1u) {
-            T x = mb_shfl(v, j, m);
-            if ((unsigned)j < lane || (inclusive && (unsigned)j == lane)) acc = op(acc, x);
-        }
-    }
-    return acc;
-}"""
-
-_REDUCE_OPS = {"sum": "a + b", "product": "a * b", "max": "b > a ? b : a", "min": "b < a ? b : a",
-               "and": "a & b", "or": "a | b", "xor": "a ^ b"}
-
-# shuffle name -> source-lane expression (lane, d); out-of-range lanes read their own value
-_SHUFFLES = {
-    "simd_shuffle": "(int)(d & 31u)",
-    "simd_broadcast": "(int)(d & 31u)",
-    "simd_shuffle_down": "(int)(lane + d < 32u ? lane + d : lane)",
-    "simd_shuffle_up": "(int)(lane >= d ? lane - d : lane)",
-    "simd_shuffle_xor": "(int)((lane ^ d) & 31u)",
-    "simd_shuffle_rotate_down": "(int)((lane + d) & 31u)",
-    "simd_shuffle_rotate_up": "(int)((lane - d) & 31u)",
-}
-
 _FLOAT_ATOMIC = """\
 // float atomic_{op} through atomicCAS; returns the old value.
 __device__ inline float mb_atomic_{op}_float(float* p, float v) {{
@@ -318,72 +243,6 @@ __device__ inline float mb_atomic_cas_float(float* p, float expected, float desi
 
 _ATOMIC_LOAD = """\
 template <class T> __device__ inline T mb_atomic_load(T* p) { return *reinterpret_cast<volatile T*>(p); }"""
-
-_MATH_HELPERS = {
-    "mb_fract": "__device__ inline float mb_fract(float x) { return fminf(x - floorf(x), 0x1.fffffep-1f); }",
-    "mb_tanpi": "__device__ inline float mb_tanpi(float x) { return sinpif(x) / cospif(x); }",
-    "mb_step": "__device__ inline float mb_step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }",
-    "mb_mix": "__device__ inline float mb_mix(float x, float y, float a) { return x + (y - x) * a; }",
-    "mb_smoothstep": """\
-__device__ inline float mb_smoothstep(float e0, float e1, float x) {
-    float t = fminf(fmaxf((x - e0) / (e1 - e0), 0.0f), 1.0f);
-    return t * t * (3.0f - 2.0f * t);
-}""",
-    "mb_min": "template <class T> __device__ inline T mb_min(T a, T b) { return b < a ? b : a; }",
-    "mb_max": "template <class T> __device__ inline T mb_max(T a, T b) { return a < b ? b : a; }",
-    "mb_clamp": "template <class T> __device__ inline T mb_clamp(T x, T lo, T hi) { return x < lo ? lo : (hi < x ? hi : x); }",
-    "mb_fclamp": "__device__ inline float mb_fclamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }",
-    "mb_abs": "template <class T> __device__ inline T mb_abs(T x) { return x < T(0) ? static_cast<T>(-x) : x; }",
-    "mb_sign": "template <class T> __device__ inline T mb_sign(T x) { return static_cast<T>((T(0) < x) - (x < T(0))); }",
-    "mb_fsign": """\
-__device__ inline float mb_fsign(float x) {
-    return isnan(x) ? 0.0f : (x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : copysignf(0.0f, x)));
-}""",
-    "mb_popcount": """\
-template <class T> __device__ inline T mb_popcount(T x) {
-    if constexpr (sizeof(T) == 8) return static_cast<T>(__popcll(static_cast<unsigned long long>(x)));
-    else if constexpr (sizeof(T) == 4) return static_cast<T>(__popc(static_cast<unsigned>(x)));
-    else return static_cast<T>(__popc(static_cast<unsigned>(x) & ((1u << (8 * sizeof(T))) - 1u)));
-}""",
-    "mb_clz": """\
-template <class T> __device__ inline T mb_clz(T x) {
-    if constexpr (sizeof(T) == 8) return static_cast<T>(__clzll(static_cast<long long>(x)));
-    else if constexpr (sizeof(T) == 4) return static_cast<T>(__clz(static_cast<int>(x)));
-    else return static_cast<T>(__clz(static_cast<int>(static_cast<unsigned>(x) & ((1u << (8 * sizeof(T))) - 1u)))
-                               - (32 - 8 * (int)sizeof(T)));
-}""",
-    "mb_ctz": """\
-template <class T> __device__ inline T mb_ctz(T x) {
-    if constexpr (sizeof(T) == 8) return static_cast<T>(x == 0 ? 64 : __ffsll(static_cast<long long>(x)) - 1);
-    else {
-        unsigned u = static_cast<unsigned>(x) & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u);
-        return static_cast<T>(u == 0 ? 8 * (int)sizeof(T) : __ffs(static_cast<int>(u)) - 1);
-    }
-}""",
-    "mb_reverse_bits": """\
-template <class T> __device__ inline T mb_reverse_bits(T x) {
-    if constexpr (sizeof(T) == 8) return static_cast<T>(__brevll(static_cast<unsigned long long>(x)));
-    else return static_cast<T>(__brev(static_cast<unsigned>(x)) >> (32 - 8 * sizeof(T)));
-}""",
-}
-
-# float32 builtins -> CUDA function (or one of the helpers above)
-_F32 = {
-    "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f",
-    "log10": "log10f", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "sin": "sinf", "cos": "cosf", "tan": "tanf",
-    "asin": "asinf", "acos": "acosf", "atan": "atanf", "sinh": "sinhf", "cosh": "coshf",
-    "tanh": "tanhf", "asinh": "asinhf", "acosh": "acoshf", "atanh": "atanhf", "floor": "floorf",
-    "ceil": "ceilf", "round": "roundf", "rint": "rintf", "trunc": "truncf", "fract": "mb_fract",
-    "saturate": "__saturatef", "erf": "erff", "erfc": "erfcf", "log1p": "log1pf", "expm1": "expm1f",
-    "cbrt": "cbrtf", "sinpi": "sinpif", "cospi": "cospif", "tanpi": "mb_tanpi", "lgamma": "lgammaf",
-    "tgamma": "tgammaf", "pow": "powf", "powr": "powf", "atan2": "atan2f", "fmod": "fmodf",
-    "copysign": "copysignf", "hypot": "hypotf", "fdim": "fdimf", "step": "mb_step", "ldexp": "ldexpf",
-    "fma": "fmaf", "mix": "mb_mix", "smoothstep": "mb_smoothstep", "abs": "fabsf", "fabs": "fabsf",
-    "min": "fminf", "max": "fmaxf", "fmin": "fminf", "fmax": "fmaxf", "clamp": "mb_fclamp",
-    "sign": "mb_fsign", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "signbit": "signbit",
-}
-_INT = {"abs": "mb_abs", "min": "mb_min", "max": "mb_max", "clamp": "mb_clamp", "sign": "mb_sign",
-        "popcount": "mb_popcount", "clz": "mb_clz", "ctz": "mb_ctz", "reverse_bits": "mb_reverse_bits"}
 
 # Attribute name -> (CUDA type, expression). "mb_grid" is the extra input.
 _TID = f"mb_thread_index({GRID_INPUT})"
@@ -500,90 +359,17 @@ class CUDAPrinter(CPrinter):
                 inner = f"static_cast<float>({inner})"
         return self.cast_text(t, inner)
 
-    # -- calls
+    # -- calls: the builtin's declaration spells it
     def call(self, e: ir.Call) -> str:
-        if e.name in B.SIMD:
-            return self.simd(e)
         return self.call_text(e.name, e.args, e.type)
 
     def call_text(self, name, args, t) -> str:
-        at = args[0].type if args else t
-        if isinstance(at, T.VectorType):
-            # componentwise, through a lambda that prints the scalar call
-            ps = [ir.Var(f"mb_{'abc'[i]}", T.elem_of(a.type)) for i, a in enumerate(args)]
-            params = ", ".join(f"{self.tname(p.type)} {p.name}" for p in ps)
-            body = self.call_text(name, ps, T.elem_of(t))
-            vargs = ", ".join(self.expr(a, ASSIGN) for a in args)
-            return f"mb_map([]({params}) {{ return {body}; }}, {vargs})"
-        elem = T.elem_of(at)
-        texts = [self.expr(a, ASSIGN) for a in args]
-        if elem.is_float:
-            halfish = elem.name != "float32"
-            if halfish:
-                texts = [f"static_cast<float>({s})" if T.elem_of(a.type).is_float else s
-                         for s, a in zip(texts, args)]
-            fn = _F32[name]
-            if fn in _MATH_HELPERS:
-                self.need(fn, _MATH_HELPERS[fn])
-            call = f"{fn}({', '.join(texts)})"
-            return self.cast_text(t, call) if halfish and T.elem_of(t).is_float else call
-        if name in _INT:
-            fn = _INT[name]
-            self.need(fn, _MATH_HELPERS[fn])
-            return f"{fn}({', '.join(texts)})"
-        raise KernelTypeError(f"{name} is not defined for {elem.name} on CUDA", args[0].span if args else None)
-
-    def simd(self, e: ir.Call) -> str:
-        name, args = e.name, [self.expr(a, ASSIGN) for a in e.args]
-        if name in ("simd_all", "simd_any"):
-            return f"__{name[5:]}_sync(__activemask(), {args[0]})"
-        if name == "simd_ballot":
-            return f"static_cast<uint64_t>(__ballot_sync(__activemask(), {args[0]}))"
-        if name == "simd_is_first":
-            self.need("mb_simd_is_first", "__device__ inline bool mb_simd_is_first() "
-                      "{ return mb_lane() == static_cast<unsigned>(__ffs(__activemask()) - 1); }")
-            return "mb_simd_is_first()"
-        self.need("mb_shfl", _SHFL)
-        t = self.tname(e.type)
-        if name == "simd_broadcast_first":
-            return f"mb_shfl({args[0]}, __ffs(__activemask()) - 1, __activemask())"
-        if name in _SHUFFLES:
-            fn = "mb_" + name
-            self.need(fn, f"""\
-template <class T> __device__ inline T {fn}(T v, unsigned d) {{
-    unsigned lane = mb_lane();
-    (void)lane;
-    return mb_shfl(v, {_SHUFFLES[name]}, __activemask());
-}}""")
-            return f"{fn}({args[0]}, {args[1]})"
-        kind = name[5:]
-        if name in B.SIMD_REDUCE:
-            self.need("mb_simd_reduce", _SIMD_REDUCE)
-            return f"mb_simd_reduce({args[0]}, []({t} a, {t} b) {{ return {self._op(kind, e.type)}; }})"
-        if name in B.SIMD_SCAN:
-            self.need("mb_simd_scan", _SIMD_SCAN)
-            op = "sum" if kind.endswith("sum") else "product"
-            ident = self.literal(0 if op == "sum" else 1, e.type)
-            incl = "true" if "inclusive" in kind else "false"
-            return (f"mb_simd_scan({args[0]}, []({t} a, {t} b) {{ return {self._op(op, e.type)}; }}, "
-                    f"{ident}, {incl})")
-        raise KernelTypeError(f"{name} is not supported on CUDA", e.span)
-
-    def _op(self, kind, t) -> str:
-        text = _REDUCE_OPS[kind]
-        if isinstance(t, T.VectorType) and kind in ("max", "min"):
-            return "mb_select(" + ("b > a" if kind == "max" else "b < a") + ", b, a)"
-        if T.elem_of(t).name in ("float16", "bfloat16") and kind in ("sum", "product"):
-            return f"{self.tname(t)}(static_cast<float>(a) {text[2]} static_cast<float>(b))"
-        return text
+        return registry.get(name).cuda(self, args, t)
 
     # -- atomics
     def atomic(self, e: ir.Atomic) -> str:
         t = e.type
-        if t.name not in ("int32", "uint32", "float32"):
-            raise KernelTypeError(f"atomics on {t.name} are not supported (Metal has int, uint and "
-                                  f"float atomics only)", e.span,
-                                  hint="use an int32, uint32 or float32 buffer for atomics")
+        check_atomic(e.op, t, e.span)
         p = f"&{self.name(e.buf)}[{self.expr(e.index)}]"
         a = [self.expr(x, ASSIGN) for x in e.args]
         f = t.is_float
@@ -603,8 +389,6 @@ template <class T> __device__ inline T {fn}(T v, unsigned d) {{
                 return f"{fn}({p}, {a[0]})"
             return f"atomic{e.op.capitalize()}({p}, {a[0]})"
         if e.op in ("and", "or", "xor"):
-            if f:
-                raise KernelTypeError(f"atomic_{e.op} needs an integer buffer, not float", e.span)
             return f"atomic{e.op.capitalize()}({p}, {a[0]})"
         if e.op == "cas":
             if f:

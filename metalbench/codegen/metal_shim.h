@@ -20,21 +20,25 @@
 #define NAN __builtin_nanf("")
 #define HUGE_VALF __builtin_huge_valf()
 #define HUGE_VALH ((half)__builtin_huge_valf())
-#define MAXFLOAT 3.40282347e+38f
-#define FLT_MAX 3.40282347e+38f
-#define FLT_MIN 1.17549435e-38f
-#define FLT_EPSILON 1.1920929e-07f
-#define HALF_MAX ((half)65504.0f)
-#define M_PI_F 3.14159265f
-#define M_PI_2_F 1.57079633f
-#define M_E_F 2.71828183f
-#define M_LN2_F 0.693147181f
-#define M_LOG2E_F 1.44269504f
-#define M_SQRT2_F 1.41421356f
-#define M_1_PI_F 0.318309886f
-#define M_2_SQRTPI_F 1.12837917f
 #define M_PI_H ((half)3.14159265f)
-
+#define MAXFLOAT 3.4028234663852886e+38f
+#define FLT_MAX 3.4028234663852886e+38f
+#define FLT_MIN 1.1754943508222875e-38f
+#define FLT_EPSILON 1.1920928955078125e-07f
+#define HALF_MAX ((half)65504.0f)
+#define M_PI_F 3.141592653589793f
+#define M_PI_2_F 1.5707963267948966f
+#define M_PI_4_F 0.7853981633974483f
+#define M_1_PI_F 0.3183098861837907f
+#define M_2_PI_F 0.6366197723675814f
+#define M_2_SQRTPI_F 1.1283791670955126f
+#define M_E_F 2.718281828459045f
+#define M_LOG2E_F 1.4426950408889634f
+#define M_LOG10E_F 0.4342944819032518f
+#define M_LN2_F 0.6931471805599453f
+#define M_LN10_F 2.302585092994046f
+#define M_SQRT2_F 1.4142135623730951f
+#define M_SQRT1_2_F 0.7071067811865476f
 typedef _Float16 half;
 typedef __bf16 bfloat;
 typedef unsigned char uchar;
@@ -166,34 +170,96 @@ _MB_VEC_TYPES(ulong, ulong) _MB_VEC_TYPES(half, half) _MB_VEC_TYPES(bfloat, bflo
 // generators convert arguments explicitly, and user MSL is checked for names and shapes.
 template <class X> struct _mb_pred { typedef bool type; };
 template <class T, int N> struct _mb_pred<vec<T, N>> { typedef vec<bool, N> type; };
-#define _MB_MATH_DECLS                                                                   \
-  _MB_M1(exp) _MB_M1(exp2) _MB_M1(exp10) _MB_M1(log) _MB_M1(log2) _MB_M1(log10)         \
-  _MB_M1(sqrt) _MB_M1(rsqrt) _MB_M1(sin) _MB_M1(cos) _MB_M1(tan) _MB_M1(asin)           \
-  _MB_M1(acos) _MB_M1(atan) _MB_M1(sinh) _MB_M1(cosh) _MB_M1(tanh) _MB_M1(asinh)        \
-  _MB_M1(acosh) _MB_M1(atanh) _MB_M1(floor) _MB_M1(ceil) _MB_M1(round) _MB_M1(rint)     \
-  _MB_M1(trunc) _MB_M1(fract) _MB_M1(saturate) _MB_M1(sinpi) _MB_M1(cospi)              \
-  _MB_M1(tanpi) _MB_M1(fabs) _MB_M1(abs) _MB_M1(sign) _MB_M1(normalize)                 \
-  _MB_M2(pow) _MB_M2(powr) _MB_M2(atan2) _MB_M2(fmod) _MB_M2(copysign) _MB_M2(fdim)     \
-  _MB_M2(step) _MB_M2(fmin) _MB_M2(fmax) _MB_M2(min) _MB_M2(max) _MB_M2(nextafter)      \
-  _MB_M2(divide) _MB_M2(absdiff) _MB_M2(addsat) _MB_M2(subsat) _MB_M2(mulhi)            \
-  _MB_M2(hadd) _MB_M2(rhadd) _MB_M2(rotate) _MB_M2(mul24)                               \
-  _MB_M3(fma) _MB_M3(mix) _MB_M3(clamp) _MB_M3(smoothstep) _MB_M3(mad24) _MB_M3(madsat) \
-  _MB_P(isnan) _MB_P(isinf) _MB_P(isfinite) _MB_P(signbit) _MB_P(isnormal)              \
+// metal::, metal::precise:: and metal::fast:: (generated from the builtin registry)
+#define _MB_MATH_DECLS \
+  template <class T> T exp(T); \
+  template <class T> T exp2(T); \
+  template <class T> T exp10(T); \
+  template <class T> T log(T); \
+  template <class T> T log2(T); \
+  template <class T> T log10(T); \
+  template <class T> T sqrt(T); \
+  template <class T> T rsqrt(T); \
+  template <class A, class B> auto pow(A a, B b) -> decltype(a + b); \
+  template <class A, class B> auto powr(A a, B b) -> decltype(a + b); \
   template <class T> T ldexp(T, int); template <class T, int N> vec<T, N> ldexp(vec<T, N>, vec<int, N>); \
-  template <class T> T sincos(T, thread T&); template <class T> T frexp(T, thread int&);   \
-  template <class T> T modf(T, thread T&);                                              \
-  template <class T> typename _mb_vt<T>::E dot(T, T); template <class T> typename _mb_vt<T>::E length(T); \
-  template <class T> typename _mb_vt<T>::E distance(T, T); template <class T> T cross(T, T);
-#define _MB_M1(f) template <class T> T f(T);
-#define _MB_M2(f) template <class A, class B> auto f(A a, B b) -> decltype(a + b);
-#define _MB_M3(f) template <class A, class B, class C> auto f(A a, B b, C c) -> decltype(a + b + c);
-#define _MB_P(f) template <class T> typename _mb_pred<T>::type f(T);
+  template <class T> T sin(T); \
+  template <class T> T cos(T); \
+  template <class T> T tan(T); \
+  template <class T> T asin(T); \
+  template <class T> T acos(T); \
+  template <class T> T atan(T); \
+  template <class A, class B> auto atan2(A a, B b) -> decltype(a + b); \
+  template <class T> T sinh(T); \
+  template <class T> T cosh(T); \
+  template <class T> T tanh(T); \
+  template <class T> T asinh(T); \
+  template <class T> T acosh(T); \
+  template <class T> T atanh(T); \
+  template <class T> T sinpi(T); \
+  template <class T> T cospi(T); \
+  template <class T> T tanpi(T); \
+  template <class T> T floor(T); \
+  template <class T> T ceil(T); \
+  template <class T> T trunc(T); \
+  template <class T> T round(T); \
+  template <class T> T rint(T); \
+  template <class T> T fract(T); \
+  template <class A, class B> auto fmod(A a, B b) -> decltype(a + b); \
+  template <class A, class B> auto divide(A a, B b) -> decltype(a + b); \
+  template <class A, class B> auto copysign(A a, B b) -> decltype(a + b); \
+  template <class A, class B> auto fdim(A a, B b) -> decltype(a + b); \
+  template <class A, class B> auto step(A a, B b) -> decltype(a + b); \
+  template <class A, class B, class C> auto fma(A a, B b, C c) -> decltype(a + b + c); \
+  template <class A, class B, class C> auto mix(A a, B b, C c) -> decltype(a + b + c); \
+  template <class A, class B, class C> auto smoothstep(A a, B b, C c) -> decltype(a + b + c); \
+  template <class T> T saturate(T); \
+  template <class T> T fabs(T); \
+  template <class A, class B> auto fmin(A a, B b) -> decltype(a + b); \
+  template <class A, class B> auto fmax(A a, B b) -> decltype(a + b); \
+  template <class A, class B, class C> auto fmin3(A a, B b, C c) -> decltype(a + b + c); \
+  template <class A, class B, class C> auto fmax3(A a, B b, C c) -> decltype(a + b + c); \
+  template <class T> typename _mb_pred<T>::type isnan(T); \
+  template <class T> typename _mb_pred<T>::type isinf(T); \
+  template <class T> typename _mb_pred<T>::type isfinite(T); \
+  template <class T> typename _mb_pred<T>::type signbit(T); \
+  template <class A, class B> auto min(A a, B b) -> decltype(a + b); \
+  template <class A, class B> auto max(A a, B b) -> decltype(a + b); \
+  template <class A, class B, class C> auto clamp(A a, B b, C c) -> decltype(a + b + c); \
+  template <class A, class B> auto nextafter(A a, B b) -> decltype(a + b); \
+  template <class A, class B, class C> auto fmedian3(A a, B b, C c) -> decltype(a + b + c); \
+  template <class T> typename _mb_pred<T>::type isnormal(T); \
+  template <class T> T normalize(T);
 _MB_MATH_DECLS
 namespace precise { _MB_MATH_DECLS }
 namespace fast { _MB_MATH_DECLS }
-template <class T> T popcount(T); template <class T> T clz(T); template <class T> T ctz(T);
-template <class T> T reverse_bits(T); template <class T> T extract_bits(T, uint, uint);
+// metal:: only (generated from the builtin registry)
+template <class T> T abs(T);
+template <class T> T sign(T);
+template <class A, class B, class C> auto max3(A a, B b, C c) -> decltype(a + b + c);
+template <class A, class B, class C> auto min3(A a, B b, C c) -> decltype(a + b + c);
+template <class A, class B, class C> auto median3(A a, B b, C c) -> decltype(a + b + c);
+template <class T> T popcount(T);
+template <class T> T clz(T);
+template <class T> T ctz(T);
+template <class T> T reverse_bits(T);
+template <class T> T mulhi(T, T);
+template <class T> T absdiff(T, T);
+template <class T> T addsat(T, T);
+template <class T> T subsat(T, T);
+template <class T> T hadd(T, T);
+template <class T> T rhadd(T, T);
+template <class T> T rotate(T, T);
+template <class T> T extract_bits(T, uint, uint);
 template <class T> T insert_bits(T, T, uint, uint);
+template <class T> T mul24(T, T);
+template <class T> T mad24(T, T, T);
+template <class T> T madsat(T, T, T);
+template <class T> T madhi(T, T, T);
+template <class T> T sincos(T, thread T&); template <class T> T frexp(T, thread int&);
+template <class T> T modf(T, thread T&);
+template <class T> typename _mb_vt<T>::E dot(T, T); template <class T> typename _mb_vt<T>::E length(T);
+template <class T> typename _mb_vt<T>::E distance(T, T); template <class T> T cross(T, T);
 template <class A, class B, class C> A select(A, B, C);
 template <class T> bool all(T); template <class T> bool any(T);
 template <class T, class U> T as_type(U);
@@ -207,17 +273,49 @@ struct simd_vote {
   explicit operator vote_t() const;
   bool all() const; bool any() const;
 };
-#define _MB_SIMD1(f) template <class T> T simd_##f(T); template <class T> T quad_##f(T);
-_MB_SIMD1(sum) _MB_SIMD1(product) _MB_SIMD1(max) _MB_SIMD1(min) _MB_SIMD1(and) _MB_SIMD1(or)
-_MB_SIMD1(xor) _MB_SIMD1(prefix_inclusive_sum) _MB_SIMD1(prefix_exclusive_sum)
-_MB_SIMD1(prefix_inclusive_product) _MB_SIMD1(prefix_exclusive_product) _MB_SIMD1(broadcast_first)
-#define _MB_SIMD2(f) template <class T> T simd_##f(T, ushort); template <class T> T quad_##f(T, ushort);
-_MB_SIMD2(shuffle) _MB_SIMD2(shuffle_up) _MB_SIMD2(shuffle_down) _MB_SIMD2(shuffle_xor)
-_MB_SIMD2(broadcast) _MB_SIMD2(shuffle_rotate_up) _MB_SIMD2(shuffle_rotate_down)
+// generated from the builtin registry (and their quad_ forms)
+template <class T> T simd_sum(T);
+template <class T> T simd_product(T);
+template <class T> T simd_max(T);
+template <class T> T simd_min(T);
+template <class T> T simd_and(T);
+template <class T> T simd_or(T);
+template <class T> T simd_xor(T);
+template <class T> T simd_prefix_inclusive_sum(T);
+template <class T> T simd_prefix_exclusive_sum(T);
+template <class T> T simd_prefix_inclusive_product(T);
+template <class T> T simd_prefix_exclusive_product(T);
+template <class T> T simd_shuffle(T, ushort);
+template <class T> T simd_broadcast(T, ushort);
+template <class T> T simd_shuffle_down(T, ushort);
+template <class T> T simd_shuffle_up(T, ushort);
+template <class T> T simd_shuffle_xor(T, ushort);
+template <class T> T simd_shuffle_rotate_down(T, ushort);
+template <class T> T simd_shuffle_rotate_up(T, ushort);
+template <class T> T simd_broadcast_first(T);
+template <class T> T quad_sum(T);
+template <class T> T quad_product(T);
+template <class T> T quad_max(T);
+template <class T> T quad_min(T);
+template <class T> T quad_and(T);
+template <class T> T quad_or(T);
+template <class T> T quad_xor(T);
+template <class T> T quad_prefix_inclusive_sum(T);
+template <class T> T quad_prefix_exclusive_sum(T);
+template <class T> T quad_prefix_inclusive_product(T);
+template <class T> T quad_prefix_exclusive_product(T);
+template <class T> T quad_shuffle(T, ushort);
+template <class T> T quad_broadcast(T, ushort);
+template <class T> T quad_shuffle_down(T, ushort);
+template <class T> T quad_shuffle_up(T, ushort);
+template <class T> T quad_shuffle_xor(T, ushort);
+template <class T> T quad_shuffle_rotate_down(T, ushort);
+template <class T> T quad_shuffle_rotate_up(T, ushort);
+template <class T> T quad_broadcast_first(T);
 template <class T> T simd_shuffle_and_fill_up(T, T, ushort);
 template <class T> T simd_shuffle_and_fill_down(T, T, ushort);
-bool simd_all(bool); bool simd_any(bool); simd_vote simd_ballot(bool); simd_vote simd_active_threads_mask();
-bool simd_is_first(); bool quad_all(bool); bool quad_any(bool); bool quad_is_first();
+bool simd_all(bool); bool simd_any(bool); simd_vote simd_ballot(bool); bool simd_is_first();
+simd_vote simd_active_threads_mask(); bool quad_all(bool); bool quad_any(bool); bool quad_is_first();
 
 // ---- barriers
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4,

@@ -21,9 +21,9 @@ plain loads and stores of outputs become ``atomic_load/store_explicit``.
 from __future__ import annotations
 
 
-from .. import builtins as B
 from .. import ir
 from .. import types as T
+from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
 from .c_like import (ASSIGN, CPrinter, Dialect, Rendered, atomic_buffers,
                      render_with)
@@ -40,10 +40,7 @@ uint64_t float16_t bfloat16_t elem_to_loc Limits METAL_FUNC precise fast texture
 vec packed_float3 quad_sum quad_shuffle
 """.split()
 _VECTOR_WORDS = [f"{p}{e.msl}{n}" for p in ("", "packed_") for e in T.VECTOR_ELEMS for n in (2, 3, 4)]
-_BUILTIN_WORDS = (list(B.MATH1) + list(B.MATH2) + list(B.MATH3) + list(B.NUMERIC) + list(B.PREDICATES)
-                  + list(B.INTBITS) + sorted(B.SIMD) + ["atomic_" + o + "_explicit" for o in
-                  ("load", "store", "exchange", "fetch_add", "fetch_sub", "fetch_min", "fetch_max",
-                   "fetch_and", "fetch_or", "fetch_xor", "compare_exchange_weak")])
+_BUILTIN_WORDS = [b.name for b in registry.all()] + [a for b in registry.all() for a in b.msl_aliases]
 
 MSL = Dialect(
     name="Metal",
@@ -60,104 +57,6 @@ MSL = Dialect(
     barrier={"threadgroup": "threadgroup_barrier({flags});", "simdgroup": "simdgroup_barrier({flags});"},
     inf="INFINITY", nan="NAN", half_suffix="h",
 )
-
-# Builtins Metal lacks: float implementations printed into the header when used.
-_MISSING = {
-    "mb_erfc": """\
-// erfc (Numerical Recipes' erfcc; relative error < 1.2e-7): Metal has no erfc.
-inline float mb_erfc(float x) {
-    float z = metal::fabs(x);
-    float t = 1.0f / (1.0f + 0.5f * z);
-    float r = t * metal::exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f +
-        t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f +
-        t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
-    return x >= 0.0f ? r : 2.0f - r;
-}""",
-    "mb_erf": """\
-// erf: a Taylor series near 0 keeps the relative error small; 1 - erfc elsewhere.
-inline float mb_erf(float x) {
-    if (metal::fabs(x) < 0.5f) {
-        float x2 = x * x;
-        return x * (1.12837917f + x2 * (-0.37612639f + x2 * (0.11283792f + x2 * (-0.02686617f +
-            x2 * (0.00522398f - x2 * 0.00085483f)))));
-    }
-    return x >= 0.0f ? 1.0f - mb_erfc(x) : mb_erfc(-x) - 1.0f;
-}""",
-    "mb_log1p": """\
-// log1p without cancellation (Goldberg's trick): Metal has no log1p.
-inline float mb_log1p(float x) {
-    float u = 1.0f + x;
-    if (u == 1.0f || metal::isinf(x)) {
-        return x;
-    }
-    return metal::log(u) * (x / (u - 1.0f));
-}""",
-    "mb_expm1": """\
-// expm1 without cancellation (Kahan's trick): Metal has no expm1.
-inline float mb_expm1(float x) {
-    float u = metal::exp(x);
-    if (u == 1.0f) {
-        return x;
-    }
-    float um1 = u - 1.0f;
-    if (um1 == -1.0f || metal::isinf(u)) {
-        return um1;
-    }
-    return um1 * x / metal::log(u);
-}""",
-    "mb_cbrt": """\
-// cbrt: pow plus one Newton step: Metal has no cbrt.
-inline float mb_cbrt(float x) {
-    float y = metal::copysign(metal::pow(metal::fabs(x), 1.0f / 3.0f), x);
-    if (y != 0.0f && metal::isfinite(y)) {
-        y = y - (y * y * y - x) / (3.0f * y * y);
-    }
-    return y;
-}""",
-    "mb_hypot": """\
-// hypot without overflow: Metal has no hypot.
-inline float mb_hypot(float x, float y) {
-    float a = metal::fabs(x);
-    float b = metal::fabs(y);
-    float m = metal::max(a, b);
-    float n = metal::min(a, b);
-    if (metal::isinf(m) || m == 0.0f) {
-        return m;
-    }
-    float r = n / m;
-    return m * metal::sqrt(1.0f + r * r);
-}""",
-    "mb_lgamma_pos": """\
-// lgamma for x >= 0.5: shift to x >= 7, then Stirling's series: Metal has no lgamma.
-inline float mb_lgamma_pos(float x) {
-    float acc = 1.0f;
-    while (x < 7.0f) {
-        acc *= x;
-        x += 1.0f;
-    }
-    float r = 1.0f / x;
-    float r2 = r * r;
-    return (x - 0.5f) * metal::log(x) - x + 0.918938533f +
-        r * (0.0833333333f - r2 * (0.00277777778f - r2 * 0.000793650794f)) - metal::log(acc);
-}""",
-    "mb_lgamma": """\
-inline float mb_lgamma(float x) {
-    if (x < 0.5f) {
-        return metal::log(M_PI_F / metal::fabs(metal::sinpi(x))) - mb_lgamma_pos(1.0f - x);
-    }
-    return mb_lgamma_pos(x);
-}""",
-    "mb_tgamma": """\
-// tgamma via lgamma, with the reflection formula below 0.5: Metal has no tgamma.
-inline float mb_tgamma(float x) {
-    if (x < 0.5f) {
-        return M_PI_F / (metal::sinpi(x) * metal::exp(mb_lgamma_pos(1.0f - x)));
-    }
-    return metal::exp(mb_lgamma_pos(x));
-}""",
-}
-_MISSING_DEPS = {"mb_erf": ["mb_erfc"], "mb_lgamma": ["mb_lgamma_pos"], "mb_tgamma": ["mb_lgamma_pos"]}
-METAL_MISSING = {"erf", "erfc", "log1p", "expm1", "cbrt", "hypot", "lgamma", "tgamma"}
 
 _CAS = """\
 // Compare-and-swap returning the old value; the loop absorbs spurious weak failures.
@@ -184,13 +83,6 @@ inline float mb_atomic_{op}_float(A p, float v) {{
     }}
     return old;
 }}"""
-
-_ISIGN = """\
-// sign of an integer (Metal's sign is for floats only).
-template <typename T>
-inline T mb_isign(T x) {
-    return static_cast<T>((x > T(0)) - (x < T(0)));
-}"""
 
 _ATOMIC_FETCH = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
                  "min": "atomic_fetch_min_explicit", "max": "atomic_fetch_max_explicit",
@@ -239,9 +131,7 @@ class MSLPrinter(CPrinter):
 
     def atomic(self, e: ir.Atomic) -> str:
         t = e.type
-        if t.name not in ("int32", "uint32", "float32"):
-            raise KernelTypeError(f"Metal has no atomic operations on {t.name} ({t.msl})", e.span,
-                                  hint="use an int32, uint32 or float32 buffer for atomics")
+        check_atomic(e.op, t, e.span)
         p = self.ref(e.buf, e.index)
         args = [self.expr(a, ASSIGN) for a in e.args]
         if e.op == "load":
@@ -255,56 +145,13 @@ class MSLPrinter(CPrinter):
             name = f"mb_atomic_{e.op}_float"
             self.need(name, _FMINMAX.format(op=e.op, cmp="<" if e.op == "min" else ">"))
             return f"{name}({p}, {args[0]})"
-        if t.is_float and e.op in ("and", "or", "xor"):
-            raise KernelTypeError(f"atomic_{e.op} needs an integer buffer, not float", e.span)
         return f"{_ATOMIC_FETCH[e.op]}({p}, {args[0]}, memory_order_relaxed)"
 
     def call(self, e: ir.Call) -> str:
-        name, args = e.name, e.args
-        if name in B.SIMD:
-            a = ", ".join(self.expr(x, ASSIGN) for x in args)
-            if name == "simd_ballot":
-                return f"static_cast<ulong>(static_cast<simd_vote::vote_t>(simd_ballot({a})))"
-            return f"{name}({a})"
-        return self.call_text(name, args, e.type)
+        return self.call_text(e.name, e.args, e.type)
 
     def call_text(self, name, args, t) -> str:
-        elem = T.elem_of(args[0].type) if args else None
-        if name == "sign" and elem is not None and elem.is_int:
-            if isinstance(args[0].type, T.VectorType):
-                raise KernelTypeError("sign of an integer vector is not supported on Metal", args[0].span)
-            self.need("mb_isign", _ISIGN)
-            return f"mb_isign({self.expr(args[0], ASSIGN)})"
-        through_float = elem is not None and (elem.name == "bfloat16" or
-                                              (name in METAL_MISSING and elem.name == "float16"))
-        texts = []
-        for a in args:
-            s = self.expr(a, ASSIGN)
-            if through_float and T.elem_of(a.type).is_float:
-                ft = T.float32 if isinstance(a.type, T.ScalarType) else T.vector_of(T.float32, a.type.n)
-                s = self.cast_text(ft, s)
-            texts.append(s)
-        if name in METAL_MISSING:
-            fn = "mb_" + name
-            for dep in _MISSING_DEPS.get(fn, []):
-                self.need(dep, _MISSING[dep])
-            self.need(fn, _MISSING[fn])
-            vt = args[0].type
-            if isinstance(vt, T.VectorType):
-                self._vector_overload(fn, vt.n, len(args))
-            call = f"{fn}({', '.join(texts)})"
-        else:
-            call = f"metal::{name}({', '.join(texts)})"
-        if through_float and T.elem_of(t).is_float:
-            return self.cast_text(t, call)
-        return call
-
-    def _vector_overload(self, fn: str, n: int, nargs: int) -> None:
-        vt = f"float{n}"
-        params = ", ".join(f"{vt} {'abc'[i]}" for i in range(nargs))
-        comps = ", ".join(f"{fn}({', '.join(f'{chr(97 + i)}.{c}' for i in range(nargs))})"
-                          for c in "xyzw"[:n])
-        self.need(f"{fn}_{vt}", f"inline {vt} {fn}({params}) {{\n    return {vt}({comps});\n}}")
+        return registry.get(name).msl(self, args, t)   # the builtin's declaration spells it
 
     def vector_select(self, e: ir.Select) -> str:
         return f"select({self.expr(e.b, ASSIGN)}, {self.expr(e.a, ASSIGN)}, {self.expr(e.cond, ASSIGN)})"

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import tree_sitter as ts
 import tree_sitter_cpp as tscpp
 
-from .. import builtins as B
 from .. import ir
 from .. import types as T
+from ..builtins import check_atomic, registry
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, Source, Span
 from .common import coerce_value, const_value, convert, fold, to_bool
 
@@ -43,15 +43,8 @@ METAL_ONLY = "it runs unchanged on backend='metal' only"
 # MLX's utils.h helpers a body may call, expanded by the front end.
 UTILS = ("elem_to_loc", "elem_to_loc_1", "elem_to_loc_2", "elem_to_loc_3", "ceildiv")
 
-_ATOMIC_FNS = {
-    "atomic_fetch_add_explicit": "add", "atomic_fetch_sub_explicit": "sub",
-    "atomic_fetch_min_explicit": "min", "atomic_fetch_max_explicit": "max",
-    "atomic_fetch_and_explicit": "and", "atomic_fetch_or_explicit": "or",
-    "atomic_fetch_xor_explicit": "xor", "atomic_exchange_explicit": "exchange",
-    "atomic_load_explicit": "load", "atomic_store_explicit": "store",
-    "atomic_compare_exchange_weak_explicit": "cas",
-    "atomic_compare_exchange_strong_explicit": "cas",
-}
+# atomic_fetch_add_explicit -> "add", ...: the atomics' MSL names, from the registry
+_ATOMIC_FNS = {a: b.extra["op"] for b in registry.all() if b.node == "Atomic" for a in b.msl_aliases}
 _ATOMIC_TYPES = {"atomic_int": T.int32, "atomic_uint": T.uint32, "atomic_float": T.float32,
                  "atomic_bool": T.bool_}
 _NAMESPACES = ("metal", "precise", "fast", "simd")
@@ -1241,25 +1234,17 @@ class Translator:
                 p = ir.BinOp("*", ir.Swizzle(a, c, t.elem), ir.Swizzle(b, c, t.elem), t.elem, span=sp)
                 e = p if e is None else ir.BinOp("+", e, p, t.elem, span=sp)
             return e
-        bname = {"fabs": "abs"}.get(name, name)
-        if B.is_builtin(name):
-            bname = name
-        if B.is_builtin(bname):
+        b = registry.lookup(self.text(fn).replace(" ", "") if fn.type != "template_function" else name)
+        if b is None and registry.lookup(name) is not None and registry.lookup(name).kind != "node":
+            self.type_err(fn, f"Metal has no {self.text(fn).replace(' ', '')}; {name} has no precise:: or "
+                              "fast:: variant", hint=f"write metal::{name}")
+        if b is not None and b.kind in ("call", "simd"):
             args = [self.expr(a) for a in argn]
-            ar = B.arity(bname)
-            ok = len(args) in ar if isinstance(ar, tuple) else len(args) == ar
-            if not ok:
-                self.type_err(node, f"{name} takes {ar} argument(s), got {len(args)}")
             for a, n in zip(args, argn):
                 if a.type is None:
                     self.type_err(n, "this has no value (void)")
-            types = [a.type for a in args]
-            try:
-                ats = B.arg_types(bname, types)
-                rt = B.result_type(bname, types)
-            except T.TypeError_ as e:
-                self.type_err(node, str(e))
-            return ir.Call(bname, [convert(a, t) for a, t in zip(args, ats)], rt, span=sp)
+            sig = b.typecheck([a.type for a in args], sp)
+            return ir.Call(b.name, [convert(a, t) for a, t in zip(args, sig.params)], sig.result, span=sp)
         if isinstance(self.lookup(name), (ir.Var, Buf)):
             self.type_err(node, f"'{name}' is not a function")
         if name.startswith(("simdgroup_", "quad_", "simd_")) or name in (
@@ -1284,6 +1269,7 @@ class Translator:
                           else "declare it as threadgroup atomic<T>")
         idx = arg.offset if arg.offset is not None else ir.Const(0, T.int32)
         t = buf.elem
+        check_atomic(op, t, sp, what=name, buffer=buf.name)
         if op == "load":
             return ir.Atomic("load", buf.name, idx, [], t, span=sp)
         if op == "cas":

@@ -27,17 +27,16 @@ from __future__ import annotations
 import ast
 import builtins as _pybuiltins
 import inspect
-import math as _math
 import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .. import builtins as B
 from .. import dsl
 from .. import ir
 from .. import types as T
+from ..builtins import check_atomic, registry
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, Source, Span
 from ..passes.fold import fold_binop, fold_cast, fold_unop
 from .common import convert
@@ -194,30 +193,9 @@ class Module:
         return name
 
 
-# Python objects that mean a builtin inside kernels.
-_PY_MATH = {getattr(_math, n): n for n in (
-    "exp", "log", "log2", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "tanh", "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "fabs", "pow", "atan2",
-    "fmod", "copysign", "hypot", "erf", "erfc", "log1p", "expm1", "isnan", "isinf", "isfinite",
-    "lgamma", "ldexp") if hasattr(_math, n)}
-_PY_MATH[_math.gamma] = "tgamma"
-if hasattr(_math, "exp2"):
-    _PY_MATH[_math.exp2] = "exp2"
-if hasattr(_math, "cbrt"):
-    _PY_MATH[_math.cbrt] = "cbrt"
-_PY_BUILTIN_FUNCS = {_pybuiltins.min: "min", _pybuiltins.max: "max", _pybuiltins.abs: "abs",
-                     _pybuiltins.round: "round", _pybuiltins.pow: "pow"}
+# Python objects that mean a builtin inside kernels (math.exp, np.exp, min, ...) are the
+# registry's aliases: registry.lookup_object(obj).
 _PY_CASTS = {_pybuiltins.float: T.float32, _pybuiltins.int: T.int32, _pybuiltins.bool: T.bool_}
-_NP_FUNCS = {}
-for _n in ("exp", "exp2", "log", "log2", "log10", "sqrt", "sin", "cos", "tan", "arcsin", "arccos",
-           "arctan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "fabs", "abs", "minimum",
-           "maximum", "fmin", "fmax", "arctan2", "power", "fmod", "copysign", "hypot", "isnan",
-           "isinf", "isfinite", "log1p", "expm1", "rint", "sign", "cbrt"):
-    if hasattr(np, _n):
-        _NP_FUNCS[getattr(np, _n)] = {"arcsin": "asin", "arccos": "acos", "arctan": "atan",
-                                      "minimum": "min", "maximum": "max", "arctan2": "atan2",
-                                      "power": "pow"}.get(_n, _n)
-
 _UNSUPPORTED_STMT = {
     ast.Try: "try/except", ast.With: "with", ast.Raise: "raise", ast.Import: "import",
     ast.ImportFrom: "import", ast.ClassDef: "class definitions", ast.FunctionDef: "nested functions",
@@ -1082,12 +1060,8 @@ class FunctionTranslator:
             return self.shape_of(self.buffer_of(node.args[0]), 0, node)
         elif obj is range:
             raise self.err(KernelSyntaxError, "range() is only allowed in `for ... in range(...)`", node)
-        elif obj in _PY_BUILTIN_FUNCS:
-            name = _PY_BUILTIN_FUNCS[obj]
-        elif obj in _PY_MATH:
-            name = _PY_MATH[obj]
-        elif obj in _NP_FUNCS:
-            name = _NP_FUNCS[obj]
+        elif registry.lookup_object(obj) is not None:
+            name = registry.lookup_object(obj).name
         elif callable(obj) and getattr(obj, "__module__", "") in ("builtins",):
             raise self.err(KernelSyntaxError, f"{ast.unparse(node.func)}() is not supported in kernels", node)
         if name is None:
@@ -1110,8 +1084,9 @@ class FunctionTranslator:
                     raise self.err(KernelTypeError, f"unknown memory flag {f!r}", node,
                                    hint="use mem_threadgroup, mem_device, mem_none")
             return ir.Barrier("threadgroup" if name == "threadgroup_barrier" else "simdgroup", flags, span=sp)
-        if name in B.ATOMICS:
-            return self.atomic(B.ATOMICS[name], name, node)
+        b = registry.lookup(name, dialect="python")
+        if b is not None and b.node == "Atomic":
+            return self.atomic(b.extra["op"], name, node)
         if name in T.VECTORS:
             vt = T.VECTORS[name]
             args = [self.expr(a) for a in node.args]
@@ -1138,27 +1113,9 @@ class FunctionTranslator:
         return self.builtin_call(name, args, node)
 
     def builtin_call(self, name: str, args: list[ir.Expr], node) -> ir.Expr:
-        want = B.arity(name)
-        if len(args) != want:
-            raise self.err(KernelTypeError, f"{name}() takes {want} argument{'s' if want != 1 else ''}, "
-                                            f"got {len(args)}", node)
-        types = [a.type for a in args]
-        if any(t is None for t in types):
-            raise self.err(KernelTypeError, f"an argument of {name}() has no value", node)
-        if name in B.INTBITS and not T.elem_of(types[0]).is_int:
-            raise self.err(KernelTypeError, f"{name}() needs an integer, got {types[0].name}", node)
-        if name in ("simd_and", "simd_or", "simd_xor") and not T.elem_of(types[0]).is_int:
-            raise self.err(KernelTypeError, f"{name}() needs an integer, got {types[0].name}", node)
-        try:
-            conv = B.arg_types(name, types)
-            rt = B.result_type(name, types)
-        except T.TypeError_ as e:
-            raise self.err(KernelTypeError, str(e), node)
-        cargs = [self.conv(a, t) for a, t in zip(args, conv)]
-        if name == "abs" and isinstance(rt, T.ScalarType) and rt.is_int:
-            rt = T.promote_int(rt)
-            cargs = [self.conv(a, rt) for a in args]
-        return ir.Call(name, cargs, rt, span=self.span(node))
+        sp = self.span(node)
+        sig = registry.get(name).typecheck([a.type for a in args], sp)
+        return ir.Call(name, [self.conv(a, t) for a, t in zip(args, sig.params)], sig.result, span=sp)
 
     def atomic(self, op: str, fname: str, node: ast.Call) -> ir.Expr:
         n_value = {"cas": 2, "load": 0}.get(op, 1)
@@ -1170,11 +1127,7 @@ class FunctionTranslator:
         if info.space not in ("device", "threadgroup"):
             raise self.err(KernelTypeError, f"atomics work on device buffers and threadgroup arrays, not on "
                                             f"{info.space} arrays", node)
-        if info.elem not in (T.int32, T.uint32, T.float32, T.int64, T.uint64):
-            raise self.err(KernelTypeError, f"atomics need int32, uint32 or float32 elements; "
-                                            f"{info.name!r} holds {info.elem.name}", node)
-        if info.elem.is_float and op in ("and", "or", "xor"):
-            raise self.err(KernelTypeError, f"atomic_{op} needs integer elements; {info.name!r} holds float32", node)
+        check_atomic(op, info.elem, self.span(node), what=fname, buffer=info.name)
         vals = [self.conv(self.expr(a), info.elem) for a in node.args[2:]]
         if info.kernel_param is not None:
             info.kernel_param.atomic = True

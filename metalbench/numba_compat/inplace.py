@@ -34,11 +34,12 @@ import numpy as np
 
 from .. import ir
 from .. import types as T
+from ..builtins import ATOMIC_ELEMS
 from ..errors import KernelLaunchError
 
 _HINT = "run it with backend='sim' (exact in-place semantics), or write the result to a separate array"
 _COMBINE = {"add": "+", "sub": "+", "or": "|", "xor": "^"}
-_ATOMIC_OK = (T.int32, T.uint32, T.float32)
+_ATOMIC_OK = tuple(ATOMIC_ELEMS)     # the element types Metal has atomics for (builtins/nodes.py)
 
 
 @dataclass

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import ir
 from .. import types as T
+from ..builtins import atomic_error
 from ..errors import KernelSyntaxError, KernelTypeError
 
 WARP_SIZE = 32
@@ -342,17 +343,14 @@ threadfence_system = _Intrinsic("threadfence_system", _fence("threadfence_system
 
 # ----------------------------------------------------------------------------- atomics
 
-_ATOMIC_ELEMS = (T.int32, T.uint32, T.float32, T.int64, T.uint64)
-
-
-def _atomic_target(tr, arr_node, idx_node, call, what):
+def _atomic_target(tr, arr_node, idx_node, call, what, op="cas"):
     info = tr.buffer_of(arr_node)
     if info.space not in ("device", "threadgroup"):
         raise tr.err(KernelTypeError, f"cuda.atomic.{what} works on kernel arrays and shared arrays, not on "
                                       f"{'local' if info.space == 'thread' else info.space} arrays", call)
-    if info.elem not in _ATOMIC_ELEMS:
-        raise tr.err(KernelTypeError, f"cuda.atomic.{what} needs int32, uint32 or float32 elements; "
-                                      f"{info.name!r} holds {info.elem.name}", call)
+    msg = atomic_error(op, info.elem, what=f"cuda.atomic.{what}")   # the registry's one rule
+    if msg is not None:
+        raise tr.err(KernelTypeError, f"{msg} ({info.name!r} holds {info.elem.name})", call)
     idx = tr.index(info, idx_node, call)
     if info.kernel_param is not None:
         info.kernel_param.atomic = True
@@ -362,10 +360,7 @@ def _atomic_target(tr, arr_node, idx_node, call, what):
 def _atomic_rmw(op: str, what: str):
     def fn(tr, call):
         arr, idx_node, val = _args(tr, call, ["ary", "idx", "val"], f"atomic.{what}")
-        info, idx = _atomic_target(tr, arr, idx_node, call, what)
-        if info.elem.is_float and op in ("and", "or", "xor"):
-            raise tr.err(KernelTypeError, f"cuda.atomic.{what} needs integer elements; {info.name!r} holds "
-                                          f"{info.elem.name}", call)
+        info, idx = _atomic_target(tr, arr, idx_node, call, what, op)
         v = tr.conv(tr.expr(val), info.elem)
         return ir.Atomic(op, info.name, idx, [v], info.elem, span=tr.span(call))
     return fn

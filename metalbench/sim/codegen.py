@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import builtins as B
+from ..builtins import registry
 from .. import ir
 from .. import scalar as S
 from .. import types as T
@@ -61,7 +61,7 @@ def _pure(e, checked=False) -> bool:
             return False
         if isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall)):
             return False
-        if isinstance(n, ir.Call) and n.name in B.SIMD:
+        if isinstance(n, ir.Call) and registry.get(n.name).kind == "simd":
             return False
     return True
 
@@ -1017,8 +1017,8 @@ class Gen:
         return r
 
     def ex_Call(self, e):
-        name = e.name
-        if name in B.SIMD:
+        # the builtin's declaration implements it: _bi[name].sim (see metalbench/builtins)
+        if registry.get(e.name).kind == "simd":
             return self.simd(e)
         argv = [self.exl(a) for a in e.args]
         rt = e.type
@@ -1027,27 +1027,17 @@ class Gen:
         out = []
         for i in range(n):
             cs = [a[i] if len(a) > 1 else a[0] for a in argv]
-            out.append(f"_mf.call({name!r}, [{', '.join(cs)}], {dt})")
+            out.append(f"_bi[{e.name!r}]([{', '.join(cs)}], {dt})")
         return out if _is_vec(rt) else out[0]
 
     def simd(self, e):
         self.uses_simd = True
-        name = e.name
         argv = [self.exl(a) for a in e.args]
-        m = self.m
         n = e.type.n if _is_vec(e.type) else 1
         out = []
         for i in range(n):
             cs = [a[i] if len(a) > 1 else a[0] for a in argv]
-            if name in B.SIMD_REDUCE:
-                call = f"_sd.reduce(_sg, {name!r}, {cs[0]}, {m})"
-            elif name in B.SIMD_SCAN:
-                call = f"_sd.scan(_sg, {name!r}, {cs[0]}, {m})"
-            elif name in B.SIMD_SHUFFLE:
-                call = f"_sd.shuffle(_sg, {name!r}, {cs[0]}, {cs[1]}, {m})"
-            else:
-                call = f"_sd.other(_sg, {name!r}, [{', '.join(cs)}], {m})"
-            out.append(self.tmp(call))
+            out.append(self.tmp(f"_bi[{e.name!r}](_sg, [{', '.join(cs)}], {self.m})"))
         return out if _is_vec(e.type) else out[0]
 
     def ex_Logical(self, e):

@@ -22,7 +22,8 @@ import numpy as np
 
 from .. import ir
 from ..errors import KernelCheckError, KernelLaunchError
-from . import atomics, mathfn, memory, runtime, simd
+from . import atomics, memory, runtime, simd
+from ..builtins import registry
 from .checks import DivergentBarrier, Finding, LaunchChecker, make_error, max_steps
 from .chunk import Chunk, Launch
 from .codegen import Program, generate
@@ -62,7 +63,9 @@ class Buffer:
             self.strides = tuple(reversed(st))
 
 
-_NS = {"np": np, "_rt": runtime, "_mem": memory, "_at": atomics, "_sd": simd, "_mf": mathfn}
+# _bi: each builtin's simulator implementation, from its declaration in metalbench/builtins
+_NS = {"np": np, "_rt": runtime, "_mem": memory, "_at": atomics, "_sd": simd,
+       "_bi": {b.name: b.sim for b in registry.all() if b.sim is not None}}
 
 
 class SimKernel:

@@ -1,4 +1,5 @@
-"""SIMD-group functions over 32-lane groups of a chunk.
+"""SIMD-group lane machinery over 32-lane groups of a chunk (the builtins that use it
+are declared in ``metalbench/builtins/simd.py``).
 
 Simdgroups are linear over ``thread_index_in_threadgroup``; a threadgroup whose size is
 not a multiple of 32 ends with a partial simdgroup (48 threads: 32 + 16). Values are
@@ -15,7 +16,7 @@ Conventions where Metal leaves things open:
 
     >>> import numpy as np
     >>> lay = SimdLayout(groups=1, tg=48, exist=None)
-    >>> r = reduce(lay, "simd_sum", np.ones(48, np.int32), None)
+    >>> r = reduce(lay, "sum", np.ones(48, np.int32), None)
     >>> int(r[0]), int(r[40])
     (32, 16)
 """
@@ -66,17 +67,20 @@ class SimdLayout:
         return r if self.direct else r[self.back]
 
 
-def _identity(name, dt):
-    if name in ("simd_sum", "simd_or", "simd_xor"):
+def identity(op: str, dt):
+    """The identity of reduction ``op`` ("sum", "product", "max", "min", "and", "or", "xor") for ``dt``."""
+    if op in ("sum", "or", "xor"):
         return dt.type(0)
-    if name == "simd_product":
+    if op == "product":
         return dt.type(1)
-    if name == "simd_and":
+    if op == "and":
         return ~dt.type(0) if dt.kind in "iu" else dt.type(1)
     if dt.kind == "f":
-        return dt.type(-np.inf if name == "simd_max" else np.inf)
+        return dt.type(-np.inf if op == "max" else np.inf)
+    if dt.kind == "b":
+        return dt.type(op == "min")
     info = np.iinfo(dt)
-    return dt.type(info.min if name == "simd_max" else info.max)
+    return dt.type(info.min if op == "max" else info.max)
 
 
 def _acc_dtype(dt):
@@ -84,43 +88,40 @@ def _acc_dtype(dt):
     return np.dtype(np.float32) if dt.kind == "f" else dt
 
 
-_RED = {"simd_sum": np.add, "simd_product": np.multiply, "simd_max": np.maximum,
-        "simd_min": np.minimum, "simd_and": np.bitwise_and, "simd_or": np.bitwise_or,
-        "simd_xor": np.bitwise_xor}
+_UFUNC = {"sum": np.add, "product": np.multiply, "max": np.maximum, "min": np.minimum,
+          "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+_BOOL_UFUNC = {"sum": np.logical_or, "product": np.logical_and, "max": np.logical_or,
+               "min": np.logical_and, "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
-def reduce(lay: SimdLayout, name: str, v, m):
-    """``simd_sum`` and kin: the reduction over the active lanes, on every lane."""
+def reduce(lay: SimdLayout, op: str, v, m):
+    """The reduction ``op`` over the active lanes, on every lane (``simd_sum`` & co.)."""
     V = lay.view(v)
     dt = V.dtype
     M = lay.mask(m)
     if M is not None:
-        V = np.where(M, V, _identity(name, dt))
-    uf = _RED[name]
+        V = np.where(M, V, identity(op, dt))
     if dt.kind == "b":
-        uf = {np.add: np.logical_or, np.multiply: np.logical_and, np.maximum: np.logical_or,
-              np.minimum: np.logical_and}.get(uf, uf)
-        r = uf.reduce(V, axis=1)
-    elif uf in (np.add, np.multiply):
-        r = uf.reduce(V, axis=1, dtype=_acc_dtype(dt)).astype(dt)
+        r = _BOOL_UFUNC[op].reduce(V, axis=1)
+    elif op in ("sum", "product"):
+        r = _UFUNC[op].reduce(V, axis=1, dtype=_acc_dtype(dt)).astype(dt)
     else:
-        r = uf.reduce(V, axis=1)
+        r = _UFUNC[op].reduce(V, axis=1)
     return lay.unview(np.broadcast_to(r[:, None], V.shape))
 
 
-def scan(lay: SimdLayout, name: str, v, m):
-    """Inclusive/exclusive prefix sums and products over the active lanes."""
+def scan(lay: SimdLayout, product: bool, exclusive: bool, v, m):
+    """Inclusive/exclusive prefix sums (or products) over the active lanes."""
     V = lay.view(v)
     dt = V.dtype
     M = lay.mask(m)
-    prod = "product" in name
-    ident = dt.type(1 if prod else 0)
+    ident = dt.type(1 if product else 0)
     if M is not None:
         V = np.where(M, V, ident)
     acc = _acc_dtype(dt)
-    if "exclusive" in name:
+    if exclusive:
         V = np.concatenate([np.full((V.shape[0], 1), ident, dt), V[:, :-1]], axis=1)
-    r = (np.cumprod if prod else np.cumsum)(V, axis=1, dtype=acc).astype(dt)
+    r = (np.cumprod if product else np.cumsum)(V, axis=1, dtype=acc).astype(dt)
     return lay.unview(r)
 
 
@@ -144,36 +145,34 @@ def _delta(lay, d):
     return np.int64(d)
 
 
-def shuffle(lay: SimdLayout, name: str, v, d, m):
-    """``simd_shuffle``, ``_up``, ``_down``, ``_xor``, ``_rotate_up/_down``, ``simd_broadcast``."""
+# How each shuffle mode finds its source lane, and whether a source outside 0..31
+# leaves the caller's own value.
+_SOURCE = {
+    "index": (lambda lane, d: d & 31, False),
+    "up": (lambda lane, d: lane - d, True),
+    "down": (lambda lane, d: lane + d, True),
+    "xor": (lambda lane, d: (lane ^ d) & 31, False),
+    "rotate_up": (lambda lane, d: (lane - d) % W, False),
+    "rotate_down": (lambda lane, d: (lane + d) % W, False),
+}
+
+
+def shuffle(lay: SimdLayout, mode: str, v, d, m):
+    """Reads another lane's value: ``mode`` is one of ``_SOURCE`` (``simd_shuffle`` is
+    "index", ``simd_shuffle_up`` "up", ...)."""
     V = lay.view(v)
     d = _delta(lay, d)
-    lane = lay.lane
-    if lay.E is None and not isinstance(d, np.ndarray) and name in ("simd_shuffle_down", "simd_shuffle_up") \
-            and 0 <= d < W:
+    if lay.E is None and not isinstance(d, np.ndarray) and mode in ("down", "up") and 0 <= d < W:
         # a uniform shift of whole simdgroups: column slices, the edge lanes keep their value
         r = V.copy()
         if d:
-            if name == "simd_shuffle_down":
+            if mode == "down":
                 r[:, :W - d] = V[:, d:]
             else:
                 r[:, d:] = V[:, :W - d]
         return lay.unview(r)
-    if name in ("simd_shuffle", "simd_broadcast"):
-        r = _gather(lay, V, d & 31, False)
-    elif name == "simd_shuffle_up":
-        r = _gather(lay, V, lane - d, True)
-    elif name == "simd_shuffle_down":
-        r = _gather(lay, V, lane + d, True)
-    elif name == "simd_shuffle_xor":
-        r = _gather(lay, V, (lane ^ d) & 31, False)
-    elif name == "simd_shuffle_rotate_up":
-        r = _gather(lay, V, (lane - d) % W, False)
-    elif name == "simd_shuffle_rotate_down":
-        r = _gather(lay, V, (lane + d) % W, False)
-    else:  # pragma: no cover - the table in builtins.py lists every name
-        raise NotImplementedError(name)
-    return lay.unview(r)
+    src, own = _SOURCE[mode]
+    return lay.unview(_gather(lay, V, src(lay.lane, d), own))
 
 
 def _first(M, shape):
@@ -182,25 +181,30 @@ def _first(M, shape):
     return np.argmax(M, axis=1)
 
 
-def other(lay: SimdLayout, name: str, args, m):
-    """``simd_broadcast_first``, ``simd_all``, ``simd_any``, ``simd_ballot``, ``simd_is_first``."""
+def is_first(lay: SimdLayout, m):
+    """True on the first active lane of each simdgroup."""
     M = lay.mask(m)
-    if name == "simd_is_first":
-        shape = (lay.L // W if lay.direct else lay.idx.shape[0], W)
-        f = _first(M, shape)
-        return lay.unview(lay.lane == f[:, None])
-    V = lay.view(args[0])
-    if name == "simd_broadcast_first":
-        f = _first(M, V.shape)
-        r = V[np.arange(V.shape[0]), f]
-        return lay.unview(np.broadcast_to(r[:, None], V.shape))
+    shape = (lay.L // W if lay.direct else lay.idx.shape[0], W)
+    return lay.unview(lay.lane == _first(M, shape)[:, None])
+
+
+def broadcast_first(lay: SimdLayout, v, m):
+    """The first active lane's value, on every lane."""
+    M = lay.mask(m)
+    V = lay.view(v)
+    r = V[np.arange(V.shape[0]), _first(M, V.shape)]
+    return lay.unview(np.broadcast_to(r[:, None], V.shape))
+
+
+def vote(lay: SimdLayout, kind: str, v, m):
+    """``kind`` "all", "any" or "ballot" of a condition over the active lanes."""
+    M = lay.mask(m)
+    V = lay.view(v)
     B = V if M is None else (V & M)
-    if name == "simd_all":
+    if kind == "all":
         r = (V | ~M).all(axis=1) if M is not None else V.all(axis=1)
-    elif name == "simd_any":
+    elif kind == "any":
         r = B.any(axis=1)
-    elif name == "simd_ballot":
+    else:
         r = (B.astype(np.uint64) << lay.lane.astype(np.uint64)).sum(axis=1, dtype=np.uint64)
-    else:  # pragma: no cover
-        raise NotImplementedError(name)
     return lay.unview(np.broadcast_to(r[:, None], V.shape))

@@ -1,0 +1,280 @@
+"""Float math builtins: one declaration each.
+
+Each ``_f(...)`` call below is one builtin's whole declaration: names and aliases,
+typing, simulator implementation (``sim``, float64 then rounded once), Metal and CUDA
+spellings, docs and the reference model the registry test compares with.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import numerics as N
+from .core import add_builtin, float_int, float_math, float_predicate, numeric
+from .spell import cuda, metal, metal_helper
+
+_PS = ("precise", "fast")       # Metal's nested math namespaces
+
+
+def _vec(fn):
+    """A scalar Python reference applied elementwise (float64)."""
+    return np.vectorize(fn, otypes=[np.float64])
+
+
+def _f(name, n, sim, cu, doc, *, example=None, py=(), numba=(), msl=None, ref=None, tol=1.0,
+       details="", helpers=None, rule=None, namespaces=_PS, group="Float math"):
+    args = ", ".join("x[i]" if k == 0 else ("y" if k == 1 else "z") for k in range(n))
+    return add_builtin(
+        name, group=group, doc=doc, example=example or f"r = {name}({args})",
+        rule=rule or float_math(n), sim=sim, msl=msl or metal(name), cuda=cuda(float=cu, helpers=helpers),
+        python=py, numba=numba, namespaces=namespaces, ref=ref or sim.model, tol_ulp=tol, details=details,
+        shim={1: "m1", 2: "m2", 3: "m3"}[n])
+
+
+def _py(name, np_name=None):
+    """``math.name`` and ``np.<np_name>`` aliases (where the modules have them)."""
+    out = []
+    if hasattr(math, name):
+        out.append(f"math.{name}")
+    for n in ([np_name] if isinstance(np_name, str) else (np_name or [name])):
+        if hasattr(np, n):
+            out.append(f"np.{n}")
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- exponentials, logs, powers
+
+_f("exp", 1, N.fsim(np.exp), "expf", "e raised to the power x.", py=_py("exp"))
+_f("exp2", 1, N.fsim(np.exp2), "exp2f", "2 raised to the power x.", py=_py("exp2"))
+_f("exp10", 1, N.fsim(lambda x: np.power(10.0, x)), "exp10f", "10 raised to the power x.")
+_f("log", 1, N.fsim(np.log), "logf", "Natural logarithm (log(0) is -inf, negative x gives NaN).", py=_py("log"))
+_f("log2", 1, N.fsim(np.log2), "log2f", "Base-2 logarithm.", py=_py("log2"))
+_f("log10", 1, N.fsim(np.log10), "log10f", "Base-10 logarithm.", py=_py("log10"))
+_f("sqrt", 1, N.fsim(np.sqrt), "sqrtf", "Square root.", py=_py("sqrt"))
+_f("rsqrt", 1, N.fsim(lambda x: 1.0 / np.sqrt(x)), "rsqrtf", "Reciprocal square root, 1 / sqrt(x).",
+   ref=_vec(lambda x: math.inf if x == 0 else (math.nan if x < 0 or x != x else 1.0 / math.sqrt(x))), tol=2)
+_f("pow", 2, N.fsim(np.power), "powf", "x raised to the power y (also x ** y).", py=("pow",) + _py("pow", ["power", "pow"]))
+_f("powr", 2, N.fsim(np.power), "powf", "x raised to the power y, for x >= 0.")
+_f("log1p", 1, N.fsim(np.log1p), "log1pf", "log(1 + x), accurate near 0.", py=_py("log1p"),
+   msl=metal_helper("mb_log1p", """\
+// log1p without cancellation (Goldberg's trick): Metal has no log1p.
+inline float mb_log1p(float x) {
+    float u = 1.0f + x;
+    if (u == 1.0f || metal::isinf(x)) {
+        return x;
+    }
+    return metal::log(u) * (x / (u - 1.0f));
+}"""), ref=_vec(lambda x: -math.inf if x == -1 else (math.nan if x < -1 or x != x else
+                                                      (x if math.isinf(x) else math.log1p(x)))))
+_f("expm1", 1, N.fsim(np.expm1), "expm1f", "exp(x) - 1, accurate near 0.", py=_py("expm1"),
+   msl=metal_helper("mb_expm1", """\
+// expm1 without cancellation (Kahan's trick): Metal has no expm1.
+inline float mb_expm1(float x) {
+    float u = metal::exp(x);
+    if (u == 1.0f) {
+        return x;
+    }
+    float um1 = u - 1.0f;
+    if (um1 == -1.0f || metal::isinf(u)) {
+        return um1;
+    }
+    return um1 * x / metal::log(u);
+}"""), ref=_vec(lambda x: x if x != x else (math.inf if x > 709 else math.expm1(x))))
+_f("cbrt", 1, N.fsim(np.cbrt), "cbrtf", "Cube root (negative x gives a negative root).", py=_py("cbrt"),
+   numba=("cuda.cbrt",), msl=metal_helper("mb_cbrt", """\
+// cbrt: pow plus one Newton step: Metal has no cbrt.
+inline float mb_cbrt(float x) {
+    float y = metal::copysign(metal::pow(metal::fabs(x), 1.0f / 3.0f), x);
+    if (y != 0.0f && metal::isfinite(y)) {
+        y = y - (y * y * y - x) / (3.0f * y * y);
+    }
+    return y;
+}"""))
+_f("ldexp", 2, N.ldexp, "ldexpf", "x * 2**k, exactly (k is an integer).", rule=float_int(("x", "k")),
+   example="r = ldexp(x[i], 2)", py=_py("ldexp"),
+   ref=lambda x, k: np.ldexp(x, np.clip(k, -2000, 2000).astype(np.int32)))
+
+# ----------------------------------------------------------------------------- trigonometry
+
+_f("sin", 1, N.fsim(np.sin), "sinf", "Sine (radians).", py=_py("sin"))
+_f("cos", 1, N.fsim(np.cos), "cosf", "Cosine (radians).", py=_py("cos"))
+_f("tan", 1, N.fsim(np.tan), "tanf", "Tangent (radians).", py=_py("tan"))
+_f("asin", 1, N.fsim(np.arcsin), "asinf", "Arc sine, in [-pi/2, pi/2].", py=_py("asin", ["arcsin", "asin"]))
+_f("acos", 1, N.fsim(np.arccos), "acosf", "Arc cosine, in [0, pi].", py=_py("acos", ["arccos", "acos"]))
+_f("atan", 1, N.fsim(np.arctan), "atanf", "Arc tangent, in [-pi/2, pi/2].", py=_py("atan", ["arctan", "atan"]))
+_f("atan2", 2, N.fsim(np.arctan2), "atan2f", "Angle of the point (y, x): atan2(y, x), in [-pi, pi].",
+   example="a = atan2(y[i], x[i])", py=_py("atan2", ["arctan2", "atan2"]))
+_f("sinh", 1, N.fsim(np.sinh), "sinhf", "Hyperbolic sine.", py=_py("sinh"))
+_f("cosh", 1, N.fsim(np.cosh), "coshf", "Hyperbolic cosine.", py=_py("cosh"))
+_f("tanh", 1, N.fsim(np.tanh), "tanhf", "Hyperbolic tangent.", py=_py("tanh"))
+_f("asinh", 1, N.fsim(np.arcsinh), "asinhf", "Inverse hyperbolic sine.", py=_py("asinh", ["arcsinh", "asinh"]))
+_f("acosh", 1, N.fsim(np.arccosh), "acoshf", "Inverse hyperbolic cosine.", py=_py("acosh", ["arccosh", "acosh"]))
+_f("atanh", 1, N.fsim(np.arctanh), "atanhf", "Inverse hyperbolic tangent.", py=_py("atanh", ["arctanh", "atanh"]))
+_f("sinpi", 1, N.fsim(lambda x: np.sin(math.pi * x)), "sinpif", "sin(pi * x).",
+   ref=_vec(lambda x: math.nan if math.isinf(x) or x != x else math.sin(math.pi * math.fmod(x, 2.0))), tol=4)
+_f("cospi", 1, N.fsim(lambda x: np.cos(math.pi * x)), "cospif", "cos(pi * x).",
+   ref=_vec(lambda x: math.nan if math.isinf(x) or x != x else math.cos(math.pi * math.fmod(x, 2.0))), tol=4)
+_f("tanpi", 1, N.fsim(lambda x: np.tan(math.pi * x)), "mb_tanpi", "tan(pi * x).",
+   helpers={"mb_tanpi": "__device__ inline float mb_tanpi(float x) { return sinpif(x) / cospif(x); }"},
+   ref=_vec(lambda x: math.nan if math.isinf(x) or x != x else math.tan(math.pi * math.fmod(x, 1.0))), tol=8)
+
+# ----------------------------------------------------------------------------- rounding and remainders
+
+_f("floor", 1, N.fsim(np.floor), "floorf", "Largest integer value not above x (a float).", py=_py("floor"))
+_f("ceil", 1, N.fsim(np.ceil), "ceilf", "Smallest integer value not below x (a float).", py=_py("ceil"))
+_f("trunc", 1, N.fsim(np.trunc), "truncf", "x rounded toward zero (a float).", py=_py("trunc"))
+_f("round", 1, N.fsim(N.round_half_away), "roundf",
+   "x rounded to the nearest integer value, halfway cases away from zero.", py=("round",),
+   details="Python's round() in a kernel means this Metal round (halves away from zero), not Python's "
+           "round-half-to-even; use rint for that.",
+   ref=_vec(lambda x: x if not math.isfinite(x) else math.copysign(math.floor(abs(x) + 0.5), x)))
+_f("rint", 1, N.fsim(np.rint), "rintf", "x rounded to the nearest integer value, halfway cases to even.",
+   py=_py("rint"))
+_f("fract", 1, N.fsim(N.fract), "mb_fract", "x - floor(x), at most the largest float below 1.",
+   helpers={"mb_fract": "__device__ inline float mb_fract(float x) { return fminf(x - floorf(x), 0x1.fffffep-1f); }"},
+   ref=_vec(lambda x: x if x != x else (0x1.fffffep-1 if math.isinf(x) else
+                                        min(x - math.floor(x), 0x1.fffffep-1))))
+_f("fmod", 2, N.fsim(np.fmod), "fmodf", "Remainder of x / y with the sign of x (C's fmod; also x % y on floats).",
+   py=_py("fmod"))
+_f("divide", 2, N.fsim(np.divide), "mb_divide", "x / y; metal::fast::divide is Metal's fast variant.",
+   example="q = metal.fast.divide(x[i], y)", msl=metal("divide", through_half=True),
+   helpers={"mb_divide": "__device__ inline float mb_divide(float x, float y) { return x / y; }"},
+   details="The simulator and CUDA give the correctly rounded quotient; metal::fast::divide may differ "
+           "by a few ulp on the GPU.")
+
+# ----------------------------------------------------------------------------- other float functions
+
+_f("copysign", 2, N.fsim(np.copysign), "copysignf", "|x| with the sign of y.", py=_py("copysign"))
+_f("hypot", 2, N.fsim(np.hypot), "hypotf", "sqrt(x*x + y*y) without overflow.", py=_py("hypot"),
+   msl=metal_helper("mb_hypot", """\
+// hypot without overflow: Metal has no hypot.
+inline float mb_hypot(float x, float y) {
+    float a = metal::fabs(x);
+    float b = metal::fabs(y);
+    float m = metal::max(a, b);
+    float n = metal::min(a, b);
+    if (metal::isinf(m) || m == 0.0f) {
+        return m;
+    }
+    float r = n / m;
+    return m * metal::sqrt(1.0f + r * r);
+}"""), tol=2)
+_f("fdim", 2, N.fsim(lambda a, b: np.where(np.isnan(a) | np.isnan(b), np.nan, np.maximum(a - b, 0.0))),
+   "fdimf", "x - y if x > y, else +0.")
+_f("step", 2, N.fsim(lambda e, x: np.where(x < e, 0.0, 1.0)), "mb_step", "0.0 if x < edge, else 1.0.",
+   rule=float_math(2, ("edge", "x")), example="r = step(0.5, x[i])",
+   helpers={"mb_step": "__device__ inline float mb_step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }"})
+_f("fma", 3, N.fsim(lambda a, b, c: a * b + c), "fmaf", "x * y + z with one rounding.", py=_py("fma"),
+   numba=("cuda.fma",), example="r = fma(x[i], y, z)",
+   details="The simulator computes in float64 and rounds once, which equals a fused multiply-add for "
+           "float32 and smaller types.")
+_f("mix", 3, N.fsim(lambda x, y, a: x + (y - x) * a), "mb_mix", "Linear blend x + (y - x) * a.",
+   rule=float_math(3, ("x", "y", "a")), example="r = mix(x[i], y[i], 0.25)",
+   helpers={"mb_mix": "__device__ inline float mb_mix(float x, float y, float a) { return x + (y - x) * a; }"})
+_f("smoothstep", 3, N.fsim(N.smoothstep), "mb_smoothstep", "Hermite interpolation: 0 below edge0, 1 above edge1.",
+   rule=float_math(3, ("edge0", "edge1", "x")), example="r = smoothstep(0.0, 1.0, x[i])",
+   helpers={"mb_smoothstep": """\
+__device__ inline float mb_smoothstep(float e0, float e1, float x) {
+    float t = fminf(fmaxf((x - e0) / (e1 - e0), 0.0f), 1.0f);
+    return t * t * (3.0f - 2.0f * t);
+}"""})
+_f("saturate", 1, N.fsim(lambda x: np.clip(x, 0.0, 1.0)), "__saturatef", "x clamped to [0, 1].",
+   ref=_vec(lambda x: 0.0 if x != x else min(max(x, 0.0), 1.0)))
+_f("fabs", 1, N.fsim(np.abs), "fabsf", "Absolute value of a float.", rule=numeric(1, float_only=True),
+   py=_py("fabs"))
+_f("fmin", 2, N.fsim(np.fmin), "fminf", "The smaller of x and y; a NaN argument gives the other.",
+   rule=numeric(2, float_only=True), py=("np.fmin",))
+_f("fmax", 2, N.fsim(np.fmax), "fmaxf", "The larger of x and y; a NaN argument gives the other.",
+   rule=numeric(2, float_only=True), py=("np.fmax",))
+_f("fmin3", 3, N.fsim(lambda a, b, c: np.fmin(np.fmin(a, b), c)), "mb_fmin3", "The smallest of x, y and z (NaNs ignored).",
+   helpers={"mb_fmin3": "__device__ inline float mb_fmin3(float a, float b, float c) { return fminf(fminf(a, b), c); }"})
+_f("fmax3", 3, N.fsim(lambda a, b, c: np.fmax(np.fmax(a, b), c)), "mb_fmax3", "The largest of x, y and z (NaNs ignored).",
+   helpers={"mb_fmax3": "__device__ inline float mb_fmax3(float a, float b, float c) { return fmaxf(fmaxf(a, b), c); }"})
+
+# ----------------------------------------------------------------------------- special functions
+
+_ERFC = """\
+// erfc (Numerical Recipes' erfcc; relative error < 1.2e-7): Metal has no erfc.
+inline float mb_erfc(float x) {
+    float z = metal::fabs(x);
+    float t = 1.0f / (1.0f + 0.5f * z);
+    float r = t * metal::exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f +
+        t * (0.09678418f + t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f +
+        t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f)))))))));
+    return x >= 0.0f ? r : 2.0f - r;
+}"""
+_LGAMMA_POS = """\
+// lgamma for x >= 0.5: shift to x >= 7, then Stirling's series: Metal has no lgamma.
+inline float mb_lgamma_pos(float x) {
+    float acc = 1.0f;
+    while (x < 7.0f) {
+        acc *= x;
+        x += 1.0f;
+    }
+    float r = 1.0f / x;
+    float r2 = r * r;
+    return (x - 0.5f) * metal::log(x) - x + 0.918938533f +
+        r * (0.0833333333f - r2 * (0.00277777778f - r2 * 0.000793650794f)) - metal::log(acc);
+}"""
+
+_f("erf", 1, N.fsim(N.erf), "erff", "The error function.", py=_py("erf"), tol=4,
+   msl=metal_helper("mb_erf", """\
+// erf: a Taylor series near 0 keeps the relative error small; 1 - erfc elsewhere.
+inline float mb_erf(float x) {
+    if (metal::fabs(x) < 0.5f) {
+        float x2 = x * x;
+        return x * (1.12837917f + x2 * (-0.37612639f + x2 * (0.11283792f + x2 * (-0.02686617f +
+            x2 * (0.00522398f - x2 * 0.00085483f)))));
+    }
+    return x >= 0.0f ? 1.0f - mb_erfc(x) : mb_erfc(-x) - 1.0f;
+}""", {"mb_erfc": _ERFC}), ref=_vec(math.erf))
+_f("erfc", 1, N.fsim(N.erfc), "erfcf", "The complementary error function 1 - erf(x).", py=_py("erfc"),
+   msl=metal_helper("mb_erfc", _ERFC), ref=_vec(math.erfc), tol=1e6,
+   details="The simulator and Metal use an approximation with relative error below 1.2e-7 "
+           "(larger in absolute ulps where erfc underflows).")
+_f("lgamma", 1, N.fsim(N.lgamma), "lgammaf", "log |Gamma(x)|; +inf at 0, -1, -2, ...", py=_py("lgamma"),
+   msl=metal_helper("mb_lgamma", """\
+inline float mb_lgamma(float x) {
+    if (x < 0.5f) {
+        return metal::log(M_PI_F / metal::fabs(metal::sinpi(x))) - mb_lgamma_pos(1.0f - x);
+    }
+    return mb_lgamma_pos(x);
+}""", {"mb_lgamma_pos": _LGAMMA_POS}),
+   ref=_vec(lambda x: math.inf if (x <= 0 and x == math.floor(x)) or math.isinf(x) else
+            (x if x != x else math.lgamma(x))), tol=64)
+_f("tgamma", 1, N.fsim(N.tgamma), "tgammaf", "The Gamma function.", py=("math.gamma",),
+   msl=metal_helper("mb_tgamma", """\
+// tgamma via lgamma, with the reflection formula below 0.5: Metal has no tgamma.
+inline float mb_tgamma(float x) {
+    if (x < 0.5f) {
+        return M_PI_F / (metal::sinpi(x) * metal::exp(mb_lgamma_pos(1.0f - x)));
+    }
+    return metal::exp(mb_lgamma_pos(x));
+}""", {"mb_lgamma_pos": _LGAMMA_POS}), ref=_vec(lambda x: _gamma_ref(x)), tol=64)
+
+
+def _gamma_ref(x: float) -> float:
+    if x != x or x == -math.inf or (x < 0 and x == math.floor(x)):
+        return math.nan
+    if x == 0:
+        return math.copysign(math.inf, x)
+    try:
+        return math.gamma(x)
+    except OverflowError:
+        return math.inf
+
+
+# ----------------------------------------------------------------------------- classification
+
+def _p(name, fn, doc, py=()):
+    return add_builtin(name, group="Float classification", doc=doc, example=f"ok = {name}(x[i])",
+                       rule=float_predicate(), sim=N.predicate(fn), msl=metal(name, through_half=False),
+                       cuda=cuda(float=name), python=py, namespaces=_PS, ref=fn, shim="p")
+
+
+_p("isnan", np.isnan, "True if x is a NaN.", _py("isnan"))
+_p("isinf", np.isinf, "True if x is +inf or -inf.", _py("isinf"))
+_p("isfinite", np.isfinite, "True if x is neither infinite nor NaN.", _py("isfinite"))
+_p("signbit", np.signbit, "True if x's sign bit is set (also for -0.0 and negative NaNs).", ("np.signbit",))
+

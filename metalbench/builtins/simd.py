@@ -1,0 +1,329 @@
+"""SIMD-group builtins (width 32): one declaration each.
+
+The simulator runs them over a whole chunk (``metalbench.sim.simd`` holds the lane
+machinery); CUDA prints warp shuffles over ``__activemask()``. References work on
+``(simdgroups, 32)`` arrays of values with an ``active`` mask of the same shape and
+give the value every active lane should see.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from .core import add_builtin, nullary, predicate_vote, same_type, value_lane
+from .spell import ASSIGN
+
+
+
+class _Lanes:
+    """``metalbench.sim.simd`` (the lane machinery), imported on first use: the simulator
+    package imports this registry."""
+
+    def __getattr__(self, item):
+        from ..sim import simd
+        return getattr(simd, item)
+
+
+S = _Lanes()
+
+_SHFL = """\
+// One warp shuffle for any type: small integers and bool travel as int, vectors per component.
+template <class T> __device__ inline T mb_shfl(T v, int src, unsigned mask) {
+    if constexpr (mb_is_vec<T>::value) {
+        T r;
+        for (int i = 0; i < (int)(sizeof(T) / sizeof(v[0])); ++i) r[i] = mb_shfl(v[i], src, mask);
+        return r;
+    } else if constexpr (sizeof(T) < 4 && !mb_is_half<T>::value) {
+        return static_cast<T>(__shfl_sync(mask, static_cast<int>(v), src));
+    } else {
+        return __shfl_sync(mask, v, src);
+    }
+}"""
+
+_SIMD_REDUCE = """\
+// SIMD-group reduction over the active lanes: butterfly when the warp is full,
+// otherwise an ordered loop over the active lanes (all lanes get the same value).
+template <class T, class Op> __device__ inline T mb_simd_reduce(T v, Op op) {
+    unsigned m = __activemask();
+    if (m == 0xffffffffu) {
+        for (int o = 16; o > 0; o >>= 1) v = op(v, mb_shfl(v, (int)(mb_lane() ^ o), m));
+        return v;
+    }
+    T acc = v;
+    bool have = false;
+    for (int j = 0; j < 32; ++j) {
+        if ((m >> j) & 1u) {
+            T x = mb_shfl(v, j, m);
+            acc = have ? op(acc, x) : x;
+            have = true;
+        }
+    }
+    return acc;
+}"""
+
+_SIMD_SCAN = """\
+// SIMD-group prefix scan over the active lanes (in lane order); partial warps loop.
+template <class T, class Op> __device__ inline T mb_simd_scan(T v, Op op, T identity, bool inclusive) {
+    unsigned m = __activemask();
+    unsigned lane = mb_lane();
+    if (m == 0xffffffffu) {     // full warp: Hillis-Steele in five shuffles
+        T x = v;
+        for (unsigned o = 1; o < 32u; o <<= 1) {
+            T y = mb_shfl(x, (int)((lane - o) & 31u), m);
+            if (lane >= o) x = op(y, x);
+        }
+        if (inclusive) return x;
+        T e = mb_shfl(x, (int)((lane - 1u) & 31u), m);
+        return lane == 0u ? identity : e;
+    }
+    T acc = identity;
+    for (int j = 0; j < 32; ++j) {
+        if ((m >> j) & 1u) {
+            T x = mb_shfl(v, j, m);
+            if ((unsigned)j < lane || (inclusive && (unsigned)j == lane)) acc = op(acc, x);
+        }
+    }
+    return acc;
+}"""
+
+_REDUCE_OPS = {"sum": "a + b", "product": "a * b", "max": "b > a ? b : a", "min": "b < a ? b : a",
+               "and": "a & b", "or": "a | b", "xor": "a ^ b"}
+
+
+def _msl_call(name):
+    def spell(p, args, t):
+        return f"{name}({', '.join(p.expr(a, ASSIGN) for a in args)})"
+    spell.metal_name = name
+    return spell
+
+
+def _cuda_op(p, kind, t) -> str:
+    text = _REDUCE_OPS[kind]
+    if isinstance(t, T.VectorType) and kind in ("max", "min"):
+        return "mb_select(" + ("b > a" if kind == "max" else "b < a") + ", b, a)"
+    if T.elem_of(t).name in ("float16", "bfloat16") and kind in ("sum", "product"):
+        return f"{p.tname(t)}(static_cast<float>(a) {text[2]} static_cast<float>(b))"
+    return text
+
+
+# ----------------------------------------------------------------------------- reductions
+
+def _reduce_ref(op):
+    fns = {"sum": np.sum, "product": np.prod, "max": np.max, "min": np.min,
+           "and": np.bitwise_and.reduce, "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce}
+
+    def ref(vals, active):
+        out = np.empty(vals.shape, vals.dtype)
+        for g in range(vals.shape[0]):
+            out[g] = fns[op](vals[g][active[g]])
+        return out
+    return ref
+
+
+def _reduction(op, doc, int_only=False, float_tol=False):
+    name = f"simd_{op}"
+
+    def sim(lay, args, m):
+        return S.reduce(lay, op, args[0], m)
+
+    def cuda(p, args, t):
+        p.need("mb_shfl", _SHFL)
+        p.need("mb_simd_reduce", _SIMD_REDUCE)
+        tn = p.tname(t)
+        return f"mb_simd_reduce({p.expr(args[0], ASSIGN)}, []({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }})"
+    add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"s = {name}(x[i])",
+                rule=same_type(int_only=int_only), sim=sim, msl=_msl_call(name), cuda=cuda,
+                ref=_reduce_ref(op), tol_ulp=64 if float_tol else 1, shim="s1")
+
+
+_reduction("sum", "The sum of x over the active lanes of the SIMD-group, on every lane.", float_tol=True)
+_reduction("product", "The product of x over the active lanes, on every lane.", float_tol=True)
+_reduction("max", "The maximum of x over the active lanes, on every lane.")
+_reduction("min", "The minimum of x over the active lanes, on every lane.")
+_reduction("and", "Bitwise AND of x over the active lanes, on every lane.", int_only=True)
+_reduction("or", "Bitwise OR of x over the active lanes, on every lane.", int_only=True)
+_reduction("xor", "Bitwise XOR of x over the active lanes, on every lane.", int_only=True)
+
+
+# ----------------------------------------------------------------------------- scans
+
+def _scan_ref(product, exclusive):
+    def ref(vals, active):
+        out = np.zeros(vals.shape, vals.dtype)
+        for g in range(vals.shape[0]):
+            acc = vals.dtype.type(1 if product else 0)
+            for j in range(vals.shape[1]):
+                if not active[g, j]:
+                    continue
+                if exclusive:
+                    out[g, j] = acc
+                acc = acc * vals[g, j] if product else acc + vals[g, j]
+                if not exclusive:
+                    out[g, j] = acc
+        return out
+    return ref
+
+
+def _scan(kind, op):
+    name = f"simd_prefix_{kind}_{op}"
+    product, exclusive = op == "product", kind == "exclusive"
+
+    def sim(lay, args, m):
+        return S.scan(lay, product, exclusive, args[0], m)
+
+    def cuda(p, args, t):
+        p.need("mb_shfl", _SHFL)
+        p.need("mb_simd_scan", _SIMD_SCAN)
+        tn = p.tname(t)
+        ident = p.literal(1 if product else 0, t)
+        return (f"mb_simd_scan({p.expr(args[0], ASSIGN)}, []({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }}, "
+                f"{ident}, {'false' if exclusive else 'true'})")
+    what = "before this lane (excluding it)" if exclusive else "up to and including this lane"
+    add_builtin(name, group="SIMD-group", kind="simd", doc=f"The {'product' if product else 'sum'} of x over "
+                f"the active lanes {what}.", example=f"p = {name}(x[i])", rule=same_type(), sim=sim,
+                msl=_msl_call(name), cuda=cuda, ref=_scan_ref(product, exclusive), tol_ulp=64, shim="s1")
+
+
+_scan("inclusive", "sum")
+_scan("exclusive", "sum")
+_scan("inclusive", "product")
+_scan("exclusive", "product")
+
+
+# ----------------------------------------------------------------------------- shuffles
+
+# name -> (simulator mode, CUDA source-lane expression in lane and d)
+_SHUFFLES = {
+    "simd_shuffle": ("index", "(int)(d & 31u)", "The value of x on lane `lane` (modulo 32).",
+                     lambda j, d: (d % 32, False)),
+    "simd_broadcast": ("index", "(int)(d & 31u)", "The value of x on lane `lane`, on every lane.",
+                       lambda j, d: (d % 32, False)),
+    "simd_shuffle_down": ("down", "(int)(lane + d < 32u ? lane + d : lane)",
+                          "The value of x on lane (this lane + delta); lanes past 31 keep their own.",
+                          lambda j, d: (j + d, True)),
+    "simd_shuffle_up": ("up", "(int)(lane >= d ? lane - d : lane)",
+                        "The value of x on lane (this lane - delta); lanes below 0 keep their own.",
+                        lambda j, d: (j - d, True)),
+    "simd_shuffle_xor": ("xor", "(int)((lane ^ d) & 31u)", "The value of x on lane (this lane XOR mask).",
+                         lambda j, d: ((j ^ d) % 32, False)),
+    "simd_shuffle_rotate_down": ("rotate_down", "(int)((lane + d) & 31u)",
+                                 "The value of x on lane (this lane + delta) modulo 32.",
+                                 lambda j, d: ((j + d) % 32, False)),
+    "simd_shuffle_rotate_up": ("rotate_up", "(int)((lane - d) & 31u)",
+                               "The value of x on lane (this lane - delta) modulo 32.",
+                               lambda j, d: ((j - d) % 32, False)),
+}
+
+
+def _shuffle_ref(src):
+    def ref(vals, lanes, active, exist):
+        out = np.zeros(vals.shape, vals.dtype)
+        for g in range(vals.shape[0]):
+            for j in range(32):
+                s, own = src(j, int(lanes[g, j]))
+                if not 0 <= s < 32:
+                    out[g, j] = vals[g, j] if own else 0
+                else:
+                    out[g, j] = vals[g, s] if exist[g, s] else 0
+        return out
+    ref.shuffle = True
+    return ref
+
+
+def _shuffle(name, mode, src_expr, doc, src):
+    def sim(lay, args, m):
+        return S.shuffle(lay, mode, args[0], args[1], m)
+
+    def cuda(p, args, t):
+        p.need("mb_shfl", _SHFL)
+        fn = "mb_" + name
+        p.need(fn, f"""\
+template <class T> __device__ inline T {fn}(T v, unsigned d) {{
+    unsigned lane = mb_lane();
+    (void)lane;
+    return mb_shfl(v, {src_expr}, __activemask());
+}}""")
+        return f"{fn}({p.expr(args[0], ASSIGN)}, {p.expr(args[1], ASSIGN)})"
+    second = "delta" if mode in ("up", "down", "rotate_up", "rotate_down") else ("mask" if mode == "xor" else "lane")
+    add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"v = {name}(x[i], 1)",
+                rule=value_lane(("x", second)), sim=sim, msl=_msl_call(name), cuda=cuda, ref=_shuffle_ref(src),
+                shim="s2")
+
+
+for _n, (_mode, _src, _doc, _fn) in _SHUFFLES.items():
+    _shuffle(_n, _mode, _src, _doc, _fn)
+
+
+# ----------------------------------------------------------------------------- votes and the first lane
+
+def _first_ref(vals, active):
+    out = np.zeros(vals.shape, vals.dtype)
+    for g in range(vals.shape[0]):
+        idx = np.flatnonzero(active[g])
+        out[g] = vals[g, idx[0]] if idx.size else 0
+    return out
+
+
+def _cuda_first(p, args, t):
+    p.need("mb_shfl", _SHFL)
+    return f"mb_shfl({p.expr(args[0], ASSIGN)}, __ffs(__activemask()) - 1, __activemask())"
+
+
+add_builtin("simd_broadcast_first", group="SIMD-group", kind="simd",
+            doc="The value of x on the first active lane, on every lane.", example="v = simd_broadcast_first(x[i])",
+            rule=same_type(), sim=lambda lay, args, m: S.broadcast_first(lay, args[0], m),
+            msl=_msl_call("simd_broadcast_first"), cuda=_cuda_first, ref=_first_ref, shim="s1")
+
+
+def _vote_ref(kind):
+    def ref(vals, active):
+        out = np.zeros(vals.shape, np.uint64 if kind == "ballot" else bool)
+        for g in range(vals.shape[0]):
+            v = vals[g].astype(bool) & active[g]
+            if kind == "all":
+                out[g] = bool(np.all(vals[g].astype(bool)[active[g]]))
+            elif kind == "any":
+                out[g] = bool(v.any())
+            else:
+                out[g] = sum(1 << j for j in range(32) if v[j])
+        return out
+    return ref
+
+
+def _vote(kind, result, doc, cuda):
+    name = f"simd_{kind}"
+    msl = _msl_call(name)
+    if kind == "ballot":
+        def msl(p, args, t):
+            return f"static_cast<ulong>(static_cast<simd_vote::vote_t>(simd_ballot({p.expr(args[0], ASSIGN)})))"
+        msl.metal_name = "simd_ballot"
+    add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"v = {name}(x[i] > 0)",
+                rule=predicate_vote(result), sim=lambda lay, args, m: S.vote(lay, kind, args[0], m),
+                msl=msl, cuda=lambda p, args, t: cuda.format(p.expr(args[0], ASSIGN)), ref=_vote_ref(kind),
+                shim="custom")
+
+
+_vote("all", T.bool_, "True if the condition holds on every active lane.", "__all_sync(__activemask(), {})")
+_vote("any", T.bool_, "True if the condition holds on some active lane.", "__any_sync(__activemask(), {})")
+_vote("ballot", T.uint64, "A bit mask of the active lanes where the condition holds (bit i: lane i).",
+      "static_cast<uint64_t>(__ballot_sync(__activemask(), {}))")
+
+
+def _is_first_cuda(p, args, t):
+    p.need("mb_simd_is_first", "__device__ inline bool mb_simd_is_first() "
+           "{ return mb_lane() == static_cast<unsigned>(__ffs(__activemask()) - 1); }")
+    return "mb_simd_is_first()"
+
+
+def _is_first_ref(vals, active):
+    out = np.zeros(active.shape, bool)
+    for g in range(active.shape[0]):
+        idx = np.flatnonzero(active[g])
+        if idx.size:
+            out[g, idx[0]] = True
+    return out
+
+
+add_builtin("simd_is_first", group="SIMD-group", kind="simd", doc="True on the first active lane of the SIMD-group.",
+            example="if simd_is_first(): ...", rule=nullary(T.bool_), sim=lambda lay, args, m: S.is_first(lay, m),
+            msl=_msl_call("simd_is_first"), cuda=_is_first_cuda, ref=_is_first_ref, shim="custom")
