@@ -191,7 +191,7 @@ class NDimOf(Expr):
 @dataclass(eq=False)
 class Call(Expr):
     """A builtin: math (``exp``, ``fma``, ...), SIMD-group functions (``simd_sum``, ...),
-    or other pure functions named in ``builtins.py``."""
+    or other pure functions declared in the builtin registry (``metalbench.builtins``)."""
     name: str
     args: list[Expr]
     type: ScalarType | VectorType
