@@ -1,8 +1,8 @@
 """Comparing a kernel's outputs with a NumPy reference.
 
-Every kernel object (DSL ``Kernel``, ``metal_kernel`` objects, anything callable that
-returns arrays) is run through one small adapter, :class:`Launch`, so ``check``,
-``bench`` and ``sweep`` treat them alike::
+Every kernel object (DSL ``Kernel``, ``metal_kernel`` objects, ``cuda.jit`` kernels) is
+run through the kernel protocol (:mod:`metalbench.protocol`) by one small adapter,
+:class:`Launch`, so ``check``, ``bench`` and ``sweep`` treat them alike::
 
     r = saxpy.check(lambda a, x, y: a * x + y, 2.0, x, y, grid=n, threadgroup=256)
     r.ok, r.max_abs_err, r.max_ulp, r.mismatches, r.first_mismatches
@@ -36,10 +36,6 @@ TOLERANCES = {
 }
 MAX_LISTED = 10
 
-# Keywords that configure a DSL launch (everything else is a kernel argument).
-DSL_LAUNCH_KEYS = ("grid", "threadgroup", "backend", "out", "init_value", "checked")
-MSL_LAUNCH_KEYS = ("inputs", "grid", "threadgroup", "template", "output_shapes", "output_dtypes",
-                   "init_value", "verbose", "stream", "backend", "checked")
 
 
 class BadReferenceError(MetalbenchError):
@@ -51,14 +47,9 @@ ReferenceError_ = BadReferenceError     # the old name (round 1)
 
 # ----------------------------------------------------------------------------- the adapter
 
-def is_msl_kernel(k) -> bool:
-    """True for ``mb.metal_kernel`` objects (called with MLX's keyword arguments)."""
-    return hasattr(k, "input_names") and hasattr(k, "output_names") and hasattr(k, "source") \
-        and not hasattr(k, "specialize")
-
-
 class Launch:
-    """One kernel with one call's arguments, run the same way whatever the kernel is.
+    """One kernel with one call's arguments, run through the kernel protocol
+    (``bind`` / ``launch``), whatever kind of kernel it is.
 
     >>> L = Launch(saxpy, (2.0, x, y), dict(grid=n, threadgroup=64))      # doctest: +SKIP
     >>> outs = L.run(threadgroup=128)        # list of NumPy arrays      # doctest: +SKIP
@@ -68,58 +59,28 @@ class Launch:
         self.kernel = kernel
         self.args = tuple(args)
         self.kwargs = dict(kwargs or {})
-        self.msl = is_msl_kernel(kernel)
-        if self.msl and self.args:
-            # check_kernel(k, ref, a, b, grid=...) is allowed for metal kernels too.
-            if "inputs" in self.kwargs:
-                raise MetalbenchError("give a metal_kernel's inputs either positionally or as inputs=[...], "
-                                      "not both")
-            self.kwargs["inputs"] = list(self.args)
-            self.args = ()
 
     @property
     def name(self) -> str:
-        return getattr(self.kernel, "name", None) or getattr(self.kernel, "__name__", "kernel")
+        return self.kernel.name
 
     @property
     def backend(self) -> str:
-        return L.resolve_backend(self.kwargs.get("backend", "auto"))
+        return self.kernel.resolve_backend(self.kwargs.get("backend"))
 
-    def launch_kwargs(self, **override) -> dict:
+    def bind(self, **override):
+        """The kernel's :class:`~metalbench.protocol.BoundLaunch` for these arguments."""
         kw = dict(self.kwargs)
         kw.update(override)
-        if self.msl:
-            if kw.get("threadgroup") is None and kw.get("grid") is not None:
-                kw["threadgroup"] = L.normalize(kw["grid"], None)[1]   # MLX requires one; DSL default
-            # MLX's call takes template as a list; sweeps hand constexpr axes as extra keywords.
-            extra = {k: kw.pop(k) for k in list(kw) if k not in MSL_LAUNCH_KEYS}
-            if extra:
-                tmpl = dict(_template_items(kw.get("template")))
-                tmpl.update(extra)
-                kw["template"] = list(tmpl.items())
-        return kw
+        return self.kernel.bind(*self.args, **kw)
 
     def config(self, **override) -> dict:
         """The launch configuration (grid, threadgroup, constexprs/template), for tables."""
-        kw = self.launch_kwargs(**override)
-        keys = ("grid", "threadgroup", "template") if self.msl else None
-        if keys:
-            return {k: kw[k] for k in keys if k in kw}
-        return {k: v for k, v in kw.items() if k not in ("backend", "out", "init_value", "checked")}
+        return self.bind(**override).config()
 
-    def call(self, **override):
+    def call(self, bound=None, **override):
         """Launch; returns the kernel's raw outputs as a list (``mx.array`` usually)."""
-        kw = self.launch_kwargs(**override)
-        custom = getattr(self.kernel, "_check_call", None)
-        if custom is not None:
-            outs, _ = custom(self.args, kw)
-            return list(outs)
-        if self.msl:
-            return list(self.kernel(**kw))
-        out = self.kernel(*self.args, **kw)
-        if isinstance(out, (tuple, list)):
-            return list(out)
-        return [out]
+        return list(self.kernel.launch(bound if bound is not None else self.bind(**override)))
 
     def sync(self, outs, backend: str | None = None):
         """Wait until ``outs`` are computed (GPU launches are asynchronous in MLX)."""
@@ -138,36 +99,14 @@ class Launch:
 
     def ref_args(self):
         """What the NumPy reference receives: the inputs as NumPy, in the kernel's order."""
-        if self.msl:
-            return [_np_arg(a) for a in self.kwargs.get("inputs", [])], {}
-        consts = set()
-        params = getattr(self.kernel, "params", None)
-        kinds = getattr(self.kernel, "kinds", None)
-        if params and kinds:
-            consts = {p.name for p, (k, _) in zip(params, kinds) if k == "constexpr"}
-        kw = {k: _np_arg(v) for k, v in self.kwargs.items()
-              if k not in DSL_LAUNCH_KEYS and k not in consts}
-        return [_np_arg(a) for a in self.args], kw
+        return self.bind().reference_args()
+
+    def output_names(self, **override) -> list[str]:
+        b = self.bind(**override)
+        return self.kernel.specialization(b).output_names
 
     def input_bytes(self) -> int:
-        vals = list(self.args) + ([] if not self.msl else list(self.kwargs.get("inputs", [])))
-        if not self.msl:
-            vals += [v for k, v in self.kwargs.items() if k not in DSL_LAUNCH_KEYS]
-        return int(sum(getattr(v, "nbytes", 0) or 0 for v in vals if runtime.is_array(v)))
-
-
-def _template_items(t):
-    if t is None:
-        return []
-    if isinstance(t, dict):
-        return list(t.items())
-    return [tuple(x) for x in t]
-
-
-def _np_arg(v):
-    if runtime.is_array(v):
-        return np.array(runtime.to_numpy(v))
-    return v
+        return self.bind().input_bytes()
 
 
 # ----------------------------------------------------------------------------- comparison
@@ -430,20 +369,13 @@ def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None) -> li
     return out
 
 
-def output_names(kernel) -> list | None:
-    names = getattr(kernel, "output_names", None)
-    if names:
-        return list(names)
-    params, kinds = getattr(kernel, "params", None), getattr(kernel, "kinds", None)
-    if params and kinds:
-        return [p.name for p, (k, _) in zip(params, kinds) if k == "out"] or None
-    return None
-
-
 def check_outputs(launch: Launch, ref, got: list[np.ndarray], rtol=None, atol=None, ulp=None,
                   config=None) -> CheckResult:
     """Compare already computed outputs ``got`` of ``launch`` with ``ref``."""
-    names = output_names(launch.kernel)
+    try:
+        names = launch.output_names(**(config or {}))
+    except MetalbenchError:
+        names = None
     if not names or len(names) != len(got):
         names = [f"out{i}" if len(got) > 1 else "out" for i in range(len(got))]
     exp = call_reference(ref, launch, got, names)

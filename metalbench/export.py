@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import launch as L
+from . import runtime
 from . import types as T
 from .errors import MetalbenchError, user_facing
 
@@ -207,21 +208,24 @@ def export_mlx(kernel, *args, grid=None, threadgroup=None, **kwargs) -> str:
     >>> code = export_mlx(saxpy, 2.0, x, y, grid=n, threadgroup=256)      # doctest: +SKIP
     >>> ns = {}; exec(code, ns); out = ns["saxpy"](2.0, x, y)             # doctest: +SKIP
     """
-    from .check import is_msl_kernel
-    if is_msl_kernel(kernel):
-        return _export_msl(kernel, args, grid, threadgroup, kwargs)
-    from .numba_compat.host import CUDAKernel
-    if isinstance(kernel, CUDAKernel):
-        return _export_numba(kernel, args, grid, threadgroup, kwargs)
-    if not hasattr(kernel, "specialize") or not hasattr(kernel, "bind"):
-        raise MetalbenchError(f"cannot export {type(kernel).__name__} objects to MLX",
-                              hint="export DSL kernels (@mb.kernel) or mb.metal_kernel objects")
     for k in ("backend", "checked", "init_value"):
         kwargs.pop(k, None)
     out = kwargs.pop("out", None)
-    g, t = L.normalize(grid, threadgroup)
-    values, specs, out_specs = kernel.bind(args, kwargs, out)
-    sp = kernel._specialization(specs)
+    if out is not None:
+        kwargs["out"] = out
+    # The kernel protocol: the kernel binds its own call; the specialisation says what
+    # MLX receives (the user's text as is, printed IR, or an in-place kernel's
+    # functionalized form and merge plans).
+    bound = kernel.bind(*args, grid=grid, threadgroup=threadgroup, **kwargs)
+    if bound.grid is None:
+        L.normalize(None, None)          # raises "no grid given" with its hint
+    sp = kernel.specialization(bound)
+    if sp.verbatim is not None:
+        return _export_msl(sp, bound)
+    if sp.merge_plans() is not None:
+        return _export_numba(kernel, sp, bound)
+    values, specs, out_specs = bound.values, bound.specs, bound.outputs
+    g, t = bound.grid, bound.threadgroup
     r = sp.rendered("metal")
     params = [p for p in sp.ir.inputs]
     arrays = [(p.name, values[p.name].shape) for p in params if p.kind != "scalar"]
@@ -238,11 +242,10 @@ def export_mlx(kernel, *args, grid=None, threadgroup=None, **kwargs) -> str:
             conv += _array_conv(n, mt, len(values[n].shape))
     # Shapes: an mb.Out without a shape (or naming an argument) follows that argument;
     # a fixed mb.Out(shape=(...)) stays fixed; a shape function is matched to the inputs.
-    spec_of = {p.name: extra for p, (kd, extra) in zip(kernel.params, kernel.kinds) if kd == "out"}
+    declared = kernel.declared_output_shapes()
     out_exprs = []
     for o, shape, _ in out_specs:
-        spec = spec_of.get(o)
-        s = getattr(spec, "shape", None)
+        s = declared.get(o)
         if out is None and isinstance(s, str) and s in values:
             out_exprs.append((f"tuple({s}.shape)", True))
         elif out is None and s is None and arrays:
@@ -265,32 +268,28 @@ def export_mlx(kernel, *args, grid=None, threadgroup=None, **kwargs) -> str:
                    template=None, notes=notes)
 
 
-def _export_msl(k, args, grid, threadgroup, kwargs) -> str:
-    inputs = kwargs.get("inputs", list(args))
-    shapes = kwargs.get("output_shapes")
-    dtypes = kwargs.get("output_dtypes")
-    if shapes is None or dtypes is None:
-        if not inputs:
-            raise MetalbenchError("export needs output_shapes= and output_dtypes= for a kernel without inputs")
-        a = inputs[0]
-        shapes = shapes or [tuple(a.shape)] * len(k.output_names)
-        dtypes = dtypes or [a.dtype] * len(k.output_names)
-    g, t = L.normalize(grid, threadgroup)
-    from .check import _template_items
-    tmpl = _template_items(kwargs.get("template"))
-    arrays = [(n, v.shape) for n, v in zip(k.input_names, inputs) if hasattr(v, "shape") and len(v.shape)]
-    ints = [(n, v) for n, v in zip(k.input_names, inputs)
+def _export_msl(sp, bound) -> str:
+    """A ``metal_kernel``: the user's text as MLX receives it, inputs unconverted."""
+    k = sp.mlx_kernel_args("metal")
+    names = k["input_names"]
+    inputs = list(bound.args)
+    shapes = [s for _, s, _ in bound.outputs]
+    dtypes = [t for _, _, t in bound.outputs]
+    g, t = bound.grid, bound.threadgroup
+    tmpl = list(bound.template)
+    arrays = [(n, v.shape) for n, v in zip(names, inputs) if runtime.is_array(v) and len(v.shape)]
+    ints = [(n, v) for n, v in zip(names, inputs)
             if isinstance(v, (int, np.integer)) and not isinstance(v, bool)]
     ins = _Inputs(arrays, ints)
     out_exprs = [ins.shape(s) for s in shapes]
     gexpr = ins.grid(g, t)
-    conv = [f"    {n} = {n} if isinstance({n}, mx.array) else mx.array({n})" for n in k.input_names]
-    fname = k.name if k.name.isidentifier() else "kernel"
-    notes = _notes(ins, gexpr, g, list(k.output_names), out_exprs,
+    conv = [f"    {n} = {n} if isinstance({n}, mx.array) else mx.array({n})" for n in names]
+    fname = sp.name if sp.name.isidentifier() else "kernel"
+    notes = _notes(ins, gexpr, g, list(k["output_names"]), out_exprs,
                    [f"template {_template_code(tmpl)} is fixed at export."] if tmpl else [])
-    return _module(name=k.name, fname=fname, input_names=k.input_names, output_names=k.output_names,
-                   source=k.source, header=k.header or "", atomic=k.atomic_outputs,
-                   ensure_rc=k.ensure_row_contiguous, params=list(k.input_names), conv=conv,
+    return _module(name=k["name"], fname=fname, input_names=names, output_names=k["output_names"],
+                   source=k["source"], header=k["header"], atomic=k["atomic_outputs"],
+                   ensure_rc=k["ensure_row_contiguous"], params=list(names), conv=conv,
                    out_shapes=out_exprs, out_dtypes=list(dtypes), extra=[], grid=gexpr, threadgroup=t,
                    template=tmpl, notes=notes)
 
@@ -299,7 +298,7 @@ def _extra_exprs(r) -> list[tuple[str, str]]:
     """(name, expression) of each input the printed code needs after the user's: an
     output's shape or strides (MLX passes shapes of inputs only), the grid (CUDA's guard)."""
     out = []
-    for ename, kind, which in list(getattr(getattr(r, "extra_inputs", None), "items", []) or []):
+    for ename, kind, which in list(r.extra_inputs.items if r.extra_inputs is not None else []):
         if kind == "grid":
             out.append((ename, "mx.array((list(grid) + [1, 1])[:3], dtype=mx.uint32)"))
         elif kind == "shape":
@@ -316,22 +315,18 @@ def _array_conv(n: str, mt: str, nd: int) -> list[str]:
             f"        raise ValueError(f\"{n}: exported for {nd}-D arrays, got {{{n}.ndim}}-D\")"]
 
 
-def _export_numba(k, args, grid, threadgroup, kwargs) -> str:
+def _export_numba(k, sp, bound) -> str:
     """A ``cuda.jit`` kernel: MLX arrays are immutable, so the exported function returns
     the new values of the arguments the kernel writes (merged from the in-place pass's
     outputs exactly as metalbench's own GPU launch merges them)."""
-    from .numba_compat.host import _functional
-    for key in ("backend", "checked"):
-        kwargs.pop(key, None)
-    values, specs = k._bind(args, kwargs)
-    sp = k._specialization(specs)
-    fsp, plans = _functional(sp, k.name)
+    fsp, plans = sp.merge_plans()
+    values = bound.values
     r = fsp.rendered("metal")
-    g, t = L.normalize(grid, threadgroup)
+    g, t = bound.grid, bound.threadgroup
     params = list(fsp.ir.inputs)
-    arrays = [(p.name, values[p.name][1].shape) for p in params if p.kind != "scalar"]
-    ints = [(p.name, values[p.name][0]) for p in params if p.kind == "scalar"
-            and isinstance(values[p.name][0], (int, np.integer)) and not isinstance(values[p.name][0], bool)]
+    arrays = [(p.name, values[p.name].shape) for p in params if p.kind != "scalar"]
+    ints = [(p.name, values[p.name]) for p in params if p.kind == "scalar"
+            and isinstance(values[p.name], (int, np.integer)) and not isinstance(values[p.name], bool)]
     inputs = _Inputs(arrays, ints)
     conv = []
     for p in params:
@@ -340,7 +335,7 @@ def _export_numba(k, args, grid, threadgroup, kwargs) -> str:
             conv.append(f"    {p.name} = {p.name}.astype({mt}) if isinstance({p.name}, mx.array) "
                         f"else mx.array({p.name}, dtype={mt})")
         else:
-            conv += _array_conv(p.name, mt, len(values[p.name][1].shape))
+            conv += _array_conv(p.name, mt, len(values[p.name].shape))
     owner = {o: pl.param for pl in plans for o in pl.outputs}
     outs = [p for p in fsp.ir.outputs]
     out_shapes = [(f"tuple({owner[p.name]}.shape)", True) for p in outs]

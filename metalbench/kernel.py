@@ -30,99 +30,10 @@ from . import ir
 from . import launch as L
 from . import runtime
 from . import types as T
-from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, user_facing
+from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .frontend import python as F
-
-
-class KernelBase:
-    """What every kernel object offers besides launching: check, bench, sweep, autotune.
-
-    Subclasses implement ``_launch_for_tools(args, kwargs)``-style calls through
-    ``__call__``; the tools live in ``check.py`` and ``bench.py``.
-    """
-
-    #: ``sim.SimStats`` of the last simulator launch (access counts when it was checked)
-    last_stats = None
-
-    @user_facing
-    def check(self, ref, *args, **kwargs):
-        """Run the kernel and compare its outputs with ``ref(*args)`` (a NumPy reference).
-
-        >>> r = saxpy.check(lambda a, x, y: a * x + y, 2.0, x, y, grid=n)   # doctest: +SKIP
-        >>> r.ok, r.max_abs_err                                             # doctest: +SKIP
-        """
-        from .check import check_kernel
-        return check_kernel(self, ref, *args, **kwargs)
-
-    @user_facing
-    def bench(self, *args, **kwargs):
-        """Time the kernel: median and IQR over repeats after warm-up.
-
-        >>> t = saxpy.bench(2.0, x, y, grid=n, threadgroup=256)             # doctest: +SKIP
-        """
-        from .bench import bench_kernel
-        return bench_kernel(self, *args, **kwargs)
-
-    @user_facing
-    def sweep(self, *args, **kwargs):
-        """Time (and optionally check) the kernel over launch configurations and constexprs.
-
-        >>> s = saxpy.sweep(2.0, x, y, grid=n, threadgroup=[64, 128, 256])  # doctest: +SKIP
-        """
-        from .bench import sweep_kernel
-        return sweep_kernel(self, *args, **kwargs)
-
-    @user_facing
-    def autotune(self, *args, **kwargs):
-        """Sweep, remember the best configuration on disk, and return it.
-
-        >>> best = saxpy.autotune(2.0, x, y, grid=n, threadgroup=[64, 256]) # doctest: +SKIP
-        """
-        from .bench import autotune_kernel
-        return autotune_kernel(self, *args, **kwargs)
-
-    @user_facing
-    def export_mlx(self, *args, **kwargs) -> str:
-        """Standalone Python calling ``mx.fast.metal_kernel`` with the final MSL and this
-        launch configuration (no metalbench import).
-
-        >>> print(saxpy.export_mlx(2.0, x, y, grid=n, threadgroup=256))  # doctest: +SKIP
-        """
-        from .export import export_mlx
-        return export_mlx(self, *args, **kwargs)
-
-
-@dataclass
-class Specialization:
-    """One compiled form of a kernel: its IR and, lazily, each backend's artifact."""
-    key: tuple
-    ir: ir.KernelIR
-    specs: list
-    artifacts: dict = field(default_factory=dict)
-
-    def sim(self):
-        k = self.artifacts.get("sim")
-        if k is None:
-            from .sim import compile_kernel
-            k = self.artifacts["sim"] = compile_kernel(self.ir)
-        return k
-
-    def rendered(self, backend: str, exact_grid: bool = False):
-        """The printed kernel for ``backend``; for cuda, ``exact_grid`` selects the variant
-        for grids of whole threadgroups (no launch guard)."""
-        exact_grid = exact_grid and backend == "cuda"
-        key = ("rendered", backend, exact_grid)
-        r = self.artifacts.get(key)
-        if r is None:
-            if backend == "metal":
-                from .codegen.msl import render
-                r = render(self.ir)
-            else:
-                from .codegen.cuda import render
-                r = render(self.ir, exact_grid=exact_grid)
-            r.name = unique_name(r)
-            self.artifacts[key] = r
-        return r
+from .protocol import (BoundLaunch, KernelBase, Specialization, arg_signature, backend_token,  # noqa: F401
+                       scalar_array, thin_gpu_call, unique_name, unwrap)
 
 
 def _kind_of_param(fn_param: inspect.Parameter):
@@ -182,7 +93,6 @@ class Kernel(KernelBase):
         self._source_name = source_name
         self._parsed = None
         self._cache: dict[tuple, Specialization] = {}
-        self._fast: dict = {}
         if fn is not None:
             self.__name__ = name or fn.__name__
             self.__doc__ = fn.__doc__
@@ -197,11 +107,18 @@ class Kernel(KernelBase):
         self.name = self.__name__
         self.params = list(self.signature.parameters.values())
         self.kinds = [_kind_of_param(p) for p in self.params]
-        self.last_launch: dict | None = None
+        # Parameter lists are fixed at decoration: computed once, not per launch.
+        self._in_params = [p for p, (k, _) in zip(self.params, self.kinds) if k != "out"]
+        self._out_params = [(p, extra) for p, (k, extra) in zip(self.params, self.kinds) if k == "out"]
+        self._constexpr_names = {p.name for p, (k, _) in zip(self.params, self.kinds) if k == "constexpr"}
+        # Which positional arguments' values (not just types) the thin-path key must hold:
+        # constexprs always; every argument when an output shape is computed from them.
+        computed = any(callable(extra.shape) for _, extra in self._out_params if extra is not None)
+        self._value_positions = tuple(i for i, p in enumerate(self._in_params)
+                                      if computed or p.name in self._constexpr_names)
 
     def __repr__(self) -> str:
-        args = ", ".join(p.name for p, (k, _) in zip(self.params, self.kinds) if k != "out")
-        return f"<metalbench kernel {self.name}({args})>"
+        return f"<metalbench kernel {self.name}({self.signature_text()})>"
 
     def parsed(self) -> F.ParsedFunction:
         if self._parsed is None:
@@ -211,15 +128,44 @@ class Kernel(KernelBase):
             self._parsed = p
         return self._parsed
 
+    def user_source(self) -> tuple[str, str]:
+        try:
+            return self.parsed().source.text, "python"
+        except Exception:       # a kernel whose source cannot be read (built at run time)
+            return repr(self), "python"
+
+    def declared_output_shapes(self) -> dict:
+        return {p.name: getattr(extra, "shape", None) for p, extra in self._out_params}
+
+    def sweepable_constants(self, launch: dict) -> dict:
+        return {p.name: launch.get(p.name, None if p.default is inspect.Parameter.empty else p.default)
+                for p in self._in_params if p.name in self._constexpr_names}
+
+    def signature_text(self) -> str:
+        outs = [p.name for p, _ in self._out_params]
+        ins = ", ".join(p.name for p in self._in_params)
+        return ins + (" -> " + ", ".join(outs) if outs else "")
+
     # -- binding -------------------------------------------------------------------------
-    def bind(self, args, kwargs, out=None):
-        """Bind call arguments: returns (values by name, specs, output shapes)."""
-        # parameter lists are fixed at decoration: computed once, not per launch
-        pk = self.__dict__.get("_param_lists")
-        if pk is None:
-            pk = self._param_lists = ([p for p, (k, _) in zip(self.params, self.kinds) if k != "out"],
-                                      [(p, extra) for p, (k, extra) in zip(self.params, self.kinds) if k == "out"])
-        in_params = pk[0]
+    def bind(self, *args, grid=None, threadgroup=None, backend="auto", out=None, init_value=None,
+             checked=None, stream=None, **kwargs) -> BoundLaunch:
+        """Bind a call: arguments by parameter, their specs and the output specs, grid and
+        threadgroup (optional: a binding without a grid can specialise, not launch).
+
+        >>> b = saxpy.bind(2.0, x, y, grid=n, backend="sim")      # doctest: +SKIP
+        >>> b.outputs                                              # doctest: +SKIP
+        [('out', (1024,), float32)]
+        """
+        values, specs, out_specs = self._bind_values(args, kwargs, out)
+        g, t = L.normalize(grid, threadgroup) if grid is not None else (None, None)
+        given = {k: v for k, v in (("grid", grid), ("threadgroup", threadgroup)) if v is not None}
+        return BoundLaunch(self, _spec_key(specs), values, out_specs, g, t, self.resolve_backend(backend),
+                           L.checked_default(checked), init_value, stream, specs=specs, args=tuple(args),
+                           kwargs=dict(kwargs), given=given)
+
+    def _bind_values(self, args, kwargs, out=None):
+        """(values by name, specs of every parameter, output specs) for a call."""
+        in_params = self._in_params
         if len(args) > len(in_params):
             raise KernelLaunchError(
                 f"{self.name}() takes {len(in_params)} argument(s) ({', '.join(p.name for p in in_params)}), "
@@ -244,8 +190,8 @@ class Kernel(KernelBase):
                 if p.default is not inspect.Parameter.empty:
                     values[p.name] = p.default
                 else:
-                    missing = [q.name for q, (kk, _) in zip(self.params, self.kinds)
-                               if kk != "out" and q.name not in values and q.default is inspect.Parameter.empty]
+                    missing = [q.name for q in in_params
+                               if q.name not in values and q.default is inspect.Parameter.empty]
                     raise KernelLaunchError(f"{self.name}() is missing argument(s): {', '.join(missing)}",
                                             hint=f"call it as {self.name}({', '.join(q.name for q in in_params)}, "
                                                  "grid=..., threadgroup=...)")
@@ -275,10 +221,9 @@ class Kernel(KernelBase):
                     raise KernelLaunchError(f"argument {p.name!r} is a {type(v).__name__}; kernels take arrays "
                                             "(mx.array or NumPy) and numbers", hint="convert it with np.asarray(...)")
                 specs.append(F.ArgSpec(p.name, "scalar", t, 0))
-        outs = pk[1]
         out_specs = []
-        out_overrides = _out_overrides(out, [p.name for p, _ in outs])
-        for p, spec in outs:
+        out_overrides = _out_overrides(out, [p.name for p, _ in self._out_params])
+        for p, spec in self._out_params:
             shape, dtype = out_overrides.get(p.name, (spec.shape, spec.dtype))
             if callable(shape):
                 shape = shape(**values)
@@ -317,21 +262,28 @@ class Kernel(KernelBase):
                 all_specs.append(next(it))
         return values, all_specs, out_specs
 
+    # -- specialising --------------------------------------------------------------------
+    def _build(self, bound: BoundLaunch) -> Specialization:
+        return self._specialization_for(bound.key, bound.specs)
+
+    def _specialization_for(self, key, specs) -> Specialization:
+        kir = F.translate_kernel(self.parsed(), specs, name=self.name)
+        L.check_threadgroup_memory(ir.threadgroup_bytes(kir), _first_tg_span(kir))
+        return Specialization(key, kir, specs, name=self.name)
+
+    def _specialization(self, specs) -> Specialization:
+        """The cached specialisation for front-end ``specs`` (the one cache of
+        :meth:`specialization`, keyed the same way)."""
+        key = _spec_key(specs)
+        sp = self._cache.get(key)
+        if sp is None:
+            sp = self._cache[key] = self._specialization_for(key, specs)
+        return sp
+
     @user_facing
     def specialize(self, *args, out=None, **kwargs) -> Specialization:
         """The specialisation (IR plus cached backend artifacts) for these arguments."""
-        _, specs, _ = self.bind(args, kwargs, out)
-        return self._specialization(specs)
-
-    def _specialization(self, specs) -> Specialization:
-        key = tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output,
-                     _key_value(s.value)) for s in specs)
-        sp = self._cache.get(key)
-        if sp is None:
-            kir = F.translate_kernel(self.parsed(), specs, name=self.name)
-            L.check_threadgroup_memory(ir.threadgroup_bytes(kir), _first_tg_span(kir))
-            sp = self._cache[key] = Specialization(key, kir, specs)
-        return sp
+        return self.specialization(self.bind(*args, out=out, **kwargs))
 
     @user_facing
     def ir(self, *args, out=None, **kwargs) -> ir.KernelIR:
@@ -342,168 +294,89 @@ class Kernel(KernelBase):
     def source(self, *args, backend: str = "metal", out=None, **kwargs) -> str:
         """The generated source for these arguments: for ``metal``, exactly the header and
         body ``mx.fast.metal_kernel`` receives; likewise for ``cuda``."""
-        sp = self.specialize(*args, out=out, **kwargs)
-        if backend == "sim":
-            return ir.dump(sp.ir)
-        r = sp.rendered(backend)
-        parts = []
-        if r.header:
-            parts.append("// header\n" + r.header.rstrip())
-        parts.append("// body\n" + r.body.rstrip())
-        return "\n\n".join(parts) + "\n"
+        return self.specialize(*args, out=out, **kwargs).source(backend)
 
     # -- launching -------------------------------------------------------------------------
-    @user_facing
     def __call__(self, *args, grid=None, threadgroup=None, backend="auto", out=None, init_value=None,
-                 checked=None, **kwargs):
-        # A repeated launch with the same argument signature (NumPy dtypes and shapes,
-        # scalar types and values, grid, threadgroup) reuses the checked binding: the
-        # launch overhead of a small cached launch is mostly argument validation.
-        fk = _fast_key(args, kwargs, grid, threadgroup) if out is None else None
-        hit = self._fast.get(fk) if fk is not None else None
-        if hit is not None:
-            names, defaults, out_specs, g, t, sp = hit
-            values = dict(defaults)
-            values.update(zip(names, args))
-            values.update(kwargs)
-        else:
-            values, specs, out_specs = self.bind(args, kwargs, out)
-            g, t = L.normalize(grid, threadgroup)
-            sp = self._specialization(specs)
-            # An output shape given as a function is evaluated once per signature: it must
-            # depend on array shapes, dtypes and scalar values, not on array contents.
-            if fk is not None:
-                if len(self._fast) > 64:
-                    self._fast.clear()
-                names = [p.name for p, (k, _) in zip(self.params, self.kinds) if k != "out"][:len(args)]
-                defaults = {n: v for n, v in values.items() if n not in names}
-                self._fast[fk] = (names, defaults, out_specs, g, t, sp)
-        be = L.resolve_backend(backend)
-        chk = L.checked_default(checked)
-        self.last_launch = dict(grid=g, threadgroup=t, backend=be)
-        inputs = values  # run_sim and _launch_gpu read the inputs by name
-        if be == "sim":
-            outs, stats = runtime.run_sim(sp.sim(), sp.ir, inputs, out_specs, g, t, init_value, chk)
-            self.last_stats = stats
-        else:
-            outs = _launch_gpu(sp, be, inputs, out_specs, g, t, init_value)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+                 checked=None, stream=None, **kwargs):
+        # The thin path: a call with the signature of an earlier one (array dtypes and
+        # shapes, scalar types, constexpr values, grid, threadgroup, backend) goes
+        # straight to that call's prepared launch. (The try block is user_facing inlined:
+        # a decorator's extra call would cost more than the thin path itself.)
+        try:
+            key = None
+            if out is None:
+                key = self._thin_key(args, kwargs, grid, threadgroup, backend)
+                if key is not None:
+                    try:
+                        fast = self._thin.get(key)
+                    except TypeError:       # an unhashable grid (a list): bind every time
+                        fast = key = None
+                    if fast is not None:
+                        return fast(args, kwargs, init_value, checked, stream)
+            bound = self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
+                              init_value=init_value, checked=checked, stream=stream, **kwargs)
+            outs = self.launch(bound)
+            if key is not None:
+                self._thin.put(key, self._thin_entry(bound, len(args), list(kwargs)))
+            return unwrap(outs)
+        except MetalbenchError as e:
+            raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
 
-
-def unique_name(r) -> str:
-    """``r.name`` with a short hash of its source: MLX caches compiled custom kernels by
-    name (plus template arguments), so two specialisations of one kernel (other dtypes,
-    constexprs, or CUDA's exact-grid variant) must not share a name."""
-    import hashlib
-    digest = hashlib.sha1((r.header + "\0" + r.body).encode()).hexdigest()[:10]
-    return f"{r.name}_{digest}"
-
-
-def _launch_gpu(sp: Specialization, backend: str, inputs: dict, out_specs, grid, threadgroup, init_value):
-    """Launch a specialisation through ``mx.fast.metal_kernel`` or ``mx.fast.cuda_kernel``.
-
-    Everything that depends only on the launch's shape (the MLX kernel object, the
-    printer's extra inputs such as the grid guard, output shapes and dtypes) is built
-    once per (backend, grid, threadgroup, output shapes) and reused: a repeated launch
-    then costs little more than MLX's own call.
-    """
-    import mlx.core as mx
-
-    plan_key = ("plan", backend, grid, threadgroup, tuple(s for _, s, _ in out_specs))
-    plan = sp.artifacts.get(plan_key)
-    if plan is None:
-        exact = all(g % t == 0 for g, t in zip(grid, threadgroup))
-        r = sp.rendered(backend, exact_grid=exact)
-        key = ("mlx", backend, exact and backend == "cuda")
-        k = sp.artifacts.get(key)
-        if k is None:
-            common = dict(name=r.name, input_names=r.input_names, output_names=r.output_names,
-                          source=r.body, header=r.header, ensure_row_contiguous=True)
-            # mx.fast.cuda_kernel has no atomic_outputs: CUDA atomics work on plain pointers.
-            k = sp.artifacts[key] = (mx.fast.metal_kernel(**common, atomic_outputs=r.atomic_outputs)
-                                     if backend == "metal" else mx.fast.cuda_kernel(**common))
-        extra = getattr(r, "extra_inputs", None)
-        extra_arrays = list(extra(grid, threadgroup, [s for _, s, _ in out_specs])) if extra else []
-        if extra_arrays:
-            mx.eval(*extra_arrays)
-        ins = [(p.name, p.kind, p.type, T.to_mlx(p.type)) for p in sp.ir.inputs]
-        plan = sp.artifacts[plan_key] = (k, ins, extra_arrays, [s for _, s, _ in out_specs],
-                                         [T.to_mlx(t) for _, _, t in out_specs])
-    k, ins, extra_arrays, out_shapes, out_dtypes = plan
-    arrays = []
-    for name, kind, t, mt in ins:
-        v = inputs[name]
-        if kind == "scalar":
-            arrays.append(_scalar_array(v, t))
-            continue
-        if type(v) is not mx.array:
-            v = runtime.to_mlx(np.ascontiguousarray(runtime.to_numpy(v)))
-        if v.dtype != mt:
-            v = v.astype(mt)
-        arrays.append(v)
-    arrays.extend(extra_arrays)
-    return k(inputs=arrays, grid=grid, threadgroup=threadgroup, output_shapes=out_shapes,
-             output_dtypes=out_dtypes, init_value=init_value)
-
-
-_SCALARS: dict = {}
-
-
-def _scalar_array(v, t: T.ScalarType):
-    """A 0-d MLX array holding scalar ``v`` as ``t``; recent values are kept, so a kernel
-    launched in a loop with the same scalars does not allocate and copy them each time."""
-    import mlx.core as mx
-    try:
-        key = (t.name, v.item() if isinstance(v, np.generic) else v)
-        a = _SCALARS.get(key)
-    except TypeError:
-        key, a = None, None
-    if a is None:
-        a = (mx.array(float(v), dtype=mx.bfloat16) if t == T.bfloat16
-             else mx.array(np.asarray(v, dtype=t.np)))
-        if key is not None:
-            if len(_SCALARS) > 256:
-                _SCALARS.clear()
-            _SCALARS[key] = a
-    return a
-
-
-@functools.lru_cache(maxsize=None)
-def _mx_array():
-    import mlx.core as mx
-    return mx.array
-
-
-def _arg_key(a):
-    ta = type(a)
-    if ta is np.ndarray:
-        return (a.dtype.str, a.shape)
-    if ta is _mx_array():
-        return (a.dtype, tuple(a.shape))
-    if ta in (int, float, bool) or isinstance(a, np.generic):
-        return (ta, a)
-    return None
-
-
-def _fast_key(args, kwargs, grid, threadgroup):
-    """A hashable signature of launch arguments (array dtypes and shapes, scalar and
-    constexpr values, grid, threadgroup), or None when some argument is not a NumPy or
-    MLX array or a plain number (then every launch binds from scratch)."""
-    key = []
-    for a in args:
-        k = _arg_key(a)
-        if k is None:
+    def _thin_key(self, args, kwargs, grid, threadgroup, backend):
+        sig = tuple(map(arg_signature, args))
+        if None in sig:
             return None
-        key.append(k)
-    for name in sorted(kwargs):
-        k = _arg_key(kwargs[name])
-        if k is None:
-            return None
-        key.append((name, k))
-    try:
-        return (tuple(key), grid, threadgroup, hash((grid, threadgroup)))
-    except TypeError:
-        return None
+        vals = tuple(args[i] for i in self._value_positions if i < len(args))
+        kw = ()
+        if kwargs:
+            kw = []
+            for k, v in kwargs.items():
+                s = arg_signature(v)
+                if s is None:
+                    return None
+                kw.append((k, s) if runtime.is_array(v) else (k, s, v))
+            kw = tuple(kw)
+        return (sig, vals, kw, grid, threadgroup, backend_token(backend))
+
+    def _thin_entry(self, bound: BoundLaunch, nargs: int, kwnames: list):
+        """The prepared launch for calls shaped like ``bound`` (``nargs`` positional
+        arguments, then ``kwnames`` keywords)."""
+        sp = self.specialization(bound)
+        names = [p.name for p in self._in_params[:nargs]] + kwnames
+        fixed_names = [n for n in bound.values if n not in names]
+        fixed = tuple(bound.values[n] for n in fixed_names)
+        last = dict(grid=bound.grid, threadgroup=bound.threadgroup, backend=bound.backend)
+        if bound.backend == "sim":
+            outputs, g, t = bound.outputs, bound.grid, bound.threadgroup
+
+            def sim_call(args, kwargs, init_value, checked, stream):
+                values = dict(zip(fixed_names, fixed))
+                values.update(zip(names, args))
+                values.update(kwargs)
+                outs, self.last_stats = sp.launch_sim(values, outputs, g, t, L.checked_default(checked), init_value)
+                self.last_launch = last
+                return unwrap(outs)
+            return sim_call
+        plan = sp.gpu_plan(bound, bound.backend)
+        pos = {n: i for i, n in enumerate(names + fixed_names)}
+        sources = [pos[n] for n in plan.names]
+        first = [bound.values[n] for n in plan.names]
+        call = thin_gpu_call(plan, sources, first, len(bound.outputs) == 1)
+        if not kwnames and not fixed_names:
+            def gpu_call(args, kwargs, init_value, checked, stream):
+                self.last_launch = last
+                return call(args, init_value, stream)
+        else:
+            def gpu_call(args, kwargs, init_value, checked, stream):
+                self.last_launch = last
+                return call(args + tuple(kwargs.values()) + fixed, init_value, stream)
+        return gpu_call
+
+
+def _spec_key(specs) -> tuple:
+    return tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output, _key_value(s.value))
+                 for s in specs)
 
 
 def _first_tg_span(kir):

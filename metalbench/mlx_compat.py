@@ -22,8 +22,10 @@ from . import ir
 from . import launch
 from . import runtime
 from . import types as T
-from .errors import KernelLaunchError, KernelTypeError, user_facing
-from .kernel import KernelBase, unique_name
+from .codegen.c_like import Rendered
+from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
+from .protocol import (BoundLaunch, KernelBase, Specialization, _np_arg, arg_signature, backend_token,
+                       thin_gpu_call)
 
 
 class MetalKernelValueError(KernelLaunchError, ValueError):
@@ -71,17 +73,32 @@ class MetalKernel(KernelBase):
         self.ensure_row_contiguous = bool(ensure_row_contiguous)
         self.atomic_outputs = bool(atomic_outputs)
         self.compile_options = compile_options
-        self._mlx_kernel = None
-        self._sim_cache: dict = {}
-        self._cuda_cache: dict = {}
+        self._cache: dict = {}
         self.last_stats = None
 
     def __repr__(self):
         return (f"MetalKernel(name={self.name!r}, input_names={self.input_names}, "
                 f"output_names={self.output_names})")
 
+    def user_source(self) -> tuple[str, str]:
+        text = self.source
+        if self.header:
+            text = "// header\n" + self.header.rstrip() + "\n\n// body\n" + text
+        return text, "metal"
+
+    def signature_text(self) -> str:
+        return ", ".join(self.input_names) + " -> " + ", ".join(self.output_names)
+
+    def sweepable_constants(self, launch: dict) -> dict:
+        return template_ints(launch)
+
+    def set_constant(self, launch: dict, name: str, value) -> None:
+        # Template values live in the template list (MLX's call has no other place).
+        tmpl = dict(_template_items(launch.get("template")))
+        tmpl[name] = value
+        launch["template"] = list(tmpl.items())
+
     # ------------------------------------------------------------------ call
-    @user_facing
     def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
                  init_value=None, verbose=False, stream=None, backend="auto", checked=None):
         """Launch; returns a list of ``mx.array`` (one per output), as MLX does.
@@ -90,11 +107,82 @@ class MetalKernel(KernelBase):
         overrides), "metal", "cuda" or "sim". ``checked`` (sim only): bounds, race
         and uninitialised-read checks.
         """
-        inputs = list(inputs)
+        try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
+            key = None
+            if not verbose:
+                # The thin path: the same input dtypes and shapes, outputs, grid, threadgroup,
+                # template and backend as an earlier call reuse its prepared MLX call.
+                try:
+                    sig = tuple(map(arg_signature, inputs))
+                    if None not in sig:
+                        key = (sig, tuple(map(tuple, output_shapes)), tuple(output_dtypes), grid, threadgroup,
+                               tuple(template) if template else None, backend_token(backend))
+                        fast = self._thin.get(key)
+                        if fast is not None:
+                            return fast(inputs, init_value, checked, stream)
+                except TypeError:           # unhashable launch arguments (lists): bind every time
+                    key = None
+            bound = self.bind(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
+                              threadgroup=threadgroup, template=template, init_value=init_value, stream=stream,
+                              backend=backend, checked=checked, _mlx_call=True)
+            if verbose:
+                print(self.full_source(bound.values.values(), output_dtypes, template))
+            outs = self.launch(bound)
+            if key is not None:
+                self._thin.put(key, self._thin_entry(bound))
+            return list(outs)
+        except MetalbenchError as e:
+            raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
+
+    def _thin_entry(self, bound: BoundLaunch):
+        sp = self.specialization(bound)
+        last = dict(grid=bound.grid, threadgroup=bound.threadgroup, backend=bound.backend)
+        names = list(self.input_names)
+        if bound.backend == "sim":
+            def sim_call(inputs, init_value, checked, stream):
+                outs, self.last_stats = sp.launch_sim(dict(zip(names, inputs)), bound.outputs, bound.grid,
+                                                      bound.threadgroup, launch.checked_default(checked), init_value)
+                self.last_launch = last
+                return outs
+            return sim_call
+        plan = sp.gpu_plan(bound, bound.backend)
+        pos = {n: i for i, n in enumerate(names)}
+        call = thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], False)
+
+        def gpu_call(inputs, init_value, checked, stream):
+            self.last_launch = last
+            return list(call(inputs, init_value, stream))
+        return gpu_call
+
+    def bind(self, *args, inputs=None, output_shapes=None, output_dtypes=None, grid=None, threadgroup=None,
+             template=None, init_value=None, verbose=False, stream=None, backend="auto", checked=None,
+             _mlx_call=False, **template_values) -> BoundLaunch:
+        """Bind MLX's call arguments (inputs also positionally; extra keywords are template
+        arguments, as sweeps over template values pass them).
+
+        >>> import numpy as np
+        >>> k = metal_kernel("cp", ["x"], ["y"], "y[0] = x[0];")
+        >>> b = k.bind(np.zeros(2, np.float32), output_shapes=[(2,)], output_dtypes=[np.float32])
+        >>> b.values["x"].shape, b.outputs[0][1], b.grid
+        ((2,), (2,), None)
+        """
+        if args:
+            if inputs is not None:
+                raise MetalKernelValueError("give a metal_kernel's inputs either positionally or as inputs=[...], "
+                                            "not both")
+            inputs = args
+        inputs = list(inputs if inputs is not None else [])
         if len(inputs) != len(self.input_names):
             raise MetalKernelValueError(
                 f"[metal_kernel] Expected `inputs` to have size {len(self.input_names)} "
                 f"but got size {len(inputs)}.")
+        if output_shapes is None or output_dtypes is None:
+            first = next((a for a in inputs if runtime.is_array(a)), None)
+            if first is None:
+                raise MetalKernelValueError("[metal_kernel] output_shapes= and output_dtypes= are required",
+                                            hint="pass output_shapes=[(n,)], output_dtypes=[mx.float32]")
+            output_shapes = output_shapes or [tuple(first.shape)] * len(self.output_names)
+            output_dtypes = output_dtypes or [first.dtype] * len(self.output_names)
         output_shapes = [tuple(int(d) for d in s) for s in output_shapes]
         output_dtypes = list(output_dtypes)
         if len(output_shapes) != len(self.output_names):
@@ -105,39 +193,56 @@ class MetalKernel(KernelBase):
             raise MetalKernelValueError(
                 f"[metal_kernel] Expected `output_dtypes` to have size {len(self.output_names)} "
                 f"but got size {len(output_dtypes)}.")
-        grid3, tg3 = _launch_dims(grid, threadgroup)
-        tmpl = _template(template)
-        backend = launch.resolve_backend(backend)
-        if verbose:
-            print(self.full_source(inputs, output_dtypes, template))
-        if backend == "metal":
-            return self._run_metal(inputs, output_shapes, output_dtypes, grid3, tg3, template,
-                                   init_value, stream)
-        arrays = [_as_input(x) for x in inputs]
+        given = {}
+        grid3 = tg3 = None
+        if grid is not None:
+            if threadgroup is None and not _mlx_call:
+                threadgroup = launch.normalize(grid, None)[1]     # MLX requires one; the DSL default
+            grid3, tg3 = _launch_dims(grid, threadgroup)
+            given = {"grid": grid, "threadgroup": threadgroup}
+        raw = dict(_template_items(template))
+        raw.update(template_values)
+        tmpl = _template(list(raw.items()))
+        if template is not None or template_values:
+            given["template"] = list(raw.items())
+        facts = [(n, *_input_fact(x, n)) for n, x in zip(self.input_names, inputs)]
         out_types = [_dtype(d) for d in output_dtypes]
-        if backend == "cuda":
-            return self._run_cuda(arrays, output_shapes, out_types, grid3, tg3, tmpl, init_value,
-                                  stream)
-        return self._run_sim(arrays, output_shapes, out_types, grid3, tg3, tmpl, init_value,
-                             launch.checked_default(checked))
+        tk = tuple((k, v.name if isinstance(v, T.ScalarType) else (type(v).__name__, v)) for k, v in tmpl)
+        key = (tuple((t.name, nd) for _, t, nd in facts), tuple((t.name, len(s)) for s, t in zip(output_shapes, out_types)),
+               tk, self.ensure_row_contiguous)
+        return BoundLaunch(self, key, dict(zip(self.input_names, inputs)),
+                           [(n, s, t) for n, s, t in zip(self.output_names, output_shapes, out_types)],
+                           grid3, tg3, self.resolve_backend(backend), launch.checked_default(checked), init_value,
+                           stream, specs=facts, template=tuple(tmpl), args=tuple(inputs), given=given)
 
-    # ------------------------------------------------------------------ metal
-    def _run_metal(self, inputs, output_shapes, output_dtypes, grid3, tg3, template, init_value,
-                   stream):
-        import mlx.core as mx
-        if self._mlx_kernel is None:
-            kw = {}
-            if self.compile_options is not None:
-                kw["compile_options"] = self.compile_options
-            self._mlx_kernel = mx.fast.metal_kernel(
-                name=self.name, input_names=self.input_names, output_names=self.output_names,
-                source=self.source, header=self.header,
-                ensure_row_contiguous=self.ensure_row_contiguous,
-                atomic_outputs=self.atomic_outputs, **kw)
-        inputs = [runtime.to_mlx(x) if isinstance(x, np.ndarray) else x for x in inputs]
-        return self._mlx_kernel(inputs=inputs, template=template, grid=grid3, threadgroup=tg3,
-                                output_shapes=output_shapes, output_dtypes=output_dtypes,
-                                init_value=init_value, verbose=False, stream=stream)
+    def reference_args(self, bound: BoundLaunch) -> tuple[list, dict]:
+        return [_np_arg(a) for a in bound.args], {}
+
+    def launch_config(self, bound: BoundLaunch) -> dict:
+        return dict(bound.given)
+
+    # ------------------------------------------------------------------ specialising
+    def _build(self, bound: BoundLaunch) -> Specialization:
+        facts = bound.specs
+        outs = [(n, t, len(s)) for n, s, t in bound.outputs]
+        tmpl = list(bound.template)
+
+        def build_ir():
+            from .frontend.msl import translate_kernel
+            kir = translate_kernel(self.name, self.source, self.header, inputs=facts, outputs=outs,
+                                   scalars=[n for n, _, nd in facts if nd == 0], template=tmpl,
+                                   atomic_outputs=self.atomic_outputs)
+            launch.check_threadgroup_memory(ir.threadgroup_bytes(kir))
+            return kir
+        verbatim = Rendered(name=self.name, body=self.source, header=self.header,
+                            input_names=list(self.input_names), output_names=list(self.output_names),
+                            atomic_outputs=self.atomic_outputs,
+                            input_types=[(t, nd) for _, t, nd in facts], output_types=[t for _, t, _ in outs])
+        opts = {"compile_options": self.compile_options} if self.compile_options is not None else {}
+        return Specialization(bound.key, build=build_ir, name=self.name, output_names=self.output_names,
+                              verbatim=verbatim, mlx_options=opts,
+                              verbatim_inputs=[(n, "scalar" if nd == 0 else "buffer", t) for n, t, nd in facts],
+                              ensure_row_contiguous=self.ensure_row_contiguous)
 
     # ------------------------------------------------------------------ IR
     @user_facing
@@ -149,115 +254,21 @@ class MetalKernel(KernelBase):
         >>> print(ir.dump(k.ir([mx.zeros(2)], [(2,)], [mx.float32]).body))
         y[0] = x[0]
         """
-        arrays = [_as_input(x) for x in inputs]
-        return self._specialise(arrays, [tuple(s) for s in output_shapes],
-                                [_dtype(d) for d in output_dtypes], _template(template))[0]
-
-    def _spec_key(self, arrays, output_shapes, out_types, tmpl):
-        ins = tuple((a.dtype.str, a.ndim) for a in arrays)
-        outs = tuple((t.name, len(s)) for s, t in zip(output_shapes, out_types))
-        tk = tuple((k, v.name if isinstance(v, T.ScalarType) else (type(v).__name__, v))
-                   for k, v in tmpl)
-        return ins, outs, tk, self.ensure_row_contiguous
-
-    def _specialise(self, arrays, output_shapes, out_types, tmpl):
-        key = self._spec_key(arrays, output_shapes, out_types, tmpl)
-        hit = self._sim_cache.get(key)
-        if hit is not None:
-            return hit
-        from .frontend.msl import translate_kernel
-        ins = []
-        scalars = []
-        for n, a in zip(self.input_names, arrays):
-            try:
-                t = T.from_numpy(a.dtype)
-            except T.TypeError_ as e:
-                raise MetalKernelTypeError(f"[metal_kernel] input '{n}': {e}") from None
-            ins.append((n, t, a.ndim))
-            if a.ndim == 0:
-                scalars.append(n)
-        outs = [(n, t, len(s)) for n, t, s in zip(self.output_names, out_types, output_shapes)]
-        kir = translate_kernel(self.name, self.source, self.header, inputs=ins, outputs=outs,
-                               scalars=scalars, template=tmpl, atomic_outputs=self.atomic_outputs)
-        launch.check_threadgroup_memory(ir.threadgroup_bytes(kir))
-        entry = [kir, None]
-        self._sim_cache[key] = entry
-        return entry
-
-    # ------------------------------------------------------------------ sim
-    def _run_sim(self, arrays, output_shapes, out_types, grid3, tg3, tmpl, init_value, checked):
-        from . import sim
-        entry = self._specialise(arrays, output_shapes, out_types, tmpl)
-        kir = entry[0]
-        if entry[1] is None:
-            entry[1] = sim.compile_kernel(kir)
-        sk = entry[1]
-        args = {}
-        for p, a in zip(kir.inputs, arrays):
-            if p.kind == "scalar":
-                args[p.name] = a.astype(p.type.np).reshape(())[()]
-            else:
-                args[p.name] = self._sim_buffer(a, sim.Buffer)
-        outs = []
-        for p, shape, t in zip(kir.outputs, output_shapes, out_types):
-            o = runtime.new_output(shape, t, init_value)
-            outs.append(o)
-            args[p.name] = runtime.sim_buffer(o, sim.Buffer)
-        self.last_stats = sk.run(args, grid3, tg3, checked=checked)
-        return [runtime.to_mlx(o) for o in outs]
-
-    def _sim_buffer(self, a: np.ndarray, Buffer):
-        if self.ensure_row_contiguous or a.flags.c_contiguous or any(s < 0 for s in a.strides) \
-                or any(s % a.itemsize for s in a.strides):
-            return runtime.sim_buffer(np.ascontiguousarray(a), Buffer)
-        # MLX hands a strided input over as is: the kernel sees the storage and the real
-        # strides (x_strides), so reproduce exactly that.
-        st = tuple(s // a.itemsize for s in a.strides)
-        span = 1 + sum((n - 1) * s for n, s in zip(a.shape, st)) if a.size else 1
-        storage = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(a.itemsize,))
-        return Buffer(np.array(storage), tuple(a.shape), st)
-
-    # ------------------------------------------------------------------ cuda
-    def _run_cuda(self, arrays, output_shapes, out_types, grid3, tg3, tmpl, init_value, stream):
-        import mlx.core as mx
-        from .codegen import cuda as cg
-        entry = self._specialise(arrays, output_shapes, out_types, tmpl)
-        kir = entry[0]
-        # Grids of whole threadgroups get the printer's variant without the launch guard.
-        exact = all(g % t == 0 for g, t in zip(grid3, tg3))
-        key = (self._spec_key(arrays, output_shapes, out_types, tmpl), exact)
-        cached = self._cuda_cache.get(key)
-        if cached is None:
-            r = cg.render(kir, exact_grid=exact)
-            r.name = unique_name(r)   # templates are substituted in the IR, not passed to MLX
-            ck = mx.fast.cuda_kernel(name=r.name, input_names=list(r.input_names),
-                                     output_names=list(r.output_names), source=r.body,
-                                     header=r.header,
-                                     ensure_row_contiguous=self.ensure_row_contiguous)
-            cached = self._cuda_cache[key] = (ck, r)
-        ck, r = cached
-        by_name = dict(zip(self.input_names, arrays))
-        ins = [runtime.to_mlx(by_name[p.name]) for p in kir.inputs]
-        if r.extra_inputs:
-            # The launch guard needs the grid (MLX's CUDA launch rounds up to whole blocks).
-            ins.extend(r.extra_inputs(grid3, tg3, list(output_shapes)))
-        return ck(inputs=ins, grid=grid3, threadgroup=tg3, output_shapes=output_shapes,
-                  output_dtypes=[T.to_mlx(t) for t in out_types], init_value=init_value,
-                  stream=stream)
+        b = self.bind(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, template=template)
+        return self.specialization(b).ir
 
     # ------------------------------------------------------------------ source
     @user_facing
     def full_source(self, inputs, output_dtypes, template=None) -> str:
         """The complete kernel source MLX compiles for these inputs (what ``verbose=True``
         prints), via :mod:`metalbench.mlx_signature`."""
-        arrays = [_as_input(x) for x in inputs]
+        inputs = list(inputs)
         tmpl = _template(template)
-        try:
-            from . import mlx_signature as ms
-        except ImportError:
-            return _fallback_source(self, inputs, output_dtypes, template)
-        ins = [ms.InputSpec(n, T.from_numpy(a.dtype), a.ndim, int(a.size))
-               for n, a in zip(self.input_names, arrays)]
+        from . import mlx_signature as ms
+        ins = []
+        for n, a in zip(self.input_names, inputs):
+            t, nd = _input_fact(a, n)
+            ins.append(ms.InputSpec(n, t, nd, _size(a)))
         outs = [ms.OutputSpec(n, _dtype(d)) for n, d in zip(self.output_names, output_dtypes)]
         text = ms.full_source(name=self.name, body=self.source, header=self.header, inputs=ins,
                               outputs=outs, template=tmpl or None,
@@ -319,70 +330,48 @@ def _dtype(d) -> T.ScalarType:
         raise MetalKernelTypeError(f"[metal_kernel] unsupported dtype {d!r}: {e}") from None
 
 
-def _as_input(x) -> np.ndarray:
-    """An input as NumPy, with MLX's rule for Python scalars (0-d arrays)."""
+def _input_fact(x, name) -> tuple[T.ScalarType, int]:
+    """(type, ndim) of an input without touching its data: MLX arrays keep their dtype,
+    Python scalars follow MLX's rule (bool, int32, float32), NumPy scalars become 0-d
+    int32/float32 (bool kept), NumPy arrays keep their dtype."""
     if isinstance(x, (bool, np.bool_)):
-        return np.array(bool(x))
-    if isinstance(x, (int, np.integer)) and not isinstance(x, np.ndarray):
-        return np.array(x, dtype=np.int32)
-    if isinstance(x, (float, np.floating)) and not isinstance(x, np.ndarray):
-        return np.array(x, dtype=np.float32)
-    if runtime.is_array(x) or isinstance(x, np.ndarray):
-        a = runtime.to_numpy(x)
-        if a.dtype == np.float64:
-            raise MetalKernelTypeError(
-                "[metal_kernel] float64 inputs are not supported (Metal has no double)",
-                hint="convert with .astype(np.float32)")
-        return a
+        return T.bool_, 0
+    if isinstance(x, (int, np.integer)):
+        return T.int32, 0
+    if isinstance(x, (float, np.floating)):
+        return T.float32, 0
+    if runtime.is_array(x):
+        try:
+            t = T.from_mlx(x.dtype) if type(x).__module__.startswith("mlx") else T.from_numpy(x.dtype)
+        except T.TypeError_ as e:
+            if "float64" in str(e):
+                raise MetalKernelTypeError(f"[metal_kernel] input '{name}': float64 inputs are not supported "
+                                           "(Metal has no double)", hint="convert with .astype(np.float32)") from None
+            raise MetalKernelTypeError(f"[metal_kernel] input '{name}': {e}") from None
+        return t, len(x.shape)
     raise MetalKernelTypeError(f"[metal_kernel] inputs must be arrays or scalars, got {type(x).__name__}")
 
 
-_MLX_TYPE = {"float32": "float", "float16": "float16_t", "bfloat16": "bfloat16_t", "bool": "bool",
-             "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
-             "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t"}
+def template_ints(launch: dict) -> dict:
+    """The int template arguments of ``launch["template"]`` (what a sweep can vary).
+
+    >>> template_ints({"template": [("T", "float32"), ("TILE", 8)]})
+    {'TILE': 8}
+    """
+    return {name: v for name, v in _template_items(launch.get("template"))
+            if isinstance(v, int) and not isinstance(v, bool)}
 
 
-def _fallback_source(k: MetalKernel, inputs, output_dtypes, template) -> str:
-    """MLX's generated source (its ``write_signature``), used until mlx_signature lands."""
-    arrays = [_as_input(x) for x in inputs]
-    tmpl = _template(template)
-    kname = "custom_kernel_" + k.name
-    tdef = ""
-    if tmpl:
-        vals = [(_MLX_TYPE[v.name] if isinstance(v, T.ScalarType) else str(int(v))) for _, v in tmpl]
-        tdef = "<" + ", ".join(vals) + ">"
-        kname += "_" + tdef.replace("<", "_").replace(">", "_").replace(", ", "_")[1:-1]
-    lines = [k.header]
-    if tmpl:
-        kinds = ["typename" if isinstance(v, T.ScalarType) else ("bool" if isinstance(v, bool) else "int")
-                 for _, v in tmpl]
-        lines.append("template <" + ", ".join(f"{kd} {n}" for kd, (n, _) in zip(kinds, tmpl)) + ">")
-    params = []
-    idx = 0
-    for n, a in zip(k.input_names, arrays):
-        loc = "constant" if a.size < 8 else "device"
-        ref = "&" if a.ndim == 0 else "*"
-        params.append(f"  const {loc} {_MLX_TYPE[T.from_numpy(a.dtype).name]}{ref} {n} [[buffer({idx})]]")
-        idx += 1
-        if a.ndim > 0:
-            for suffix, decl in (("_shape", "const constant int*"), ("_strides", "const constant int64_t*"),
-                                 ("_ndim", "const constant int&")):
-                if n + suffix in k.source:
-                    params.append(f"  {decl} {n}{suffix} [[buffer({idx})]]")
-                    idx += 1
-    for n, d in zip(k.output_names, output_dtypes):
-        ts = _MLX_TYPE[_dtype(d).name]
-        ts = f"atomic<{ts}>" if k.atomic_outputs else ts
-        params.append(f"  device {ts}* {n} [[buffer({idx})]]")
-        idx += 1
-    for a, t in ir.THREAD_ATTRIBUTES.items():
-        if a in k.source:
-            params.append(f"  {t} {a} [[{a}]]")
-    lines.append(f"[[kernel]] void {kname}(\n" + ",\n".join(params) + ") {\n" + k.source + "\n}\n")
-    if tmpl:
-        lines.append(f'template [[host_name("{kname}")]] [[kernel]] decltype({kname}{tdef}) '
-                     f"{kname}{tdef};\n")
-    return (f"Generated source code for `{k.name}`:\n```\n" + "".join(lines) + "\n```")
+def _size(x) -> int:
+    return int(getattr(x, "size", 1))
+
+
+def _template_items(t):
+    if t is None:
+        return []
+    if isinstance(t, dict):
+        return list(t.items())
+    return [tuple(x) for x in t]
 
 
 _ = KernelTypeError  # re-exported error kinds users may catch

@@ -65,12 +65,13 @@ def new_output(shape, t: T.ScalarType, init_value=None) -> np.ndarray:
 
 
 def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
-            init_value=None, checked: bool = False):
+            init_value=None, checked: bool = False, keep_strides: bool = False, kernel_name: str = ""):
     """Run ``ir`` (compiled as ``sim_kernel``) on the simulator.
 
     ``inputs`` maps each input parameter name to an array (any kind) or a scalar;
-    ``outputs`` is a list of ``(name, shape, ScalarType)``. Returns the outputs as a
-    list of ``mx.array`` and the simulator's stats.
+    ``outputs`` is a list of ``(name, shape, ScalarType)``. ``keep_strides``: a strided
+    input keeps its strides (``metal_kernel(..., ensure_row_contiguous=False)``).
+    Returns the outputs as a list of ``mx.array`` and the simulator's stats.
     """
     from .sim import Buffer
 
@@ -78,12 +79,12 @@ def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
     for p in ir.inputs:
         v = inputs[p.name]
         if p.kind == "scalar":
-            args[p.name] = p.type.np.type(v) if not isinstance(v, np.ndarray) else v.astype(p.type.np).reshape(())[()]
+            args[p.name] = sim_scalar(v, p.type, p.name, kernel_name)
             continue
-        a = to_numpy(v)
+        a = host_array(v, p.name, kernel_name)
         if a.dtype != p.type.np:
             a = a.astype(p.type.np)
-        args[p.name] = sim_buffer(a, Buffer)
+        args[p.name] = strided_buffer(a, Buffer) if keep_strides else sim_buffer(a, Buffer)
     outs = []
     for name, shape, t in outputs:
         a = new_output(shape, t, init_value)
@@ -91,6 +92,51 @@ def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
         args[name] = sim_buffer(a, Buffer)
     stats = sim_kernel.run(args, grid, threadgroup, checked=checked)
     return [to_mlx(a) for a in outs], stats
+
+
+def host_array(v, name: str = "", kernel_name: str = "") -> np.ndarray:
+    """``v`` as NumPy for the simulator. Inside ``mx.compile``/``mx.vmap``/
+    ``mx.export_function`` an MLX input has no value yet: that raises a
+    :class:`KernelLaunchError` saying so (the simulator computes on the host)."""
+    try:
+        return to_numpy(v)
+    except ValueError as e:
+        if "transformation" not in str(e) and "[eval]" not in str(e):
+            raise
+        raise _tracing_error(name, kernel_name) from None
+
+
+def _tracing_error(name, kernel_name):
+    from .errors import KernelLaunchError
+    what = f"kernel {kernel_name!r}" if kernel_name else "this kernel"
+    return KernelLaunchError(
+        f"{what} runs on the simulator (backend 'sim'), which computes on the host, but its input "
+        f"{name!r} is being traced by an MLX transformation (mx.compile, mx.vmap, mx.export_function "
+        f"or a gradient): a traced array has no value to simulate with",
+        hint="call the kernel eagerly, outside the transformation, or launch it on a GPU backend "
+             "(backend='metal' or 'cuda'), where it is an MLX primitive that transformations trace")
+
+
+def sim_scalar(v, t: T.ScalarType, name: str = "", kernel_name: str = ""):
+    """A scalar argument (number, NumPy scalar or 0-d array) as a NumPy scalar of ``t``."""
+    if isinstance(v, (bool, int, float)):
+        return t.np.type(v)
+    if isinstance(v, np.generic):
+        return v.astype(t.np)
+    return host_array(v, name, kernel_name).astype(t.np).reshape(())[()]
+
+
+def strided_buffer(a: np.ndarray, Buffer):
+    """A simulator buffer that keeps ``a``'s real strides, as MLX hands a strided input
+    over without ``ensure_row_contiguous``: the kernel sees the storage and ``x_strides``.
+    Arrays MLX would copy anyway (negative or unaligned strides) become contiguous."""
+    if a.ndim == 0 or a.flags.c_contiguous or any(s < 0 for s in a.strides) \
+            or any(s % a.itemsize for s in a.strides):
+        return sim_buffer(np.ascontiguousarray(a), Buffer)
+    st = tuple(s // a.itemsize for s in a.strides)
+    span = 1 + sum((n - 1) * s for n, s in zip(a.shape, st)) if a.size else 1
+    storage = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(a.itemsize,))
+    return Buffer(np.array(storage), tuple(a.shape), st)
 
 
 def sim_buffer(a: np.ndarray, Buffer):

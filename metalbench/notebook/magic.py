@@ -392,7 +392,7 @@ class MetalMagics(Magics):
         try:
             timing, outs = time_launch(lc, warmup=1, repeats=3, max_time=1.0)
         except MetalbenchError as e:
-            raise _remap_msl_error(e, getattr(kernel, "name", ""), "") from None
+            raise _remap_msl_error(e, kernel.name, "") from None
         got = [np.array(runtime.to_numpy(o)) for o in outs]
         res.timing = timing
         if ref is not None:
@@ -410,8 +410,7 @@ class MetalMagics(Magics):
         ``threadgroup``, a DSL kernel's constexpr parameters, an MSL body's template names."""
         from .options import axis_values
         axes = {}
-        consts = [p.name for p, (kd, _) in zip(kernel.params, kernel.kinds) if kd == "constexpr"] \
-            if lang == "python" else None
+        consts = list(kernel.sweepable_constants({})) if lang == "python" else None
         for name, text in opts.sweep_axes.items():
             if name != "threadgroup" and consts is not None and name not in consts:
                 known = ", ".join(["threadgroup"] + consts)
@@ -425,11 +424,7 @@ class MetalMagics(Magics):
         from .panel import HAVE_WIDGETS, Workbench, kernel_source, static_html
         name = res.name
         if launch is None or launch.get("grid") is None:
-            sig = ""
-            if res.lang == "python":
-                sig = ", ".join(p.name for p, (kd, _) in zip(kernel.params, kernel.kinds) if kd != "out")
-            else:
-                sig = ", ".join(kernel.input_names) + " -> " + ", ".join(kernel.output_names)
+            sig = kernel.signature_text()
             note = "give --grid to run it" if launch is not None else \
                 "define its arguments in the notebook (or pass --args) and --grid to run it"
             display({"text/plain": f"defined kernel {name}({sig}); {note}",

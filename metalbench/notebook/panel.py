@@ -17,7 +17,7 @@ import html
 
 from .. import launch as L
 from ..bench import Timing, fmt_time, sweep_kernel, threadgroup_shapes, time_launch
-from ..check import CheckResult, Launch, check_outputs, is_msl_kernel
+from ..check import CheckResult, Launch, check_outputs
 from ..errors import KernelCheckError, MetalbenchError
 from .lexer import highlight_html
 
@@ -25,23 +25,18 @@ POW2 = [1 << i for i in range(11)]           # 1 .. 1024
 
 
 def kernel_source(kernel, args=(), launch=None, backend="metal") -> tuple[str, str]:
-    """(text, language) of what the kernel runs: the generated MSL (or CUDA) for DSL
-    kernels, the user's body (and header) for ``metal_kernel`` objects."""
-    launch = dict(launch or {})
-    if is_msl_kernel(kernel):
-        text = kernel.source
-        if getattr(kernel, "header", ""):
-            text = "// header\n" + kernel.header.rstrip() + "\n\n// body\n" + text
-        return text, "metal"
-    kw = {k: v for k, v in launch.items() if k not in ("grid", "threadgroup", "backend", "init_value",
-                                                        "checked")}
+    """(text, language) of what the kernel runs on ``backend``: the generated MSL (or
+    CUDA) of this call's specialisation; for ``metal_kernel`` objects on metal, the
+    user's body (and header) as MLX receives it."""
+    launch = {k: v for k, v in dict(launch or {}).items() if k not in ("backend", "init_value", "checked")}
     try:
-        return kernel.source(*args, backend=backend, **kw), "metal"
+        bound = kernel.bind(*args, **launch)
+        return kernel.specialization(bound).source(backend), "metal"
     except MetalbenchError:
         raise
-    except Exception as e:  # a printer not available yet: show the DSL text instead
+    except Exception as e:  # a printer not available yet: show what the user wrote instead
         try:
-            return kernel.parsed().source.text, "python"
+            return kernel.user_source()
         except Exception:
             return f"// source unavailable: {type(e).__name__}: {e}", "metal"
 
@@ -111,7 +106,7 @@ if HAVE_WIDGETS:
             self.result = result
             self.timing = timing
             self.last_sweep = sweep
-            self.name = getattr(kernel, "name", None) or getattr(kernel, "__name__", "kernel")
+            self.name = kernel.name
             self._adjusting = False
 
             g, t = L.normalize(self.base.get("grid", 1), self.base.get("threadgroup"))
@@ -308,13 +303,8 @@ if HAVE_WIDGETS:
             return out
 
         def _set_constant(self, name, value):
-            # DSL constexprs are launch keywords; MSL template values live in the template list.
-            if is_msl_kernel(self.kernel):
-                tmpl = dict(self.base.get("template") or [])
-                tmpl[name] = value
-                self.base["template"] = list(tmpl.items())
-            else:
-                self.base[name] = value
+            # A DSL constexpr is a launch keyword; a metal_kernel's template value goes in its list.
+            self.kernel.set_constant(self.base, name, value)
 
         def export(self) -> str | None:
             """Fill the Export tab with standalone MLX code for the current configuration."""
@@ -348,8 +338,8 @@ if HAVE_WIDGETS:
             except Exception as e:  # noqa: BLE001 — shown in the panel
                 self._show_error(e)
                 return None
-            stats = getattr(self.kernel, "last_stats", None)
-            body = stats.to_html() if stats is not None and hasattr(stats, "to_html") else ""
+            stats = self.kernel.last_stats
+            body = stats.to_html() if stats is not None else ""
             self.memory_view.value = ('<b style="color:#1a7f37">no findings</b> (bounds, races, uninitialised '
                                       'reads, divergent barriers)' + body)
             return stats
@@ -388,16 +378,11 @@ def sweep_axis_defaults(kernel, launch: dict, given: dict | None = None) -> dict
     given = dict(given or {})
     out = {"threadgroup": ", ".join(_fmt_value(v) for v in given.pop("threadgroup")) if "threadgroup" in given
            else "auto"}
-    current = {}
-    if kernel is not None and not is_msl_kernel(kernel) and hasattr(kernel, "kinds"):
-        import inspect
-        for p, (kd, _) in zip(kernel.params, kernel.kinds):
-            if kd == "constexpr":
-                current[p.name] = launch.get(p.name, None if p.default is inspect.Parameter.empty else p.default)
+    if kernel is not None:
+        current = kernel.sweepable_constants(launch)
     else:
-        for name, v in launch.get("template") or []:
-            if isinstance(v, int) and not isinstance(v, bool):
-                current[name] = v
+        from ..mlx_compat import template_ints
+        current = template_ints(launch)
     for name, v in current.items():
         if name in given:
             out[name] = ", ".join(_fmt_value(x) for x in given[name])

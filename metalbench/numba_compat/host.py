@@ -30,9 +30,10 @@ from .. import ir
 from .. import launch as L
 from .. import runtime
 from .. import types as T
-from ..errors import KernelLaunchError, KernelSyntaxError, user_facing
+from ..errors import KernelLaunchError, KernelSyntaxError, MetalbenchError, trim_traceback, user_facing
 from ..frontend import python as F
-from ..kernel import Func, Kernel, Specialization
+from ..kernel import Func, Kernel, _spec_key
+from ..protocol import BoundLaunch, Specialization, arg_signature, backend_token
 from . import inplace
 from .devicearray import DeviceNDArray
 from .intrinsics import attach_const_arrays
@@ -165,6 +166,7 @@ class CUDAKernel(Kernel):
 
     # -- binding -----------------------------------------------------------------------
     def _bind(self, args, kwargs):
+        """(values by name as ``(given, NumPy storage, device type)``, front-end specs)."""
         try:
             ba = self.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -184,66 +186,135 @@ class CUDAKernel(Kernel):
                 specs.append(F.ArgSpec(name, "scalar", t, 0))
         return values, specs
 
-    def _specialization(self, specs) -> Specialization:
-        sp = super()._specialization(specs)
-        if not sp.artifacts.get("numba_ready"):
-            attach_const_arrays(sp.ir)
-            sp.artifacts["numba_ready"] = True
-        return sp
+    def bind(self, *args, grid=None, threadgroup=None, backend=None, checked=None, **kwargs) -> BoundLaunch:
+        """MLX-style binding (what check, bench and sweep use): the launch runs on copies
+        of the array arguments and returns the arrays the kernel writes."""
+        copies = tuple(_copy(a) for a in args)
+        kw = {k: _copy(v) for k, v in kwargs.items()}
+        return self.bind_inplace(copies, kw, grid, threadgroup, backend, checked, reusable=False)
 
-    @user_facing
-    def specialize(self, *args, **kwargs) -> Specialization:
-        _, specs = self._bind(args, kwargs)
-        return self._specialization(specs)
+    def bind_inplace(self, args, kwargs, grid=None, threadgroup=None, backend=None, checked=None,
+                     reusable=True) -> BoundLaunch:
+        """Numba-style binding: the launch updates the array arguments in place."""
+        host, specs = self._bind(args, kwargs)
+        g, t = L.normalize(grid, threadgroup) if grid is not None else (None, None)
+        given = {k: v for k, v in (("grid", grid), ("threadgroup", threadgroup)) if v is not None}
+        return BoundLaunch(self, _spec_key(specs), {n: h[0] for n, h in host.items()}, [], g, t,
+                           self.resolve_backend(backend), self._checked_default(checked), None, None,
+                           specs=specs, args=tuple(args), kwargs=dict(kwargs), given=given,
+                           reusable=reusable, data=host)
 
-    def ir(self, *args, **kwargs) -> ir.KernelIR:
-        """The IR for these arguments (``print(ir.dump(k.ir(...)))`` to read it)."""
-        return self.specialize(*args, **kwargs).ir
+    def resolve_backend(self, backend=None) -> str:
+        # "auto" from a caller (check/bench pass it) defers to the kernel's and the global choice.
+        pick = [b for b in (backend, self._backend, _state["backend"]) if b not in (None, "auto")]
+        return L.resolve_backend(pick[0] if pick else "auto")
+
+    def _checked_default(self, checked):
+        return L.checked_default(checked if checked is not None else
+                                 (self._checked if self._checked is not None else _state["checked"]))
+
+    def _specialization_for(self, key, specs) -> Specialization:
+        sp = super()._specialization_for(key, specs)
+        attach_const_arrays(sp.ir)
+        return InplaceSpecialization(key, sp.ir, specs, name=self.name)
 
     @user_facing
     def source(self, *args, backend: str = "metal", **kwargs) -> str:
         """The generated source for these arguments; for the GPU backends, after the
         in-place pass (:mod:`metalbench.numba_compat.inplace`)."""
-        sp = self.specialize(*args, **kwargs)
-        if backend == "sim":
-            return ir.dump(sp.ir)
-        fsp, _ = _functional(sp, self.name)
-        r = fsp.rendered(backend)
-        return ("// header\n" + r.header.rstrip() + "\n\n" if r.header else "") + "// body\n" + r.body.rstrip() + "\n"
+        return self.specialize(*args, **kwargs).source(backend)
+
+    @user_facing
+    def specialize(self, *args, **kwargs) -> Specialization:
+        """The specialisation (IR plus cached backend artifacts) for these arguments."""
+        return self.specialization(self.bind_inplace(args, kwargs))
+
+    def ir(self, *args, **kwargs) -> ir.KernelIR:
+        """The IR for these arguments (``print(ir.dump(k.ir(...)))`` to read it)."""
+        return self.specialize(*args, **kwargs).ir
 
     # -- launching ---------------------------------------------------------------------
-    @user_facing
-    def launch(self, args, kwargs, grid3, tg3, backend=None, checked=None):
-        """Run with ``grid3`` threads in threadgroups of ``tg3``, updating arrays in place."""
-        values, specs = self._bind(args, kwargs)
-        sp = self._specialization(specs)
-        g, t = L.normalize(grid3, tg3)
-        # "auto" from a caller (check/bench pass it) defers to the kernel's and the global choice.
-        pick = [b for b in (backend, self._backend, _state["backend"]) if b not in (None, "auto")]
-        be = L.resolve_backend(pick[0] if pick else "auto")
-        chk = L.checked_default(checked if checked is not None else
-                                (self._checked if self._checked is not None else _state["checked"]))
-        self.last_launch = dict(grid=g, threadgroup=t, backend=be)
-        if be == "sim":
-            self.last_stats = _run_sim_inplace(sp, values, g, t, chk)
-        else:
-            _run_gpu_inplace(sp, self.name, values, g, t, be)
+    def launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None):
+        """Run with ``grid3`` threads in threadgroups of ``tg3``, updating arrays in place.
+        A repeated launch with the same argument signature skips binding."""
+        key = None
+        if not kwargs and backend is None and checked is None:
+            sig = tuple(map(arg_signature, args))
+            if None not in sig:
+                key = (sig, grid3, tg3, self._backend, _state["backend"], self._checked, _state["checked"],
+                       backend_token(None))
+                hit = self._thin.get(key)
+                if hit is not None:
+                    sp, bound = hit
+                    host = {}
+                    for (name, (_, _, t)), v in zip(bound.data.items(), args):
+                        host[name] = (v, *_host_array(v, name)) if t is not None and \
+                            (runtime.is_array(v) or isinstance(v, DeviceNDArray)) else (v, None, t)
+                    self.last_launch = bound.last
+                    self.last_stats = sp.run_inplace(host, bound.grid, bound.threadgroup, bound.backend,
+                                                     bound.checked)
+                    return
+        bound = self.bind_inplace(args, kwargs, grid3, tg3, backend, checked)
+        self.launch(bound)
+        if key is not None and len(bound.data) == len(args):
+            bound.last = self.last_launch
+            self._thin.put(key, (self.specialization(bound), bound))
 
     @user_facing
     def __call__(self, *args, grid=None, threadgroup=None, backend=None, checked=None, **kwargs):
         """MLX-style launch on copies of the array arguments; returns the written arrays
         (NumPy; a tuple if several), leaving the caller's arrays untouched."""
-        copies = [np.array(runtime.to_numpy(a._data if isinstance(a, DeviceNDArray) else a), copy=True)
-                  if (runtime.is_array(a) or isinstance(a, DeviceNDArray)) else a for a in args]
-        kw = {k: (np.array(runtime.to_numpy(v), copy=True) if runtime.is_array(v) else v) for k, v in kwargs.items()}
-        self.launch(copies, kw, grid, threadgroup, backend, checked)
-        values, specs = self._bind(copies, kw)
-        sp = self._specialization(specs)
-        names = inplace.written_params(sp.ir)
-        outs = [values[n][1] for n in names]
+        outs = self.launch(self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, checked=checked,
+                                     **kwargs))
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _copy(a):
+    if isinstance(a, DeviceNDArray):
+        return np.array(runtime.to_numpy(a._data), copy=True)
+    if runtime.is_array(a):
+        return np.array(runtime.to_numpy(a), copy=True)
+    return a
+
+
+class InplaceSpecialization(Specialization):
+    """A ``cuda.jit`` specialisation: launches update the array arguments in place, as
+    Numba does. The simulator runs on the arguments' storage directly; the GPU
+    backends run the functionalized kernel (fresh outputs) and merge its results into
+    the arguments (:mod:`metalbench.numba_compat.inplace`)."""
+
+    @property
+    def output_names(self) -> list[str]:
+        """The parameters the kernel writes (what an MLX-style call returns)."""
+        return inplace.written_params(self.ir)
+
+    def launch(self, bound: BoundLaunch, backend=None, checked=None, init_value=None) -> list:
+        if bound.grid is None:
+            L.normalize(None, None)
+        bound.stats = self.run_inplace(bound.data, bound.grid, bound.threadgroup, backend or bound.backend,
+                                       bound.checked if checked is None else checked)
+        return [bound.data[n][1] for n in self.output_names]
+
+    def run_inplace(self, host: dict, grid, tg, backend, checked):
+        """Run on ``host`` (name -> (given, NumPy storage, type)); returns SimStats or None."""
+        if backend == "sim":
+            return _run_sim_inplace(self, host, grid, tg, checked)
+        run_functional(self, self.name, host, grid, tg, backend)
+        return None
+
+    def merge_plans(self):
+        return _functional(self, self.name)
+
+    # What MLX receives on a GPU backend is the functionalized kernel.
+    def rendered(self, backend: str, exact_grid: bool = False):
+        return _functional(self, self.name)[0].rendered(backend, exact_grid)
+
+    def source(self, backend: str = "metal") -> str:
+        if backend == "sim":
+            return super().source("sim")
+        return _functional(self, self.name)[0].source(backend)
 
 
 class _Launcher:
@@ -255,10 +326,12 @@ class _Launcher:
         self.blockdim = _dims(blockdim, "blockdim")
         self.sharedmem = sharedmem
 
-    @user_facing
     def __call__(self, *args, **kwargs):
         g = tuple(a * b for a, b in zip(self.griddim, self.blockdim))
-        self.kernel.launch(args, kwargs, g, self.blockdim)
+        try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
+            self.kernel.launch_inplace(args, kwargs, g, self.blockdim)
+        except MetalbenchError as e:
+            raise trim_traceback(e)
         return None
 
 
@@ -306,7 +379,7 @@ def _functional(sp: Specialization, name: str):
     got = sp.artifacts.get("numba_functional")
     if got is None:
         kir2, plans = inplace.functionalize(sp.ir, name)
-        fsp = Specialization(sp.key + ("functional",), kir2, sp.specs)
+        fsp = Specialization(sp.key + ("functional",), kir2, sp.specs, name=name)
         got = sp.artifacts["numba_functional"] = (fsp, plans)
     return got
 
@@ -322,27 +395,15 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
     out_specs = [(p.name, tuple(values[pl.param][1].shape) or (1,), p.type)
                  for pl in plans for p in fsp.ir.outputs if p.name in pl.outputs]
     out_specs.sort(key=lambda o: [p.name for p in fsp.ir.outputs].index(o[0]))
+    bound = BoundLaunch(None, fsp.key, inputs, out_specs, grid, tg, backend, False, 0 if out_specs else None)
+    outs = fsp.launch(bound)
     if not out_specs:
-        if backend == "sim":
-            runtime.run_sim(fsp.sim(), fsp.ir, inputs, [], grid, tg, None, False)
-        else:
-            from ..kernel import _launch_gpu
-            _launch_gpu(fsp, backend, inputs, [], grid, tg, None)
         return
-    if backend == "sim":
-        outs, _ = runtime.run_sim(fsp.sim(), fsp.ir, inputs, out_specs, grid, tg, 0, False)
-    else:
-        from ..kernel import _launch_gpu
-        outs = _launch_gpu(fsp, backend, inputs, out_specs, grid, tg, 0)
     by_name = {o[0]: runtime.to_numpy(x) for o, x in zip(out_specs, outs)}
     for pl in plans:
         v, a, t = values[pl.param]
         orig = a if a.dtype == t.np else a.astype(t.np)
         _write_back(v, a, inplace.merge(pl, orig, by_name))
-
-
-def _run_gpu_inplace(sp, name, values, grid, tg, backend):
-    run_functional(sp, name, values, grid, tg, backend)
 
 
 class DeviceFunction(Func):
