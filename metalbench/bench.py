@@ -18,6 +18,7 @@ import io
 import itertools
 import json
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -466,6 +467,26 @@ def kernel_fingerprint(kernel) -> str:
     return kernel.name + ":" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def device_name(backend: str) -> str:
+    """The GPU model a backend runs on ("sim" for the simulator): autotune results are
+    per device (an M1's best configuration is not an M3's, an H200's not an A100's).
+
+    >>> device_name("sim")
+    'sim'
+    """
+    if backend == "sim":
+        return "sim"
+    import mlx.core as mx
+    for info in (getattr(mx, "device_info", None), getattr(getattr(mx, backend, None), "device_info", None)):
+        try:
+            name = info()["device_name"] if info is not None else None
+        except Exception:  # noqa: BLE001 — an MLX without device facts: fall back below
+            name = None
+        if name:
+            return f"{backend}:{name}"
+    return f"{backend}:unknown"
+
+
 def _describe(v):
     if hasattr(v, "shape") and hasattr(v, "dtype"):
         return [list(int(s) for s in v.shape), str(v.dtype)]
@@ -498,40 +519,51 @@ def _from_json(v):
 
 @user_facing
 def autotune_kernel(kernel, *args, force: bool = False, **kwargs) -> Config:
-    """Sweep once, remember the best configuration per backend, shapes and dtypes on disk
-    (JSON under :func:`cache_dir`), and return it; later calls read it back.
+    """Sweep once, remember the best configuration per device, backend, shapes and dtypes
+    on disk (one JSON file per entry under :func:`cache_dir`, so notebooks tuning at
+    once keep each other's results), and return it; later calls read it back.
 
     >>> best = autotune_kernel(saxpy, 2.0, x, y, grid=n, threadgroup=[64, 256])   # doctest: +SKIP
     >>> out = saxpy(2.0, x, y, **best)                                            # doctest: +SKIP
     """
     launch = Launch(kernel, args, {k: v for k, v in kwargs.items() if k == "backend"})
-    desc = {"kernel": kernel_fingerprint(kernel), "backend": launch.backend,
+    backend = launch.backend
+    desc = {"kernel": kernel_fingerprint(kernel), "backend": backend, "device": device_name(backend),
             "args": _describe(list(args)),
             "kwargs": {k: (_describe(v) if k in ("inputs",) else _jsonable(v) if not callable(v) else "callable")
                        for k, v in sorted(kwargs.items()) if k not in ("ref", "progress")}}
     key = hashlib.sha256(json.dumps(desc, sort_keys=True, default=repr).encode()).hexdigest()[:24]
-    path = cache_dir() / "autotune.json"
-    db = {}
-    if path.exists():
+    path = autotune_path(key)
+    if not force:
         try:
-            db = json.loads(path.read_text())
-        except (OSError, ValueError):
-            db = {}
-    if not force and key in db:
-        return Config({k: _from_json(v) for k, v in db[key]["best"].items()})
+            entry = json.loads(path.read_text())
+            return Config({k: _from_json(v) for k, v in entry["best"].items()})
+        except (OSError, ValueError, KeyError, TypeError):
+            pass    # no entry yet (or a damaged one): tune
     s = sweep_kernel(kernel, *args, **kwargs)
     best = s.best
     if best is None:
         msgs = "; ".join(sorted({r["error"] or "mismatch" for r in s.rows}))[:300]
         raise MetalbenchError(f"autotune of {launch.name}: no configuration ran correctly ({msgs})",
                               hint="check the kernel at one configuration first with .check(...)")
-    db[key] = {"describe": desc, "best": {k: _jsonable(v) for k, v in best.items()},
-               "time": s.best_time}
+    entry = {"describe": desc, "best": {k: _jsonable(v) for k, v in best.items()}, "time": s.best_time}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(db, indent=1, default=repr))
-        tmp.replace(path)
+        # Write a private temporary file, then rename: a reader sees the old entry or the
+        # new one, never half of one, and concurrent tuners never share a file.
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(entry, indent=1, default=repr))
+        os.replace(tmp, path)
     except OSError:
         pass   # a read-only home must not break tuning; the result is still returned
     return best
+
+
+def autotune_path(key: str) -> Path:
+    """The file holding one autotune entry.
+
+    >>> autotune_path("abc").name
+    'abc.json'
+    """
+    return cache_dir() / "autotune" / f"{key}.json"

@@ -66,8 +66,10 @@ def test_autotune_remembers(tmp_path, monkeypatch):
     monkeypatch.setenv("METALBENCH_CACHE_DIR", str(tmp_path))
     best = scale.autotune(X, grid=N, threadgroup=[32, 64], backend="sim", repeats=1, progress=False)
     assert best["threadgroup"] in (32, 64)
-    db = json.loads((tmp_path / "autotune.json").read_text())
-    assert len(db) == 1
+    entries = list((tmp_path / "autotune").glob("*.json"))
+    assert len(entries) == 1
+    entry = json.loads(entries[0].read_text())
+    assert entry["describe"]["device"] == "sim" and entry["best"]["threadgroup"] == best["threadgroup"]
 
     def boom(*a, **k):
         raise AssertionError("should read the cache")
@@ -76,3 +78,51 @@ def test_autotune_remembers(tmp_path, monkeypatch):
     # Other shapes are tuned afresh.
     with pytest.raises(AssertionError):
         scale.autotune(X[:128], grid=128, threadgroup=[32, 64], backend="sim", repeats=1, progress=False)
+
+
+def test_autotune_key_holds_the_device(tmp_path, monkeypatch):
+    """The same kernel and shapes tuned on two GPU models are two entries."""
+    monkeypatch.setenv("METALBENCH_CACHE_DIR", str(tmp_path))
+    seen = []
+
+    def fake_sweep(kernel, *args, **kwargs):
+        s = bench.Sweep(kernel.name, "sim")
+        s.rows.append({"config": "tg", "time": 1.0, "iqr": 0.0, "ok": None, "error": None})
+        s.configs.append(bench.Config(threadgroup=len(seen) + 1))
+        seen.append(1)
+        return s
+    monkeypatch.setattr(bench, "sweep_kernel", fake_sweep)
+    for dev in ("M1 Max", "M3 Max", "M1 Max"):
+        monkeypatch.setattr(bench, "device_name", lambda backend, d=dev: f"metal:{d}")
+        bench.autotune_kernel(scale, X, grid=N, threadgroup=[32, 64], backend="sim")
+    assert len(seen) == 2                          # the third call reads the M1 entry back
+    assert len(list((tmp_path / "autotune").glob("*.json"))) == 2
+
+
+def _tune_in_process(cache, k):
+    import os
+    os.environ["METALBENCH_CACHE_DIR"] = cache
+    x = np.arange(32 * (k + 1), dtype=np.float32)
+    return dict(scale.autotune(x, grid=x.size, threadgroup=[32], backend="sim", repeats=1, progress=False))
+
+
+def test_concurrent_tuners_keep_each_others_entries(tmp_path):
+    """Processes tuning at once (different shapes) must not overwrite each other's results."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    with cf.ProcessPoolExecutor(2, mp_context=mp.get_context("spawn")) as ex:
+        bests = list(ex.map(_tune_in_process, [str(tmp_path)] * 6, range(6)))
+    assert all(b["threadgroup"] == 32 for b in bests)
+    entries = [json.loads(p.read_text()) for p in (tmp_path / "autotune").glob("*.json")]
+    assert len(entries) == 6
+    assert not list((tmp_path / "autotune").glob("*.tmp"))
+
+
+def test_device_name():
+    assert bench.device_name("sim") == "sim"
+
+
+@pytest.mark.gpu
+def test_device_name_on_the_gpu():
+    name = bench.device_name("cuda")
+    assert name.startswith("cuda:") and name != "cuda:unknown"
