@@ -471,15 +471,24 @@ class Func:
             return 0.5 * v * (1.0 + metal.tanh(0.79788456 * (v + 0.044715 * v * v * v)))
     """
 
-    def __init__(self, fn):
+    def __init__(self, fn=None, *, source: str | None = None, env: dict | None = None):
         self.fn = fn
-        self.__name__ = fn.__name__
-        self.__doc__ = fn.__doc__
+        self._source_text = source
+        self._env = env
         self._parsed = None
+        if fn is None:      # given as text (mb.func(source=...)): the name comes from its def
+            self.__name__, self.__doc__ = self.parsed().name, None
+        else:
+            self.__name__ = fn.__name__
+            self.__doc__ = fn.__doc__
 
     def parsed(self) -> F.ParsedFunction:
         if self._parsed is None:
-            self._parsed = F.parse_function(self.fn)
+            p = F.parse_function(self.fn, self._source_text, 1 if self._source_text else None,
+                                 "device function source" if self._source_text else None)
+            if self._env is not None:
+                p.env = dict(self._env)
+            self._parsed = p
         return self._parsed
 
     def __call__(self, *args, **kwargs):
@@ -491,24 +500,52 @@ class Func:
 
 
 @user_facing
-def kernel(fn=None, *, name: str | None = None):
+def kernel(fn=None, *, name: str | None = None, source: str | None = None, env: dict | None = None):
     """Decorator: turn a DSL function into a :class:`Kernel`::
 
         @mb.kernel
         def add(x, y, out: mb.Out):
             i = thread_position_in_grid.x
             out[i] = x[i] + y[i]
+
+    Where Python keeps no source (``python - <<EOF``, ``exec`` of a string, the
+    interactive prompt before 3.13), give the text; its names resolve in the caller's
+    namespace (or ``env``), as a decorated function's would:
+
+    >>> import metalbench as mb
+    >>> from metalbench.dsl import *
+    >>> k = mb.kernel(source='''
+    ... def twice(x, out: mb.Out):
+    ...     i = thread_position_in_grid.x
+    ...     out[i] = 2.0 * x[i]
+    ... ''')
+    >>> k.name, [float(v) for v in k(np.arange(3, dtype=np.float32), grid=3, backend="sim")]
+    ('twice', [0.0, 2.0, 4.0])
     """
+    if isinstance(fn, str) and source is None:
+        fn, source = None, fn
+    if source is not None:
+        from .sources import caller_namespace
+        ns = caller_namespace() if env is None else dict(env)
+        return Kernel(source=source, env=ns, first_line=1, source_name="kernel source", name=name)
     if fn is None:
         return lambda f: Kernel(f, name=name)
     return Kernel(fn, name=name)
 
 
-def func(fn):
+def func(fn=None, *, source: str | None = None, env: dict | None = None):
     """Decorator: turn a Python function into a device function callable from kernels::
 
         @mb.func
         def square(v):
             return v * v
+
+    ``mb.func(source="def square(v): return v * v")`` takes the text instead (see
+    :func:`kernel`).
     """
+    if isinstance(fn, str) and source is None:
+        fn, source = None, fn
+    if source is not None:
+        from .sources import caller_namespace
+        return Func(source=source, env=caller_namespace() if env is None else dict(env))
     return Func(fn)

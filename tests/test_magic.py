@@ -14,8 +14,8 @@ SAXPY = """def saxpy(a: float, x, y, out: mb.Out):
 
 @pytest.fixture(scope="module")
 def ip():
-    from IPython.testing.globalipapp import start_ipython
-    shell = start_ipython()
+    from IPython.testing.globalipapp import get_ipython
+    shell = get_ipython()
     shell.run_cell("import numpy as np, mlx.core as mx, metalbench as mb\nfrom metalbench.dsl import *\n"
                    "%load_ext metalbench\nn = 64\na = 2.0\nx = np.arange(n, dtype=np.float32)\n"
                    "y = np.ones(n, dtype=np.float32)\ninp = x.copy()")

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import builtins as _pybuiltins
-import inspect
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -98,15 +97,10 @@ def parse_function(fn, source_text: str | None = None, first_line: int | None = 
     ``first_line`` onwards for text (a ``%%metal`` cell body starts at line 2).
     """
     if source_text is None:
-        try:
-            lines, lineno = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as e:
-            raise KernelSyntaxError(
-                f"cannot read the source of {getattr(fn, '__name__', fn)!r}: {e}",
-                hint="define kernels in a file or a notebook cell (not with exec or in the REPL)")
+        from ..sources import function_source   # file, linecache, the 3.13+ prompt; else says what to do
+        lines, lineno, fname = function_source(fn)
         source_text = "".join(lines)
         first_line = lineno
-        fname = inspect.getsourcefile(fn) or "<kernel>"
         source_name = source_name or (fname if not fname.startswith("<") else fn.__name__)
     text = textwrap.dedent(source_text)
     src = Source(source_name or "<kernel>", text, first_line or 1)
