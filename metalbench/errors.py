@@ -69,12 +69,37 @@ class MetalbenchError(Exception):
         self.message = message
         self.span = span
         self.hint = hint
+        self.call_sites: list[Span] = []
         super().__init__(self._format())
+
+    def add_call_site(self, span: Span | None) -> "MetalbenchError":
+        """Record that the failing code was reached through a call at ``span`` (a device
+        function called from a kernel line); the message then shows that line too.
+
+        >>> src = Source("k", "def f(x):\\n    return x\\ndef k():\\n    f(1)\\n")
+        >>> e = KernelTypeError("bad", Span(src, 2, 11, 2, 12)).add_call_site(Span(src, 4, 4, 4, 8))
+        >>> print(e)                                      # doctest: +NORMALIZE_WHITESPACE
+        bad
+          k, line 2:
+            2 |     return x
+              |            ^
+        called from:
+          k, line 4:
+            4 |     f(1)
+              |     ^^^^
+        """
+        if span is not None and self.span is not None:
+            self.call_sites.append(span)
+            self.args = (self._format(),)
+        return self
 
     def _format(self) -> str:
         parts = [self.message]
         if self.span is not None:
             parts.append(self.span.excerpt())
+        for site in getattr(self, "call_sites", ()):
+            parts.append("called from:")
+            parts.append(site.excerpt())
         if self.hint:
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)
@@ -93,6 +118,31 @@ class KernelNameError(MetalbenchError):
 
 class KernelTypeError(MetalbenchError):
     """A type error: wrong argument type, float index, wrong arity of a builtin, ..."""
+
+
+class KernelInternalError(MetalbenchError):
+    """An unexpected failure inside metalbench while translating the kernel: a bug in
+    metalbench, reported at the kernel line being translated (the original exception
+    is chained as ``__cause__``)."""
+
+
+def internal_error(exc: BaseException, span: Span | None, what: str = "this line") -> KernelInternalError:
+    """The :class:`KernelInternalError` for an unexpected exception ``exc`` raised while
+    translating the code at ``span``; raise it ``from exc``.
+
+    >>> src = Source("k", "x = y\\n")
+    >>> print(internal_error(KeyError("y"), Span(src, 1, 4, 1, 5)))   # doctest: +NORMALIZE_WHITESPACE
+    internal error while translating this line: KeyError: 'y'
+      k, line 1:
+        1 | x = y
+          |     ^
+    hint: this is a bug in metalbench, not in your kernel; please report it with the kernel source (the
+    original traceback is chained below this error)
+    """
+    return KernelInternalError(
+        f"internal error while translating {what}: {type(exc).__name__}: {exc}", span,
+        hint="this is a bug in metalbench, not in your kernel; please report it with the kernel source "
+             "(the original traceback is chained below this error)")
 
 
 class KernelLaunchError(MetalbenchError):

@@ -27,9 +27,10 @@ import tree_sitter_cpp as tscpp
 
 from .. import ir
 from .. import types as T
-from ..builtins import check_atomic, registry
+from ..builtins import registry
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, Source, Span
-from .common import coerce_value, const_value, convert, fold, to_bool
+from ..semantics import MSL, Semantics
+from ..semantics.folding import coerce_value, const_value, fold
 
 _LANG = ts.Language(tscpp.language())
 _PARSER = ts.Parser(_LANG)
@@ -48,7 +49,6 @@ _ATOMIC_FNS = {a: b.extra["op"] for b in registry.all() if b.node == "Atomic" fo
 _ATOMIC_TYPES = {"atomic_int": T.int32, "atomic_uint": T.uint32, "atomic_float": T.float32,
                  "atomic_bool": T.bool_}
 _NAMESPACES = ("metal", "precise", "fast", "simd")
-_SWZ = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
 
 
 # ----------------------------------------------------------------------------- symbols
@@ -188,10 +188,6 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
 
 # ----------------------------------------------------------------------------- translator
 
-class _Return(Exception):
-    pass
-
-
 class Translator:
     def __init__(self, name, src, hsrc, template, atomic_outputs):
         self.name = name
@@ -218,6 +214,7 @@ class Translator:
         self.cur_src = src
         self.line_offset = 1
         self.tmp = 0
+        self.sem = Semantics(MSL, once=lambda e, span: self.new_tmp(e.type, e, span))
 
     # -- spans and errors
     def sp(self, node) -> Span:
@@ -362,7 +359,7 @@ class Translator:
             if isinstance(v, bool):
                 syms.setdefault(k, ir.Const(v, T.bool_))
             elif isinstance(v, int):
-                syms.setdefault(k, ir.Const(coerce_value(v, T.int32), T.int32))
+                syms.setdefault(k, self.sem.const(v, T.int32))
         self.kernel_syms = syms
         self.template_names = set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+)*"
                                              r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header))
@@ -510,7 +507,7 @@ class Translator:
             cexpr = cnode.child_by_field_name("value") or cnode.named_children[-1]
             if cnode.child_by_field_name("initializer") is not None or cexpr.type == "declaration":
                 self.unsupported(cnode, "a declaration in an if condition")
-            pre, cond = self.with_pre(lambda: to_bool(self.expr(cexpr)))
+            pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cexpr)))
             then = self.body_of(node.child_by_field_name("consequence"))
             alt = node.child_by_field_name("alternative")
             orelse = []
@@ -522,16 +519,16 @@ class Translator:
             return self.for_stmt(node)
         if k == "while_statement":
             cnode = node.child_by_field_name("condition")
-            pre, cond = self.with_pre(lambda: to_bool(self.expr(cnode.named_children[-1])))
+            pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cnode.named_children[-1])))
             body = self.body_of(node.child_by_field_name("body"))
             if pre:
-                brk = ir.If(ir.UnOp("!", cond, T.bool_, span=cond.span), [ir.Break(span=sp)], span=sp)
+                brk = ir.If(self.sem.unop("!", cond, cond.span), [ir.Break(span=sp)], span=sp)
                 return [ir.While(ir.Const(True, T.bool_), pre + [brk] + body, span=sp)]
             return [ir.While(cond, body, span=sp)]
         if k == "do_statement":
             body = self.body_of(node.child_by_field_name("body"))
             cnode = node.child_by_field_name("condition")
-            pre, cond = self.with_pre(lambda: to_bool(self.expr(cnode.named_children[-1])))
+            pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cnode.named_children[-1])))
             if pre:
                 self.unsupported(cnode, "a side effect in a do-while condition")
             return [ir.While(cond, body, do_while=True, span=sp)]
@@ -547,7 +544,7 @@ class Translator:
                 return [ir.Return(span=sp)]
             if not vals:
                 self.type_err(node, "this function must return a value")
-            pre, v = self.with_pre(lambda: convert(self.expr(vals[0]), self.ret_type))
+            pre, v = self.with_pre(lambda: self.sem.convert(self.expr(vals[0]), self.ret_type))
             return pre + [ir.Return(v, span=sp)]
         if k in ("switch_statement", "goto_statement", "labeled_statement", "try_statement",
                  "throw_statement"):
@@ -572,7 +569,7 @@ class Translator:
             cond = None
             cpre = []
             if cond_n is not None:
-                cpre, cond = self.with_pre(lambda: to_bool(self.expr(cond_n)))
+                cpre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cond_n)))
             upd_n = node.child_by_field_name("update")
             upd = []
             if upd_n is not None:
@@ -582,7 +579,7 @@ class Translator:
         finally:
             self.scopes.pop()
         if cpre:
-            brk = ir.If(ir.UnOp("!", cond, T.bool_, span=cond.span), [ir.Break(span=sp)], span=sp)
+            brk = ir.If(self.sem.unop("!", cond, cond.span), [ir.Break(span=sp)], span=sp)
             body = cpre + [brk] + body
             cond = None
         return [ir.CFor(init, cond, upd, body, span=sp)]
@@ -675,7 +672,7 @@ class Translator:
             if t != buf.elem:
                 self.type_err(d, f"cannot point a {t.name}* at {buf.elem.name} data")
             off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
-            offv = convert(arg.offset, T.int64) if arg.offset is not None else ir.Const(0, T.int64)
+            offv = self.sem.convert(arg.offset, T.int64) if arg.offset is not None else ir.Const(0, T.int64)
             self.scopes[-1][name] = Ptr(buf, off)
             return [ir.Decl(off, offv, span=sp)]
         if d.type == "reference_declarator":
@@ -694,14 +691,14 @@ class Translator:
                     val = self.vec_cons(t, args, init)
                 else:
                     items = init.named_children
-                    val = convert(self.expr(items[0]), t) if items else ir.Const(coerce_value(0, t), t)
+                    val = self.sem.convert(self.expr(items[0]), t) if items else self.sem.const(0, t, sp)
             elif init.type == "argument_list":  # float x(1.0f);
                 val = self.expr(init.named_children[0])
             else:
                 val = self.expr(init)
             if t == "auto":
                 t = val.type
-            val = convert(val, t)
+            val = self.sem.convert(val, t)
         elif t == "auto":
             self.type_err(d, "'auto' needs an initialiser")
         if top or space == "constant" or (is_const and not self.in_kernel and not self.scopes[1:]):
@@ -727,7 +724,7 @@ class Translator:
             if c.type == "initializer_list":
                 vals.extend(self.init_list(c, elem))
                 continue
-            v = const_value(convert(self.expr(c), elem))
+            v = const_value(self.sem.convert(self.expr(c), elem))
             if v is None:
                 self.type_err(c, "array initialisers must be compile-time constants")
             vals.append(v)
@@ -766,8 +763,8 @@ class Translator:
             r = rhs if rhs is not None else (self.expr(rhs_node) if rhs_node is not None
                                              else ir.Const(1, T.int32, span=sp))
             if op is None:
-                return convert(r, t)
-            return convert(self.binop(op, cur, r, lhs), t)
+                return self.sem.convert(r, t)
+            return self.sem.convert(self.binop(op, cur, r, lhs), t)
         k = lhs.type
         if k == "parenthesized_expression":
             return self.assign(lhs.named_children[0], op, rhs_node, sp, rhs)
@@ -802,20 +799,17 @@ class Translator:
             if not isinstance(var, ir.Var) or not isinstance(var.type, T.VectorType):
                 self.unsupported(lhs, "assignment to this member")
             vt = var.type
-            idxs = [_SWZ.get(c) for c in comps]
-            if None in idxs or max(idxs) >= vt.n:
-                self.type_err(lhs, f"no component '{comps}' in {vt.name}")
-            ct = vt.elem if len(idxs) == 1 else T.vector_of(vt.elem, len(idxs))
-            cur = ir.Swizzle(var, comps, ct, span=self.sp(lhs))
+            cur = self.sem.component(var, comps, self.sp(lhs))
+            idxs = ["xyzw".index(c) for c in cur.components]
+            ct = cur.type
             newv = value(cur, ct)
             if len(idxs) > 1:
                 tmp = self.new_tmp(ct, newv, sp)
-                self.pre_flush = True
-                parts = {i: ir.Swizzle(tmp, "xyzw"[j], vt.elem) for j, i in enumerate(idxs)}
+                parts = {i: self.sem.component(tmp, "xyzw"[j], sp) for j, i in enumerate(idxs)}
             else:
                 parts = {idxs[0]: newv}
-            args = [parts.get(i, ir.Swizzle(var, "xyzw"[i], vt.elem)) for i in range(vt.n)]
-            return [ir.Assign(var, ir.VecCons(vt, args, span=sp), span=sp)]
+            args = [parts.get(i) or self.sem.component(var, "xyzw"[i], sp) for i in range(vt.n)]
+            return [ir.Assign(var, self.sem.vector(vt, args, sp), span=sp)]
         self.unsupported(lhs, f"assignment to '{self.text(lhs)}'")
 
     # -- locations
@@ -830,13 +824,8 @@ class Translator:
         raise KeyError(name)
 
     def index_expr(self, node):
-        e = self.expr(node)
-        if not (isinstance(e.type, T.ScalarType) and (e.type.is_int or e.type.is_bool)):
-            self.type_err(node, f"array index must be an integer, not {e.type.name}",
-                          hint="convert it, e.g. uint(x)")
-        if e.type.is_bool or e.type.rank < T.int32.rank:
-            e = convert(e, T.promote_int(e.type))
-        return e
+        """An array index (see :meth:`Semantics.index`)."""
+        return self.sem.index(self.expr(node), self.sp(node))
 
     def location(self, node):
         """(Buf, linear index) of ``a[i]``, ``a[i][j]``, ``*p``, ``p[i]``."""
@@ -875,8 +864,7 @@ class Translator:
     def add_idx(self, a, b):
         if a is None:
             return b
-        t = T.binary_result(a.type, b.type)
-        return fold(ir.BinOp("+", convert(a, t), convert(b, t), t, span=b.span))
+        return self.sem.binop("+", a, b, b.span)
 
     def linear(self, buf, idxs, node):
         shape = buf.shape or (None,)
@@ -884,12 +872,7 @@ class Translator:
             self.type_err(node, f"too many indices for '{self.text(node).split('[')[0]}'")
         if len(idxs) < len(shape):
             self.type_err(node, "a partial index of a multi-dimensional array is not a value")
-        e = idxs[0]
-        for d, i in zip(shape[1:], idxs[1:]):
-            t = T.binary_result(e.type, i.type)
-            m = ir.BinOp("*", convert(e, t), ir.Const(coerce_value(d, t), t), t, span=e.span)
-            e = ir.BinOp("+", m, convert(i, t), t, span=i.span)
-        return fold(e)
+        return self.sem.linear_index(idxs, list(shape), self.sp(node))
 
     def bufarg(self, node):
         """A BufArg for a pointer-valued expression (``x``, ``x + off``, ``&x[i]``,
@@ -910,7 +893,8 @@ class Translator:
                 return None
             off = self.index_expr(node.child_by_field_name("right"))
             if self.text(node.child_by_field_name("operator")) == "-":
-                off = ir.UnOp("-", off, off.type, span=off.span)
+                base = a.offset if a.offset is not None else ir.Const(0, T.int32)
+                return ir.BufArg(a.buf, self.sem.binop("-", base, off, off.span), span=self.sp(node))
             return ir.BufArg(a.buf, self.add_idx(a.offset, off), span=self.sp(node))
         if k == "pointer_expression" and self.text(node).lstrip().startswith("&"):
             buf, idx = self.location(node.child_by_field_name("argument"))
@@ -921,32 +905,14 @@ class Translator:
                 sym = self.lookup(self.text(base))
                 if isinstance(sym, Buf) and sym.shape and len(sym.shape) == 2:
                     i = self.index_expr(node.child_by_field_name("indices").named_children[0])
-                    t = i.type
-                    off = fold(ir.BinOp("*", i, ir.Const(coerce_value(sym.shape[1], t), t), t))
+                    off = self.sem.binop("*", i, ir.Const(int(sym.shape[1]), T.int32), i.span)
                     return ir.BufArg(sym.name, off, span=self.sp(node))
         return None
 
     # -- expressions
     def binop(self, op, a, b, node):
-        sp = self.sp(node)
-        if op in ("&&", "||"):
-            return ir.Logical("and" if op == "&&" else "or", to_bool(a), to_bool(b), T.bool_, span=sp)
-        try:
-            if op in ("<<", ">>"):
-                ta, tb = _promote(a.type), _promote(b.type)
-                return ir.BinOp(op, convert(a, ta), convert(b, tb), ta, span=sp)
-            t = T.binary_result(a.type, b.type)
-        except T.TypeError_ as e:
-            self.type_err(node, str(e))
-        if op in ("%", "&", "|", "^") and T.elem_of(t).is_float:
-            if op == "%":
-                self.type_err(node, "'%' needs integer operands; use fmod for floats")
-            self.type_err(node, f"'{op}' needs integer operands, not {t.name}")
-        a, b = convert(a, t), convert(b, t)
-        if op in ir.COMPARE_OPS:
-            rt = T.bool_ if isinstance(t, T.ScalarType) else T.vector_of(T.bool_, t.n)
-            return fold(ir.BinOp(op, a, b, rt, span=sp))
-        return fold(ir.BinOp(op, a, b, t, span=sp))
+        """C's binary operator ``op`` (see :meth:`Semantics.binop`)."""
+        return self.sem.binop(op, a, b, self.sp(node))
 
     def expr(self, node, stmt=False) -> ir.Expr:
         k = node.type
@@ -959,7 +925,7 @@ class Translator:
                 self.type_err(node, f"bad number '{self.text(node)}'")
             return ir.Const(v, t, span=sp)
         if k in ("true", "false"):
-            return ir.Const(k == "true", T.bool_, span=sp)
+            return self.sem.bool_const(k == "true", sp)
         if k == "char_literal":
             return ir.Const(ord(self.text(node)[1]), T.int8, span=sp)
         if k in ("identifier", "qualified_identifier"):
@@ -970,12 +936,7 @@ class Translator:
             if self.text(node.child_by_field_name("operator")) != "." or \
                     not isinstance(base.type, T.VectorType):
                 self.type_err(node, f"'{self.text(node)}': member access needs a vector")
-            idxs = [_SWZ.get(c) for c in comps]
-            if not comps or None in idxs or max(idxs) >= base.type.n or len(comps) > 4:
-                self.type_err(node, f"no component '{comps}' in {base.type.name}")
-            comps = "".join("xyzw"[i] for i in idxs)
-            t = base.type.elem if len(comps) == 1 else T.vector_of(base.type.elem, len(comps))
-            return ir.Swizzle(base, comps, t, span=sp)
+            return self.sem.component(base, comps, sp)
         if k == "subscript_expression":
             base = node.child_by_field_name("argument")
             if base.type == "identifier":
@@ -984,9 +945,9 @@ class Translator:
                     return self.shape_index(sym, node)
                 if isinstance(sym, ir.Var) and isinstance(sym.type, T.VectorType):
                     i = const_value(self.expr(node.child_by_field_name("indices").named_children[0]))
-                    if i is None or not 0 <= int(i) < sym.type.n:
+                    if i is None:
                         self.unsupported(node, "indexing a vector with a run-time index")
-                    return ir.Swizzle(sym, "xyzw"[int(i)], sym.type.elem, span=sp)
+                    return self.sem.vector_index(ir.Var(sym.name, sym.type, span=sp), int(i), sp)
             buf, idx = self.location(node)
             if buf.atomic:
                 self.type_err(node, f"'{buf.name}' is atomic; read it with atomic_load_explicit")
@@ -1018,27 +979,16 @@ class Translator:
         if k == "unary_expression":
             op = self.text(node.child_by_field_name("operator"))
             a = self.expr(node.child_by_field_name("argument"))
-            if op == "+":
-                return convert(a, _promote(a.type))
-            if op == "!":
-                return fold(ir.UnOp("!", to_bool(a), T.bool_, span=sp))
-            t = _promote(a.type)
-            if op == "~" and T.elem_of(t).is_float:
-                self.type_err(node, "'~' needs an integer operand")
-            return fold(ir.UnOp(op, convert(a, t), t, span=sp))
+            return self.sem.unop(op, a, sp)
         if k == "conditional_expression":
-            c = to_bool(self.expr(node.child_by_field_name("condition")))
+            c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
             self.lazy += 1
             try:
                 a = self.expr(node.child_by_field_name("consequence"))
                 b = self.expr(node.child_by_field_name("alternative"))
             finally:
                 self.lazy -= 1
-            try:
-                t = a.type if a.type == b.type else T.binary_result(a.type, b.type)
-            except T.TypeError_ as e:
-                self.type_err(node, str(e))
-            return ir.Select(c, convert(a, t), convert(b, t), t, span=sp)
+            return self.sem.select(c, a, b, sp)
         if k == "cast_expression":
             tn = node.child_by_field_name("type")
             val = node.child_by_field_name("value")
@@ -1090,7 +1040,7 @@ class Translator:
     def shape_at(self, sym, i, sp):
         c = const_value(i)
         if sym.kind == "strides":
-            return ir.StrideOf(sym.buf, convert(i, T.int32) if c is None else ir.Const(int(c), T.int32),
+            return ir.StrideOf(sym.buf, self.sem.convert(i, T.int32) if c is None else ir.Const(int(c), T.int32),
                                T.int64, span=sp)
         if c is not None:
             if not 0 <= int(c) < max(sym.ndim, 1):
@@ -1100,8 +1050,8 @@ class Translator:
         # a run-time dimension: select among the (statically known) dimensions
         e = ir.ShapeOf(sym.buf, sym.ndim - 1, T.int32, span=sp)
         for d in range(sym.ndim - 2, -1, -1):
-            cond = ir.BinOp("==", convert(i, T.int32), ir.Const(d, T.int32), T.bool_, span=sp)
-            e = ir.Select(cond, ir.ShapeOf(sym.buf, d, T.int32, span=sp), e, T.int32, span=sp)
+            cond = self.sem.binop("==", self.sem.convert(i, T.int32), ir.Const(d, T.int32), sp)
+            e = self.sem.select(cond, ir.ShapeOf(sym.buf, d, T.int32, span=sp), e, sp)
         return e
 
     def name_expr(self, node):
@@ -1129,8 +1079,7 @@ class Translator:
                 raise KernelNameError(
                     f"'{name}' is not declared in header functions", sp,
                     hint="MLX declares thread attributes only in the kernel body; pass it as an argument")
-            t = T.uint3 if ir.THREAD_ATTRIBUTES[name] == "uint3" else T.uint32
-            return ir.ThreadAttr(name, t, span=sp)
+            return self.sem.thread_attr(name, sp)
         consts = {"M_PI_F": 3.14159265358979, "M_E_F": 2.718281828459045, "INFINITY": float("inf"),
                   "NAN": float("nan"), "MAXFLOAT": 3.4028234663852886e38, "FLT_MAX": 3.4028234663852886e38,
                   "HUGE_VALF": float("inf"), "M_SQRT2_F": 1.4142135623730951, "M_LN2_F": 0.6931471805599453,
@@ -1140,7 +1089,7 @@ class Translator:
         if name in consts:
             v = consts[name]
             t = T.float32 if isinstance(v, float) else (T.uint32 if name == "UINT_MAX" else T.int32)
-            return ir.Const(coerce_value(v, t), t, span=sp)
+            return self.sem.const(v, t, sp)
         if txt.startswith("memory_order") or txt.startswith("mem_flags"):
             self.type_err(node, f"'{txt}' is only meaningful as an argument of an atomic or barrier")
         raise KernelNameError(f"use of undeclared identifier '{name}'", sp,
@@ -1157,36 +1106,17 @@ class Translator:
         return "::".join(parts)
 
     def cast_to(self, t, args, node):
+        """``T(args)``, ``(T)x``, ``static_cast<T>(x)`` (see :meth:`Semantics.cast`)."""
         sp = self.sp(node)
         if isinstance(t, T.VectorType):
             return self.vec_cons(t, args, node)
         if len(args) != 1:
             self.type_err(node, f"{t.msl}(...) takes one argument")
-        a = args[0]
-        if isinstance(a.type, T.VectorType):
-            self.type_err(node, f"cannot convert {a.type.name} to {t.msl}")
-        return convert(a, t, sp) if not isinstance(a, ir.Const) else ir.Const(
-            coerce_value(a.value, t), t, span=sp)
+        return self.sem.cast(t, args[0], sp)
 
     def vec_cons(self, t, args, node):
-        sp = self.sp(node)
-        if len(args) == 1 and isinstance(args[0].type, T.VectorType):
-            a = args[0]
-            if a.type.n != t.n:
-                self.type_err(node, f"cannot convert {a.type.name} to {t.name}")
-            return a if a.type == t else ir.Cast(t, a, span=sp)
-        n = 0
-        conv = []
-        for a in args:
-            if isinstance(a.type, T.VectorType):
-                n += a.type.n
-                conv.append(convert(a, T.vector_of(t.elem, a.type.n)))
-            else:
-                n += 1
-                conv.append(convert(a, t.elem))
-        if not (n == t.n or (len(args) == 1 and n == 1)):
-            self.type_err(node, f"{t.name}(...) needs {t.n} components, got {n}")
-        return ir.VecCons(t, conv, span=sp)
+        """The vector constructor ``float4(...)`` (see :meth:`Semantics.vector`)."""
+        return self.sem.vector(t, args, self.sp(node))
 
     def call(self, node, stmt=False):
         sp = self.sp(node)
@@ -1206,8 +1136,8 @@ class Translator:
                 and self.is_type_name(fn) and self.lookup(name) is None or isinstance(self.lookup(name), _TypeName):
             t, _ = self.resolve_type(fn)
             if not argn:
-                return ir.Const(coerce_value(0, t), t, span=sp) if isinstance(t, T.ScalarType) else \
-                    ir.VecCons(t, [ir.Const(coerce_value(0, t.elem), t.elem)], span=sp)
+                return self.sem.const(0, t, sp) if isinstance(t, T.ScalarType) else \
+                    self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
             return self.cast_to(t, [self.expr(a) for a in argn], node)
         if name in ("threadgroup_barrier", "simdgroup_barrier"):
             if not stmt:
@@ -1220,19 +1150,17 @@ class Translator:
             return self.user_call(name, argn, targs, node)
         if name == "select" and len(argn) == 3:
             a, b, c = (self.expr(x) for x in argn)
-            t = a.type if a.type == b.type else T.binary_result(a.type, b.type)
-            return ir.Select(to_bool(c), convert(b, t), convert(a, t), t, span=sp)
+            return self.sem.select(c, b, a, sp)
         if name == "dot" and len(argn) == 2:
             a, b = (self.expr(x) for x in argn)
             if not isinstance(a.type, T.VectorType):
                 self.type_err(node, "dot needs vectors")
-            t = T.binary_result(a.type, b.type)
-            a, b = convert(a, t), convert(b, t)
+            t = self.sem.common_type(a.type, b.type, sp)
+            a, b = self.sem.convert(a, t), self.sem.convert(b, t)
             e = None
-            for i in range(t.n):
-                c = "xyzw"[i]
-                p = ir.BinOp("*", ir.Swizzle(a, c, t.elem), ir.Swizzle(b, c, t.elem), t.elem, span=sp)
-                e = p if e is None else ir.BinOp("+", e, p, t.elem, span=sp)
+            for c in "xyzw"[:t.n]:
+                p = self.sem.binop("*", self.sem.component(a, c, sp), self.sem.component(b, c, sp), sp)
+                e = p if e is None else self.sem.binop("+", e, p, sp)
             return e
         b = registry.lookup(self.text(fn).replace(" ", "") if fn.type != "template_function" else name)
         if b is None and registry.lookup(name) is not None and registry.lookup(name).kind != "node":
@@ -1243,8 +1171,7 @@ class Translator:
             for a, n in zip(args, argn):
                 if a.type is None:
                     self.type_err(n, "this has no value (void)")
-            sig = b.typecheck([a.type for a in args], sp)
-            return ir.Call(b.name, [convert(a, t) for a, t in zip(args, sig.params)], sig.result, span=sp)
+            return self.sem.builtin(b.name, args, sp)
         if isinstance(self.lookup(name), (ir.Var, Buf)):
             self.type_err(node, f"'{name}' is not a function")
         if name.startswith(("simdgroup_", "quad_", "simd_")) or name in (
@@ -1269,9 +1196,9 @@ class Translator:
                           else "declare it as threadgroup atomic<T>")
         idx = arg.offset if arg.offset is not None else ir.Const(0, T.int32)
         t = buf.elem
-        check_atomic(op, t, sp, what=name, buffer=buf.name)
+        self.sem.check_atomic(op, t, buf.space, buf.name, sp, who=name)
         if op == "load":
-            return ir.Atomic("load", buf.name, idx, [], t, span=sp)
+            return self.sem.atomic("load", buf.name, t, buf.space, idx, [], sp, who=name)
         if op == "cas":
             if len(argn) < 3:
                 self.type_err(node, f"{name}(object, &expected, desired, order, order)")
@@ -1281,25 +1208,27 @@ class Translator:
             evar = self.expr(exp_node.child_by_field_name("argument"))
             if not isinstance(evar, ir.Var):
                 self.unsupported(exp_node, "an expected value that is not a local variable")
-            desired = convert(self.expr(argn[2]), t)
-            old = self.new_tmp(t, ir.Atomic("cas", buf.name, idx, [convert(evar, t), desired], t, span=sp), sp)
-            ok = self.new_tmp(T.bool_, ir.BinOp("==", old, convert(evar, t), T.bool_, span=sp), sp)
-            self.emit_pre(ir.Assign(evar, convert(old, evar.type), span=sp), sp)
+            desired = self.expr(argn[2])
+            old = self.new_tmp(t, self.sem.atomic("cas", buf.name, t, buf.space, idx, [evar, desired], sp,
+                                                  who=name), sp)
+            ok = self.new_tmp(T.bool_, self.sem.binop("==", old, self.sem.convert(evar, t), sp), sp)
+            self.emit_pre(ir.Assign(evar, self.sem.convert(old, evar.type), span=sp), sp)
             return ok
         if len(argn) < 2:
             self.type_err(node, f"{name} needs a value")
-        v = convert(self.expr(argn[1]), t)
-        return ir.Atomic(op, buf.name, idx, [v], t, span=sp)
+        return self.sem.atomic(op, buf.name, t, buf.space, idx, [self.expr(argn[1])], sp, who=name)
 
     def util(self, name, argn, node):
         sp = self.sp(node)
+        S = self.sem
         if name == "ceildiv":
+            if len(argn) != 2:
+                self.type_err(node, "ceildiv(a, b) takes 2 arguments")
             a, b = (self.expr(x) for x in argn)
-            t = T.binary_result(a.type, b.type)
-            a, b = convert(a, t), convert(b, t)
-            one = ir.Const(coerce_value(1, t), t)
-            num = ir.BinOp("-", ir.BinOp("+", a, b, t, span=sp), one, t, span=sp)
-            return ir.BinOp("/", num, b, t, span=sp)
+            t = S.common_type(a.type, b.type, sp)
+            a, b = S.convert(a, t), S.convert(b, t)
+            num = S.binop("-", S.binop("+", a, b, sp), S.const(1, t, sp), sp)
+            return S.binop("/", num, b, sp)
 
         def arr(n, kind):
             sym = self.lookup(self.text(n)) if n.type == "identifier" else None
@@ -1307,6 +1236,13 @@ class Translator:
                 self.unsupported(n, f"{name} with an argument other than an input's _{kind}")
             return sym
         i64 = T.int64
+
+        def op(o, x, y):
+            return S.binop(o, x, y, sp)
+
+        def dim(sym, d):        # x_shape[d] or x_strides[d], as int64
+            return S.convert(self.shape_at(sym, ir.Const(d, T.int32), sp), i64)
+
         if name == "elem_to_loc":
             if len(argn) != 4:
                 self.type_err(node, "elem_to_loc(elem, x_shape, x_strides, x_ndim)")
@@ -1318,39 +1254,36 @@ class Translator:
             nd = int(nd)
             if isinstance(elem.type, T.VectorType):
                 # the uint3 overload: x, y index the last two dims, z the rest
-                ex, ey, ez = (convert(ir.Swizzle(elem, c, elem.type.elem), i64) for c in "xyz")
-                loc = ir.BinOp("*", ex, self.shape_at(strd, ir.Const(nd - 1, T.int32), sp), i64)
+                ex, ey, ez = (S.convert(S.component(elem, c, sp), i64) for c in "xyz")
+                loc = op("*", ex, dim(strd, nd - 1))
                 if nd >= 2:
-                    loc = ir.BinOp("+", loc, ir.BinOp("*", ey, self.shape_at(strd, ir.Const(nd - 2, T.int32), sp), i64), i64)
+                    loc = op("+", loc, op("*", ey, dim(strd, nd - 2)))
                 div = None
                 for d in range(nd - 3, -1, -1):
-                    s = convert(self.shape_at(shp, ir.Const(d, T.int32), sp), i64)
-                    q = ez if div is None else ir.BinOp("/", ez, div, i64)
-                    loc = ir.BinOp("+", loc, ir.BinOp("*", ir.BinOp("%", q, s, i64), self.shape_at(strd, ir.Const(d, T.int32), sp), i64), i64)
-                    div = s if div is None else ir.BinOp("*", div, s, i64)
+                    size = dim(shp, d)
+                    q = ez if div is None else op("/", ez, div)
+                    loc = op("+", loc, op("*", op("%", q, size), dim(strd, d)))
+                    div = size if div is None else op("*", div, size)
                 return _span_all(loc, sp)
-            e = convert(elem, i64)
+            e = S.convert(elem, i64)
             loc = None
             div = None
             for d in range(nd - 1, -1, -1):
-                s = convert(self.shape_at(shp, ir.Const(d, T.int32), sp), i64)
-                q = e if div is None else ir.BinOp("/", e, div, i64)
-                term = ir.BinOp("*", ir.BinOp("%", q, s, i64), self.shape_at(strd, ir.Const(d, T.int32), sp), i64)
-                loc = term if loc is None else ir.BinOp("+", loc, term, i64)
-                div = s if div is None else ir.BinOp("*", div, s, i64)
+                size = dim(shp, d)
+                q = e if div is None else op("/", e, div)
+                term = op("*", op("%", q, size), dim(strd, d))
+                loc = term if loc is None else op("+", loc, term)
+                div = size if div is None else op("*", div, size)
             return _span_all(loc if loc is not None else ir.Const(0, i64), sp)
         if name == "elem_to_loc_1":
-            e = convert(self.expr(argn[0]), i64)
-            s = self.expr(argn[1])
-            return ir.BinOp("*", e, convert(s, i64), i64, span=sp)
+            return op("*", S.convert(self.expr(argn[0]), i64), S.convert(self.expr(argn[1]), i64))
         n = int(name[-1])
         elem = self.expr(argn[0])
         strd = arr(argn[1], "strides")
         loc = None
         for j in range(n):
-            c = convert(ir.Swizzle(elem, "xyz"[j], elem.type.elem), i64)
-            term = ir.BinOp("*", c, self.shape_at(strd, ir.Const(n - 1 - j, T.int32), sp), i64)
-            loc = term if loc is None else ir.BinOp("+", loc, term, i64)
+            term = op("*", S.convert(S.component(elem, "xyz"[j], sp), i64), dim(strd, n - 1 - j))
+            loc = term if loc is None else op("+", loc, term)
         return _span_all(loc, sp)
 
     # -- device functions
@@ -1476,7 +1409,7 @@ class Translator:
              self.lazy, self.ret_type, self.in_kernel) = saved
         conv_args = []
         for a, p in zip(args, fparams):
-            conv_args.append(a if p.space else convert(a, p.type))
+            conv_args.append(a if p.space else self.sem.convert(a, p.type))
         return ir.FuncCall(fname, conv_args, ret, span=sp)
 
     def buf_of_outer(self, name, saved):
@@ -1506,13 +1439,6 @@ def _type_of_descriptor(n):
     if n.type == "type_descriptor":
         return n.child_by_field_name("type")
     return n
-
-
-def _promote(t):
-    if isinstance(t, T.VectorType):
-        e = T.promote_int(t.elem) if t.elem.is_bool else t.elem
-        return T.vector_of(e, t.n)
-    return T.promote_int(t)
 
 
 def _span_all(e, sp):

@@ -35,10 +35,9 @@ import numpy as np
 from .. import dsl
 from .. import ir
 from .. import types as T
-from ..builtins import check_atomic, registry
+from ..builtins import registry
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError, Source, Span
-from ..passes.fold import fold_binop, fold_cast, fold_unop
-from .common import convert
+from ..semantics import DSL, RuleSet, Semantics
 
 
 # ----------------------------------------------------------------------------- markers
@@ -87,6 +86,7 @@ class ParsedFunction:
     source: Source
     env: dict
     name: str
+    rules: RuleSet | None = None   # the language rules (None: the DSL's; the Numba layer sets NUMBA)
 
 
 def parse_function(fn, source_text: str | None = None, first_line: int | None = None,
@@ -171,8 +171,9 @@ class Binding:
 class Module:
     """State shared by a kernel and the device functions it calls during one translation."""
 
-    def __init__(self, kernel_name: str):
+    def __init__(self, kernel_name: str, rules: RuleSet = DSL):
         self.kernel_name = kernel_name
+        self.rules = rules
         self.functions: dict[tuple, ir.Function] = {}
         self.order: list[ir.Function] = []
         self.in_progress: set = set()
@@ -212,6 +213,7 @@ _UNSUPPORTED_EXPR = {
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
            ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&",
            ast.BitOr: "|", ast.BitXor: "^", ast.MatMult: "@"}
+_UNOPS = {ast.Not: "!", ast.UAdd: "+", ast.USub: "-", ast.Invert: "~"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 
 
@@ -264,6 +266,7 @@ class FunctionTranslator:
         self.ret_type = ret_hint
         self._pending_list: list = []
         self._names: dict = {}
+        self.sem = Semantics(module.rules, once=self._once)
         # Parameters the body assigns to are copied into locals first: MLX passes
         # scalars as `constant T&`, and a device function's parameters are values.
         assigned = {n.id for n in ast.walk(parsed.fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -314,7 +317,7 @@ class FunctionTranslator:
         return _span(self.src, node)
 
     def err(self, cls, msg, node, hint=None):
-        return cls(msg, self.span(node), hint)
+        return cls(msg, self._as_span(node), hint)
 
     # -- names -------------------------------------------------------------------
     def lookup(self, name: str, node) -> Binding:
@@ -349,39 +352,32 @@ class FunctionTranslator:
             vt = self.var_types.get(name, t)
         v = self.vars.get(name)
         if v is None:
-            v = ir.Var(self.fresh(name, ("local", name)), vt, span=self.span(node))
+            v = ir.Var(self.fresh(name, ("local", name)), vt, span=self._as_span(node))
             self.vars[name] = v
         return v
 
+    def _as_span(self, node_or_span) -> Span:
+        return node_or_span if isinstance(node_or_span, Span) else self.span(node_or_span)
+
     def _join(self, a, b):
-        if a == b:
-            return a
-        if isinstance(a, T.ScalarType) and isinstance(b, T.ScalarType):
-            if a.is_bool and b.is_bool:
-                return T.bool_
-            return T.binary_result(a, b)
-        try:
-            return T.binary_result(a, b)
-        except T.TypeError_:
-            return a
+        return self.sem.join(a, b)
+
+    def _once(self, e: ir.Expr, span: Span) -> ir.Var:
+        """The semantic layer's ``once`` hook: ``e`` stored in a temporary (declared with
+        the locals, assigned just before the statement that uses it)."""
+        key = ("once", span.line, span.col, span.end_line, span.end_col)
+        tmp = self.local_var(self.fresh("_p", key), e.type, span)
+        self._pending_list.append(ir.Assign(tmp, e, span=span))
+        return ir.Var(tmp.name, e.type, span=span)
 
     # -- conversions -------------------------------------------------------------
     def conv(self, e: ir.Expr, t, node=None) -> ir.Expr:
-        """``e`` as type ``t`` (see :func:`common.convert`), refusing what MSL refuses."""
-        if isinstance(t, T.VectorType) and isinstance(e.type, T.VectorType) and t.n != e.type.n:
-            raise KernelTypeError(f"cannot convert {e.type.name} to {t.name}", e.span)
-        if isinstance(t, T.ScalarType) and isinstance(e.type, T.VectorType):
-            raise KernelTypeError(f"cannot convert vector {e.type.name} to scalar {t.name}", e.span,
-                                  hint="pick a component, e.g. v.x")
-        return convert(e, t)
+        """``e`` implicitly converted to ``t`` (see :meth:`Semantics.convert`)."""
+        return self.sem.convert(e, t)
 
     def to_bool(self, e: ir.Expr) -> ir.Expr:
-        if e.type == T.bool_:
-            return e
-        if isinstance(e.type, T.VectorType):
-            raise KernelTypeError(f"a {e.type.name} vector cannot be a condition", e.span,
-                                  hint="compare components, e.g. v.x > 0")
-        return self.conv(e, T.bool_)
+        """``e`` as a condition (see :meth:`Semantics.to_bool`)."""
+        return self.sem.to_bool(e)
 
     # -- statements ----------------------------------------------------------------
     def block(self, stmts) -> list[ir.Stmt]:
@@ -497,7 +493,7 @@ class FunctionTranslator:
         else:
             v = self.expr(value_node)
             if isinstance(v.type, T.VectorType) and v.type.n == len(target.elts):
-                values = [ir.Swizzle(v, "xyzw"[k], v.type.elem, span=v.span) for k in range(v.type.n)]
+                values = [self.sem.component(v, "xyzw"[k], v.span) for k in range(v.type.n)]
             else:
                 raise KernelSyntaxError("tuple assignment needs a tuple, a vector or x.shape on the right",
                                         sp)
@@ -602,7 +598,7 @@ class FunctionTranslator:
             start, stop, step = args
         if isinstance(step, ir.Const) and step.value == 0:
             raise self.err(KernelTypeError, "range() step must not be zero", it.args[2])
-        t = T.promote_int(T.binary_result(start.type, stop.type))
+        t = self.sem.rules.promote(self.sem.rules.arith(start.type, stop.type))
         if not isinstance(s.target, ast.Name):
             raise KernelSyntaxError("the loop variable must be a plain name", self.span(s.target))
         name = s.target.id
@@ -698,28 +694,14 @@ class FunctionTranslator:
             return self.binop(op, a, b, node)
         if isinstance(node, ast.UnaryOp):
             a = self.expr(node.operand)
-            if isinstance(node.op, ast.Not):
-                a = self.to_bool(a)
-                return self.fold(ir.UnOp("!", a, T.bool_, span=sp))
-            if isinstance(node.op, ast.UAdd):
-                return a
-            if isinstance(node.op, ast.Invert):
-                if not T.elem_of(a.type).is_int and not a.type == T.bool_:
-                    raise self.err(KernelTypeError, f"~ needs an integer, got {a.type.name}", node)
-                t = T.promote_int(a.type) if isinstance(a.type, T.ScalarType) else a.type
-                return self.fold(ir.UnOp("~", self.conv(a, t), t, span=sp))
-            t = T.promote_int(a.type) if isinstance(a.type, T.ScalarType) else a.type
-            return self.fold(ir.UnOp("-", self.conv(a, t), t, span=sp))
+            return self.sem.unop(_UNOPS[type(node.op)], a, sp)
         if isinstance(node, ast.BoolOp):
             op = "and" if isinstance(node.op, ast.And) else "or"
-            vals = [self.to_bool(self.expr(v)) for v in node.values]
+            vals = [self.expr(v) for v in node.values]
             r = vals[0]
             for v in vals[1:]:
-                if isinstance(r, ir.Const):
-                    r = v if (r.value if op == "and" else not r.value) else r
-                else:
-                    r = ir.Logical(op, r, v, T.bool_, span=sp)
-            return r
+                r = self.sem.logical(op, r, v, sp)
+            return self.to_bool(r)
         if isinstance(node, ast.Compare):
             parts = []
             left = self.expr(node.left)
@@ -732,16 +714,13 @@ class FunctionTranslator:
                 left = right
             r = parts[0]
             for p in parts[1:]:
-                r = ir.Logical("and", r, p, T.bool_, span=sp)
+                r = self.sem.logical("and", r, p, sp)
             return r
         if isinstance(node, ast.IfExp):
-            c = self.to_bool(self.expr(node.test))
+            c = self.expr(node.test)
             a = self.expr(node.body)
             b = self.expr(node.orelse)
-            t = self._join(a.type, b.type)
-            if isinstance(c, ir.Const):
-                return self.conv(a if c.value else b, t)
-            return ir.Select(c, self.conv(a, t), self.conv(b, t), t, span=sp)
+            return self.sem.select(c, a, b, sp)
         if isinstance(node, ast.Call):
             e = self.call(node)
             if e is None or isinstance(e, ir.Stmt):
@@ -756,21 +735,21 @@ class FunctionTranslator:
         raise KernelSyntaxError(f"{type(node).__name__} expressions are not supported in kernels", sp)
 
     def const(self, value, node) -> ir.Expr:
+        """A Python number as a constant: ``int`` and ``float`` literals are typed by the
+        rules (int32/int64/uint64 by size, float32), NumPy scalars keep their dtype
+        (float64 becomes float32)."""
         sp = self.span(node)
         if isinstance(value, (bool, np.bool_)):
-            return ir.Const(bool(value), T.bool_, span=sp)
+            return self.sem.bool_const(value, sp)
         if isinstance(value, (int, np.integer)) and not isinstance(value, np.generic):
-            try:
-                return ir.Const(int(value), T.literal_int_type(int(value)), span=sp)
-            except Exception:
-                raise self.err(KernelTypeError, f"integer {value} does not fit in 64 bits", node)
+            return self.sem.int_literal(int(value), sp)
         if isinstance(value, float):
-            return ir.Const(fold_cast(value, T.float32), T.float32, span=sp)
+            return self.sem.float_literal(value, sp)
         if isinstance(value, np.generic):
             t = resolve_dtype(value.dtype) if value.dtype != np.float64 else T.float32
             if t is None:
                 raise self.err(KernelTypeError, f"unsupported constant type {value.dtype}", node)
-            return ir.Const(fold_cast(value.item(), t), t, span=sp)
+            return self.sem.const(value.item(), t, sp)
         raise self.err(KernelTypeError, f"{type(value).__name__} constants are not supported in kernels "
                                         f"(got {value!r})", node,
                        hint="kernels use numbers, booleans and arrays")
@@ -800,8 +779,8 @@ class FunctionTranslator:
                        hint="kernels can use numbers, arrays, thread attributes and builtins")
 
     def thread_attr(self, name: str, node) -> ir.Expr:
-        t = T.uint3 if ir.THREAD_ATTRIBUTES[name] == "uint3" else T.uint32
-        return ir.ThreadAttr(name, t, span=self.span(node))
+        """Thread attribute ``name`` (used by the Numba layer's hooks too)."""
+        return self.sem.thread_attr(name, self.span(node))
 
     def attribute(self, node: ast.Attribute) -> ir.Expr:
         sp = self.span(node)
@@ -830,12 +809,7 @@ class FunctionTranslator:
             return self.object_value(obj, node, ast.unparse(node))
         v = self.expr(node.value)
         if isinstance(v.type, T.VectorType):
-            comps = node.attr.translate(str.maketrans("rgba", "xyzw"))
-            if not comps or any(c not in "xyzw"[:v.type.n] for c in comps) or len(comps) > 4:
-                raise self.err(KernelTypeError, f"{v.type.name} has no component {node.attr!r}", node,
-                               hint="use .x, .y, .z (and .w for 4-vectors)")
-            t = v.type.elem if len(comps) == 1 else T.vector_of(v.type.elem, len(comps))
-            return ir.Swizzle(v, comps, t, span=sp)
+            return self.sem.component(v, node.attr, sp)
         raise self.err(KernelTypeError, f"{v.type.name} values have no attribute {node.attr!r}", node)
 
     def _maybe_static(self, node):
@@ -888,7 +862,7 @@ class FunctionTranslator:
             return ir.Const(n, T.int32, span=self.span(node))
         r = self.shape_of(info, 0, node)
         for d in range(1, info.ndim):
-            r = ir.BinOp("*", r, self.shape_of(info, d, node), T.int32, span=self.span(node))
+            r = self.sem.binop("*", r, self.shape_of(info, d, node), self.span(node))
         return r
 
     def index(self, info: BufInfo, slc, node) -> ir.Expr:
@@ -898,23 +872,14 @@ class FunctionTranslator:
             if isinstance(p, ast.Slice):
                 raise self.err(KernelSyntaxError, "slices are not supported in kernels; index one element "
                                                   "at a time", p)
-            e = self.expr(p)
-            if not (isinstance(e.type, T.ScalarType) and (e.type.is_int or e.type.is_bool)):
-                raise self.err(KernelTypeError, f"array index must be an integer, got {e.type.name}", p,
-                               hint="convert with int32(...) or uint32(...)")
-            if e.type.is_bool:
-                e = self.conv(e, T.int32)
-            idx.append(e)
+            idx.append(self.sem.index(self.expr(p), self.span(p)))
         if len(idx) == 1:
             return idx[0]
         if len(idx) != info.ndim:
             raise self.err(KernelTypeError, f"{info.name} has {info.ndim} dimension(s) but {len(idx)} indices "
                                             "were given", node)
-        lin = idx[0]
-        for d in range(1, len(idx)):
-            lin = self.binop("*", lin, self.shape_of(info, d, node), node)
-            lin = self.binop("+", lin, idx[d], node)
-        return lin
+        dims = [None] + [self.shape_of(info, d, node) for d in range(1, len(idx))]
+        return self.sem.linear_index(idx, dims, self.span(node))
 
     def subscript(self, node: ast.Subscript) -> ir.Expr:
         sp = self.span(node)
@@ -938,81 +903,20 @@ class FunctionTranslator:
         v = self.expr(node.value)
         if isinstance(v.type, T.VectorType):
             k = self.static_value(node.slice)
-            if not isinstance(k, (int, np.integer)) or not 0 <= k < v.type.n:
-                raise self.err(KernelTypeError, "vector components are indexed by a constant 0..n-1", node)
-            return ir.Swizzle(v, "xyzw"[int(k)], v.type.elem, span=sp)
+            k = int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else None
+            return self.sem.vector_index(v, k, sp)
         raise self.err(KernelTypeError, f"{ast.unparse(node.value)} cannot be indexed", node)
 
     # -- operators ---------------------------------------------------------------------
     def fold(self, e: ir.Expr) -> ir.Expr:
-        if isinstance(e, ir.BinOp) and isinstance(e.a, ir.Const) and isinstance(e.b, ir.Const) \
-                and isinstance(e.type, T.ScalarType):
-            r = fold_binop(e.op, e.a.value, e.b.value, e.a.type)
-            if r is not None:
-                return ir.Const(r, e.type, span=e.span)
-        if isinstance(e, ir.UnOp) and isinstance(e.a, ir.Const) and isinstance(e.type, T.ScalarType):
-            return ir.Const(fold_unop(e.op, e.a.value, e.type), e.type, span=e.span)
-        if isinstance(e, ir.Cast) and isinstance(e.value, ir.Const) and isinstance(e.type, T.ScalarType):
-            return ir.Const(fold_cast(e.value.value, e.type), e.type, span=e.span)
-        return e
+        """``e`` folded when constant (see :meth:`Semantics.fold`)."""
+        return self.sem.fold(e)
 
     def binop(self, op: str, a: ir.Expr, b: ir.Expr, node) -> ir.Expr:
-        sp = self.span(node)
-        if a.type is None or b.type is None:
-            raise self.err(KernelTypeError, "an operand has no value", node)
+        """Python's binary operator ``op`` on ``a`` and ``b`` (see :meth:`Semantics.binop`)."""
         if op == "@":
             raise self.err(KernelSyntaxError, "the @ operator is not supported in kernels", node)
-        try:
-            t = T.binary_result(T.promote_int(a.type) if isinstance(a.type, T.ScalarType) else a.type,
-                                T.promote_int(b.type) if isinstance(b.type, T.ScalarType) else b.type)
-        except T.TypeError_ as e:
-            raise self.err(KernelTypeError, str(e), node)
-        ea = T.elem_of(t)
-        if op in ("==", "!=", "<", "<=", ">", ">="):
-            rt = T.bool_ if isinstance(t, T.ScalarType) else T.vector_of(T.bool_, t.n)
-            return self.fold(ir.BinOp(op, self.conv(a, t), self.conv(b, t), rt, span=sp))
-        if op == "/":
-            if not ea.is_float:
-                t = T.float32 if isinstance(t, T.ScalarType) else T.vector_of(T.float32, t.n)
-            return self.fold(ir.BinOp("/", self.conv(a, t), self.conv(b, t), t, span=sp))
-        if op == "//":
-            if ea.is_float:
-                q = ir.BinOp("/", self.conv(a, t), self.conv(b, t), t, span=sp)
-                return ir.Call("floor", [q], t, span=sp)
-            return self.fold(ir.BinOp("/", self.conv(a, t), self.conv(b, t), t, span=sp))
-        if op == "%":
-            if ea.is_float:
-                return ir.Call("fmod", [self.conv(a, t), self.conv(b, t)], t, span=sp)
-            return self.fold(ir.BinOp("%", self.conv(a, t), self.conv(b, t), t, span=sp))
-        if op == "**":
-            if isinstance(b, ir.Const) and isinstance(b.value, int) and not isinstance(b.value, bool) \
-                    and 0 <= b.value <= 4 and isinstance(a.type, T.ScalarType):
-                if b.value == 0:
-                    return ir.Const(fold_cast(1, T.promote_int(a.type)), T.promote_int(a.type), span=sp)
-                ta = T.promote_int(a.type)
-                base = self.conv(a, ta)
-                if not isinstance(base, (ir.Var, ir.Const)) and b.value > 1:
-                    tmp = self.local_var(self.fresh("_p", ("pow", node.lineno, node.col_offset)), ta, node)
-                    self._pending_list.append(ir.Assign(tmp, base, span=sp))
-                    base = ir.Var(tmp.name, ta, span=sp)
-                r = base
-                for _ in range(b.value - 1):
-                    r = self.fold(ir.BinOp("*", r, base, ta, span=sp))
-                return r
-            ft = t if ea.is_float else T.float32
-            return ir.Call("pow", [self.conv(a, ft), self.conv(b, ft)], ft, span=sp)
-        if op in ("<<", ">>", "&", "|", "^"):
-            if ea.is_float:
-                raise self.err(KernelTypeError, f"the {op} operator needs integers, got {t.name}", node,
-                               hint="convert with int32(...) or uint32(...)")
-            if op in ("<<", ">>"):
-                ta = T.promote_int(a.type) if isinstance(a.type, T.ScalarType) else a.type
-                tb = T.promote_int(b.type) if isinstance(b.type, T.ScalarType) else b.type
-                return self.fold(ir.BinOp(op, self.conv(a, ta), self.conv(b, tb), ta, span=sp))
-            if a.type == T.bool_ and b.type == T.bool_:
-                t = T.bool_
-            return self.fold(ir.BinOp(op, self.conv(a, t), self.conv(b, t), t, span=sp))
-        return self.fold(ir.BinOp(op, self.conv(a, t), self.conv(b, t), t, span=sp))
+        return self.sem.binop(op, a, b, self.span(node))
 
     # -- calls -------------------------------------------------------------------------
     def _callee_obj(self, func_node):
@@ -1044,8 +948,9 @@ class FunctionTranslator:
             if len(node.args) != 1 or node.keywords:
                 raise self.err(KernelTypeError, f"{ast.unparse(node.func)}(x) converts one value", node)
             v = self.expr(node.args[0])
-            tt = t if isinstance(v.type, T.ScalarType) else T.vector_of(t, v.type.n)
-            return self.fold(self.conv(v, tt)) if v.type != tt else v
+            # On a vector, a dtype converts component-wise: float32(int2_value) is a float2.
+            tt = T.vector_of(t, v.type.n) if isinstance(v.type, T.VectorType) else t
+            return self.sem.cast(tt, v, sp)
         elif isinstance(obj, str) and obj in T.VECTORS:
             name = obj
         elif obj is len:
@@ -1082,18 +987,12 @@ class FunctionTranslator:
         if b is not None and b.node == "Atomic":
             return self.atomic(b.extra["op"], name, node)
         if name in T.VECTORS:
-            vt = T.VECTORS[name]
-            args = [self.expr(a) for a in node.args]
-            n = sum(a.type.n if isinstance(a.type, T.VectorType) else 1 for a in args)
-            if not (n == vt.n or (len(args) == 1 and n == 1)):
-                raise self.err(KernelTypeError, f"{name}() needs {vt.n} components, got {n}", node)
-            return ir.VecCons(vt, [self.conv(a, vt.elem if isinstance(a.type, T.ScalarType) else T.vector_of(vt.elem, a.type.n)) for a in args], span=sp)
+            return self.sem.vector(T.VECTORS[name], [self.expr(a) for a in node.args], sp)
         if name == "select":
             if len(node.args) != 3:
                 raise self.err(KernelTypeError, "select(a, b, c) takes 3 arguments (c ? b : a)", node)
             a, b, c = (self.expr(x) for x in node.args)
-            t = self._join(a.type, b.type)
-            return ir.Select(self.to_bool(c), self.conv(b, t), self.conv(a, t), t, span=sp)
+            return self.sem.select(c, b, a, sp)
         args = [self.expr(a) for a in node.args]
         if name in ("min", "max") and len(args) > 2:
             r = self.builtin_call(name, args[:2], node)
@@ -1102,31 +1001,31 @@ class FunctionTranslator:
             return r
         if name == "round" and len(args) == 2:
             raise self.err(KernelTypeError, "round(x, ndigits) is not supported; round(x) is", node)
+        if name == "round" and obj is _pybuiltins.round:
+            return self.sem.rules.round(self.sem, args[0], sp) if len(args) == 1 else \
+                self.builtin_call(name, args, node)
         if name == "pow" and len(args) == 2:
             return self.binop("**", args[0], args[1], node)
         return self.builtin_call(name, args, node)
 
     def builtin_call(self, name: str, args: list[ir.Expr], node) -> ir.Expr:
-        sp = self.span(node)
-        sig = registry.get(name).typecheck([a.type for a in args], sp)
-        return ir.Call(name, [self.conv(a, t) for a, t in zip(args, sig.params)], sig.result, span=sp)
+        """A call of builtin ``name`` (see :meth:`Semantics.builtin`); used by the Numba hooks."""
+        return self.sem.builtin(name, args, self.span(node))
 
     def atomic(self, op: str, fname: str, node: ast.Call) -> ir.Expr:
+        """``atomic_<op>(array, index, values...)``: the old value (see :meth:`Semantics.atomic`)."""
         n_value = {"cas": 2, "load": 0}.get(op, 1)
         if len(node.args) != 2 + n_value:
             want = {"cas": "(array, index, expected, desired)", "load": "(array, index)"}.get(op, "(array, index, value)")
             raise self.err(KernelTypeError, f"{fname}{want} takes {2 + n_value} arguments, got {len(node.args)}", node)
+        sp = self.span(node)
         info = self.buffer_of(node.args[0])
         idx = self.index(info, node.args[1], node)
-        if info.space not in ("device", "threadgroup"):
-            raise self.err(KernelTypeError, f"atomics work on device buffers and threadgroup arrays, not on "
-                                            f"{info.space} arrays", node)
-        check_atomic(op, info.elem, self.span(node), what=fname, buffer=info.name)
-        vals = [self.conv(self.expr(a), info.elem) for a in node.args[2:]]
+        self.sem.check_atomic(op, info.elem, info.space, info.name, sp, who=fname)
+        vals = [self.expr(a) for a in node.args[2:]]
         if info.kernel_param is not None:
             info.kernel_param.atomic = True
-        t = info.elem if op != "store" else None
-        return ir.Atomic(op, info.name, idx, vals, t if t is not None else info.elem, span=self.span(node))
+        return self.sem.atomic(op, info.name, info.elem, info.space, idx, vals, sp, who=fname)
 
     def device_call(self, func, node: ast.Call) -> ir.Expr:
         if node.keywords:
@@ -1207,7 +1106,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     constexprs, outputs).
     """
     kname = name or parsed.name
-    module = Module(kname)
+    module = Module(kname, parsed.rules or DSL)
     params: list[ir.Param] = []
     bindings: dict[str, Binding] = {}
     for spec in specs:

@@ -34,6 +34,7 @@ from ..errors import KernelLaunchError, KernelSyntaxError, MetalbenchError, trim
 from ..frontend import python as F
 from ..kernel import Func, Kernel, _spec_key
 from ..protocol import BoundLaunch, Specialization, arg_signature, backend_token
+from ..semantics import NUMBA
 from . import inplace
 from .devicearray import DeviceNDArray
 from .intrinsics import attach_const_arrays
@@ -133,6 +134,12 @@ class CUDAKernel(Kernel):
 
     def __repr__(self) -> str:
         return f"<metalbench.cuda kernel {self.name}({', '.join(p.name for p in self.params)})>"
+
+    def parsed(self) -> F.ParsedFunction:
+        """The parsed body, translated under Numba's language rules (metalbench.semantics.NUMBA)."""
+        p = super().parsed()
+        p.rules = NUMBA
+        return p
 
     def configure(self, backend=None, checked=None) -> "CUDAKernel":
         """Set this kernel's backend (``"metal"``, ``"cuda"``, ``"sim"``, ``"auto"``) and

@@ -17,6 +17,10 @@ ordinary Python they raise, as Numba's do::
 
 Thread indices are ``int32`` (Numba's are signed), so ``i - 1 >= 0`` is false for
 ``i == 0`` as in Numba, not true as it would be with Metal's ``uint``.
+
+Every expression is built through the translator's semantic layer (``tr.sem``, a
+:class:`metalbench.semantics.Semantics` under the :data:`~metalbench.semantics.NUMBA`
+rules), so typing, folding and the atomic element rules are the ones the DSL uses.
 """
 from __future__ import annotations
 
@@ -26,7 +30,6 @@ import numpy as np
 
 from .. import ir
 from .. import types as T
-from ..builtins import atomic_error
 from ..errors import KernelSyntaxError, KernelTypeError
 
 WARP_SIZE = 32
@@ -46,10 +49,11 @@ class _Placeholder:
 
 def _attr_int(tr, attr: str, comp: str | None, node) -> ir.Expr:
     """``attr.comp`` as a signed int, as Numba types its indices."""
+    sp = tr.span(node)
     e = tr.thread_attr(attr, node)
     if comp is not None:
-        e = ir.Swizzle(e, comp, T.uint32, span=tr.span(node))
-    return ir.Cast(T.int32, e, span=tr.span(node))
+        e = tr.sem.component(e, comp, sp)
+    return tr.sem.cast(T.int32, e, sp)
 
 
 class _Component(_Placeholder):
@@ -87,7 +91,7 @@ class _Value(_Placeholder):
 
 
 laneid = _Value("laneid", lambda tr, node: _attr_int(tr, "thread_index_in_simdgroup", None, node))
-warpsize = _Value("warpsize", lambda tr, node: ir.Const(WARP_SIZE, T.int32, span=tr.span(node)))
+warpsize = _Value("warpsize", lambda tr, node: tr.sem.const(WARP_SIZE, T.int32, tr.span(node)))
 
 
 def _static_int(tr, node, what) -> int:
@@ -135,7 +139,7 @@ def _grid_like(kind: str):
         if n == 1:
             return comps[0]
         # A vector so that `x, y = cuda.grid(2)` unpacks through the front end's tuple assignment.
-        return ir.VecCons(T.vector_of(T.int32, n), comps, span=tr.span(call))
+        return tr.sem.vector(T.vector_of(T.int32, n), comps, tr.span(call))
     return fn
 
 
@@ -284,6 +288,7 @@ def _sync_reduce(kind: str):
         if not tr.is_kernel:
             raise tr.err(KernelSyntaxError, f"cuda.syncthreads_{kind} is only supported in the kernel itself, "
                                             "not in a device function", call)
+        sem = tr.sem
         sp = tr.span(call)
         key = (call.lineno, call.col_offset)
         pred = tr.to_bool(tr.expr(p_node))
@@ -291,12 +296,12 @@ def _sync_reduce(kind: str):
         decl = ir.ArrayDecl(cname, "threadgroup", T.int32, (1,), span=sp)
         tr.hoisted.append(decl)
         res = tr.local_var(tr.fresh("_mb_syncv", ("numba_sync_var", key)), T.int32, call)
-        zero, one = ir.Const(0, T.int32), ir.Const(1, T.int32)
+        zero, one = sem.const(0, T.int32, sp), sem.const(1, T.int32, sp)
         bar = lambda: ir.Barrier("threadgroup", ("mem_device", "mem_threadgroup"), span=sp)
-        first = ir.BinOp("==", _linear_tid(tr, call), ir.Const(0, T.uint32), T.bool_, span=sp)
+        first = sem.binop("==", _linear_tid(tr, call), sem.const(0, T.uint32, sp), sp)
+        count = sem.atomic("add", cname, T.int32, "threadgroup", zero, [one], sp, who=f"cuda.syncthreads_{kind}")
         stmts = [bar(), ir.If(first, [ir.Store(cname, zero, zero, span=sp)], span=sp), bar(),
-                 ir.If(pred, [ir.ExprStmt(ir.Atomic("add", cname, zero, [one], T.int32, span=sp), span=sp)],
-                       span=sp),
+                 ir.If(pred, [ir.ExprStmt(count, span=sp)], span=sp),
                  bar(), ir.Assign(res, ir.Load(cname, zero, T.int32, span=sp), span=sp),
                  # A later syncthreads_* resets the counter; nobody may still be reading it.
                  bar()]
@@ -304,13 +309,14 @@ def _sync_reduce(kind: str):
         v = ir.Var(res.name, T.int32, span=sp)
         if kind == "count":
             return v
-        nthreads = ir.Cast(T.int32, ir.BinOp("*", ir.BinOp("*", ir.Swizzle(tr.thread_attr("threads_per_threadgroup", call), "x", T.uint32), ir.Swizzle(tr.thread_attr("threads_per_threadgroup", call), "y", T.uint32), T.uint32),
-                                                  ir.Swizzle(tr.thread_attr("threads_per_threadgroup", call), "z", T.uint32), T.uint32), span=sp)
         if kind == "and":
-            c = ir.BinOp("==", v, nthreads, T.bool_, span=sp)
+            tpt = tr.thread_attr("threads_per_threadgroup", call)
+            x, y, z = (sem.component(tpt, c, sp) for c in "xyz")
+            nthreads = sem.cast(T.int32, sem.binop("*", sem.binop("*", x, y, sp), z, sp), sp)
+            c = sem.binop("==", v, nthreads, sp)
         else:
-            c = ir.BinOp("!=", v, zero, T.bool_, span=sp)
-        return ir.Cast(T.int32, c, span=sp)
+            c = sem.binop("!=", v, zero, sp)
+        return sem.cast(T.int32, c, sp)
     return fn
 
 
@@ -343,26 +349,27 @@ threadfence_system = _Intrinsic("threadfence_system", _fence("threadfence_system
 
 # ----------------------------------------------------------------------------- atomics
 
-def _atomic_target(tr, arr_node, idx_node, call, what, op="cas"):
+def _atomic_target(tr, arr_node, idx_node, call, op, what):
+    """(buffer, index) of ``cuda.atomic.<what>(ary, idx, ...)``, checked by the semantic
+    layer's one atomic rule (Numba's: ``cas`` on integers, ``inc``/``dec`` on unsigned)."""
     info = tr.buffer_of(arr_node)
-    if info.space not in ("device", "threadgroup"):
-        raise tr.err(KernelTypeError, f"cuda.atomic.{what} works on kernel arrays and shared arrays, not on "
-                                      f"{'local' if info.space == 'thread' else info.space} arrays", call)
-    msg = atomic_error(op, info.elem, what=f"cuda.atomic.{what}")   # the registry's one rule
-    if msg is not None:
-        raise tr.err(KernelTypeError, f"{msg} ({info.name!r} holds {info.elem.name})", call)
+    tr.sem.check_atomic(op, info.elem, info.space, info.name, tr.span(call), who=f"cuda.atomic.{what}")
     idx = tr.index(info, idx_node, call)
     if info.kernel_param is not None:
         info.kernel_param.atomic = True
     return info, idx
 
 
+def _atomic(tr, op, info, idx, values, call, what):
+    return tr.sem.atomic(op, info.name, info.elem, info.space, idx, values, tr.span(call),
+                         who=f"cuda.atomic.{what}")
+
+
 def _atomic_rmw(op: str, what: str):
     def fn(tr, call):
         arr, idx_node, val = _args(tr, call, ["ary", "idx", "val"], f"atomic.{what}")
-        info, idx = _atomic_target(tr, arr, idx_node, call, what, op)
-        v = tr.conv(tr.expr(val), info.elem)
-        return ir.Atomic(op, info.name, idx, [v], info.elem, span=tr.span(call))
+        info, idx = _atomic_target(tr, arr, idx_node, call, op, what)
+        return _atomic(tr, op, info, idx, [tr.expr(val)], call, what)
     return fn
 
 
@@ -373,19 +380,20 @@ def _temp(tr, base, call, t):
 
 def _cas_loop(tr, call, what, info, idx, new_of_old):
     """A compare-and-swap loop computing ``new_of_old(old)``; evaluates to the old value."""
+    sem = tr.sem
     sp = tr.span(call)
     t = info.elem
     it = _temp(tr, "_mb_ai", call, idx.type)
     old = _temp(tr, "_mb_old", call, t)
     prev = _temp(tr, "_mb_prev", call, t)
-    loop = ir.While(ir.Const(True, T.bool_), [
-        ir.Assign(prev, ir.Atomic("cas", info.name, it, [old, new_of_old(old)], t, span=sp), span=sp),
-        ir.If(ir.BinOp("==", prev, old, T.bool_, span=sp), [ir.Break(span=sp)], span=sp),
+    loop = ir.While(sem.bool_const(True, sp), [
+        ir.Assign(prev, _atomic(tr, "cas", info, it, [old, new_of_old(old)], call, what), span=sp),
+        ir.If(sem.binop("==", prev, old, sp), [ir.Break(span=sp)], span=sp),
         ir.Assign(old, prev, span=sp),
     ], span=sp)
     tr._pending_list.extend([
         ir.Assign(it, idx, span=sp),
-        ir.Assign(old, ir.Atomic("load", info.name, it, [], t, span=sp), span=sp),
+        ir.Assign(old, _atomic(tr, "load", info, it, [], call, what), span=sp),
         loop,
     ])
     return ir.Var(old.name, t, span=sp)
@@ -393,21 +401,21 @@ def _cas_loop(tr, call, what, info, idx, new_of_old):
 
 def _atomic_incdec(kind):
     def fn(tr, call):
+        sem = tr.sem
         arr, idx_node, val = _args(tr, call, ["ary", "idx", "val"], f"atomic.{kind}")
-        info, idx = _atomic_target(tr, arr, idx_node, call, kind)
-        if not (info.elem.is_int and not info.elem.is_signed):
-            raise tr.err(KernelTypeError, f"cuda.atomic.{kind} needs uint32 or uint64 elements (as in Numba); "
-                                          f"{info.name!r} holds {info.elem.name}", call)
+        info, idx = _atomic_target(tr, arr, idx_node, call, kind, kind)
+        sp = tr.span(call)
         t = info.elem
         vt = _temp(tr, "_mb_av", call, t)
-        tr._pending_list.append(ir.Assign(vt, tr.conv(tr.expr(val), t), span=tr.span(call)))
-        one, zero = ir.Const(1, t), ir.Const(0, t)
+        tr._pending_list.append(ir.Assign(vt, tr.conv(tr.expr(val), t), span=sp))
+        one, zero = sem.const(1, t, sp), sem.const(0, t, sp)
 
         def new(old):
-            if kind == "inc":
-                return ir.Select(ir.BinOp(">=", old, vt, T.bool_), zero, ir.BinOp("+", old, one, t), t)
-            return ir.Select(ir.Logical("or", ir.BinOp("==", old, zero, T.bool_), ir.BinOp(">", old, vt, T.bool_),
-                                        T.bool_), vt, ir.BinOp("-", old, one, t), t)
+            if kind == "inc":      # old >= val ? 0 : old + 1
+                return sem.select(sem.binop(">=", old, vt, sp), zero, sem.binop("+", old, one, sp), sp)
+            # old == 0 || old > val ? val : old - 1
+            wrap = sem.logical("or", sem.binop("==", old, zero, sp), sem.binop(">", old, vt, sp), sp)
+            return sem.select(wrap, vt, sem.binop("-", old, one, sp), sp)
         return _cas_loop(tr, call, kind, info, idx, new)
     return fn
 
@@ -418,15 +426,11 @@ def _atomic_cas(indexed: bool):
     def fn(tr, call):
         if indexed:
             arr, idx_node, old, val = _args(tr, call, ["ary", "idx", "old", "val"], f"atomic.{what}")
-            info, idx = _atomic_target(tr, arr, idx_node, call, what)
         else:
             arr, old, val = _args(tr, call, ["ary", "old", "val"], f"atomic.{what}")
-            info, idx = _atomic_target(tr, arr, ast.copy_location(ast.Constant(0), call), call, what)
-        if info.elem.is_float:
-            raise tr.err(KernelTypeError, f"cuda.atomic.{what} needs integer elements here; {info.name!r} holds "
-                                          f"{info.elem.name}", call)
-        args = [tr.conv(tr.expr(old), info.elem), tr.conv(tr.expr(val), info.elem)]
-        return ir.Atomic("cas", info.name, idx, args, info.elem, span=tr.span(call))
+            idx_node = ast.copy_location(ast.Constant(0), call)
+        info, idx = _atomic_target(tr, arr, idx_node, call, "cas", what)
+        return _atomic(tr, "cas", info, idx, [tr.expr(old), tr.expr(val)], call, what)
     return fn
 
 
@@ -484,7 +488,7 @@ def _vote(what, builtin, rt):
         mask, pred = _args(tr, call, ["mask", "predicate"], what)
         tr.expr(mask)
         p = tr.to_bool(tr.expr(pred))
-        return ir.Cast(rt, tr.builtin_call(builtin, [p], call), span=tr.span(call))
+        return tr.sem.cast(rt, tr.builtin_call(builtin, [p], call), tr.span(call))
     return fn
 
 
@@ -495,7 +499,8 @@ ballot_sync = _Intrinsic("ballot_sync", _vote("ballot_sync", "simd_ballot", T.ui
 
 def _activemask(tr, call):
     _args(tr, call, [], "activemask")
-    return ir.Cast(T.uint32, tr.builtin_call("simd_ballot", [ir.Const(True, T.bool_)], call), span=tr.span(call))
+    sp = tr.span(call)
+    return tr.sem.cast(T.uint32, tr.builtin_call("simd_ballot", [tr.sem.bool_const(True, sp)], call), sp)
 
 
 activemask = _Intrinsic("activemask", _activemask)
@@ -503,9 +508,10 @@ activemask = _Intrinsic("activemask", _activemask)
 
 def _lanemask_lt(tr, call):
     _args(tr, call, [], "lanemask_lt")
+    sem, sp = tr.sem, tr.span(call)
     lane = tr.thread_attr("thread_index_in_simdgroup", call)
-    one = ir.Const(1, T.uint32)
-    return ir.BinOp("-", ir.BinOp("<<", one, lane, T.uint32), one, T.uint32, span=tr.span(call))
+    one = sem.const(1, T.uint32, sp)
+    return sem.binop("-", sem.binop("<<", one, lane, sp), one, sp)
 
 
 lanemask_lt = _Intrinsic("lanemask_lt", _lanemask_lt)

@@ -1,0 +1,204 @@
+"""Rule sets: what a source language's numbers and operators mean.
+
+The semantic layer (:class:`~metalbench.semantics.Semantics`) builds typed IR; a
+rule set supplies the language-dependent decisions. Three are defined:
+
+- :data:`MSL` — Metal Shading Language bodies: C's usual arithmetic conversions,
+  unsuffixed float literals are ``float``, ``/`` and ``%`` truncate on integers,
+  ``%`` on floats is an error, ``bool & bool`` is an ``int``.
+- :data:`DSL` — the Python DSL: MSL's typing with Python's operators. ``/`` is true
+  division (two integers give a float), ``//`` truncates on integers (as C) and
+  floors on floats, ``%`` on floats is ``fmod``, ``**`` unrolls small integer
+  powers, ``&``, ``|``, ``^`` of two bools stay bool.
+- :data:`NUMBA` — the Numba layer. Today identical to :data:`DSL` but for the
+  atomic rules Numba has (``cas`` on integers only, ``inc``/``dec`` on uint32);
+  a later change fills in Numba's typing (see :class:`NumbaRules`).
+
+A rule set is an object with the methods of :class:`RuleSet`; the type-level
+methods answer questions, the operator methods (``divide``, ``floor_divide``,
+``remainder``, ``power``, ``round``) build IR through the :class:`Semantics` they
+are given, so they never bypass its folding or its errors::
+
+    >>> from metalbench import types as T
+    >>> MSL.arith(T.int32, T.uint32).name, DSL.int_literal_type(3).name
+    ('uint32', 'int32')
+    >>> MSL.bool_bitwise_stays_bool, DSL.bool_bitwise_stays_bool
+    (False, True)
+
+To plug in another language, subclass the closest rule set, override what
+differs, and pass an instance to ``Semantics(rules)`` (front ends take it as
+``rules=``).
+"""
+from __future__ import annotations
+
+from .. import ir
+from .. import types as T
+
+
+class RuleSet:
+    """The interface, with C/MSL's answers. Subclasses override what differs.
+
+    Types: :meth:`int_literal_type`, :meth:`float_literal_type`, :meth:`promote`,
+    :meth:`arith`, :meth:`join`. Operators whose meaning is the language's:
+    :meth:`divide` (``/``), :meth:`floor_divide` (``//``), :meth:`remainder` (``%``),
+    :meth:`power` (``**``), :meth:`round`. Atomics: :meth:`atomic_error`.
+    """
+
+    name = "msl"
+    #: ``&``, ``|``, ``^`` of two bools give a bool (Python) instead of an int (C).
+    bool_bitwise_stays_bool = False
+    #: The builtin registry's dialect for name lookups ("msl", "python", "numba").
+    dialect = "msl"
+
+    # -- types -------------------------------------------------------------------------
+    def int_literal_type(self, value: int) -> T.ScalarType:
+        """The type of an unsuffixed integer literal: int, else long, else ulong (C)."""
+        return T.literal_int_type(value)
+
+    def float_literal_type(self) -> T.ScalarType:
+        """The type of an unsuffixed float literal: ``float`` (Metal has no double)."""
+        return T.float32
+
+    def promote(self, t):
+        """Integer promotion (C): bool, char, short become int; vectors keep their
+        element type except bool vectors, which become int vectors."""
+        if isinstance(t, T.VectorType):
+            return T.vector_of(T.promote_int(t.elem), t.n) if t.elem.is_bool else t
+        return T.promote_int(t)
+
+    def arith(self, a, b):
+        """The common type of ``a op b`` (the usual arithmetic conversions); raises
+        :class:`metalbench.types.TypeError_` for incompatible vectors."""
+        return T.binary_result(a, b)
+
+    def join(self, a, b):
+        """The type of a local variable assigned values of types ``a`` and ``b`` (the
+        DSL types locals by unification): their common type; two bools stay bool;
+        incompatible vectors keep the first (the assignment then reports it)."""
+        if a == b:
+            return a
+        try:
+            return self.arith(a, b)
+        except T.TypeError_:
+            return a
+
+    # -- operators ---------------------------------------------------------------------
+    def divide(self, sem, a, b, t, span):
+        """``a / b`` with operands of common type ``t``: C division (truncating on ints)."""
+        return sem.fold(ir.BinOp("/", sem.convert(a, t), sem.convert(b, t), t, span=span))
+
+    def floor_divide(self, sem, a, b, t, span):
+        """``a // b`` (no such operator in C)."""
+        raise sem.error("'//' is not an MSL operator", span, hint="use '/'")
+
+    def remainder(self, sem, a, b, t, span):
+        """``a % b``: C's remainder (sign of ``a``); an error on floats."""
+        if T.elem_of(t).is_float:
+            raise sem.error("'%' needs integer operands; use fmod for floats", span)
+        return sem.fold(ir.BinOp("%", sem.convert(a, t), sem.convert(b, t), t, span=span))
+
+    def power(self, sem, a, b, t, span):
+        """``a ** b`` (no such operator in C)."""
+        raise sem.error("'**' is not an MSL operator", span, hint="use pow(a, b)")
+
+    def round(self, sem, x, span):
+        """Python's ``round(x)``; in MSL ``round`` is the builtin (ties away from zero)."""
+        return sem.builtin("round", [x], span)
+
+    # -- atomics -------------------------------------------------------------------------
+    def atomic_error(self, op: str, elem, what: str) -> str | None:
+        """None if atomic ``op`` works on ``elem`` elements, else the reason: the element
+        table of the builtin registry (:func:`metalbench.builtins.atomic_error`: int32 and
+        uint32 for every operation, float32 without the bitwise ones)."""
+        from ..builtins import atomic_error
+        return atomic_error(op, elem, what)
+
+    def __repr__(self) -> str:
+        return f"<metalbench rules {self.name}>"
+
+
+class MSLRules(RuleSet):
+    """Metal Shading Language (C++14 arithmetic): the rules of MSL kernel bodies."""
+
+
+class DSLRules(MSLRules):
+    """The Python DSL: MSL's types with Python's operators (see the module docstring)."""
+
+    name = "dsl"
+    dialect = "python"
+    bool_bitwise_stays_bool = True
+
+    def divide(self, sem, a, b, t, span):
+        """True division: two integers divide as float32 (float vectors likewise)."""
+        if not T.elem_of(t).is_float:
+            t = T.float32 if isinstance(t, T.ScalarType) else T.vector_of(T.float32, t.n)
+        return sem.fold(ir.BinOp("/", sem.convert(a, t), sem.convert(b, t), t, span=span))
+
+    def floor_divide(self, sem, a, b, t, span):
+        """Integers: C division (rounds toward zero); floats: ``floor(a / b)``."""
+        if T.elem_of(t).is_float:
+            q = ir.BinOp("/", sem.convert(a, t), sem.convert(b, t), t, span=span)
+            return ir.Call("floor", [q], t, span=span)
+        return sem.fold(ir.BinOp("/", sem.convert(a, t), sem.convert(b, t), t, span=span))
+
+    def remainder(self, sem, a, b, t, span):
+        """Integers: C's remainder; floats: ``fmod`` (sign of ``a``)."""
+        if T.elem_of(t).is_float:
+            return ir.Call("fmod", [sem.convert(a, t), sem.convert(b, t)], t, span=span)
+        return sem.fold(ir.BinOp("%", sem.convert(a, t), sem.convert(b, t), t, span=span))
+
+    def power(self, sem, a, b, t, span):
+        """``a ** n`` for a constant n in 0..4 multiplies (in ``a``'s promoted type);
+        otherwise ``pow`` in float (float32 for integers)."""
+        n = b.value if isinstance(b, ir.Const) else None
+        if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 4 \
+                and isinstance(a.type, T.ScalarType):
+            ta = self.promote(a.type)
+            if n == 0:
+                return sem.const(1, ta, span)
+            base = sem.convert(a, ta)
+            if n > 1:
+                base = sem.once(base, span)
+            r = base
+            for _ in range(n - 1):
+                r = sem.fold(ir.BinOp("*", r, base, ta, span=span))
+            return r
+        ft = t if T.elem_of(t).is_float else T.float32
+        return ir.Call("pow", [sem.convert(a, ft), sem.convert(b, ft)], ft, span=span)
+
+    def round(self, sem, x, span):
+        """Python's ``round(x)`` as Metal's ``round`` (ties away from zero)."""
+        return sem.builtin("round", [x], span)
+
+
+class NumbaRules(DSLRules):
+    """The Numba layer's rules (``@cuda.jit`` kernels).
+
+    A stub: it follows :class:`DSLRules` except for Numba's atomic rules. To follow
+    Numba fully, override (once float64 is a type):
+
+    - :meth:`int_literal_type` -> ``int64`` and :meth:`float_literal_type` -> ``float64``;
+    - :meth:`arith` with Numba's promotion (int64 with uint64 gives float64; integer
+      scalars are int64);
+    - :meth:`divide`: two integers give float64;
+    - :meth:`floor_divide` and :meth:`remainder`: Python's floor division and modulo
+      (result has the sign of the divisor) for integers and floats;
+    - :meth:`round`: ties to even (``rint``), returning an integer for one argument.
+    """
+
+    name = "numba"
+    dialect = "numba"
+
+    def atomic_error(self, op: str, elem, what: str) -> str | None:
+        """As :class:`RuleSet`, and Numba's own limits: ``cas`` needs integers; ``inc`` and
+        ``dec`` (which the Numba layer builds from a compare-exchange loop) need uint32."""
+        if op in ("inc", "dec"):
+            return None if elem == T.uint32 else f"{what} needs uint32 elements (as in Numba), not {elem.name}"
+        if op == "cas" and not elem.is_int:
+            return f"{what} needs integer elements (int32 or uint32), not {elem.name}"
+        return super().atomic_error(op, elem, what)
+
+
+MSL = MSLRules()
+DSL = DSLRules()
+NUMBA = NumbaRules()
