@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..semantics import MSL, Semantics
-from ..semantics.folding import coerce_value, const_value, fold, np_scalar
+from ..semantics.folding import coerce_value, const_value, fold
 
 _SEM = Semantics(MSL)
 
@@ -28,4 +28,4 @@ def to_bool(e: ir.Expr) -> ir.Expr:
     return _SEM.to_bool(e)
 
 
-__all__ = ["convert", "to_bool", "coerce_value", "const_value", "fold", "np_scalar"]
+__all__ = ["convert", "to_bool", "coerce_value", "const_value", "fold"]

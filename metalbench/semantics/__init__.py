@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from .calls import CallSemantics, Signature, lookup, typecheck
 from .core import CoreSemantics
-from .folding import coerce_value, const_value, fold, np_scalar
+from .folding import coerce_value, const_value, fold
 from .rules import DSL, MSL, NUMBA, DSLRules, MSLRules, NumbaRules, RuleSet
 
 
@@ -52,4 +52,4 @@ class Semantics(CallSemantics, CoreSemantics):
 
 
 __all__ = ["Semantics", "RuleSet", "MSLRules", "DSLRules", "NumbaRules", "MSL", "DSL", "NUMBA",
-           "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold", "np_scalar"]
+           "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold"]

@@ -102,12 +102,3 @@ def fold(e: ir.Expr) -> ir.Expr:
     if v is None:
         return e
     return ir.Const(v, e.type, span=e.span)
-
-
-def np_scalar(v, t):
-    """A NumPy scalar of type ``t`` holding ``v`` (converted with C semantics).
-
-    >>> np_scalar(300, T.uint8)
-    np.uint8(44)
-    """
-    return t.np.type(coerce_value(v, t))
