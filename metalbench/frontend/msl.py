@@ -124,13 +124,30 @@ def _swap_less(text: str, out: list, templates: set) -> set:
     return swapped
 
 
+# tree-sitter reads ``(short(x) < y)`` as the C cast ``(short)`` and fails; a functional
+# cast whose type is a keyword (``short(x)``, ``long(x)``, ``unsigned(x)``, ``signed(x)``)
+# is respelled as a same-length reserved identifier that names the type.
+_KEYWORD_CASTS = {"short": "_MBsh", "long": "_MBl", "unsigned": "_MBunsig", "signed": "_MBsig"}
+_KEYWORD_CAST_TYPES = {"_MBsh": "short", "_MBl": "long", "_MBunsig": "uint", "_MBsig": "int"}
+_KEYWORD_CAST_RE = re.compile(r"(?<![\w])(short|long|unsigned|signed)(?=\s*\()")
+_TYPE_WORD_BEFORE = re.compile(r"(?:\b(?:unsigned|signed|long|short|const)\s*)$")
+
+
+def _respell_keyword_casts(text: str, out: list) -> None:
+    for m in _KEYWORD_CAST_RE.finditer(text):
+        if _TYPE_WORD_BEFORE.search(text, 0, m.start()):
+            continue                       # ``unsigned short(...)`` is not a functional cast
+        out[m.start():m.end()] = _KEYWORD_CASTS[m.group(1)]
+
+
 def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]:
     """Blank out Metal qualifiers (same length, so positions stay) and remember them
     by byte offset; also disambiguate ``<`` (see :func:`_swap_less`), remembered
-    under the key ``"<"``."""
+    under the key ``"<"``, and respell keyword functional casts (``short(x)``)."""
     quals: dict = {}
     out = list(text)
     quals["<"] = _swap_less(text, out, templates)
+    _respell_keyword_casts(text, out)
 
     def blank(m):
         word = m.group(1)
@@ -301,6 +318,7 @@ class Translator:
                               hint=self._template_hint(txt))
 
     def named_type(self, txt):
+        txt = _KEYWORD_CAST_TYPES.get(txt, txt)
         sym = self.lookup(txt)
         if isinstance(sym, _TypeName):
             return sym.t, False
