@@ -139,6 +139,11 @@ half = DType(_T.float16)
 bfloat = DType(_T.bfloat16)
 uint = DType(_T.uint32)
 
+# Vector types (float4(x, y, z, w), int2(...), half3(...)): their Metal names, which the
+# front end reads as constructors, dtypes and casts.
+for _name in _T.VECTORS:
+    globals()[_name] = _name
+
 # Metal's mem_flags, for threadgroup_barrier(mem_device) and friends.
 mem_none = "mem_none"
 mem_device = "mem_device"
@@ -150,7 +155,7 @@ mem_texture = "mem_texture"
 for _name, (_value, _doc) in _CONSTS.items():
     globals()[_name] = _value
 
-__all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.SCALARS] + list(_CONSTS)
+__all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.SCALARS] + list(_CONSTS) + list(_T.VECTORS)
            + ["metal", "bool_", "half", "bfloat", "uint", "mem_none", "mem_device",
               "mem_threadgroup", "mem_texture"])
 __all__ = [n for n in dict.fromkeys(__all__) if n != "bool"]

@@ -274,8 +274,13 @@ def math_all():
     def call(b, args):
         sig = b.typecheck([a.type for a in args])
         e = ir.Call(b.name, [a if a.type == t else ir.Cast(t, a) for a, t in zip(args, sig.params)], sig.result)
-        add(ir.Select(e, C(1.0, f32), C(0.0, f32), f32) if sig.result == b else e)
+        if isinstance(sig.result, T.VectorType):
+            e = ir.Swizzle(e, "x", sig.result.elem)
+        add(ir.Select(e, C(1.0, f32), C(0.0, f32), f32) if e.type == T.bool_ else e)
     for b in calls:
+        if b.group == "Geometric":
+            call(b, [ir.VecCons(T.VECTORS["float3"], [x])] * b.arity)
+            continue
         if b.group == "Integer":
             n = b.arity
             call(b, [ir.Cast(u32, x)] + [C(3, u32)] * (n - 1))

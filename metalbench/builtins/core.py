@@ -27,7 +27,7 @@ from .. import types as T
 from ..errors import KernelTypeError
 
 # The groups, in the order the language reference lists them.
-GROUPS = ("Float math", "Float classification", "Numeric", "Integer", "SIMD-group", "Atomics",
+GROUPS = ("Float math", "Float classification", "Numeric", "Integer", "Geometric", "SIMD-group", "Atomics",
           "Memory and synchronisation", "Selection")
 
 
@@ -79,7 +79,9 @@ class Builtin:
     the SIMD-group) or ``"node"`` (lowered by the front ends to another IR node:
     ``ir.Atomic``, ``ir.Barrier``, ``ir.ArrayDecl``, ``ir.Select``; its backends are
     those nodes'). ``sim(args, dt)`` computes a ``"call"`` on scalars or lane vectors
-    already converted to the parameter types, giving dtype ``dt``; a ``"simd"``
+    already converted to the parameter types, giving dtype ``dt``, one vector component
+    at a time (or, with ``componentwise=False``, each argument as its list of components,
+    returning a list for a vector result); a ``"simd"``
     builtin's ``sim(layout, args, mask)`` works on a whole chunk. ``msl(p, args, t)`` and
     ``cuda(p, args, t)`` print a call with printer ``p`` (``p.need`` adds helper code).
     ``ref`` is the reference model of the registry test (see ``tests/test_registry.py``).
@@ -100,6 +102,7 @@ class Builtin:
     tol_ulp: float = 1.0
     shim: str | None = None
     node: str | None = None
+    componentwise: bool = True      # sim sees one component at a time (False: lists of components)
     params_doc: str = ""            # the signature of a "node" builtin (no Rule): "(array, index, value) -> T"
     msl_aliases: tuple = ()         # other MSL names: atomic_fetch_add_explicit for atomic_add
     details: str = ""
@@ -326,6 +329,22 @@ def predicate_vote(result) -> Rule:
             raise BuiltinTypeError(f"{name} takes a bool condition, got {type_word(types[0])}")
         return [T.bool_], result
     return Rule(("cond",), check, f"(cond: bool) -> {type_word(result)}", "", [(T.bool_,)])
+
+
+def float_vectors(n: int, names: tuple, result: str) -> Rule:
+    """Geometric functions of float vectors: ``result`` is "scalar" or "vector"."""
+    def check(name, types):
+        _scalar_or_vector(name, types)
+        for t in types:
+            if not isinstance(t, T.VectorType) or not t.elem.is_float:
+                raise BuiltinTypeError(f"{name} takes float vectors (float2/3/4, half2/3/4), got {type_word(t)}")
+        c = _common(types)
+        return [c] * n, (c.elem if result == "scalar" else c)
+    res = "F" if result == "scalar" else "Fn"
+    return Rule(names, check, "(" + ", ".join(f"{p}: Fn" for p in names) + f") -> {res}",
+                "Fn is a float, half or bfloat vector of 2-4 components; F its element type.",
+                [tuple([T.vector_of(e, k)] * n) for e, k in ((T.float32, 3), (T.float32, 2), (T.float16, 4),
+                                                             (T.bfloat16, 2))])
 
 
 def nullary(result) -> Rule:

@@ -11,10 +11,12 @@ import math
 import numpy as np
 
 from . import numerics as N
-from .core import add_builtin, float_int, float_math, float_predicate, numeric
-from .spell import cuda, metal, metal_helper
+from . import refs as R
+from .core import add_builtin, float_int, float_math, float_predicate, float_vectors, numeric
+from .spell import ASSIGN, cuda, metal, metal_helper
 
 _PS = ("precise", "fast")       # Metal's nested math namespaces
+_BELOW_1 = float.fromhex("0x1.fffffep-1")   # the largest float32 below 1
 
 
 def _vec(fn):
@@ -23,13 +25,14 @@ def _vec(fn):
 
 
 def _f(name, n, sim, cu, doc, *, example=None, py=(), numba=(), msl=None, ref=None, tol=1.0,
-       details="", helpers=None, rule=None, namespaces=_PS, group="Float math"):
+       details="", helpers=None, rule=None, namespaces=_PS, group="Float math", shim=None):
     args = ", ".join("x[i]" if k == 0 else ("y" if k == 1 else "z") for k in range(n))
     return add_builtin(
         name, group=group, doc=doc, example=example or f"r = {name}({args})",
         rule=rule or float_math(n), sim=sim, msl=msl or metal(name), cuda=cuda(float=cu, helpers=helpers),
-        python=py, numba=numba, namespaces=namespaces, ref=ref or sim.model, tol_ulp=tol, details=details,
-        shim={1: "m1", 2: "m2", 3: "m3"}[n])
+        python=py, numba=numba, namespaces=namespaces, tol_ulp=tol, details=details,
+        ref=ref if ref is not None else getattr(R, name, None) or getattr(R, name + "_"),
+        shim=shim or {1: "m1", 2: "m2", 3: "m3"}[n])
 
 
 def _py(name, np_name=None):
@@ -53,9 +56,11 @@ _f("log2", 1, N.fsim(np.log2), "log2f", "Base-2 logarithm.", py=_py("log2"))
 _f("log10", 1, N.fsim(np.log10), "log10f", "Base-10 logarithm.", py=_py("log10"))
 _f("sqrt", 1, N.fsim(np.sqrt), "sqrtf", "Square root.", py=_py("sqrt"))
 _f("rsqrt", 1, N.fsim(lambda x: 1.0 / np.sqrt(x)), "rsqrtf", "Reciprocal square root, 1 / sqrt(x).",
-   ref=_vec(lambda x: math.inf if x == 0 else (math.nan if x < 0 or x != x else 1.0 / math.sqrt(x))), tol=2)
+   ref=_vec(lambda x: math.copysign(math.inf, x) if x == 0 else (math.nan if x < 0 or x != x else
+                                                                 1.0 / math.sqrt(x))), tol=2)
 _f("pow", 2, N.fsim(np.power), "powf", "x raised to the power y (also x ** y).", py=("pow",) + _py("pow", ["power", "pow"]))
-_f("powr", 2, N.fsim(np.power), "powf", "x raised to the power y, for x >= 0.")
+_f("powr", 2, N.fsim(np.power), "powf", "x raised to the power y, for x >= 0 (Metal leaves x < 0 undefined).",
+   ref=R.pow_)
 _f("log1p", 1, N.fsim(np.log1p), "log1pf", "log(1 + x), accurate near 0.", py=_py("log1p"),
    msl=metal_helper("mb_log1p", """\
 // log1p without cancellation (Goldberg's trick): Metal has no log1p.
@@ -93,6 +98,7 @@ inline float mb_cbrt(float x) {
 }"""))
 _f("ldexp", 2, N.ldexp, "ldexpf", "x * 2**k, exactly (k is an integer).", rule=float_int(("x", "k")),
    example="r = ldexp(x[i], 2)", py=_py("ldexp"),
+   shim="template <class T> T ldexp(T, int); template <class T, int N> vec<T, N> ldexp(vec<T, N>, vec<int, N>);",
    ref=lambda x, k: np.ldexp(x, np.clip(k, -2000, 2000).astype(np.int32)))
 
 # ----------------------------------------------------------------------------- trigonometry
@@ -111,13 +117,30 @@ _f("tanh", 1, N.fsim(np.tanh), "tanhf", "Hyperbolic tangent.", py=_py("tanh"))
 _f("asinh", 1, N.fsim(np.arcsinh), "asinhf", "Inverse hyperbolic sine.", py=_py("asinh", ["arcsinh", "asinh"]))
 _f("acosh", 1, N.fsim(np.arccosh), "acoshf", "Inverse hyperbolic cosine.", py=_py("acosh", ["arccosh", "acosh"]))
 _f("atanh", 1, N.fsim(np.arctanh), "atanhf", "Inverse hyperbolic tangent.", py=_py("atanh", ["arctanh", "atanh"]))
-_f("sinpi", 1, N.fsim(lambda x: np.sin(math.pi * x)), "sinpif", "sin(pi * x).",
-   ref=_vec(lambda x: math.nan if math.isinf(x) or x != x else math.sin(math.pi * math.fmod(x, 2.0))), tol=4)
-_f("cospi", 1, N.fsim(lambda x: np.cos(math.pi * x)), "cospif", "cos(pi * x).",
-   ref=_vec(lambda x: math.nan if math.isinf(x) or x != x else math.cos(math.pi * math.fmod(x, 2.0))), tol=4)
-_f("tanpi", 1, N.fsim(lambda x: np.tan(math.pi * x)), "mb_tanpi", "tan(pi * x).",
+_f("sinpi", 1, N.fsim(N.sinpi), "sinpif", "sin(pi * x), exact at integers and half-integers.",
+   ref=_vec(lambda x: _trig_pi(math.sin, x, 2.0)), tol=2)
+_f("cospi", 1, N.fsim(N.cospi), "cospif", "cos(pi * x), exact at integers and half-integers.",
+   ref=_vec(lambda x: _trig_pi(math.cos, x, 2.0)), tol=2)
+_f("tanpi", 1, N.fsim(N.tanpi), "mb_tanpi", "tan(pi * x); +-inf at half-integers.",
    helpers={"mb_tanpi": "__device__ inline float mb_tanpi(float x) { return sinpif(x) / cospif(x); }"},
-   ref=_vec(lambda x: math.nan if math.isinf(x) or x != x else math.tan(math.pi * math.fmod(x, 1.0))), tol=8)
+   ref=_vec(lambda x: _trig_pi(math.tan, x, 2.0)), tol=2)
+
+
+def _trig_pi(f, x: float, period: float) -> float:
+    """A reference for sinpi/cospi/tanpi: the exact values at multiples of 1/2, else
+    f(pi * r) on the exactly reduced argument r."""
+    if not math.isfinite(x):
+        return math.nan
+    r = math.fmod(x, period)
+    exact = {math.sin: {0.0: 0.0, 0.5: 1.0, 1.0: 0.0, 1.5: -1.0},
+             math.cos: {0.0: 1.0, 0.5: 0.0, 1.0: -1.0, 1.5: 0.0},
+             math.tan: {0.0: 0.0, 0.5: math.inf, 1.0: 0.0, 1.5: -math.inf}}[f]
+    a = abs(r)
+    if a in exact:
+        v = exact[a]
+        return -v if (r < 0 and f is not math.cos) else v
+    return f(math.pi * r)
+
 
 # ----------------------------------------------------------------------------- rounding and remainders
 
@@ -133,8 +156,7 @@ _f("rint", 1, N.fsim(np.rint), "rintf", "x rounded to the nearest integer value,
    py=_py("rint"))
 _f("fract", 1, N.fsim(N.fract), "mb_fract", "x - floor(x), at most the largest float below 1.",
    helpers={"mb_fract": "__device__ inline float mb_fract(float x) { return fminf(x - floorf(x), 0x1.fffffep-1f); }"},
-   ref=_vec(lambda x: x if x != x else (0x1.fffffep-1 if math.isinf(x) else
-                                        min(x - math.floor(x), 0x1.fffffep-1))))
+   ref=_vec(lambda x: x if x != x else (_BELOW_1 if math.isinf(x) else min(x - math.floor(x), _BELOW_1))))
 _f("fmod", 2, N.fsim(np.fmod), "fmodf", "Remainder of x / y with the sign of x (C's fmod; also x % y on floats).",
    py=_py("fmod"))
 _f("divide", 2, N.fsim(np.divide), "mb_divide", "x / y; metal::fast::divide is Metal's fast variant.",
@@ -160,7 +182,7 @@ inline float mb_hypot(float x, float y) {
     float r = n / m;
     return m * metal::sqrt(1.0f + r * r);
 }"""), tol=2)
-_f("fdim", 2, N.fsim(lambda a, b: np.where(np.isnan(a) | np.isnan(b), np.nan, np.maximum(a - b, 0.0))),
+_f("fdim", 2, N.fsim(lambda a, b: np.where(np.isnan(a) | np.isnan(b), np.nan, np.where(a > b, a - b, 0.0))),
    "fdimf", "x - y if x > y, else +0.")
 _f("step", 2, N.fsim(lambda e, x: np.where(x < e, 0.0, 1.0)), "mb_step", "0.0 if x < edge, else 1.0.",
    rule=float_math(2, ("edge", "x")), example="r = step(0.5, x[i])",
@@ -179,7 +201,7 @@ __device__ inline float mb_smoothstep(float e0, float e1, float x) {
     float t = fminf(fmaxf((x - e0) / (e1 - e0), 0.0f), 1.0f);
     return t * t * (3.0f - 2.0f * t);
 }"""})
-_f("saturate", 1, N.fsim(lambda x: np.clip(x, 0.0, 1.0)), "__saturatef", "x clamped to [0, 1].",
+_f("saturate", 1, N.fsim(N.fsaturate), "__saturatef", "x clamped to [0, 1] (NaN gives 0).",
    ref=_vec(lambda x: 0.0 if x != x else min(max(x, 0.0), 1.0)))
 _f("fabs", 1, N.fsim(np.abs), "fabsf", "Absolute value of a float.", rule=numeric(1, float_only=True),
    py=_py("fabs"))
@@ -241,8 +263,8 @@ inline float mb_lgamma(float x) {
     }
     return mb_lgamma_pos(x);
 }""", {"mb_lgamma_pos": _LGAMMA_POS}),
-   ref=_vec(lambda x: math.inf if (x <= 0 and x == math.floor(x)) or math.isinf(x) else
-            (x if x != x else math.lgamma(x))), tol=64)
+   ref=_vec(lambda x: x if x != x else (math.inf if math.isinf(x) or (x <= 0 and x == math.floor(x)) else
+                                         math.lgamma(x))), tol=64)
 _f("tgamma", 1, N.fsim(N.tgamma), "tgammaf", "The Gamma function.", py=("math.gamma",),
    msl=metal_helper("mb_tgamma", """\
 // tgamma via lgamma, with the reflection formula below 0.5: Metal has no tgamma.
@@ -270,7 +292,7 @@ def _gamma_ref(x: float) -> float:
 def _p(name, fn, doc, py=()):
     return add_builtin(name, group="Float classification", doc=doc, example=f"ok = {name}(x[i])",
                        rule=float_predicate(), sim=N.predicate(fn), msl=metal(name, through_half=False),
-                       cuda=cuda(float=name), python=py, namespaces=_PS, ref=fn, shim="p")
+                       cuda=cuda(float=name), python=py, namespaces=_PS, ref=getattr(R, name), shim="p")
 
 
 _p("isnan", np.isnan, "True if x is a NaN.", _py("isnan"))
@@ -278,3 +300,71 @@ _p("isinf", np.isinf, "True if x is +inf or -inf.", _py("isinf"))
 _p("isfinite", np.isfinite, "True if x is neither infinite nor NaN.", _py("isfinite"))
 _p("signbit", np.signbit, "True if x's sign bit is set (also for -0.0 and negative NaNs).", ("np.signbit",))
 
+
+
+# ----------------------------------------------------------------------------- geometric (float vectors)
+
+def _geo(name, n, result, sim, doc, cu_code, example):
+    """A function of whole float vectors: the simulator gets each argument's components."""
+    fn = f"mb_{name}"
+
+    def spell_cuda(p, args, t):
+        p.need("mb_dot_f", _GEO_CUDA)
+        p.need(fn, cu_code)
+        return f"{fn}({', '.join(p.expr(a, ASSIGN) for a in args)})"
+    spell_cuda.cuda_name = fn
+
+    def f64sim(args, dt):
+        with np.errstate(all="ignore"):
+            r = sim(*[[np.asarray(c, np.float64) for c in a] for a in args])
+        return [N.out(c, dt) for c in r] if isinstance(r, list) else N.out(r, dt)
+    return add_builtin(name, group="Geometric", doc=doc, example=example,
+                       rule=float_vectors(n, ("x", "y")[:n], result), sim=f64sim, componentwise=False,
+                       msl=metal(name), cuda=spell_cuda, ref=sim, tol_ulp=4, shim=_GEO_SHIM[name])
+
+
+def _dot(x, y):
+    return sum(a * b for a, b in zip(x, y))
+
+
+def _length(x):
+    return np.sqrt(_dot(x, x))
+
+
+_GEO_SHIM = {"dot": "template <class T> typename _mb_vt<T>::E dot(T, T);",
+             "length": "template <class T> typename _mb_vt<T>::E length(T);",
+             "distance": "template <class T> typename _mb_vt<T>::E distance(T, T);",
+             "normalize": "template <class T> T normalize(T);"}
+_GEO_CUDA = """\
+template <class T, int N> __device__ inline float mb_dot_f(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
+    float s = 0.0f;
+    for (int i = 0; i < N; ++i) s += static_cast<float>(a[i]) * static_cast<float>(b[i]);
+    return s;
+}"""
+
+_geo("dot", 2, "scalar", _dot, "The dot product of two vectors.", """\
+template <class T, int N> __device__ inline T mb_dot(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
+    return static_cast<T>(mb_dot_f(a, b));
+}""", "d = dot(float3(x[i], y[i], 0.0), n)")
+_geo("length", 1, "scalar", _length, "The Euclidean length of a vector.", """\
+template <class T, int N> __device__ inline T mb_length(const mb_vec<T, N>& a) {
+    return static_cast<T>(sqrtf(mb_dot_f(a, a)));
+}""", "r = length(v)")
+_geo("distance", 2, "scalar", lambda x, y: _length([a - b for a, b in zip(x, y)]),
+     "The Euclidean distance between two points.", """\
+template <class T, int N> __device__ inline T mb_distance(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
+    float s = 0.0f;
+    for (int i = 0; i < N; ++i) {
+        float d = static_cast<float>(a[i]) - static_cast<float>(b[i]);
+        s += d * d;
+    }
+    return static_cast<T>(sqrtf(s));
+}""", "r = distance(p, q)")
+_geo("normalize", 1, "vector", lambda x: [c / _length(x) for c in x],
+     "The vector scaled to length 1 (NaN components for a zero vector).", """\
+template <class T, int N> __device__ inline mb_vec<T, N> mb_normalize(const mb_vec<T, N>& a) {
+    float r = rsqrtf(mb_dot_f(a, a));
+    mb_vec<T, N> out;
+    for (int i = 0; i < N; ++i) out[i] = static_cast<T>(static_cast<float>(a[i]) * r);
+    return out;
+}""", "n = normalize(v)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import numerics as N
+from . import refs as R
 from .. import types as T
 from .core import BuiltinTypeError, add_builtin, custom, integer, numeric, type_word
 from .spell import by_kind, cuda, metal, template_helper
@@ -32,7 +33,7 @@ def _num(name, n, int_fn, float_fn, cu_float, cu_int, doc, *, example=None, py=(
     int_sim, float_sim = N.isim(int_fn), N.fsim(float_fn)
 
     def ref(*a, dt):
-        return ref_float(*a) if dt.kind == "f" else _ints(ref_int)(*a, dt=dt)
+        return ref_float(*a) if N.is_float(dt) else _ints(ref_int)(*a, dt=dt)
     return add_builtin(
         name, group="Numeric", doc=doc, example=example or f"r = {name}({args})",
         rule=numeric(n, no_int_vector=no_int_vector), sim=N.by_kind(int_sim, float_sim),
@@ -50,17 +51,17 @@ def _wrapped(v, bits, signed):
 _num("abs", 1, lambda x, dt: np.abs(x), np.abs, "fabsf", "mb_abs", "Absolute value (|INT_MIN| wraps to INT_MIN).",
      py=("abs", "np.abs", "np.absolute"),
      helpers={"mb_abs": "template <class T> __device__ inline T mb_abs(T x) { return x < T(0) ? static_cast<T>(-x) : x; }"},
-     ref_int=lambda x, bits, signed: _wrapped(abs(x), bits, signed), ref_float=np.abs)
+     ref_int=lambda x, bits, signed: _wrapped(abs(x), bits, signed), ref_float=R.fabs)
 _num("min", 2, lambda a, b, dt: np.minimum(a, b), np.fmin, "fminf", "mb_min",
      "The smaller of x and y (for floats a NaN argument gives the other).", py=("min", "np.minimum"),
      details="Python's min(a, b, c, ...) with more arguments chains min.",
      helpers={"mb_min": "template <class T> __device__ inline T mb_min(T a, T b) { return b < a ? b : a; }"},
-     ref_int=lambda a, b, bits, signed: min(a, b), ref_float=np.fmin, namespaces=_PS)
+     ref_int=lambda a, b, bits, signed: min(a, b), ref_float=R.fmin, namespaces=_PS)
 _num("max", 2, lambda a, b, dt: np.maximum(a, b), np.fmax, "fmaxf", "mb_max",
      "The larger of x and y (for floats a NaN argument gives the other).", py=("max", "np.maximum"),
      details="Python's max(a, b, c, ...) with more arguments chains max.",
      helpers={"mb_max": "template <class T> __device__ inline T mb_max(T a, T b) { return a < b ? b : a; }"},
-     ref_int=lambda a, b, bits, signed: max(a, b), ref_float=np.fmax, namespaces=_PS)
+     ref_int=lambda a, b, bits, signed: max(a, b), ref_float=R.fmax, namespaces=_PS)
 _num("clamp", 3, lambda x, lo, hi, dt: np.minimum(np.maximum(x, lo), hi), lambda x, lo, hi: np.fmin(np.fmax(x, lo), hi),
      "mb_fclamp", "mb_clamp", "min(max(x, lo), hi).", example="r = clamp(x[i], 0.0, 1.0)", py=("np.clip",),
      helpers={"mb_clamp": "template <class T> __device__ inline T mb_clamp(T x, T lo, T hi) "
@@ -68,7 +69,7 @@ _num("clamp", 3, lambda x, lo, hi, dt: np.minimum(np.maximum(x, lo), hi), lambda
               "mb_fclamp": "__device__ inline float mb_fclamp(float x, float lo, float hi) "
                            "{ return fminf(fmaxf(x, lo), hi); }"},
      ref_int=lambda x, lo, hi, bits, signed: min(max(x, lo), hi),
-     ref_float=lambda x, lo, hi: np.fmin(np.fmax(x, lo), hi), namespaces=_PS)
+     ref_float=R.clamp, namespaces=_PS)
 
 _ISIGN = """\
 // sign of an integer (Metal's sign is for floats only).
@@ -87,8 +88,7 @@ __device__ inline float mb_fsign(float x) {
     return isnan(x) ? 0.0f : (x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : copysignf(0.0f, x)));
 }"""},
      ref_int=lambda x, bits, signed: (x > 0) - (x < 0),
-     ref_float=np.vectorize(lambda x: 0.0 if x != x else (x if x == 0 else (1.0 if x > 0 else -1.0)),
-                            otypes=[np.float64]))
+     ref_float=R.sign)
 
 
 def _med(a, b, c):
@@ -100,13 +100,13 @@ _num("max3", 3, lambda a, b, c, dt: np.maximum(np.maximum(a, b), c), lambda a, b
      helpers={"mb_max3": "template <class T> __device__ inline T mb_max3(T a, T b, T c) "
                          "{ T m = a < b ? b : a; return m < c ? c : m; }",
               "mb_fmax3": "__device__ inline float mb_fmax3(float a, float b, float c) { return fmaxf(fmaxf(a, b), c); }"},
-     ref_int=lambda a, b, c, bits, signed: max(a, b, c), ref_float=lambda a, b, c: np.fmax(np.fmax(a, b), c))
+     ref_int=lambda a, b, c, bits, signed: max(a, b, c), ref_float=R.fmax3)
 _num("min3", 3, lambda a, b, c, dt: np.minimum(np.minimum(a, b), c), lambda a, b, c: np.fmin(np.fmin(a, b), c),
      "mb_fmin3", "mb_min3", "The smallest of x, y and z.",
      helpers={"mb_min3": "template <class T> __device__ inline T mb_min3(T a, T b, T c) "
                          "{ T m = b < a ? b : a; return c < m ? c : m; }",
               "mb_fmin3": "__device__ inline float mb_fmin3(float a, float b, float c) { return fminf(fminf(a, b), c); }"},
-     ref_int=lambda a, b, c, bits, signed: min(a, b, c), ref_float=lambda a, b, c: np.fmin(np.fmin(a, b), c))
+     ref_int=lambda a, b, c, bits, signed: min(a, b, c), ref_float=R.fmin3)
 _num("median3", 3, lambda a, b, c, dt: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c)),
      lambda a, b, c: np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c)),
      "mb_fmedian3", "mb_median3", "The middle value of x, y and z.",
@@ -116,7 +116,7 @@ _num("median3", 3, lambda a, b, c, dt: np.maximum(np.minimum(a, b), np.minimum(n
               "mb_fmedian3": "__device__ inline float mb_fmedian3(float a, float b, float c) "
                              "{ return fmaxf(fminf(a, b), fminf(fmaxf(a, b), c)); }"},
      ref_int=lambda a, b, c, bits, signed: _med(a, b, c),
-     ref_float=lambda a, b, c: np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c)))
+     ref_float=R.median3)
 
 
 # ----------------------------------------------------------------------------- integer bit functions
@@ -321,7 +321,8 @@ def _insert_ref(base, ins, off, nb, bits, signed):
 
 add_builtin("extract_bits", group="Integer", doc="The field of `bits` bits of x starting at bit `offset` "
             "(sign-extended for signed x).", example="r = extract_bits(x[i], 4u, 8u)", rule=_bits_rule(1),
-            sim=N.isim(_extract), msl=metal("extract_bits"), ref=_ints(_extract_ref), shim="custom",
+            sim=N.isim(_extract), msl=metal("extract_bits"), ref=_ints(_extract_ref),
+            shim="template <class T> T extract_bits(T, uint, uint);",
             cuda=cuda(int="mb_extract_bits", helpers={"mb_extract_bits": """\
 template <class T> __device__ inline T mb_extract_bits(T x, unsigned off, unsigned bits) {
     constexpr unsigned W = 8 * sizeof(T);
@@ -332,7 +333,8 @@ template <class T> __device__ inline T mb_extract_bits(T x, unsigned off, unsign
 }"""}))
 add_builtin("insert_bits", group="Integer", doc="base with its `bits` bits at `offset` replaced by the low "
             "bits of insert.", example="r = insert_bits(x[i], 5u, 4u, 8u)", rule=_bits_rule(2),
-            sim=N.isim(_insert), msl=metal("insert_bits"), ref=_ints(_insert_ref), shim="custom",
+            sim=N.isim(_insert), msl=metal("insert_bits"), ref=_ints(_insert_ref),
+            shim="template <class T> T insert_bits(T, T, uint, uint);",
             cuda=cuda(int="mb_insert_bits", helpers={"mb_insert_bits": """\
 template <class T> __device__ inline T mb_insert_bits(T base, T ins, unsigned off, unsigned bits) {
     if (bits == 0) return base;

@@ -18,10 +18,15 @@ import numpy as np
 _SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
 
 
+def is_float(dt) -> bool:
+    """Float dtypes, bfloat16 included (ml_dtypes' kind is "V")."""
+    return dt.kind == "f" or dt.name == "bfloat16"
+
+
 def out(r, dt):
     """``r`` as dtype ``dt`` (a NumPy scalar for 0-d results); bfloat16 rounds from float32."""
     r = np.asarray(r)
-    if dt.kind == "f" and dt.itemsize == 2 and dt != np.float16:
+    if dt.name == "bfloat16":
         r = r.astype(np.float32)  # bfloat16 rounds from float32 (ml_dtypes)
     with np.errstate(all="ignore"):
         r = r.astype(dt)
@@ -53,7 +58,7 @@ def isim(fn):
 def by_kind(int_sim, float_sim):
     """Chooses the integer or the float implementation by the result dtype."""
     def sim(args, dt):
-        return (float_sim if dt.kind == "f" else int_sim)(args, dt)
+        return (float_sim if is_float(dt) else int_sim)(args, dt)
     return sim
 
 
@@ -129,6 +134,7 @@ def lgamma(x):
     s = np.abs(np.sin(math.pi * x))
     left = np.log(math.pi / s) - r
     o = np.where(refl, left, r)
+    o = np.where((x == 1) | (x == 2), 0.0, o)      # exact zeros, as C's lgamma
     return np.where(((x <= 0) & (x == np.floor(x))) | np.isinf(x), np.inf, o)
 
 
@@ -145,8 +151,39 @@ def tgamma(x):
     return np.where(((x < 0) & (x == np.floor(x))) | (x == -np.inf), np.nan, o)
 
 
+def _pi_mod(x, period):
+    # x modulo period, exactly (fmod is exact): the argument reduction sin(pi x) needs
+    return np.fmod(x, period)
+
+
+def sinpi(x):
+    """sin(pi x), exact at integers (+-0) and half-integers (+-1), accurate for huge x."""
+    r = _pi_mod(x, 2.0)
+    s = np.sin(np.pi * r)
+    s = np.where(r == np.trunc(r), np.copysign(0.0, x), s)
+    return np.where(np.abs(r) == 0.5, np.copysign(1.0, r), np.where(np.abs(r) == 1.5, -np.copysign(1.0, r), s))
+
+
+def cospi(x):
+    """cos(pi x), exact at integers (+-1) and half-integers (+0)."""
+    r = np.abs(_pi_mod(x, 2.0))
+    c = np.cos(np.pi * r)
+    c = np.where((r == 0.5) | (r == 1.5), 0.0, c)
+    return np.where(r == 0, 1.0, np.where(r == 1, -1.0, c))
+
+
+def tanpi(x):
+    """sinpi(x) / cospi(x): +-0 at integers, +-inf at half-integers (as CUDA's sinpif/cospif)."""
+    return sinpi(x) / cospi(x)
+
+
 def round_half_away(x):
     return np.copysign(np.floor(np.abs(x) + 0.5), x)
+
+
+def fsaturate(x):
+    # NaN gives 0, as fmin(fmax(x, 0), 1) and CUDA's __saturatef do
+    return np.fmin(np.fmax(x, 0.0), 1.0)
 
 
 def fract(x):
@@ -156,7 +193,7 @@ def fract(x):
 
 
 def smoothstep(e0, e1, x):
-    t = np.clip((x - e0) / (e1 - e0), 0.0, 1.0)
+    t = np.fmin(np.fmax((x - e0) / (e1 - e0), 0.0), 1.0)     # a NaN t gives 0, as CUDA's fminf/fmaxf
     return t * t * (3.0 - 2.0 * t)
 
 

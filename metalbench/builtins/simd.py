@@ -300,7 +300,7 @@ def _vote(kind, result, doc, cuda):
     add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"v = {name}(x[i] > 0)",
                 rule=predicate_vote(result), sim=lambda lay, args, m: S.vote(lay, kind, args[0], m),
                 msl=msl, cuda=lambda p, args, t: cuda.format(p.expr(args[0], ASSIGN)), ref=_vote_ref(kind),
-                shim="custom")
+                shim=f"{'simd_vote' if kind == 'ballot' else 'bool'} {name}(bool);")
 
 
 _vote("all", T.bool_, "True if the condition holds on every active lane.", "__all_sync(__activemask(), {})")
@@ -326,4 +326,4 @@ def _is_first_ref(vals, active):
 
 add_builtin("simd_is_first", group="SIMD-group", kind="simd", doc="True on the first active lane of the SIMD-group.",
             example="if simd_is_first(): ...", rule=nullary(T.bool_), sim=lambda lay, args, m: S.is_first(lay, m),
-            msl=_msl_call("simd_is_first"), cuda=_is_first_cuda, ref=_is_first_ref, shim="custom")
+            msl=_msl_call("simd_is_first"), cuda=_is_first_cuda, ref=_is_first_ref, shim="bool simd_is_first();")

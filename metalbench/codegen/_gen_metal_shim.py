@@ -12,13 +12,11 @@ from ..builtins.attributes import CONSTANTS
 
 # Metal functions metalbench does not implement, declared so that user MSL calling
 # them still type-checks (the MSL front end then says what it does not support).
-METAL_ONLY_MATH = {"nextafter": "m2", "fmedian3": "m3", "isnormal": "p", "normalize": "m1"}
+METAL_ONLY_MATH = {"nextafter": "m2", "fmedian3": "m3", "isnormal": "p"}
 METAL_ONLY_INT = {"mul24": "i2", "mad24": "i3", "madsat": "i3", "madhi": "i3"}
 METAL_ONLY_DECLS = """\
 template <class T> T sincos(T, thread T&); template <class T> T frexp(T, thread int&);
-template <class T> T modf(T, thread T&);
-template <class T> typename _mb_vt<T>::E dot(T, T); template <class T> typename _mb_vt<T>::E length(T);
-template <class T> typename _mb_vt<T>::E distance(T, T); template <class T> T cross(T, T);"""
+template <class T> T modf(T, thread T&); template <class T> T cross(T, T);"""
 
 HEAD = r'''// metal_shim.h -- just enough of <metal_stdlib> for clang (libclang) to parse and
 // type-check Metal Shading Language kernels on machines without Apple's compiler.
@@ -240,19 +238,9 @@ _KINDS = {
     "s1": "template <class T> T {f}(T);",
     "s2": "template <class T> T {f}(T, ushort);",
 }
-_CUSTOM = {   # declarations whose shape no kind above gives
-    "ldexp": "template <class T> T ldexp(T, int); template <class T, int N> vec<T, N> ldexp(vec<T, N>, vec<int, N>);",
-    "extract_bits": "template <class T> T extract_bits(T, uint, uint);",
-    "insert_bits": "template <class T> T insert_bits(T, T, uint, uint);",
-    "simd_all": "bool simd_all(bool);", "simd_any": "bool simd_any(bool);",
-    "simd_ballot": "simd_vote simd_ballot(bool);", "simd_is_first": "bool simd_is_first();",
-}
-
-
 def _decl(b) -> str:
-    if b.name in _CUSTOM:
-        return _CUSTOM[b.name]
-    return _KINDS[b.shim].format(f=b.name)
+    """A builtin's declaration: its ``shim`` is a kind above or the C++ text itself."""
+    return _KINDS[b.shim].format(f=b.name) if b.shim in _KINDS else b.shim
 
 
 def _in_metal(b) -> bool:

@@ -73,6 +73,7 @@ float __int_as_float(int); int __float_as_int(float);
 int __popc(unsigned int); int __popcll(unsigned long long); int __clz(int); int __clzll(long long);
 int __ffs(int); int __ffsll(long long); unsigned int __brev(unsigned int);
 unsigned long long __brevll(unsigned long long);
+long long __mul64hi(long long, long long); unsigned long long __umul64hi(unsigned long long, unsigned long long);
 
 unsigned int __activemask();
 template <class T> T __shfl_sync(unsigned int mask, T v, int src, int width = 32);

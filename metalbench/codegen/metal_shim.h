@@ -228,12 +228,15 @@ template <class T, int N> struct _mb_pred<vec<T, N>> { typedef vec<bool, N> type
   template <class A, class B, class C> auto clamp(A a, B b, C c) -> decltype(a + b + c); \
   template <class A, class B> auto nextafter(A a, B b) -> decltype(a + b); \
   template <class A, class B, class C> auto fmedian3(A a, B b, C c) -> decltype(a + b + c); \
-  template <class T> typename _mb_pred<T>::type isnormal(T); \
-  template <class T> T normalize(T);
+  template <class T> typename _mb_pred<T>::type isnormal(T);
 _MB_MATH_DECLS
 namespace precise { _MB_MATH_DECLS }
 namespace fast { _MB_MATH_DECLS }
 // metal:: only (generated from the builtin registry)
+template <class T> typename _mb_vt<T>::E dot(T, T);
+template <class T> typename _mb_vt<T>::E length(T);
+template <class T> typename _mb_vt<T>::E distance(T, T);
+template <class T> T normalize(T);
 template <class T> T abs(T);
 template <class T> T sign(T);
 template <class A, class B, class C> auto max3(A a, B b, C c) -> decltype(a + b + c);
@@ -257,9 +260,7 @@ template <class T> T mad24(T, T, T);
 template <class T> T madsat(T, T, T);
 template <class T> T madhi(T, T, T);
 template <class T> T sincos(T, thread T&); template <class T> T frexp(T, thread int&);
-template <class T> T modf(T, thread T&);
-template <class T> typename _mb_vt<T>::E dot(T, T); template <class T> typename _mb_vt<T>::E length(T);
-template <class T> typename _mb_vt<T>::E distance(T, T); template <class T> T cross(T, T);
+template <class T> T modf(T, thread T&); template <class T> T cross(T, T);
 template <class A, class B, class C> A select(A, B, C);
 template <class T> bool all(T); template <class T> bool any(T);
 template <class T, class U> T as_type(U);

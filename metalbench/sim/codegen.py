@@ -1018,10 +1018,15 @@ class Gen:
 
     def ex_Call(self, e):
         # the builtin's declaration implements it: _bi[name].sim (see metalbench/builtins)
-        if registry.get(e.name).kind == "simd":
+        b = registry.get(e.name)
+        if b.kind == "simd":
             return self.simd(e)
         argv = [self.exl(a) for a in e.args]
         rt = e.type
+        if not b.componentwise:     # whole vectors: each argument as its list of components
+            lists = ", ".join(f"[{', '.join(a)}]" for a in argv)
+            r = self.tmp(f"_bi[{e.name!r}]([{lists}], {self.dtn(T.elem_of(rt))})")
+            return [f"{r}[{k}]" for k in range(rt.n)] if _is_vec(rt) else r
         n = rt.n if _is_vec(rt) else 1
         dt = self.dtn(T.elem_of(rt))
         out = []

@@ -67,6 +67,10 @@ class SimdLayout:
         return r if self.direct else r[self.back]
 
 
+def _is_float(dt) -> bool:
+    return dt.kind == "f" or dt.name == "bfloat16"     # ml_dtypes' bfloat16 has kind "V"
+
+
 def identity(op: str, dt):
     """The identity of reduction ``op`` ("sum", "product", "max", "min", "and", "or", "xor") for ``dt``."""
     if op in ("sum", "or", "xor"):
@@ -75,7 +79,7 @@ def identity(op: str, dt):
         return dt.type(1)
     if op == "and":
         return ~dt.type(0) if dt.kind in "iu" else dt.type(1)
-    if dt.kind == "f":
+    if _is_float(dt):
         return dt.type(-np.inf if op == "max" else np.inf)
     if dt.kind == "b":
         return dt.type(op == "min")
@@ -85,7 +89,7 @@ def identity(op: str, dt):
 
 def _acc_dtype(dt):
     # half and bfloat accumulate in float32, as the GPU's ALUs do
-    return np.dtype(np.float32) if dt.kind == "f" else dt
+    return np.dtype(np.float32) if _is_float(dt) else dt
 
 
 _UFUNC = {"sum": np.add, "product": np.multiply, "max": np.maximum, "min": np.minimum,
