@@ -1,0 +1,123 @@
+"""MSL calls: casts and constructors, builtins (through the registry and the semantic
+layer), ``select``, ``dot``, atomics, and dispatch to header functions and MLX utils."""
+from __future__ import annotations
+
+from ... import ir
+from ... import types as T
+from ...builtins import registry
+from ...errors import KernelNameError
+from .mlx_utils import UTILS
+from .symbols import _ATOMIC_FNS, Buf, _NAMESPACES, _type_of_descriptor, _TypeName
+
+
+class CallsMixin:
+    """Calls, casts and atomics: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def callee_name(self, fn):
+        txt = self.text(fn).replace(" ", "")
+        if fn.type == "template_function":
+            txt = self.text(fn.child_by_field_name("name")).replace(" ", "")
+        parts = txt.split("::")
+        while len(parts) > 1 and parts[0] in _NAMESPACES:
+            parts = parts[1:]
+        return "::".join(parts)
+
+    def call(self, node, stmt=False):
+        sp = self.sp(node)
+        fn = node.child_by_field_name("function")
+        argn = node.child_by_field_name("arguments").named_children
+        name = self.callee_name(fn)
+        targs = []
+        if fn.type == "template_function":
+            targs = fn.child_by_field_name("arguments").named_children
+        # casts and constructors
+        if name in ("static_cast", "reinterpret_cast", "as_type", "bit_cast"):
+            if name != "static_cast":
+                self.unsupported(node, f"'{name}<...>'")
+            t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
+            return self.cast_to(t, [self.expr(argn[0])], node)
+        if fn.type in ("primitive_type", "identifier", "type_identifier", "sized_type_specifier") \
+                and self.is_type_name(fn) and self.lookup(name) is None or isinstance(self.lookup(name), _TypeName):
+            t, _ = self.resolve_type(fn)
+            if not argn:
+                return self.sem.const(0, t, sp) if isinstance(t, T.ScalarType) else \
+                    self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
+            return self.cast_to(t, [self.expr(a) for a in argn], node)
+        if name in ("threadgroup_barrier", "simdgroup_barrier"):
+            if not stmt:
+                self.type_err(node, f"{name} is a statement, not a value")
+        if name in _ATOMIC_FNS:
+            return self.atomic(name, argn, node, stmt)
+        if name in UTILS:
+            return self.util(name, argn, node)
+        if name in self.funcdefs:
+            return self.user_call(name, argn, targs, node)
+        if name == "select" and len(argn) == 3:
+            a, b, c = (self.expr(x) for x in argn)
+            return self.sem.select(c, b, a, sp)
+        if name == "dot" and len(argn) == 2:
+            a, b = (self.expr(x) for x in argn)
+            if not isinstance(a.type, T.VectorType):
+                self.type_err(node, "dot needs vectors")
+            t = self.sem.common_type(a.type, b.type, sp)
+            a, b = self.sem.convert(a, t), self.sem.convert(b, t)
+            e = None
+            for c in "xyzw"[:t.n]:
+                p = self.sem.binop("*", self.sem.component(a, c, sp), self.sem.component(b, c, sp), sp)
+                e = p if e is None else self.sem.binop("+", e, p, sp)
+            return e
+        b = registry.lookup(self.text(fn).replace(" ", "") if fn.type != "template_function" else name)
+        if b is None and registry.lookup(name) is not None and registry.lookup(name).kind != "node":
+            self.type_err(fn, f"Metal has no {self.text(fn).replace(' ', '')}; {name} has no precise:: or "
+                              "fast:: variant", hint=f"write metal::{name}")
+        if b is not None and b.kind in ("call", "simd"):
+            args = [self.expr(a) for a in argn]
+            for a, n in zip(args, argn):
+                if a.type is None:
+                    self.type_err(n, "this has no value (void)")
+            return self.sem.builtin(b.name, args, sp)
+        if isinstance(self.lookup(name), (ir.Var, Buf)):
+            self.type_err(node, f"'{name}' is not a function")
+        if name.startswith(("simdgroup_", "quad_", "simd_")) or name in (
+                "atomic_thread_fence", "printf", "os_log"):
+            self.unsupported(node, f"'{name}'")
+        raise KernelNameError(f"use of undeclared function '{name}'", sp,
+                              hint="define it in header=, or check the spelling of the Metal builtin")
+
+    def atomic(self, name, argn, node, stmt):
+        sp = self.sp(node)
+        op = _ATOMIC_FNS[name]
+        if not argn or argn[0].type != "pointer_expression" and argn[0].type != "identifier" \
+                and argn[0].type != "binary_expression":
+            self.type_err(node, f"{name} needs a pointer to an atomic element, e.g. &out[i]")
+        arg = self.bufarg(argn[0])
+        if arg is None:
+            self.type_err(argn[0], f"{name} needs a pointer to an atomic element, e.g. &out[i]")
+        buf = self.buf_of(arg.buf)
+        if not buf.atomic:
+            self.type_err(argn[0], f"'{buf.name}' is not atomic",
+                          hint="pass atomic_outputs=True to metal_kernel" if buf.space == "device"
+                          else "declare it as threadgroup atomic<T>")
+        idx = arg.offset if arg.offset is not None else ir.Const(0, T.int32)
+        t = buf.elem
+        self.sem.check_atomic(op, t, buf.space, buf.name, sp, who=name)
+        if op == "load":
+            return self.sem.atomic("load", buf.name, t, buf.space, idx, [], sp, who=name)
+        if op == "cas":
+            if len(argn) < 3:
+                self.type_err(node, f"{name}(object, &expected, desired, order, order)")
+            exp_node = argn[1]
+            if not (exp_node.type == "pointer_expression" and self.text(exp_node).lstrip().startswith("&")):
+                self.type_err(exp_node, "the expected value is passed by address: &expected")
+            evar = self.expr(exp_node.child_by_field_name("argument"))
+            if not isinstance(evar, ir.Var):
+                self.unsupported(exp_node, "an expected value that is not a local variable")
+            desired = self.expr(argn[2])
+            old = self.new_tmp(t, self.sem.atomic("cas", buf.name, t, buf.space, idx, [evar, desired], sp,
+                                                  who=name), sp)
+            ok = self.new_tmp(T.bool_, self.sem.binop("==", old, self.sem.convert(evar, t), sp), sp)
+            self.emit_pre(ir.Assign(evar, self.sem.convert(old, evar.type), span=sp), sp)
+            return ok
+        if len(argn) < 2:
+            self.type_err(node, f"{name} needs a value")
+        return self.sem.atomic(op, buf.name, t, buf.space, idx, [self.expr(argn[1])], sp, who=name)

@@ -1,0 +1,213 @@
+"""MSL expressions: literals, names (variables, constants, thread attributes, Metal's
+float constants), members and swizzles, subscripts, operators, ``?:``, casts,
+assignments and increments used as values, ``sizeof``."""
+from __future__ import annotations
+
+from ... import ir
+from ... import types as T
+from ...errors import KernelNameError, KernelTypeError
+from ...semantics.folding import const_value
+from .literals import _literal
+from .symbols import Buf, Ptr, ShapeArr
+
+
+class ExpressionsMixin:
+    """Expressions: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def binop(self, op, a, b, node):
+        """C's binary operator ``op`` (see :meth:`Semantics.binop`)."""
+        return self.sem.binop(op, a, b, self.sp(node))
+
+    def expr(self, node, stmt=False) -> ir.Expr:
+        k = node.type
+        sp = self.sp(node)
+        if k == "parenthesized_expression":
+            return self.expr(node.named_children[-1])
+        if k in ("number_literal", "user_defined_literal"):
+            v, t = _literal(self.text(node))
+            if t is None:
+                self.type_err(node, f"bad number '{self.text(node)}'")
+            return ir.Const(v, t, span=sp)
+        if k in ("true", "false"):
+            return self.sem.bool_const(k == "true", sp)
+        if k == "char_literal":
+            return ir.Const(ord(self.text(node)[1]), T.int8, span=sp)
+        if k in ("identifier", "qualified_identifier"):
+            return self.name_expr(node)
+        if k == "field_expression":
+            base = self.expr(node.child_by_field_name("argument"))
+            comps = self.text(node.child_by_field_name("field"))
+            if self.text(node.child_by_field_name("operator")) != "." or \
+                    not isinstance(base.type, T.VectorType):
+                self.type_err(node, f"'{self.text(node)}': member access needs a vector")
+            return self.sem.component(base, comps, sp)
+        if k == "subscript_expression":
+            base = node.child_by_field_name("argument")
+            if base.type == "identifier":
+                sym = self.lookup(self.text(base))
+                if isinstance(sym, ShapeArr):
+                    return self.shape_index(sym, node)
+                if isinstance(sym, ir.Var) and isinstance(sym.type, T.VectorType):
+                    i = const_value(self.expr(node.child_by_field_name("indices").named_children[0]))
+                    if i is None:
+                        self.unsupported(node, "indexing a vector with a run-time index")
+                    return self.sem.vector_index(ir.Var(sym.name, sym.type, span=sp), int(i), sp)
+            buf, idx = self.location(node)
+            if buf.atomic:
+                self.type_err(node, f"'{buf.name}' is atomic; read it with atomic_load_explicit")
+            return ir.Load(buf.name, idx, buf.elem, span=sp)
+        if k == "pointer_expression":
+            if self.text(node).lstrip().startswith("*"):
+                buf, idx = self.location(node)
+                return ir.Load(buf.name, idx, buf.elem, span=sp)
+            self.type_err(node, "'&' (an address) is only allowed as the first argument of an "
+                          "atomic function or a pointer argument")
+        if k == "binary_expression":
+            opn = node.child_by_field_name("operator")
+            op = self.text(opn)
+            if opn.start_byte in self.quals.get("<", ()):
+                op = op.replace(">", "<")
+            a = self.expr(node.child_by_field_name("left"))
+            if op in ("&&", "||"):
+                self.lazy += 1
+                try:
+                    b = self.expr(node.child_by_field_name("right"))
+                finally:
+                    self.lazy -= 1
+            else:
+                b = self.expr(node.child_by_field_name("right"))
+            for x, n in ((a, "left"), (b, "right")):
+                if x.type is None:
+                    self.type_err(node.child_by_field_name(n), "this has no value (void)")
+            return self.binop(op, a, b, node)
+        if k == "unary_expression":
+            op = self.text(node.child_by_field_name("operator"))
+            a = self.expr(node.child_by_field_name("argument"))
+            return self.sem.unop(op, a, sp)
+        if k == "conditional_expression":
+            c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
+            self.lazy += 1
+            try:
+                a = self.expr(node.child_by_field_name("consequence"))
+                b = self.expr(node.child_by_field_name("alternative"))
+            finally:
+                self.lazy -= 1
+            return self.sem.select(c, a, b, sp)
+        if k == "cast_expression":
+            tn = node.child_by_field_name("type")
+            val = node.child_by_field_name("value")
+            inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
+            if inner is not None and inner.type in ("type_identifier", "identifier") \
+                    and not self.is_type_name(inner) and val.type == "unary_expression":
+                # `(a) - b` parsed as a cast of `-b` to type `a`
+                op = self.text(val.child_by_field_name("operator"))
+                return self.binop(op, self.expr(inner), self.expr(val.child_by_field_name("argument")), node)
+            t, _ = self.resolve_type(tn)
+            v = self.expr(val)
+            return self.cast_to(t, [v], node)
+        if k == "call_expression":
+            return self.call(node, stmt)
+        if k == "assignment_expression":
+            lhs = node.child_by_field_name("left")
+            stmts = self.expr_stmt(node)
+            for s in stmts:
+                self.emit_pre(s, sp)
+            return self.expr(lhs)
+        if k == "update_expression":
+            arg = node.child_by_field_name("argument")
+            prefix = self.text(node).lstrip().startswith(("++", "--"))
+            old = None if prefix else self.new_tmp(self.expr(arg).type, self.expr(arg), sp)
+            for s in self.expr_stmt(node):
+                self.emit_pre(s, sp)
+            return self.expr(arg) if prefix else old
+        if k == "comma_expression":
+            for s in self.expr_stmt(node.child_by_field_name("left")):
+                self.emit_pre(s, sp)
+            return self.expr(node.child_by_field_name("right"))
+        if k == "initializer_list":
+            self.type_err(node, "a {...} list needs a declared type here")
+        if k == "sizeof_expression":
+            tn = node.child_by_field_name("type")
+            if tn is not None:
+                t, _ = self.resolve_type(tn)
+                return ir.Const(t.itemsize if isinstance(t, T.ScalarType) else t.elem.itemsize * (4 if t.n == 3 else t.n),
+                                T.uint64, span=sp)
+        if k in ("lambda_expression", "new_expression", "delete_expression", "string_literal"):
+            self.unsupported(node, f"'{k.replace('_', ' ')}'")
+        self.unsupported(node, f"the expression '{self.text(node)[:40]}'")
+
+    def shape_index(self, sym, node):
+        sp = self.sp(node)
+        i = self.index_expr(node.child_by_field_name("indices").named_children[0])
+        return self.shape_at(sym, i, sp)
+
+    def shape_at(self, sym, i, sp):
+        c = const_value(i)
+        if sym.kind == "strides":
+            return ir.StrideOf(sym.buf, self.sem.convert(i, T.int32) if c is None else ir.Const(int(c), T.int32),
+                               T.int64, span=sp)
+        if c is not None:
+            if not 0 <= int(c) < max(sym.ndim, 1):
+                raise KernelTypeError(f"{sym.buf}_shape[{int(c)}] is out of range: {sym.buf} has "
+                                      f"{sym.ndim} dimensions", sp)
+            return ir.ShapeOf(sym.buf, int(c), T.int32, span=sp)
+        # a run-time dimension: select among the (statically known) dimensions
+        e = ir.ShapeOf(sym.buf, sym.ndim - 1, T.int32, span=sp)
+        for d in range(sym.ndim - 2, -1, -1):
+            cond = self.sem.binop("==", self.sem.convert(i, T.int32), ir.Const(d, T.int32), sp)
+            e = self.sem.select(cond, ir.ShapeOf(sym.buf, d, T.int32, span=sp), e, sp)
+        return e
+
+    def name_expr(self, node):
+        sp = self.sp(node)
+        txt = self.text(node).replace(" ", "")
+        name = txt
+        if "::" in txt:
+            parts = txt.split("::")
+            name = parts[-1]
+            if parts[0] == "metal" and name in ("numeric_limits",):
+                self.unsupported(node, txt)
+        sym = self.lookup(name)
+        if isinstance(sym, ir.Var):
+            return ir.Var(sym.name, sym.type, span=sp)
+        if isinstance(sym, ir.Const):
+            return ir.Const(sym.value, sym.type, span=sp)
+        if isinstance(sym, Ptr):
+            self.type_err(node, f"'{name}' is a pointer; index it (p[i]) or dereference it (*p)")
+        if isinstance(sym, Buf):
+            self.type_err(node, f"'{name}' is an array; index it, e.g. {name}[i]")
+        if isinstance(sym, ShapeArr):
+            self.type_err(node, f"'{name}' is an array; index it, e.g. {name}[0]")
+        if name in ir.THREAD_ATTRIBUTES and sym is None:
+            if not self.in_kernel:
+                raise KernelNameError(
+                    f"'{name}' is not declared in header functions", sp,
+                    hint="MLX declares thread attributes only in the kernel body; pass it as an argument")
+            return self.sem.thread_attr(name, sp)
+        consts = {"M_PI_F": 3.14159265358979, "M_E_F": 2.718281828459045, "INFINITY": float("inf"),
+                  "NAN": float("nan"), "MAXFLOAT": 3.4028234663852886e38, "FLT_MAX": 3.4028234663852886e38,
+                  "HUGE_VALF": float("inf"), "M_SQRT2_F": 1.4142135623730951, "M_LN2_F": 0.6931471805599453,
+                  "M_LOG2E_F": 1.4426950408889634, "FLT_MIN": 1.1754943508222875e-38,
+                  "FLT_EPSILON": 1.1920928955078125e-07, "INT_MAX": 2**31 - 1, "INT_MIN": -2**31,
+                  "UINT_MAX": 2**32 - 1}
+        if name in consts:
+            v = consts[name]
+            t = T.float32 if isinstance(v, float) else (T.uint32 if name == "UINT_MAX" else T.int32)
+            return self.sem.const(v, t, sp)
+        if txt.startswith("memory_order") or txt.startswith("mem_flags"):
+            self.type_err(node, f"'{txt}' is only meaningful as an argument of an atomic or barrier")
+        raise KernelNameError(f"use of undeclared identifier '{name}'", sp,
+                              hint=self._template_hint(name) or "declare it, or add it to input_names")
+
+    def cast_to(self, t, args, node):
+        """``T(args)``, ``(T)x``, ``static_cast<T>(x)`` (see :meth:`Semantics.cast`)."""
+        sp = self.sp(node)
+        if isinstance(t, T.VectorType):
+            return self.vec_cons(t, args, node)
+        if len(args) != 1:
+            self.type_err(node, f"{t.msl}(...) takes one argument")
+        return self.sem.cast(t, args[0], sp)
+
+    def vec_cons(self, t, args, node):
+        """The vector constructor ``float4(...)`` (see :meth:`Semantics.vector`)."""
+        return self.sem.vector(t, args, self.sp(node))

@@ -1,0 +1,225 @@
+"""The header (``header=``): ``#define`` constants, type aliases, global constant
+arrays, and device functions and function templates, specialised per call (argument
+types, template arguments) like C++ template instantiation."""
+from __future__ import annotations
+
+from ... import ir
+from ...semantics.folding import fold
+from .parse import _PARSER, _parse
+from .symbols import Buf, FuncDef, _NoMatch, _params_of, _SPACES, _TypeName
+
+
+class HeaderMixin:
+    """The header and its functions: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def header(self, header):
+        tree, code, quals = _parse(header, self.hsrc, 0, wrap=False, templates=self.template_names)
+        self.code, self.quals, self.cur_src, self.line_offset = code, quals, self.hsrc, 0
+        self.scopes = [self.global_syms]
+        self.in_kernel = False
+        for node in tree.root_node.named_children:
+            self.top_level(node, code, quals)
+
+    def top_level(self, node, code, quals):
+        k = node.type
+        if k in ("comment", "preproc_include", "preproc_call", "using_declaration",
+                 "namespace_alias_definition", "alias_declaration"):
+            if k == "alias_declaration":
+                nm = self.text(node.child_by_field_name("name"))
+                t, _ = self.resolve_type(node.child_by_field_name("type"))
+                self.global_syms[nm] = _TypeName(t)
+            return
+        if k == "preproc_def":
+            nm = self.text(node.child_by_field_name("name"))
+            val = node.child_by_field_name("value")
+            if val is None:
+                return
+            txt = self.code[val.start_byte:val.end_byte].strip()
+            sub = _PARSER.parse(f"auto __v = {txt};".encode())
+            # re-evaluate the macro text as an expression in the header's coordinates
+            try:
+                saved = self.code
+                self.code = f"auto __v = {txt};"
+                decl = sub.root_node.named_children[0]
+                init = decl.child_by_field_name("declarator").child_by_field_name("value")
+                c = fold(self.expr(init))
+            except Exception:
+                c = None
+            finally:
+                self.code = saved
+            if not isinstance(c, ir.Const):
+                self.unsupported(node, "a #define that is not a constant")
+            self.global_syms[nm] = c
+            return
+        if k == "type_definition":
+            t, _ = self.resolve_type(node.child_by_field_name("type"))
+            for d in node.children_by_field_name("declarator"):
+                self.global_syms[self.text(d)] = _TypeName(t)
+            return
+        if k == "function_definition":
+            self.add_funcdef(node, [])
+            return
+        if k == "template_declaration":
+            tps = []
+            for p in node.child_by_field_name("parameters").named_children:
+                if p.type == "type_parameter_declaration":
+                    tps.append(("type", self.text(p.named_children[-1])))
+                elif p.type == "parameter_declaration":
+                    tps.append(("value", self.text(p.child_by_field_name("declarator"))))
+                else:
+                    self.unsupported(p, "this template parameter")
+            inner = [c for c in node.named_children if c.type == "function_definition"]
+            if not inner:
+                self.unsupported(node, "a template that is not a function")
+            self.add_funcdef(inner[0], tps)
+            return
+        if k == "declaration":
+            for st in self.declaration(node, top=True):
+                pass
+            return
+        if k == "expression_statement" and not node.named_children:
+            return
+        self.unsupported(node, f"'{self.text(node).split(chr(10))[0][:40]}' in the header")
+
+    def add_funcdef(self, node, tps):
+        decl = node.child_by_field_name("declarator")
+        while decl.type in ("pointer_declarator", "reference_declarator"):
+            decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
+        nm = self.text(decl.child_by_field_name("declarator"))
+        self.funcdefs.setdefault(nm, []).append(
+            FuncDef(node, tps, self.cur_src, self.line_offset, self.quals))
+        self.funcdef_code = getattr(self, "funcdef_code", {})
+        self.funcdef_code[id(node)] = self.code
+
+    def user_call(self, name, argn, targ_nodes, node):
+        cands = [f for f in self.funcdefs[name] if len(_params_of(f.node)) == len(argn)]
+        if not cands:
+            self.type_err(node, f"no overload of '{name}' takes {len(argn)} argument(s)")
+        explicit = []
+        for t in targ_nodes:
+            if t.type == "type_descriptor":
+                explicit.append(("type", self.resolve_type(t)[0]))
+            else:
+                explicit.append(("value", self.expr(t)))
+        # evaluate arguments: buffers by BufArg, values by Expr
+        args = []
+        for a in argn:
+            ba = self.bufarg(a)
+            args.append(ba if ba is not None else self.expr(a))
+        errors = []
+        for fd in cands:
+            try:
+                return self.specialise(fd, name, args, explicit, node)
+            except _NoMatch as e:
+                errors.append(str(e))
+        self.type_err(node, f"no matching overload of '{name}': " + "; ".join(errors))
+
+    def specialise(self, fd: FuncDef, name, args, explicit, node):
+        sp = self.sp(node)
+        # switch to the header's text
+        saved = (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
+                 self.lazy, self.ret_type, self.in_kernel)
+        self.code = self.funcdef_code[id(fd.node)]
+        self.quals, self.cur_src, self.line_offset = fd.quals, fd.src, fd.line_offset
+        try:
+            bind = {}
+            for (kind, tn), ex in zip(fd.tparams, explicit):
+                if kind == "type":
+                    bind[tn] = _TypeName(ex[1])
+                else:
+                    c = fold(ex[1])
+                    if not isinstance(c, ir.Const):
+                        raise _NoMatch(f"template argument {tn} must be a constant")
+                    bind[tn] = c
+            self.scopes = [self.global_syms, bind]
+            tnames = {tn for k, tn in fd.tparams if k == "type"}
+            params = _params_of(fd.node)
+            fparams = []
+            sig = []
+            scope = {}
+            for p, a in zip(params, args):
+                tnode = p.child_by_field_name("type")
+                decl = p.child_by_field_name("declarator")
+                quals = self.quals_before(p.start_byte, tnode.start_byte)
+                space = next((q for q in quals if q in _SPACES), None)
+                is_ptr = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
+                is_ref = decl is not None and decl.type == "reference_declarator"
+                const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in p.children)
+                while decl is not None and decl.type in ("pointer_declarator", "reference_declarator", "array_declarator"):
+                    decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
+                pname = self.text(decl) if decl is not None else f"_p{len(fparams)}"
+                tname = self.text(tnode).strip()
+                # deduce T from the argument
+                if tname in tnames and tname not in bind:
+                    if is_ptr:
+                        if not isinstance(a, ir.BufArg):
+                            raise _NoMatch(f"argument for '{pname}' must be a buffer")
+                        bind[tname] = _TypeName(self.buf_of_outer(a.buf, saved).elem)
+                    else:
+                        if isinstance(a, ir.BufArg):
+                            raise _NoMatch(f"argument for '{pname}' must be a value")
+                        bind[tname] = _TypeName(a.type)
+                pt, atomic = self.resolve_type(tnode)
+                if is_ref:
+                    if const and not isinstance(a, ir.BufArg):
+                        is_ref = False  # const T& x: a value
+                    elif isinstance(a, ir.BufArg):
+                        self.unsupported(p, "a reference parameter")
+                    else:
+                        self.unsupported(p, "a non-const reference parameter (an out parameter)")
+                if is_ptr:
+                    if not isinstance(a, ir.BufArg):
+                        raise _NoMatch(f"argument for '{pname}' must be a buffer or array")
+                    ab = self.buf_of_outer(a.buf, saved)
+                    if ab.elem != pt:
+                        raise _NoMatch(f"'{pname}' points to {pt.name}, got {ab.elem.name} data")
+                    sp_name = space or ab.space
+                    fparams.append(ir.FuncParam(pname, pt, sp_name, const))
+                    scope[pname] = Buf(pname, pt, sp_name, atomic=atomic or ab.atomic, const=const)
+                    sig.append(("buf", pt.name, sp_name, ab.atomic))
+                else:
+                    if isinstance(a, ir.BufArg):
+                        raise _NoMatch(f"argument for '{pname}' must be a value, not an array")
+                    fparams.append(ir.FuncParam(pname, pt))
+                    scope[pname] = ir.Var(pname, pt)
+                    sig.append(pt.name)
+            rnode = fd.node.child_by_field_name("type")
+            ret, _ = self.resolve_type(rnode)
+            key = (name, id(fd.node), tuple(sig),
+                   tuple((k, getattr(v, "t", getattr(v, "value", None))) for k, v in sorted(bind.items())))
+            fname = self._spec_names.get(key) if hasattr(self, "_spec_names") else None
+            if fname is None:
+                if key in self.specialising:
+                    self.unsupported(node, "a recursive function")
+                self._spec_names = getattr(self, "_spec_names", {})
+                fname = name if name not in self.used_names else self.fresh(name)
+                self.used_names.add(fname)
+                self._spec_names[key] = fname
+                self.specialising.add(key)
+                self.scopes = [self.global_syms, bind, scope]
+                self.pre = None
+                self.lazy = 0
+                self.ret_type = ret
+                self.in_kernel = False
+                used_before = set(self.used_names)
+                self.used_names |= set(scope)
+                body = self.block(fd.node.child_by_field_name("body"))
+                self.used_names = used_before | {fname}
+                f = ir.Function(fname, fparams, ret, body, span=self.sp(fd.node))
+                self.specialising.discard(key)
+                self.func_order.append(f)
+        finally:
+            (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
+             self.lazy, self.ret_type, self.in_kernel) = saved
+        conv_args = []
+        for a, p in zip(args, fparams):
+            conv_args.append(a if p.space else self.sem.convert(a, p.type))
+        return ir.FuncCall(fname, conv_args, ret, span=sp)
+
+    def buf_of_outer(self, name, saved):
+        scopes = self.scopes
+        self.scopes = saved[4]
+        try:
+            return self.buf_of(name)
+        finally:
+            self.scopes = scopes

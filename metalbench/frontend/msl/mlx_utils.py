@@ -1,0 +1,83 @@
+"""MLX's ``utils.h`` helpers a kernel body may call (``elem_to_loc`` and its fixed-rank
+variants, ``ceildiv``), expanded into IR by the semantic layer."""
+from __future__ import annotations
+
+from ... import ir
+from ... import types as T
+from ...semantics.folding import const_value
+from .symbols import ShapeArr, _span_all
+
+
+UTILS = ("elem_to_loc", "elem_to_loc_1", "elem_to_loc_2", "elem_to_loc_3", "ceildiv")
+
+
+class MLXUtilsMixin:
+    """MLX's utils.h helpers: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def util(self, name, argn, node):
+        sp = self.sp(node)
+        S = self.sem
+        if name == "ceildiv":
+            if len(argn) != 2:
+                self.type_err(node, "ceildiv(a, b) takes 2 arguments")
+            a, b = (self.expr(x) for x in argn)
+            t = S.common_type(a.type, b.type, sp)
+            a, b = S.convert(a, t), S.convert(b, t)
+            num = S.binop("-", S.binop("+", a, b, sp), S.const(1, t, sp), sp)
+            return S.binop("/", num, b, sp)
+
+        def arr(n, kind):
+            sym = self.lookup(self.text(n)) if n.type == "identifier" else None
+            if not isinstance(sym, ShapeArr) or sym.kind != kind:
+                self.unsupported(n, f"{name} with an argument other than an input's _{kind}")
+            return sym
+        i64 = T.int64
+
+        def op(o, x, y):
+            return S.binop(o, x, y, sp)
+
+        def dim(sym, d):        # x_shape[d] or x_strides[d], as int64
+            return S.convert(self.shape_at(sym, ir.Const(d, T.int32), sp), i64)
+
+        if name == "elem_to_loc":
+            if len(argn) != 4:
+                self.type_err(node, "elem_to_loc(elem, x_shape, x_strides, x_ndim)")
+            elem = self.expr(argn[0])
+            shp, strd = arr(argn[1], "shape"), arr(argn[2], "strides")
+            nd = const_value(self.expr(argn[3]))
+            if nd is None:
+                self.unsupported(argn[3], "elem_to_loc with a run-time ndim")
+            nd = int(nd)
+            if isinstance(elem.type, T.VectorType):
+                # the uint3 overload: x, y index the last two dims, z the rest
+                ex, ey, ez = (S.convert(S.component(elem, c, sp), i64) for c in "xyz")
+                loc = op("*", ex, dim(strd, nd - 1))
+                if nd >= 2:
+                    loc = op("+", loc, op("*", ey, dim(strd, nd - 2)))
+                div = None
+                for d in range(nd - 3, -1, -1):
+                    size = dim(shp, d)
+                    q = ez if div is None else op("/", ez, div)
+                    loc = op("+", loc, op("*", op("%", q, size), dim(strd, d)))
+                    div = size if div is None else op("*", div, size)
+                return _span_all(loc, sp)
+            e = S.convert(elem, i64)
+            loc = None
+            div = None
+            for d in range(nd - 1, -1, -1):
+                size = dim(shp, d)
+                q = e if div is None else op("/", e, div)
+                term = op("*", op("%", q, size), dim(strd, d))
+                loc = term if loc is None else op("+", loc, term)
+                div = size if div is None else op("*", div, size)
+            return _span_all(loc if loc is not None else ir.Const(0, i64), sp)
+        if name == "elem_to_loc_1":
+            return op("*", S.convert(self.expr(argn[0]), i64), S.convert(self.expr(argn[1]), i64))
+        n = int(name[-1])
+        elem = self.expr(argn[0])
+        strd = arr(argn[1], "strides")
+        loc = None
+        for j in range(n):
+            term = op("*", S.convert(S.component(elem, "xyz"[j], sp), i64), dim(strd, n - 1 - j))
+            loc = term if loc is None else op("+", loc, term)
+        return _span_all(loc, sp)

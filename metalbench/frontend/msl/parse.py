@@ -1,0 +1,139 @@
+"""Parsing MSL with tree-sitter-cpp: the masking that lets the C++ grammar read Metal
+(address-space qualifiers blanked, ambiguous ``<`` and keyword casts respelled, all at
+the same length so lines and columns stay exact) and syntax errors at the user's line.
+
+tree-sitter reports byte columns; non-ASCII characters are blanked before parsing, so
+byte columns are character columns::
+
+    >>> from metalbench.errors import Source
+    >>> tree, code, quals = _parse("device float* p = x;", Source("b", "device float* p = x;"), 1, True)
+    >>> code.splitlines()[1], quals[16]
+    ('       float* p = x;', 'device')
+"""
+from __future__ import annotations
+
+import re
+
+import tree_sitter as ts
+import tree_sitter_cpp as tscpp
+
+from ...errors import KernelSyntaxError, Source, Span
+
+
+_LANG = ts.Language(tscpp.language())
+
+
+_PARSER = ts.Parser(_LANG)
+
+
+_QUAL_RE = re.compile(r"\b(device|threadgroup|constant|thread|METAL_FUNC|constexpr|static|"
+                      r"__attribute__\(\(always_inline\)\))(?![A-Za-z0-9_])(?=\s*[A-Za-z_&*(])")
+
+
+_TEMPLATE_NAMES = {"static_cast", "reinterpret_cast", "as_type", "bit_cast", "atomic", "vec",
+                   "numeric_limits", "template", "include", "Limits", "metal", "array", "matrix"}
+
+
+_LT_RE = re.compile(r"([A-Za-z_0-9]+)(\s*)<(?![<])")
+
+
+def _swap_less(text: str, out: list, templates: set) -> set:
+    """C++ reads ``v < a && v > b`` as a template ``v<...>``; MSL bodies never mean that
+    unless ``v`` names a template. Turn such ``<`` into ``>`` (same length, same
+    precedence) and remember where, so the translator reads them back as ``<``."""
+    swapped = set()
+    for m in _LT_RE.finditer(text):
+        word = m.group(1)
+        pos = m.end(2)
+        if word in templates or word in _TEMPLATE_NAMES:
+            continue
+        line_start = text.rfind("\n", 0, pos) + 1
+        if text[line_start:pos].lstrip().startswith("#"):
+            continue
+        if pos > 0 and text[pos - 1] == "<":
+            continue
+        out[pos] = ">"
+        swapped.add(pos)
+    return swapped
+
+
+_KEYWORD_CASTS = {"short": "_MBsh", "long": "_MBl", "unsigned": "_MBunsig", "signed": "_MBsig"}
+
+
+_KEYWORD_CAST_TYPES = {"_MBsh": "short", "_MBl": "long", "_MBunsig": "uint", "_MBsig": "int"}
+
+
+_KEYWORD_CAST_RE = re.compile(r"(?<![\w])(short|long|unsigned|signed)(?=\s*\()")
+
+
+_TYPE_WORD_BEFORE = re.compile(r"(?:\b(?:unsigned|signed|long|short|const)\s*)$")
+
+
+def _respell_keyword_casts(text: str, out: list) -> None:
+    for m in _KEYWORD_CAST_RE.finditer(text):
+        if _TYPE_WORD_BEFORE.search(text, 0, m.start()):
+            continue                       # ``unsigned short(...)`` is not a functional cast
+        out[m.start():m.end()] = _KEYWORD_CASTS[m.group(1)]
+
+
+def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]:
+    """Blank out Metal qualifiers (same length, so positions stay) and remember them
+    by byte offset; also disambiguate ``<`` (see :func:`_swap_less`), remembered
+    under the key ``"<"``, and respell keyword functional casts (``short(x)``)."""
+    quals: dict = {}
+    out = list(text)
+    quals["<"] = _swap_less(text, out, templates)
+    _respell_keyword_casts(text, out)
+
+    def blank(m):
+        word = m.group(1)
+        quals[m.start(1)] = word
+        for k in range(m.start(1), m.end(1)):
+            out[k] = " "
+    for m in _QUAL_RE.finditer(text):
+        blank(m)
+    return "".join(out), quals
+
+
+def _first_error(node):
+    if node.is_missing or node.type == "ERROR":
+        return node
+    if not node.has_error:
+        return None
+    for c in node.children:
+        e = _first_error(c)
+        if e is not None:
+            return e
+    return node
+
+
+def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=frozenset()):
+    masked, quals = _mask(text, templates)
+    if not text.isascii():
+        # tree-sitter works in bytes; keep positions aligned with characters
+        masked = "".join(c if ord(c) < 128 else " " for c in masked)
+    prefix = "void __body() {\n" if wrap else ""
+    code = prefix + masked + ("\n}\n" if wrap else "\n")
+    tree = _PARSER.parse(code.encode())
+    shift = len(prefix)
+    swapped = {k + shift for k in quals.pop("<")}
+    quals = {k + shift: v for k, v in quals.items()}
+    quals["<"] = swapped
+    err = _first_error(tree.root_node)
+    if err is not None:
+        line = err.start_point[0] - line_offset + src.first_line
+        col = err.start_point[1]
+        if err.is_missing:
+            msg = f"syntax error: expected '{err.type}'"
+        else:
+            bad = code[err.start_byte:err.end_byte].strip().splitlines()
+            tok = bad[0][:30] if bad else ""
+            msg = f"syntax error near '{tok}'" if tok else "syntax error"
+        if wrap and line > src.first_line + len(text.splitlines()) - 1:
+            line = src.first_line + max(0, len(text.splitlines()) - 1)
+            col = len(src.line(line))
+            msg = "syntax error: unexpected end of the kernel source (unbalanced braces or a missing ';'?)"
+        end = col + max(1, err.end_byte - err.start_byte) if err.start_point[0] == err.end_point[0] else None
+        raise KernelSyntaxError(msg, Span(src, line, col, line, end),
+                                hint="the source is the body of an MSL kernel, as mx.fast.metal_kernel takes it")
+    return tree, code, quals

@@ -1,0 +1,366 @@
+"""MSL statements: blocks, declarations (locals, arrays, pointers, constants),
+expression statements and assignments, ``if``/``for``/``while``/``do``, ``return``."""
+from __future__ import annotations
+
+from ... import ir
+from ... import types as T
+from ...errors import KernelNameError
+from ...semantics.folding import coerce_value, const_value, fold
+from .symbols import Buf, Ptr, _SPACES
+
+
+class StatementsMixin:
+    """Statements: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def block(self, node) -> list[ir.Stmt]:
+        self.scopes.append({})
+        out = []
+        try:
+            for c in node.named_children:
+                out.extend(self.stmt(c))
+        finally:
+            self.scopes.pop()
+        return out
+
+    def body_of(self, node) -> list[ir.Stmt]:
+        if node.type == "compound_statement":
+            return self.block(node)
+        self.scopes.append({})
+        try:
+            return self.stmt(node)
+        finally:
+            self.scopes.pop()
+
+    def with_pre(self, fn):
+        """Run ``fn`` collecting statements that must precede its result."""
+        saved = self.pre
+        self.pre = []
+        try:
+            r = fn()
+            return self.pre, r
+        finally:
+            self.pre = saved
+
+    def stmt(self, node) -> list[ir.Stmt]:
+        k = node.type
+        sp = self.sp(node)
+        if k == "comment":
+            return []
+        if k == "compound_statement":
+            return self.block(node)
+        if k == "declaration":
+            pre, st = self.with_pre(lambda: self.declaration(node))
+            return pre + st
+        if k == "expression_statement":
+            if not node.named_children:
+                return []
+            pre, st = self.with_pre(lambda: self.expr_stmt(node.named_children[0]))
+            return pre + st
+        if k == "if_statement":
+            cnode = node.child_by_field_name("condition")
+            cexpr = cnode.child_by_field_name("value") or cnode.named_children[-1]
+            if cnode.child_by_field_name("initializer") is not None or cexpr.type == "declaration":
+                self.unsupported(cnode, "a declaration in an if condition")
+            pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cexpr)))
+            then = self.body_of(node.child_by_field_name("consequence"))
+            alt = node.child_by_field_name("alternative")
+            orelse = []
+            if alt is not None:
+                inner = alt.named_children[-1] if alt.type == "else_clause" else alt
+                orelse = self.body_of(inner)
+            return pre + [ir.If(cond, then, orelse, span=sp)]
+        if k == "for_statement":
+            return self.for_stmt(node)
+        if k == "while_statement":
+            cnode = node.child_by_field_name("condition")
+            pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cnode.named_children[-1])))
+            body = self.body_of(node.child_by_field_name("body"))
+            if pre:
+                brk = ir.If(self.sem.unop("!", cond, cond.span), [ir.Break(span=sp)], span=sp)
+                return [ir.While(ir.Const(True, T.bool_), pre + [brk] + body, span=sp)]
+            return [ir.While(cond, body, span=sp)]
+        if k == "do_statement":
+            body = self.body_of(node.child_by_field_name("body"))
+            cnode = node.child_by_field_name("condition")
+            pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cnode.named_children[-1])))
+            if pre:
+                self.unsupported(cnode, "a side effect in a do-while condition")
+            return [ir.While(cond, body, do_while=True, span=sp)]
+        if k == "break_statement":
+            return [ir.Break(span=sp)]
+        if k == "continue_statement":
+            return [ir.Continue(span=sp)]
+        if k == "return_statement":
+            vals = node.named_children
+            if self.ret_type is None:
+                if vals:
+                    self.type_err(node, "a kernel (or void function) cannot return a value")
+                return [ir.Return(span=sp)]
+            if not vals:
+                self.type_err(node, "this function must return a value")
+            pre, v = self.with_pre(lambda: self.sem.convert(self.expr(vals[0]), self.ret_type))
+            return pre + [ir.Return(v, span=sp)]
+        if k in ("switch_statement", "goto_statement", "labeled_statement", "try_statement",
+                 "throw_statement"):
+            self.unsupported(node, f"'{k.replace('_statement', '')}'")
+        if k == "function_definition":
+            self.unsupported(node, "a function defined inside the body (put it in header=)")
+        self.unsupported(node, f"'{self.text(node).splitlines()[0][:40]}'")
+
+    def for_stmt(self, node):
+        sp = self.sp(node)
+        self.scopes.append({})
+        try:
+            init_n = node.child_by_field_name("initializer")
+            init = []
+            if init_n is not None:
+                if init_n.type == "declaration":
+                    pre, st = self.with_pre(lambda: self.declaration(init_n))
+                else:
+                    pre, st = self.with_pre(lambda: self.expr_stmt(init_n))
+                init = pre + st
+            cond_n = node.child_by_field_name("condition")
+            cond = None
+            cpre = []
+            if cond_n is not None:
+                cpre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cond_n)))
+            upd_n = node.child_by_field_name("update")
+            upd = []
+            if upd_n is not None:
+                pre, st = self.with_pre(lambda: self.expr_stmt(upd_n))
+                upd = pre + st
+            body = self.body_of(node.child_by_field_name("body"))
+        finally:
+            self.scopes.pop()
+        if cpre:
+            brk = ir.If(self.sem.unop("!", cond, cond.span), [ir.Break(span=sp)], span=sp)
+            body = cpre + [brk] + body
+            cond = None
+        return [ir.CFor(init, cond, upd, body, span=sp)]
+
+    def declaration(self, node, top=False) -> list[ir.Stmt]:
+        tnode = node.child_by_field_name("type")
+        quals = self.quals_before(node.start_byte, tnode.start_byte)
+        space = next((q for q in quals if q in _SPACES), None)
+        is_const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in node.children)
+        base, atomic = self.resolve_type(tnode)
+        if base is None:
+            self.type_err(node, "a variable cannot be void")
+        out = []
+        for d in node.children_by_field_name("declarator"):
+            out.extend(self.declarator(d, base, atomic, space, is_const, top, node))
+        return out
+
+    def declarator(self, d, base, atomic, space, is_const, top, decl_node):
+        sp = self.sp(d)
+        init = None
+        if d.type == "init_declarator":
+            init = d.child_by_field_name("value")
+            d = d.child_by_field_name("declarator")
+        if d.type == "array_declarator":
+            dims = []
+            inner = d
+            while inner.type == "array_declarator":
+                size = inner.child_by_field_name("size")
+                if size is None:
+                    if init is None or inner.child_by_field_name("declarator").type == "array_declarator":
+                        self.type_err(inner, "array size missing")
+                    dims.insert(0, None)
+                else:
+                    v = const_value(self.expr(size))
+                    if v is None or int(v) <= 0:
+                        self.type_err(size, "array sizes must be positive compile-time constants",
+                                      hint="use a template parameter or a constant from the header")
+                    dims.insert(0, int(v))
+                inner = inner.child_by_field_name("declarator")
+            name = self.text(inner)
+            values = None
+            if init is not None:
+                values = self.init_list(init, base)
+                if dims[0] is None:
+                    inner_n = 1
+                    for x in dims[1:]:
+                        inner_n *= x
+                    dims[0] = (len(values) + inner_n - 1) // inner_n
+                total = 1
+                for x in dims:
+                    total *= x
+                values = values + [coerce_value(0, base)] * (total - len(values))
+            if isinstance(base, T.VectorType):
+                self.unsupported(d, "an array of vectors")
+            if top or (space == "constant"):
+                gname = self.fresh(name) if not top else name
+                if values is None:
+                    self.type_err(d, "a constant array needs an initialiser")
+                g = ir.ArrayDecl(gname, "constant", base, tuple(dims), values, span=sp)
+                self.globals.append(g)
+                self.used_names.add(gname)
+                self.scopes[-1][name] = Buf(gname, base, "constant", tuple(dims), const=True)
+                return []
+            sp_name = space or "thread"
+            if sp_name == "device":
+                self.type_err(d, "device arrays cannot be declared in a kernel")
+            irname = self.fresh(name)
+            a = ir.ArrayDecl(irname, sp_name, base, tuple(dims), values, span=sp)
+            self.scopes[-1][name] = Buf(irname, base, sp_name, tuple(dims), atomic=atomic)
+            if sp_name == "threadgroup":
+                if not self.in_kernel:
+                    self.unsupported(d, "a threadgroup array declared in a device function")
+                if values is not None:
+                    self.type_err(d, "threadgroup arrays cannot have initialisers (Metal)")
+                self.tg_arrays.append(a)
+                return []
+            return [a]
+        if d.type == "pointer_declarator":
+            name_n = d.child_by_field_name("declarator")
+            if name_n.type != "identifier":
+                self.unsupported(d, "this pointer declaration")
+            name = self.text(name_n)
+            if init is None:
+                self.unsupported(d, "a pointer without an initialiser")
+            arg = self.bufarg(init)
+            if arg is None:
+                self.type_err(init, "a pointer must point into a buffer or array")
+            buf = self.buf_of(arg.buf)
+            t = base
+            if t != buf.elem:
+                self.type_err(d, f"cannot point a {t.name}* at {buf.elem.name} data")
+            off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
+            offv = self.sem.convert(arg.offset, T.int64) if arg.offset is not None else ir.Const(0, T.int64)
+            self.scopes[-1][name] = Ptr(buf, off)
+            return [ir.Decl(off, offv, span=sp)]
+        if d.type == "reference_declarator":
+            self.unsupported(d, "a reference variable")
+        if d.type != "identifier":
+            self.unsupported(d, f"the declaration '{self.text(d)}'")
+        name = self.text(d)
+        if atomic:
+            self.unsupported(d, "an atomic local variable")
+        t = base
+        val = None
+        if init is not None:
+            if init.type == "initializer_list":
+                if isinstance(t, T.VectorType):
+                    args = [self.expr(c) for c in init.named_children]
+                    val = self.vec_cons(t, args, init)
+                else:
+                    items = init.named_children
+                    val = self.sem.convert(self.expr(items[0]), t) if items else self.sem.const(0, t, sp)
+            elif init.type == "argument_list":  # float x(1.0f);
+                val = self.expr(init.named_children[0])
+            else:
+                val = self.expr(init)
+            if t == "auto":
+                t = val.type
+            val = self.sem.convert(val, t)
+        elif t == "auto":
+            self.type_err(d, "'auto' needs an initialiser")
+        if top or space == "constant" or (is_const and not self.in_kernel and not self.scopes[1:]):
+            c = fold(val) if val is not None else None
+            if top:
+                if not isinstance(c, ir.Const):
+                    self.type_err(d, "header constants must have a compile-time constant value")
+                self.global_syms[name] = c
+                return []
+            if isinstance(c, ir.Const):
+                self.scopes[-1][name] = c
+                return []
+        irname = self.fresh(name)
+        v = ir.Var(irname, t, span=sp)
+        self.scopes[-1][name] = v
+        return [ir.Decl(v, val, span=sp)]
+
+    def init_list(self, node, elem):
+        if node.type != "initializer_list":
+            self.type_err(node, "array initialisers are {...} lists")
+        vals = []
+        for c in node.named_children:
+            if c.type == "initializer_list":
+                vals.extend(self.init_list(c, elem))
+                continue
+            v = const_value(self.sem.convert(self.expr(c), elem))
+            if v is None:
+                self.type_err(c, "array initialisers must be compile-time constants")
+            vals.append(v)
+        return vals
+
+    def expr_stmt(self, node) -> list[ir.Stmt]:
+        k = node.type
+        sp = self.sp(node)
+        if k == "comma_expression":
+            return self.expr_stmt(node.child_by_field_name("left")) + \
+                self.expr_stmt(node.child_by_field_name("right"))
+        if k == "parenthesized_expression":
+            return self.expr_stmt(node.named_children[0])
+        if k == "assignment_expression":
+            op = self.text(node.child_by_field_name("operator"))
+            return self.assign(node.child_by_field_name("left"), op[:-1] or None,
+                               node.child_by_field_name("right"), sp)
+        if k == "update_expression":
+            op = "+" if "++" in self.text(node) else "-"
+            return self.assign(node.child_by_field_name("argument"), op, None, sp)
+        if k == "call_expression":
+            fname = self.callee_name(node.child_by_field_name("function"))
+            if fname in ("threadgroup_barrier", "simdgroup_barrier"):
+                flags = tuple(self.text(a).split("::")[-1].strip()
+                              for a in node.child_by_field_name("arguments").named_children)
+                return [ir.Barrier(fname.split("_")[0], flags or ("mem_none",), span=sp)]
+            e = self.expr(node, stmt=True)
+            return [ir.ExprStmt(e, span=sp)] if e is not None else []
+        e = self.expr(node)
+        return [ir.ExprStmt(e, span=sp)]
+
+    def assign(self, lhs, op, rhs_node, sp, rhs=None) -> list[ir.Stmt]:
+        """``lhs op= rhs`` (op None: plain assignment; rhs_node None: ++/--)."""
+        def value(cur, t):
+            r = rhs if rhs is not None else (self.expr(rhs_node) if rhs_node is not None
+                                             else ir.Const(1, T.int32, span=sp))
+            if op is None:
+                return self.sem.convert(r, t)
+            return self.sem.convert(self.binop(op, cur, r, lhs), t)
+        k = lhs.type
+        if k == "parenthesized_expression":
+            return self.assign(lhs.named_children[0], op, rhs_node, sp, rhs)
+        if k == "identifier":
+            name = self.text(lhs)
+            sym = self.lookup(name)
+            if isinstance(sym, ir.Var):
+                if sym.name in self.kernel_syms and self.in_kernel and self.kernel_syms.get(sym.name) is sym:
+                    self.type_err(lhs, f"'{name}' is a scalar input (constant T&) and cannot be assigned")
+                return [ir.Assign(sym, value(sym, sym.type), span=sp)]
+            if isinstance(sym, Ptr):
+                return [ir.Assign(sym.off, value(sym.off, T.int64), span=sp)]
+            if isinstance(sym, ir.Const):
+                self.type_err(lhs, f"'{name}' is a constant and cannot be assigned")
+            if sym is None:
+                raise KernelNameError(f"use of undeclared identifier '{name}'", self.sp(lhs))
+            self.type_err(lhs, f"cannot assign to '{name}'")
+        if k in ("subscript_expression", "pointer_expression"):
+            buf, idx = self.location(lhs)
+            if buf.const and buf.space in ("device", "constant"):
+                self.type_err(lhs, f"'{buf.name}' is read-only (an input or constant)",
+                              hint="write to one of the output_names")
+            if buf.atomic:
+                self.type_err(lhs, f"'{buf.name}' is atomic; write it with atomic_store_explicit "
+                              "or atomic_fetch_add_explicit")
+            cur = ir.Load(buf.name, idx, buf.elem, span=self.sp(lhs))
+            return [ir.Store(buf.name, idx, value(cur, buf.elem), span=sp)]
+        if k == "field_expression":
+            base = lhs.child_by_field_name("argument")
+            comps = self.text(lhs.child_by_field_name("field"))
+            var = self.expr(base)
+            if not isinstance(var, ir.Var) or not isinstance(var.type, T.VectorType):
+                self.unsupported(lhs, "assignment to this member")
+            vt = var.type
+            cur = self.sem.component(var, comps, self.sp(lhs))
+            idxs = ["xyzw".index(c) for c in cur.components]
+            ct = cur.type
+            newv = value(cur, ct)
+            if len(idxs) > 1:
+                tmp = self.new_tmp(ct, newv, sp)
+                parts = {i: self.sem.component(tmp, "xyzw"[j], sp) for j, i in enumerate(idxs)}
+            else:
+                parts = {idxs[0]: newv}
+            args = [parts.get(i) or self.sem.component(var, "xyzw"[i], sp) for i in range(vt.n)]
+            return [ir.Assign(var, self.sem.vector(vt, args, sp), span=sp)]
+        self.unsupported(lhs, f"assignment to '{self.text(lhs)}'")

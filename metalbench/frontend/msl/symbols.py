@@ -1,0 +1,98 @@
+"""What MSL names are bound to while translating: kernel buffers and arrays
+(:class:`Buf`), local pointers (:class:`Ptr`), an input's ``x_shape``/``x_strides``
+(:class:`ShapeArr`), header functions (:class:`FuncDef`) and template type parameters."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import ir
+from ... import types as T
+from ...builtins import registry
+from ...errors import Source
+
+
+_SPACES = ("device", "threadgroup", "constant", "thread")
+
+
+METAL_ONLY = "it runs unchanged on backend='metal' only"
+
+
+_ATOMIC_FNS = {a: b.extra["op"] for b in registry.all() if b.node == "Atomic" for a in b.msl_aliases}
+
+
+_ATOMIC_TYPES = {"atomic_int": T.int32, "atomic_uint": T.uint32, "atomic_float": T.float32,
+                 "atomic_bool": T.bool_}
+
+
+_NAMESPACES = ("metal", "precise", "fast", "simd")
+
+
+@dataclass
+class Buf:
+    """Something indexable: a kernel buffer, a threadgroup/thread/constant array, or a
+    buffer parameter of a device function."""
+    name: str
+    elem: T.ScalarType
+    space: str
+    shape: tuple | None = None
+    atomic: bool = False
+    const: bool = False
+    ndim: int = 1
+
+
+@dataclass
+class Ptr:
+    """A local pointer ``device float* p = x + off``: loads go to ``buf[off + i]``."""
+    buf: Buf
+    off: ir.Var
+
+
+@dataclass
+class ShapeArr:
+    """``x_shape`` (kind="shape") or ``x_strides`` (kind="strides") of kernel input x."""
+    buf: str
+    ndim: int
+    kind: str
+
+
+@dataclass
+class FuncDef:
+    node: object            # function_definition
+    tparams: list           # [(kind, name)] kind: "type" | "value"
+    src: Source
+    line_offset: int
+    quals: dict
+
+
+class _TypeName:
+    """A template type parameter bound to a type."""
+
+    def __init__(self, t):
+        self.t = t
+
+
+class _NoMatch(Exception):
+    pass
+
+
+def _params_of(fnode):
+    decl = fnode.child_by_field_name("declarator")
+    while decl.type in ("pointer_declarator", "reference_declarator"):
+        decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
+    plist = decl.child_by_field_name("parameters")
+    ps = [p for p in plist.named_children if p.type in ("parameter_declaration",
+                                                         "optional_parameter_declaration")]
+    return ps
+
+
+def _type_of_descriptor(n):
+    if n.type == "type_descriptor":
+        return n.child_by_field_name("type")
+    return n
+
+
+def _span_all(e, sp):
+    for n in ir.walk(e):
+        if n.span is None:
+            n.span = sp
+    return e

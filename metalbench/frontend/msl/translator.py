@@ -1,0 +1,235 @@
+"""The MSL translator: scopes, type names, temporaries and errors, assembled from the
+syntax mixins; the entry point :func:`translate_kernel`."""
+from __future__ import annotations
+
+import re
+
+from ... import ir
+from ... import types as T
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, Source, Span
+from ...semantics import MSL, Semantics
+from ...semantics.folding import const_value
+from .calls import CallsMixin
+from .expressions import ExpressionsMixin
+from .header import HeaderMixin
+from .memory import MemoryMixin
+from .mlx_utils import MLXUtilsMixin
+from .parse import _KEYWORD_CAST_TYPES, _parse
+from .statements import StatementsMixin
+from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, ShapeArr, _type_of_descriptor, _TypeName
+
+
+class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin):
+    """Translates an MSL kernel body (and its header) into a KernelIR."""
+
+    def __init__(self, name, src, hsrc, template, atomic_outputs):
+        self.name = name
+        self.src = src
+        self.hsrc = hsrc
+        self.template = dict(template)
+        self.atomic_outputs = atomic_outputs
+        self.functions: dict[str, ir.Function] = {}
+        self.func_order: list[ir.Function] = []
+        self.funcdefs: dict[str, list[FuncDef]] = {}
+        self.globals: list[ir.ArrayDecl] = []
+        self.global_syms: dict[str, object] = {}
+        self.used_names: set[str] = set()
+        self.tg_arrays: list[ir.ArrayDecl] = []
+        self.specialising: set = set()
+        # per function context
+        self.scopes: list[dict] = []
+        self.pre: list[ir.Stmt] | None = None
+        self.lazy = 0
+        self.ret_type = None
+        self.in_kernel = True
+        self.code = ""
+        self.quals: dict = {}
+        self.cur_src = src
+        self.line_offset = 1
+        self.tmp = 0
+        self.sem = Semantics(MSL, once=lambda e, span: self.new_tmp(e.type, e, span))
+
+    def sp(self, node) -> Span:
+        off = self.line_offset
+        s = self.cur_src
+        return Span(s, node.start_point[0] - off + s.first_line, node.start_point[1],
+                    node.end_point[0] - off + s.first_line, node.end_point[1])
+
+    def text(self, node) -> str:
+        return self.code[node.start_byte:node.end_byte]
+
+    def unsupported(self, node, what):
+        raise KernelSyntaxError(f"{what} is not supported by the simulator; {METAL_ONLY}",
+                                self.sp(node))
+
+    def type_err(self, node, msg, hint=None):
+        raise KernelTypeError(msg, self.sp(node), hint=hint)
+
+    def lookup(self, name):
+        for sc in reversed(self.scopes):
+            if name in sc:
+                return sc[name]
+        return self.global_syms.get(name)
+
+    def fresh(self, name):
+        """A unique IR name for a new local (C allows shadowing; the IR does not)."""
+        n, k = name, 1
+        while n in self.used_names:
+            n = f"{name}_{k}"
+            k += 1
+        self.used_names.add(n)
+        return n
+
+    def new_tmp(self, t, init=None, span=None):
+        self.tmp += 1
+        v = ir.Var(self.fresh(f"_t{self.tmp}"), t, span=span)
+        self.emit_pre(ir.Decl(v, init, span=span), span)
+        return v
+
+    def emit_pre(self, stmt, span):
+        if self.pre is None or self.lazy:
+            raise KernelSyntaxError(
+                "this expression has a side effect (++, --, =, compare-exchange) where the "
+                f"simulator cannot order it; {METAL_ONLY}", span,
+                hint="move it to a statement of its own")
+        self.pre.append(stmt)
+
+    def resolve_type(self, node, quals_from=None):
+        """The type named by a type node; None for void. Returns (type, atomic)."""
+        k = node.type
+        txt = self.text(node).strip()
+        if k == "primitive_type" and txt == "void":
+            return None, False
+        if k == "sized_type_specifier":
+            txt = " ".join(txt.split())
+            if txt in T.BY_MSL:
+                return T.BY_MSL[txt], False
+            if txt in ("unsigned", "unsigned int"):
+                return T.uint32, False
+        if k == "qualified_identifier":
+            txt = txt.split("::")[-1].strip()
+        if k == "template_type":
+            nm = self.text(node.child_by_field_name("name"))
+            args = node.child_by_field_name("arguments")
+            targs = [c for c in args.named_children]
+            if nm in ("atomic", "metal::atomic") and len(targs) == 1:
+                t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
+                return t, True
+            if nm in ("vec", "metal::vec") and len(targs) == 2:
+                t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
+                n = const_value(self.expr(targs[1]))
+                return T.vector_of(t, int(n)), False
+            self.unsupported(node, f"the type '{txt}'")
+        if k == "type_descriptor":
+            return self.resolve_type(node.child_by_field_name("type"))
+        t = self.named_type(txt)
+        if t is not None:
+            return t
+        if txt in _ATOMIC_TYPES:
+            return _ATOMIC_TYPES[txt], True
+        raise KernelNameError(f"unknown type '{txt}'", self.sp(node),
+                              hint=self._template_hint(txt))
+
+    def named_type(self, txt):
+        txt = _KEYWORD_CAST_TYPES.get(txt, txt)
+        sym = self.lookup(txt)
+        if isinstance(sym, _TypeName):
+            return sym.t, False
+        if txt in self.template and not isinstance(self.template[txt], (bool, int)):
+            return self.template[txt], False
+        if txt in ("auto",):
+            return "auto", False
+        try:
+            return T.lookup(txt), False
+        except KeyError:
+            return None
+
+    def _template_hint(self, name):
+        if len(name) <= 2 or name[:1].isupper():
+            return f"if '{name}' is a template parameter, pass template=[(\"{name}\", mx.float32)]"
+        return None
+
+    def is_type_name(self, node):
+        if node.type in ("primitive_type", "sized_type_specifier", "template_type"):
+            return True
+        if node.type in ("identifier", "type_identifier"):
+            txt = self.text(node)
+            if isinstance(self.lookup(txt), (ir.Var, Buf, Ptr, ir.Const, ShapeArr)):
+                return False
+            return self.named_type(txt) is not None
+        return False
+
+    def quals_before(self, start, end):
+        """Address-space qualifiers masked in the byte range [start, end), the range
+        extended back over the blanks the masking left before ``start``."""
+        while start > 0 and self.code[start - 1] in " \t\r\n":
+            start -= 1
+        return [q for p, q in self.quals.items() if p != "<" and start <= p < end]
+
+    def translate(self, body, header, inputs, outputs, scalars, shape_use) -> ir.KernelIR:
+        params = []
+        syms = {}
+        for nm, t, nd in inputs:
+            if nm in scalars:
+                params.append(ir.Param(nm, "scalar", t, 0))
+                syms[nm] = ir.Var(nm, t)
+            else:
+                u = shape_use.get(nm, (False, False, False))
+                params.append(ir.Param(nm, "buffer", t, nd, uses_shape=u[0], uses_strides=u[1],
+                                       uses_ndim=u[2]))
+                syms[nm] = Buf(nm, t, "device", const=True, ndim=nd)
+                syms[nm + "_shape"] = ShapeArr(nm, nd, "shape")
+                syms[nm + "_strides"] = ShapeArr(nm, nd, "strides")
+                syms[nm + "_ndim"] = ir.Const(nd, T.int32)
+        for nm, t, nd in outputs:
+            params.append(ir.Param(nm, "buffer", t, nd, is_output=True, atomic=self.atomic_outputs))
+            syms[nm] = Buf(nm, t, "device", atomic=self.atomic_outputs, ndim=nd)
+        self.used_names.update(syms)
+        for k, v in self.template.items():
+            if isinstance(v, bool):
+                syms.setdefault(k, ir.Const(v, T.bool_))
+            elif isinstance(v, int):
+                syms.setdefault(k, self.sem.const(v, T.int32))
+        self.kernel_syms = syms
+        self.template_names = set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+)*"
+                                             r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header))
+        if header.strip():
+            self.header(header)
+        tree, code, quals = _parse(body, self.src, 1, wrap=True, templates=self.template_names)
+        self.code, self.quals, self.cur_src, self.line_offset = code, quals, self.src, 1
+        fn = tree.root_node.named_children[0]
+        self.scopes = [syms]
+        self.in_kernel = True
+        self.ret_type = None
+        stmts = self.block(fn.child_by_field_name("body"))
+        body_ir = list(self.tg_arrays) + stmts
+        k = ir.KernelIR(self.name, params, body_ir, functions=list(self.func_order),
+                        globals=self.globals, source=self.src)
+        return k
+
+
+def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), template=(),
+                     atomic_outputs=False, first_line=1) -> ir.KernelIR:
+    """Translate an MSL kernel body (and header) into a :class:`~metalbench.ir.KernelIR`.
+
+    ``inputs``: ``[(name, ScalarType, ndim)]`` in MLX order; names in ``scalars`` are
+    0-d inputs (``constant T&``). ``outputs``: ``[(name, ScalarType, ndim)]``.
+    ``template``: ``[(name, ScalarType | int | bool)]``. Errors point at body lines.
+
+    >>> k = translate_kernel("k", "out[0] = T(N);", inputs=[],
+    ...                      outputs=[("out", T.float32, 1)],
+    ...                      template=[("T", T.float32), ("N", 3)])
+    >>> print(ir.dump(k.body))
+    out[0] = 3.0
+    """
+    src = Source(f"{name} source", source, first_line)
+    hsrc = Source(f"{name} header", header, 1)
+    tmpl = []
+    for k, v in template:
+        if not isinstance(v, (bool, int, T.ScalarType)):
+            raise KernelTypeError(f"template argument {k}={v!r} must be a dtype, an int or a bool")
+        tmpl.append((k, v))
+    tr = Translator(name, src, hsrc, tmpl, atomic_outputs)
+    shape_use = {n: (n + "_shape" in source, n + "_strides" in source, n + "_ndim" in source)
+                 for n, _, _ in inputs}
+    return tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use)

@@ -1,0 +1,129 @@
+"""DSL calls: dtype conversions, vector constructors, builtins (through the registry
+and the semantic layer), ``select``, barriers, atomics, and the Numba layer's
+``__metalbench_intrinsic__`` hook."""
+from __future__ import annotations
+
+import ast
+import builtins as _pybuiltins
+
+import numpy as np
+
+from ... import dsl
+from ... import ir
+from ... import types as T
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ...builtins import registry
+from .expressions import _NOT_STATIC
+from .specs import _PY_CASTS, resolve_dtype
+
+
+class CallsMixin:
+    """Calls, casts and atomics: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
+
+    def _callee_obj(self, func_node):
+        try:
+            v = self._maybe_static(func_node)
+        except KernelNameError:
+            raise
+        return None if v is _NOT_STATIC else v
+
+    def call(self, node: ast.Call, statement: bool = False):
+        sp = self.span(node)
+        obj = self._callee_obj(node.func)
+        if obj is None:
+            raise self.err(KernelTypeError, f"{ast.unparse(node.func)} is not callable in a kernel", node)
+        hook = getattr(obj, "__metalbench_intrinsic__", None)
+        if hook is not None:
+            return hook(self, node)
+        from ...kernel import Func  # a cycle: kernel.py imports this module
+        if isinstance(obj, Func):
+            return self.device_call(obj, node)
+        name = None
+        if isinstance(obj, dsl.Builtin):
+            name = obj.dsl_name
+        elif isinstance(obj, dsl.DType) or obj in _PY_CASTS or (isinstance(obj, type) and issubclass(obj, np.generic)):
+            t = resolve_dtype(obj)
+            if t is None:
+                raise self.err(KernelTypeError, f"{ast.unparse(node.func)} is not a supported type", node,
+                               hint="Metal has no float64; use float32")
+            if len(node.args) != 1 or node.keywords:
+                raise self.err(KernelTypeError, f"{ast.unparse(node.func)}(x) converts one value", node)
+            v = self.expr(node.args[0])
+            # On a vector, a dtype converts component-wise: float32(int2_value) is a float2.
+            tt = T.vector_of(t, v.type.n) if isinstance(v.type, T.VectorType) else t
+            return self.sem.cast(tt, v, sp)
+        elif isinstance(obj, str) and obj in T.VECTORS:
+            name = obj
+        elif obj is len:
+            if len(node.args) != 1:
+                raise self.err(KernelTypeError, "len(x) takes one array", node)
+            return self.shape_of(self.buffer_of(node.args[0]), 0, node)
+        elif obj is range:
+            raise self.err(KernelSyntaxError, "range() is only allowed in `for ... in range(...)`", node)
+        elif registry.lookup_object(obj) is not None:
+            name = registry.lookup_object(obj).name
+        elif callable(obj) and getattr(obj, "__module__", "") in ("builtins",):
+            raise self.err(KernelSyntaxError, f"{ast.unparse(node.func)}() is not supported in kernels", node)
+        if name is None:
+            if obj in (print,):
+                raise self.err(KernelSyntaxError, "print() is not supported in kernels", node,
+                               hint="write values to an output array, or run on backend='sim' with checked=True")
+            raise self.err(KernelTypeError, f"{ast.unparse(node.func)} cannot be called in a kernel", node,
+                           hint="kernels call Metal builtins (metalbench.dsl), math functions and @mb.func functions")
+        if node.keywords and name not in ("threadgroup_barrier", "simdgroup_barrier"):
+            raise self.err(KernelTypeError, f"{name}() takes no keyword arguments", node)
+        if name in ("threadgroup_array", "local_array"):
+            raise self.err(KernelSyntaxError, f"{name}() must be assigned to a name: "
+                                              f"buf = {name}(shape, dtype)", node)
+        if name in ("threadgroup_barrier", "simdgroup_barrier"):
+            flags = tuple(self.static_value(a) for a in node.args) or (
+                ("mem_threadgroup",) if name == "threadgroup_barrier" else ("mem_none",))
+            flags = tuple(getattr(f, "dsl_name", f) for f in flags)
+            for f in flags:
+                if f not in ("mem_none", "mem_device", "mem_threadgroup", "mem_texture"):
+                    raise self.err(KernelTypeError, f"unknown memory flag {f!r}", node,
+                                   hint="use mem_threadgroup, mem_device, mem_none")
+            return ir.Barrier("threadgroup" if name == "threadgroup_barrier" else "simdgroup", flags, span=sp)
+        b = registry.lookup(name, dialect="python")
+        if b is not None and b.node == "Atomic":
+            return self.atomic(b.extra["op"], name, node)
+        if name in T.VECTORS:
+            return self.sem.vector(T.VECTORS[name], [self.expr(a) for a in node.args], sp)
+        if name == "select":
+            if len(node.args) != 3:
+                raise self.err(KernelTypeError, "select(a, b, c) takes 3 arguments (c ? b : a)", node)
+            a, b, c = (self.expr(x) for x in node.args)
+            return self.sem.select(c, b, a, sp)
+        args = [self.expr(a) for a in node.args]
+        if name in ("min", "max") and len(args) > 2:
+            r = self.builtin_call(name, args[:2], node)
+            for a in args[2:]:
+                r = self.builtin_call(name, [r, a], node)
+            return r
+        if name == "round" and len(args) == 2:
+            raise self.err(KernelTypeError, "round(x, ndigits) is not supported; round(x) is", node)
+        if name == "round" and obj is _pybuiltins.round:
+            return self.sem.rules.round(self.sem, args[0], sp) if len(args) == 1 else \
+                self.builtin_call(name, args, node)
+        if name == "pow" and len(args) == 2:
+            return self.binop("**", args[0], args[1], node)
+        return self.builtin_call(name, args, node)
+
+    def builtin_call(self, name: str, args: list[ir.Expr], node) -> ir.Expr:
+        """A call of builtin ``name`` (see :meth:`Semantics.builtin`); used by the Numba hooks."""
+        return self.sem.builtin(name, args, self.span(node))
+
+    def atomic(self, op: str, fname: str, node: ast.Call) -> ir.Expr:
+        """``atomic_<op>(array, index, values...)``: the old value (see :meth:`Semantics.atomic`)."""
+        n_value = {"cas": 2, "load": 0}.get(op, 1)
+        if len(node.args) != 2 + n_value:
+            want = {"cas": "(array, index, expected, desired)", "load": "(array, index)"}.get(op, "(array, index, value)")
+            raise self.err(KernelTypeError, f"{fname}{want} takes {2 + n_value} arguments, got {len(node.args)}", node)
+        sp = self.span(node)
+        info = self.buffer_of(node.args[0])
+        idx = self.index(info, node.args[1], node)
+        self.sem.check_atomic(op, info.elem, info.space, info.name, sp, who=fname)
+        vals = [self.expr(a) for a in node.args[2:]]
+        if info.kernel_param is not None:
+            info.kernel_param.atomic = True
+        return self.sem.atomic(op, info.name, info.elem, info.space, idx, vals, sp, who=fname)

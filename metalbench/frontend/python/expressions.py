@@ -1,0 +1,307 @@
+"""DSL expressions: literals, names, attributes (``x.size``, vector components),
+subscripts (buffer elements, ``x.shape[i]``), operators, conditional expressions,
+and compile-time evaluation of static values."""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ... import dsl
+from ... import ir
+from ... import types as T
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from .specs import BufInfo, resolve_dtype
+
+
+_UNSUPPORTED_EXPR = {
+    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.Lambda: "lambda", ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await",
+    ast.List: "lists", ast.Dict: "dicts", ast.Set: "sets", ast.JoinedStr: "f-strings",
+    ast.Starred: "starred expressions", ast.NamedExpr: "the walrus operator :=",
+    ast.Slice: "slices",
+}
+
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+           ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&",
+           ast.BitOr: "|", ast.BitXor: "^", ast.MatMult: "@"}
+
+
+_UNOPS = {ast.Not: "!", ast.UAdd: "+", ast.USub: "-", ast.Invert: "~"}
+
+
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+_NOT_STATIC = object()
+
+
+class ExpressionsMixin:
+    """Expressions: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
+
+    def static_value(self, node):
+        """Evaluate a compile-time expression: literals, tuples, names of globals and
+        constexprs, attribute access on them, and constant arithmetic."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Tuple):
+            return tuple(self.static_value(e) for e in node.elts)
+        if isinstance(node, ast.Name):
+            b = self.lookup(node.id, node)
+            if b.kind == "pyobj":
+                return b.value
+            if b.kind == "const":
+                return b.value
+        if isinstance(node, ast.Attribute):
+            base = self.static_value(node.value)
+            try:
+                return getattr(base, node.attr)
+            except AttributeError:
+                raise self.err(KernelNameError, f"{ast.unparse(node.value)} has no attribute {node.attr!r}", node)
+        e = self.expr(node)
+        if isinstance(e, ir.Const):
+            return e.value
+        raise self.err(KernelTypeError, f"{ast.unparse(node)} must be known at compile time", node,
+                       hint="use literals, globals or mb.constexpr parameters here")
+
+    def expr(self, node) -> ir.Expr:
+        sp = self.span(node)
+        for cls, what in _UNSUPPORTED_EXPR.items():
+            if isinstance(node, cls):
+                raise KernelSyntaxError(f"{what} are not supported in kernels" if what.endswith("s")
+                                        else f"{what} is not supported in kernels", sp)
+        if isinstance(node, ast.Constant):
+            return self.const(node.value, node)
+        if isinstance(node, ast.Name):
+            return self.name_value(node)
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS[type(node.op)]
+            a = self.expr(node.left)
+            b = self.expr(node.right)
+            return self.binop(op, a, b, node)
+        if isinstance(node, ast.UnaryOp):
+            a = self.expr(node.operand)
+            return self.sem.unop(_UNOPS[type(node.op)], a, sp)
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            vals = [self.expr(v) for v in node.values]
+            r = vals[0]
+            for v in vals[1:]:
+                r = self.sem.logical(op, r, v, sp)
+            return self.to_bool(r)
+        if isinstance(node, ast.Compare):
+            parts = []
+            left = self.expr(node.left)
+            for opn, comp in zip(node.ops, node.comparators):
+                if type(opn) not in _CMPOPS:
+                    raise self.err(KernelSyntaxError, f"the {type(opn).__name__} comparison is not supported",
+                                   node, hint="use ==, !=, <, <=, >, >=")
+                right = self.expr(comp)
+                parts.append(self.binop(_CMPOPS[type(opn)], left, right, node))
+                left = right
+            r = parts[0]
+            for p in parts[1:]:
+                r = self.sem.logical("and", r, p, sp)
+            return r
+        if isinstance(node, ast.IfExp):
+            c = self.expr(node.test)
+            a = self.expr(node.body)
+            b = self.expr(node.orelse)
+            return self.sem.select(c, a, b, sp)
+        if isinstance(node, ast.Call):
+            e = self.call(node)
+            if e is None or isinstance(e, ir.Stmt):
+                raise self.err(KernelTypeError, f"{ast.unparse(node.func)}() returns no value", node)
+            return e
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Tuple):
+            raise KernelSyntaxError("tuples are only allowed as indices and in tuple assignment", sp)
+        raise KernelSyntaxError(f"{type(node).__name__} expressions are not supported in kernels", sp)
+
+    def const(self, value, node) -> ir.Expr:
+        """A Python number as a constant: ``int`` and ``float`` literals are typed by the
+        rules (int32/int64/uint64 by size, float32), NumPy scalars keep their dtype
+        (float64 becomes float32)."""
+        sp = self.span(node)
+        if isinstance(value, (bool, np.bool_)):
+            return self.sem.bool_const(value, sp)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, np.generic):
+            return self.sem.int_literal(int(value), sp)
+        if isinstance(value, float):
+            return self.sem.float_literal(value, sp)
+        if isinstance(value, np.generic):
+            t = resolve_dtype(value.dtype) if value.dtype != np.float64 else T.float32
+            if t is None:
+                raise self.err(KernelTypeError, f"unsupported constant type {value.dtype}", node)
+            return self.sem.const(value.item(), t, sp)
+        raise self.err(KernelTypeError, f"{type(value).__name__} constants are not supported in kernels "
+                                        f"(got {value!r})", node,
+                       hint="kernels use numbers, booleans and arrays")
+
+    def name_value(self, node: ast.Name) -> ir.Expr:
+        b = self.lookup(node.id, node)
+        sp = self.span(node)
+        if b.kind == "var":
+            return ir.Var(b.value.name, b.value.type, span=sp)
+        if b.kind == "const":
+            return self.const(b.value, node)
+        if b.kind == "buf":
+            raise self.err(KernelTypeError, f"{node.id!r} is an array; index it (e.g. {node.id}[i])", node)
+        return self.object_value(b.value, node, f"{node.id!r} ({type(b.value).__name__})")
+
+    def object_value(self, obj, node, what: str) -> ir.Expr:
+        """A compile-time Python object used as a value: a thread attribute, an object with
+        the ``__metalbench_value__`` hook, or a number."""
+        if isinstance(obj, dsl.ThreadAttribute):
+            return self.thread_attr(obj.dsl_name, node)
+        hook = getattr(obj, "__metalbench_value__", None)
+        if hook is not None:
+            return hook(self, node)
+        if isinstance(obj, (bool, int, float, np.generic)):
+            return self.const(obj, node)
+        raise self.err(KernelTypeError, f"{what} cannot be used as a value in a kernel", node,
+                       hint="kernels can use numbers, arrays, thread attributes and builtins")
+
+    def thread_attr(self, name: str, node) -> ir.Expr:
+        """Thread attribute ``name`` (used by the Numba layer's hooks too)."""
+        return self.sem.thread_attr(name, self.span(node))
+
+    def attribute(self, node: ast.Attribute) -> ir.Expr:
+        sp = self.span(node)
+        # x.size / x.ndim on arrays
+        if isinstance(node.value, ast.Name):
+            try:
+                b = self.lookup(node.value.id, node.value)
+            except KernelNameError:
+                raise
+            if b.kind == "buf":
+                info = b.value
+                if node.attr == "size":
+                    return self.size_of(info, node)
+                if node.attr == "ndim":
+                    return ir.Const(info.ndim, T.int32, span=sp)
+                if node.attr == "shape":
+                    raise self.err(KernelTypeError, f"use {node.value.id}.shape[i] with a constant i", node)
+                raise self.err(KernelTypeError, f"arrays have no attribute {node.attr!r} in kernels", node,
+                               hint="use .size, .shape[i] or .ndim")
+        base_obj = self._maybe_static(node.value)
+        if base_obj is not _NOT_STATIC and not isinstance(base_obj, dsl.ThreadAttribute):
+            try:
+                obj = getattr(base_obj, node.attr)
+            except AttributeError:
+                raise self.err(KernelNameError, f"{ast.unparse(node.value)} has no attribute {node.attr!r}", node)
+            return self.object_value(obj, node, ast.unparse(node))
+        v = self.expr(node.value)
+        if isinstance(v.type, T.VectorType):
+            return self.sem.component(v, node.attr, sp)
+        raise self.err(KernelTypeError, f"{v.type.name} values have no attribute {node.attr!r}", node)
+
+    def _maybe_static(self, node):
+        if isinstance(node, ast.Name):
+            try:
+                b = self.lookup(node.id, node)
+            except KernelNameError:
+                raise
+            return b.value if b.kind == "pyobj" else _NOT_STATIC
+        if isinstance(node, ast.Attribute):
+            base = self._maybe_static(node.value)
+            if base is _NOT_STATIC or isinstance(base, dsl.ThreadAttribute):
+                return _NOT_STATIC
+            try:
+                return getattr(base, node.attr)
+            except AttributeError:
+                raise self.err(KernelNameError, f"{ast.unparse(node.value)} has no attribute {node.attr!r}", node)
+        return _NOT_STATIC
+
+    def buffer_of(self, node) -> BufInfo:
+        if isinstance(node, ast.Name):
+            b = self.lookup(node.id, node)
+            if b.kind == "buf":
+                return b.value
+            hook = getattr(b.value, "__metalbench_buffer__", None) if b.kind == "pyobj" else None
+            if hook is not None:
+                return hook(self, node)
+            raise self.err(KernelTypeError, f"{node.id!r} is not an array and cannot be indexed", node)
+        raise self.err(KernelTypeError, f"cannot index {ast.unparse(node)}", node,
+                       hint="index arrays by name: x[i] or x[i, j]")
+
+    def shape_of(self, info: BufInfo, dim: int, node) -> ir.Expr:
+        sp = self.span(node)
+        if not 0 <= dim < info.ndim:
+            raise self.err(KernelTypeError, f"{info.name} has {info.ndim} dimension(s); shape[{dim}] is out of "
+                                            "range", node)
+        if info.shape is not None:
+            return ir.Const(int(info.shape[dim]), T.int32, span=sp)
+        if info.kernel_param is None:
+            raise self.err(KernelTypeError, f"the shape of {info.name!r} is not known inside a device function",
+                           node, hint="pass the size as an argument")
+        info.kernel_param.uses_shape = True
+        return ir.ShapeOf(info.name, dim, T.int32, span=sp)
+
+    def size_of(self, info: BufInfo, node) -> ir.Expr:
+        if info.shape is not None:
+            n = 1
+            for d in info.shape:
+                n *= d
+            return ir.Const(n, T.int32, span=self.span(node))
+        r = self.shape_of(info, 0, node)
+        for d in range(1, info.ndim):
+            r = self.sem.binop("*", r, self.shape_of(info, d, node), self.span(node))
+        return r
+
+    def index(self, info: BufInfo, slc, node) -> ir.Expr:
+        parts = slc.elts if isinstance(slc, ast.Tuple) else [slc]
+        idx = []
+        for p in parts:
+            if isinstance(p, ast.Slice):
+                raise self.err(KernelSyntaxError, "slices are not supported in kernels; index one element "
+                                                  "at a time", p)
+            idx.append(self.sem.index(self.expr(p), self.span(p)))
+        if len(idx) == 1:
+            return idx[0]
+        if len(idx) != info.ndim:
+            raise self.err(KernelTypeError, f"{info.name} has {info.ndim} dimension(s) but {len(idx)} indices "
+                                            "were given", node)
+        dims = [None] + [self.shape_of(info, d, node) for d in range(1, len(idx))]
+        return self.sem.linear_index(idx, dims, self.span(node))
+
+    def subscript(self, node: ast.Subscript) -> ir.Expr:
+        sp = self.span(node)
+        # x.shape[i]
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            try:
+                info = self.buffer_of(node.value.value)
+            except KernelTypeError:
+                info = None
+            if info is not None:
+                d = self.static_value(node.slice)
+                if not isinstance(d, (int, np.integer)):
+                    raise self.err(KernelTypeError, "shape index must be a constant integer", node)
+                d = int(d) + (info.ndim if d < 0 else 0)
+                return self.shape_of(info, d, node)
+        if isinstance(node.value, ast.Name):
+            b = self.lookup(node.value.id, node.value)
+            if b.kind == "buf" or (b.kind == "pyobj" and hasattr(b.value, "__metalbench_buffer__")):
+                info = self.buffer_of(node.value)
+                return ir.Load(info.name, self.index(info, node.slice, node), info.elem, span=sp)
+        v = self.expr(node.value)
+        if isinstance(v.type, T.VectorType):
+            k = self.static_value(node.slice)
+            k = int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else None
+            return self.sem.vector_index(v, k, sp)
+        raise self.err(KernelTypeError, f"{ast.unparse(node.value)} cannot be indexed", node)
+
+    def fold(self, e: ir.Expr) -> ir.Expr:
+        """``e`` folded when constant (see :meth:`Semantics.fold`)."""
+        return self.sem.fold(e)
+
+    def binop(self, op: str, a: ir.Expr, b: ir.Expr, node) -> ir.Expr:
+        """Python's binary operator ``op`` on ``a`` and ``b`` (see :meth:`Semantics.binop`)."""
+        if op == "@":
+            raise self.err(KernelSyntaxError, "the @ operator is not supported in kernels", node)
+        return self.sem.binop(op, a, b, self.span(node))

@@ -1,0 +1,82 @@
+"""``@mb.func`` device functions: each call specialises the function for its argument
+types (buffers by element type and space, compile-time constants by value) and
+translates its body with a translator of its own."""
+from __future__ import annotations
+
+import ast
+
+from ... import ir
+from ... import types as T
+from ...errors import KernelSyntaxError, KernelTypeError
+from .parse import node_span
+from .specs import Binding, BufInfo
+
+
+class FunctionsMixin:
+    """Device-function calls: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
+
+    def device_call(self, func, node: ast.Call) -> ir.Expr:
+        if node.keywords:
+            raise self.err(KernelTypeError, f"{func.__name__}() takes positional arguments only", node)
+        parsed = func.parsed()
+        params = parsed.fdef.args
+        names = [a.arg for a in params.args]
+        defaults = params.defaults
+        nreq = len(names) - len(defaults)
+        if not nreq <= len(node.args) <= len(names):
+            raise self.err(KernelTypeError, f"{func.__name__}() takes {len(names)} argument(s), got {len(node.args)}",
+                           node)
+        args: list[ir.Expr] = []
+        bindings: dict[str, Binding] = {}
+        fparams: list[ir.FuncParam] = []
+        key: list = [id(func)]
+        for i, pname in enumerate(names):
+            if i < len(node.args):
+                a = node.args[i]
+                info = None
+                if isinstance(a, ast.Name):
+                    b = self.lookup(a.id, a)
+                    if b.kind == "buf":
+                        info = b.value
+                if info is not None:
+                    bindings[pname] = Binding("buf", BufInfo(pname, info.elem, info.space, info.ndim, info.shape))
+                    fparams.append(ir.FuncParam(pname, info.elem, info.space,
+                                                const=info.kernel_param is not None and not info.kernel_param.is_output))
+                    args.append(ir.BufArg(info.name, span=self.span(a)))
+                    key.append(("buf", info.elem.name, info.space, info.ndim, info.shape))
+                    continue
+                e = self.expr(a)
+                if e.type is None:
+                    raise self.err(KernelTypeError, "this argument has no value", a)
+                if isinstance(e, ir.Const) and not isinstance(e.type, T.VectorType):
+                    # Compile-time arguments specialise the function (like constexpr).
+                    bindings[pname] = Binding("const", e.value)
+                    key.append(("const", e.type.name, e.value))
+                    continue
+                bindings[pname] = Binding("var", ir.Var(pname, e.type))
+                fparams.append(ir.FuncParam(pname, e.type))
+                args.append(e)
+                key.append(("val", e.type.name))
+            else:
+                d = defaults[i - nreq]
+                bindings[pname] = Binding("const", ast.literal_eval(d) if isinstance(d, ast.Constant) else
+                                          self.static_value(d))
+                key.append(("default",))
+        key = tuple(key)
+        fn_ir = self.m.functions.get(key)
+        if fn_ir is None:
+            if key in self.m.in_progress or id(func) in {k[0] for k in self.m.in_progress}:
+                raise self.err(KernelSyntaxError, f"recursion is not supported ({func.__name__} calls itself)",
+                               node, hint="rewrite the recursion as a loop")
+            self.m.in_progress.add(key)
+            try:
+                self.m.names.update(names)
+                sub = type(self)(self.m, parsed, False, bindings)
+                body = sub.translate()
+            finally:
+                self.m.in_progress.discard(key)
+            fn_ir = ir.Function(self.m.unique(f"{func.__name__}"), fparams, sub.ret_type, body,
+                                span=node_span(parsed.source, parsed.fdef))
+            self.m.functions[key] = fn_ir
+            self.m.order.append(fn_ir)
+        return ir.FuncCall(fn_ir.name, args, fn_ir.ret, span=self.span(node))

@@ -1,0 +1,297 @@
+"""DSL statements: assignment (plain, annotated, augmented, tuple), ``if``, ``for ... in
+range``, ``while``, ``break``/``continue``/``return`` and array declarations."""
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ... import dsl
+from ... import ir
+from ... import types as T
+from ...errors import KernelSyntaxError, KernelTypeError
+from .specs import Binding, BufInfo, resolve_dtype
+from .expressions import _BINOPS
+
+
+_UNSUPPORTED_STMT = {
+    ast.Try: "try/except", ast.With: "with", ast.Raise: "raise", ast.Import: "import",
+    ast.ImportFrom: "import", ast.ClassDef: "class definitions", ast.FunctionDef: "nested functions",
+    ast.AsyncFunctionDef: "nested functions", ast.Global: "global", ast.Nonlocal: "nonlocal",
+    ast.Delete: "del", ast.Assert: "assert", ast.AsyncFor: "async for", ast.AsyncWith: "async with",
+}
+
+
+class StatementsMixin:
+    """Statements: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
+
+    def block(self, stmts) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s) -> list[ir.Stmt]:
+        sp = self.span(s)
+        for cls, what in _UNSUPPORTED_STMT.items():
+            if isinstance(s, cls):
+                raise KernelSyntaxError(f"{what} is not supported in kernels", sp,
+                                        hint="kernels support assignment, if/elif/else, for ... in range(...), "
+                                             "while, break, continue, return and calls")
+        if isinstance(s, ast.Pass):
+            return []
+        if isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+                return []  # docstring
+            if isinstance(s.value, ast.Call):
+                e = self.call(s.value, statement=True)
+                if e is None:
+                    return self._pending()
+                if isinstance(e, ir.Stmt):
+                    return self._pending() + [e]
+                return self._pending() + [ir.ExprStmt(e, span=sp)]
+            self.expr(s.value)
+            return []
+        if isinstance(s, ast.Assign):
+            return self.assign(s)
+        if isinstance(s, ast.AnnAssign):
+            return self.ann_assign(s)
+        if isinstance(s, ast.AugAssign):
+            return self.aug_assign(s)
+        if isinstance(s, ast.If):
+            cond = self.to_bool(self.expr(s.test))
+            pre = self._pending()
+            if isinstance(cond, ir.Const):  # a compile-time if keeps only its taken side
+                return pre + self.scoped(s.body if cond.value else s.orelse)
+            return pre + [ir.If(cond, self.scoped(s.body), self.scoped(s.orelse), span=sp)]
+        if isinstance(s, ast.For):
+            return self.for_loop(s)
+        if isinstance(s, ast.While):
+            if s.orelse:
+                raise KernelSyntaxError("while ... else is not supported", sp)
+            cond = self.to_bool(self.expr(s.test))
+            if self._pending_list:
+                raise KernelSyntaxError("this loop condition is too complex (it declares arrays)", sp)
+            self.loop_depth += 1
+            body = self.scoped(s.body)
+            self.loop_depth -= 1
+            return [ir.While(cond, body, span=sp)]
+        if isinstance(s, ast.Break):
+            if not self.loop_depth:
+                raise KernelSyntaxError("'break' outside a loop", sp)
+            return [ir.Break(span=sp)]
+        if isinstance(s, ast.Continue):
+            if not self.loop_depth:
+                raise KernelSyntaxError("'continue' outside a loop", sp)
+            return [ir.Continue(span=sp)]
+        if isinstance(s, ast.Return):
+            if s.value is None:
+                return [ir.Return(span=sp)]
+            if self.is_kernel:
+                raise KernelSyntaxError("a kernel cannot return a value", sp,
+                                        hint="write results into an output array (out[i] = value); "
+                                             "a bare `return` ends the thread")
+            v = self.expr(s.value)
+            self.ret_types.append(v.type)
+            rt = self.ret_type or v.type
+            return self._pending() + [ir.Return(self.conv(v, rt), span=sp)]
+        raise KernelSyntaxError(f"{type(s).__name__} statements are not supported in kernels", sp)
+
+    def _pending(self) -> list:
+        out, self._pending_list = self._pending_list, []
+        return out
+
+    def scoped(self, stmts) -> list[ir.Stmt]:
+        self.scopes.append({})
+        try:
+            return self.block(stmts)
+        finally:
+            self.scopes.pop()
+
+    def assign(self, s: ast.Assign) -> list[ir.Stmt]:
+        sp = self.span(s)
+        if len(s.targets) != 1:
+            raise KernelSyntaxError("chained assignment (a = b = c) is not supported", sp)
+        target = s.targets[0]
+        # Arrays are declared by assignment: tile = threadgroup_array((16, 16), float32)
+        if isinstance(target, ast.Name) and isinstance(s.value, ast.Call):
+            obj = self._callee_obj(s.value.func)
+            if isinstance(obj, dsl.Builtin) and obj.dsl_name in ("threadgroup_array", "local_array") \
+                    or getattr(obj, "__metalbench_array__", None):
+                return self.declare_array(target.id, s.value, obj)
+        if isinstance(target, ast.Tuple):
+            return self.tuple_assign(target, s.value, sp)
+        value = self.expr(s.value)
+        return self._pending() + self.store_to(target, value, sp)
+
+    def tuple_assign(self, target: ast.Tuple, value_node, sp) -> list[ir.Stmt]:
+        if isinstance(value_node, ast.Tuple):
+            if len(value_node.elts) != len(target.elts):
+                raise KernelSyntaxError("tuple assignment with different lengths", sp)
+            values = [self.expr(v) for v in value_node.elts]
+        elif isinstance(value_node, ast.Attribute) and value_node.attr == "shape":
+            info = self.buffer_of(value_node.value)
+            values = [self.shape_of(info, d, value_node) for d in range(info.ndim)]
+            if len(values) != len(target.elts):
+                raise KernelSyntaxError(f"{info.name} has {info.ndim} dimensions, "
+                                        f"not {len(target.elts)}", sp)
+        else:
+            v = self.expr(value_node)
+            if isinstance(v.type, T.VectorType) and v.type.n == len(target.elts):
+                values = [self.sem.component(v, "xyzw"[k], v.span) for k in range(v.type.n)]
+            else:
+                raise KernelSyntaxError("tuple assignment needs a tuple, a vector or x.shape on the right",
+                                        sp)
+        out = self._pending()
+        if len(values) > 1 and not all(isinstance(v, (ir.Const, ir.ShapeOf, ir.ThreadAttr, ir.Swizzle))
+                                       for v in values):
+            # a, b = b, a: evaluate every value before assigning any.
+            temps = []
+            for v in values:
+                tmp = self.local_var(self.fresh("_t", ("tmp", id(v))), v.type, value_node)
+                out.append(ir.Assign(tmp, v, span=sp))
+                temps.append(tmp)
+            values = temps
+        for t, v in zip(target.elts, values):
+            out.extend(self.store_to(t, v, sp))
+        return out
+
+    def store_to(self, target, value: ir.Expr, sp) -> list[ir.Stmt]:
+        if isinstance(target, ast.Name):
+            b = None
+            for scope in reversed(self.scopes):
+                if target.id in scope:
+                    b = scope[target.id]
+            if b is not None and b.kind == "var":  # loop variable
+                return [ir.Assign(b.value, self.conv(value, b.value.type), span=sp)]
+            if value.type is None:
+                raise self.err(KernelTypeError, "this call returns no value", target)
+            var = self.local_var(target.id, value.type, target)
+            return [ir.Assign(var, self.conv(value, var.type), span=sp)]
+        if isinstance(target, ast.Subscript):
+            info = self.buffer_of(target.value)
+            idx = self.index(info, target.slice, target)
+            if info.kernel_param is not None and not info.kernel_param.is_output and self.is_kernel:
+                info.kernel_param.written = True
+            return self._pending() + [ir.Store(info.name, idx, self.conv(value, info.elem), span=sp)]
+        if isinstance(target, ast.Attribute):
+            raise KernelSyntaxError("cannot assign to an attribute", sp,
+                                    hint="vector components are read-only here; build a new vector")
+        raise KernelSyntaxError(f"cannot assign to {type(target).__name__}", sp)
+
+    def ann_assign(self, s: ast.AnnAssign) -> list[ir.Stmt]:
+        if not isinstance(s.target, ast.Name):
+            raise KernelSyntaxError("annotations are only allowed on plain names", self.span(s))
+        obj = self.static_value(s.annotation)
+        t = resolve_dtype(obj)
+        if t is None:
+            if isinstance(obj, str) and obj in T.VECTORS:
+                t = T.VECTORS[obj]
+            else:
+                raise self.err(KernelTypeError, f"{ast.unparse(s.annotation)} is not a type", s.annotation,
+                               hint="use a dtype such as float32, int32, uint32, float16")
+        self.annotated[s.target.id] = t
+        var = self.local_var(s.target.id, t, s.target)
+        if s.value is None:
+            return []
+        value = self.expr(s.value)
+        return self._pending() + [ir.Assign(var, self.conv(value, t), span=self.span(s))]
+
+    def aug_assign(self, s: ast.AugAssign) -> list[ir.Stmt]:
+        sp = self.span(s)
+        op = _BINOPS[type(s.op)]
+        if isinstance(s.target, ast.Name):
+            cur = self.expr(s.target)
+            rhs = self.expr(s.value)
+            return self._pending() + self.store_to(s.target, self.binop(op, cur, rhs, s), sp)
+        if isinstance(s.target, ast.Subscript):
+            info = self.buffer_of(s.target.value)
+            idx = self.index(info, s.target.slice, s.target)
+            out = self._pending()
+            if not isinstance(idx, (ir.Const, ir.Var)):
+                tmp = self.local_var(self.fresh("_i", ("idx", s.lineno, s.col_offset)), idx.type, s.target)
+                out.append(ir.Assign(tmp, idx, span=sp))
+                idx = tmp
+            cur = ir.Load(info.name, idx, info.elem, span=sp)
+            rhs = self.expr(s.value)
+            out += self._pending()
+            new = self.binop(op, cur, rhs, s)
+            return out + [ir.Store(info.name, idx, self.conv(new, info.elem), span=sp)]
+        raise KernelSyntaxError("unsupported augmented assignment target", sp)
+
+    def for_loop(self, s: ast.For) -> list[ir.Stmt]:
+        sp = self.span(s)
+        if s.orelse:
+            raise KernelSyntaxError("for ... else is not supported", sp)
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(self._callee_obj(it.func), type(range))
+                and self._callee_obj(it.func) is range):
+            raise KernelSyntaxError("only `for ... in range(...)` loops are supported", self.span(s.iter),
+                                    hint="use range(stop), range(start, stop) or range(start, stop, step)")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.err(KernelTypeError, "range() takes 1 to 3 positional arguments", it)
+        args = [self.expr(a) for a in it.args]
+        for a, node in zip(args, it.args):
+            if not (isinstance(a.type, T.ScalarType) and (a.type.is_int or a.type.is_bool)):
+                raise self.err(KernelTypeError, f"range() needs integers, got {a.type.name}", node,
+                               hint="convert with int32(...) or uint32(...)")
+        if len(args) == 1:
+            start, stop, step = ir.Const(0, T.int32), args[0], ir.Const(1, T.int32)
+        elif len(args) == 2:
+            (start, stop), step = args, ir.Const(1, T.int32)
+        else:
+            start, stop, step = args
+        if isinstance(step, ir.Const) and step.value == 0:
+            raise self.err(KernelTypeError, "range() step must not be zero", it.args[2])
+        t = self.sem.rules.promote(self.sem.rules.arith(start.type, stop.type))
+        if not isinstance(s.target, ast.Name):
+            raise KernelSyntaxError("the loop variable must be a plain name", self.span(s.target))
+        name = s.target.id
+        var = ir.Var(self.fresh(name, ("loop", s.lineno, s.col_offset)), t, span=self.span(s.target))
+        pre = self._pending()
+        self.scopes.append({name: Binding("var", var)})
+        self.loop_depth += 1
+        try:
+            body = self.block(s.body)
+        finally:
+            self.loop_depth -= 1
+            self.scopes.pop()
+        return pre + [ir.For(var, self.conv(start, t), self.conv(stop, t), self.conv(step, t), body, span=sp)]
+
+    def declare_array(self, name: str, call: ast.Call, obj) -> list[ir.Stmt]:
+        sp = self.span(call)
+        hook = getattr(obj, "__metalbench_array__", None)
+        if hook is not None:
+            space, shape, dtype = hook(self, call)
+        else:
+            space = "threadgroup" if obj.dsl_name == "threadgroup_array" else "thread"
+            args = list(call.args)
+            kw = {k.arg: k.value for k in call.keywords}
+            if len(args) + len(kw) != 2 or (len(args) < 2 and not ({"shape", "dtype"} - {None}) <= set(kw) | {"shape", "dtype"}):
+                raise self.err(KernelTypeError, f"{obj.dsl_name}(shape, dtype) takes 2 arguments", call)
+            shape_node = args[0] if args else kw.get("shape")
+            dtype_node = args[1] if len(args) > 1 else kw.get("dtype")
+            if shape_node is None or dtype_node is None:
+                raise self.err(KernelTypeError, f"{obj.dsl_name}(shape, dtype) takes 2 arguments", call)
+            shape = self.static_value(shape_node)
+            dtype = self.static_value(dtype_node)
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        if not (isinstance(shape, tuple) and shape and all(isinstance(d, (int, np.integer)) and d > 0
+                                                           for d in shape)):
+            raise self.err(KernelTypeError, f"array shape must be a positive int or a tuple of them, "
+                                            f"known at compile time; got {shape!r}", call,
+                           hint="use literals, globals or mb.constexpr parameters for the shape")
+        t = resolve_dtype(dtype)
+        if t is None:
+            raise self.err(KernelTypeError, f"{dtype!r} is not a supported dtype", call,
+                           hint="use float32, float16, bfloat16, int32, uint32, ...")
+        if space == "threadgroup" and not self.is_kernel:
+            raise KernelSyntaxError("threadgroup arrays must be declared in the kernel, not in a device "
+                                    "function", sp, hint="declare it in the kernel and pass it as an argument")
+        cname = self.fresh(name, ("array", call.lineno, call.col_offset))
+        decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp)
+        info = BufInfo(cname, t, space, len(shape), decl.shape, decl=decl)
+        self.scopes[0][name] = Binding("buf", info)
+        self.hoisted.append(decl)
+        return []

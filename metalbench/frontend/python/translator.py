@@ -1,0 +1,191 @@
+"""The DSL translator: one :class:`FunctionTranslator` per function body (kernel or
+device function) and specialisation, assembled from the syntax mixins; the entry
+point :func:`translate_kernel`."""
+from __future__ import annotations
+
+import ast
+import builtins as _pybuiltins
+from typing import Any
+
+from ... import dsl
+from ... import ir
+from ...errors import KernelNameError, KernelTypeError, Span
+from ...semantics import DSL, Semantics
+from .calls import CallsMixin
+from .expressions import ExpressionsMixin
+from .functions import FunctionsMixin
+from .parse import ParsedFunction, node_span
+from .specs import ArgSpec, Binding, BufInfo, Module
+from .statements import StatementsMixin
+
+
+class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin):
+    """Translates one function body (kernel or device function) for one specialisation."""
+
+    def __init__(self, module: Module, parsed: ParsedFunction, is_kernel: bool,
+                 bindings: dict[str, Binding], ret_hint=None):
+        self.m = module
+        self.p = parsed
+        self.src = parsed.source
+        self.is_kernel = is_kernel
+        self.params = bindings
+        self.var_types: dict[str, Any] = {}
+        self.annotated: dict[str, Any] = {}
+        self.ret_type = ret_hint
+        self._pending_list: list = []
+        self._names: dict = {}
+        self.sem = Semantics(module.rules, once=self._once)
+        # Parameters the body assigns to are copied into locals first: MLX passes
+        # scalars as `constant T&`, and a device function's parameters are values.
+        assigned = {n.id for n in ast.walk(parsed.fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        self.prologue: list[ir.Stmt] = []
+        for pname, b in list(bindings.items()):
+            if b.kind == "var" and pname in assigned:
+                local = ir.Var(self.fresh(pname + "_", ("param", pname)), b.value.type)
+                self.prologue.append(ir.Decl(local, ir.Var(b.value.name, b.value.type)))
+                self.params[pname] = Binding("var", local)
+
+    def fresh(self, base: str, key) -> str:
+        """A C name for ``key``, unique in the kernel and the same on every typing pass."""
+        if key not in self._names:
+            self._names[key] = self.m.unique(base)
+        return self._names[key]
+
+    def translate(self) -> list[ir.Stmt]:
+        for _ in range(8):
+            self.assigned: dict[str, Any] = {}
+            self.ret_types: list = []
+            self.scopes: list[dict[str, Binding]] = [{}]
+            self.vars: dict[str, ir.Var] = {}
+            self.hoisted: list[ir.Stmt] = []
+            self.loop_depth = 0
+            body = self.block(self.p.fdef.body)
+            changed = False
+            for name, t in self.assigned.items():
+                if name in self.annotated:
+                    continue
+                if self.var_types.get(name) != t:
+                    self.var_types[name] = t
+                    changed = True
+            if self.ret_types:
+                rt = self.ret_types[0]
+                for t in self.ret_types[1:]:
+                    rt = self._join(rt, t)
+                if rt != self.ret_type:
+                    self.ret_type = rt
+                    changed = True
+            if not changed:
+                decls = [ir.Decl(v, span=None) for v in self.vars.values()]
+                return self.hoisted + self.prologue + decls + body
+        raise KernelTypeError("could not settle the types of the local variables",
+                              node_span(self.src, self.p.fdef))
+
+    def span(self, node) -> Span:
+        return node_span(self.src, node)
+
+    def err(self, cls, msg, node, hint=None):
+        return cls(msg, self._as_span(node), hint)
+
+    def lookup(self, name: str, node) -> Binding:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        if name in self.params:
+            return self.params[name]
+        if name in self.vars:
+            return Binding("var", self.vars[name])
+        if name in self.p.env:
+            return Binding("pyobj", self.p.env[name])
+        if hasattr(dsl, name) and not name.startswith("_"):
+            return Binding("pyobj", getattr(dsl, name))
+        if name in ("metal",):
+            return Binding("pyobj", dsl.metal)
+        if hasattr(_pybuiltins, name):
+            return Binding("pyobj", getattr(_pybuiltins, name))
+        raise self.err(KernelNameError, f"name {name!r} is not defined", node,
+                       hint="define it before this line, pass it as an argument, or import it "
+                            "(from metalbench.dsl import *)")
+
+    def local_var(self, name: str, t, node) -> ir.Var:
+        """The local variable ``name``; its type is settled by the fixpoint in translate()."""
+        if name in self.params and self.params[name].kind != "var":
+            raise self.err(KernelTypeError, f"cannot assign to {name!r}: it is an array or constant",
+                           node, hint="store into an element (x[i] = ...) or use another name")
+        self.assigned[name] = self._join(self.assigned[name], t) if name in self.assigned else t
+        if name in self.annotated:
+            vt = self.annotated[name]
+        else:
+            vt = self.var_types.get(name, t)
+        v = self.vars.get(name)
+        if v is None:
+            v = ir.Var(self.fresh(name, ("local", name)), vt, span=self._as_span(node))
+            self.vars[name] = v
+        return v
+
+    def _as_span(self, node_or_span) -> Span:
+        return node_or_span if isinstance(node_or_span, Span) else self.span(node_or_span)
+
+    def _join(self, a, b):
+        return self.sem.join(a, b)
+
+    def _once(self, e: ir.Expr, span: Span) -> ir.Var:
+        """The semantic layer's ``once`` hook: ``e`` stored in a temporary (declared with
+        the locals, assigned just before the statement that uses it)."""
+        key = ("once", span.line, span.col, span.end_line, span.end_col)
+        tmp = self.local_var(self.fresh("_p", key), e.type, span)
+        self._pending_list.append(ir.Assign(tmp, e, span=span))
+        return ir.Var(tmp.name, e.type, span=span)
+
+    def conv(self, e: ir.Expr, t, node=None) -> ir.Expr:
+        """``e`` implicitly converted to ``t`` (see :meth:`Semantics.convert`)."""
+        return self.sem.convert(e, t)
+
+    def to_bool(self, e: ir.Expr) -> ir.Expr:
+        """``e`` as a condition (see :meth:`Semantics.to_bool`)."""
+        return self.sem.to_bool(e)
+
+
+def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | None = None) -> ir.KernelIR:
+    """Translate a parsed kernel for one specialisation into a :class:`~metalbench.ir.KernelIR`.
+
+    ``specs`` describes every parameter of the function in order (buffers, scalars,
+    constexprs, outputs).
+    """
+    kname = name or parsed.name
+    module = Module(kname, parsed.rules or DSL)
+    params: list[ir.Param] = []
+    bindings: dict[str, Binding] = {}
+    for spec in specs:
+        module.names.add(spec.name)
+        if spec.kind == "constexpr":
+            bindings[spec.name] = Binding("const", spec.value)
+        elif spec.kind == "scalar":
+            p = ir.Param(spec.name, "scalar", spec.type, 0)
+            params.append(p)
+            bindings[spec.name] = Binding("var", ir.Var(spec.name, spec.type))
+        else:
+            p = ir.Param(spec.name, "buffer", spec.type, spec.ndim, is_output=spec.is_output)
+            params.append(p)
+            bindings[spec.name] = Binding("buf", BufInfo(spec.name, spec.type, "device", spec.ndim, None,
+                                                          kernel_param=p))
+    # MLX order: inputs first, then outputs.
+    params = [p for p in params if not p.is_output] + [p for p in params if p.is_output]
+    tr = FunctionTranslator(module, parsed, True, bindings)
+    body = tr.translate()
+    kir = ir.KernelIR(kname, params, body, functions=_reachable(module.order, body), source=parsed.source)
+    return kir
+
+
+def _reachable(functions: list[ir.Function], body) -> list[ir.Function]:
+    """The functions the final body calls, directly or not, callees first. Earlier typing
+    passes may have specialised functions for types that did not survive."""
+    by_name = {f.name: f for f in functions}
+    seen: set[str] = set()
+
+    def visit(stmts):
+        for n in ir.walk(stmts):
+            if isinstance(n, ir.FuncCall) and n.func not in seen:
+                seen.add(n.func)
+                visit(by_name[n.func].body)
+    visit(body)
+    return [f for f in functions if f.name in seen]
