@@ -7,6 +7,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelNameError, KernelTypeError
 from ...semantics.folding import const_value
+from ...literals import LiteralError
 from .literals import _literal
 from .symbols import Buf, Ptr, ShapeArr
 
@@ -24,9 +25,10 @@ class ExpressionsMixin:
         if k == "parenthesized_expression":
             return self.expr(node.named_children[-1])
         if k in ("number_literal", "user_defined_literal"):
-            v, t = _literal(self.text(node))
-            if t is None:
-                self.type_err(node, f"bad number '{self.text(node)}'")
+            try:
+                v, t = _literal(self.text(node))
+            except LiteralError as ex:
+                self.type_err(node, str(ex))
             return ir.Const(v, t, span=sp)
         if k in ("true", "false"):
             return self.sem.bool_const(k == "true", sp)

@@ -8,7 +8,7 @@ import ast
 import numpy as np
 
 from ... import dsl
-from ... import ir
+from ... import ir, literals
 from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from .specs import BufInfo, resolve_dtype
@@ -133,6 +133,11 @@ class ExpressionsMixin:
         if isinstance(value, (int, np.integer)) and not isinstance(value, np.generic):
             return self.sem.int_literal(int(value), sp)
         if isinstance(value, float):
+            # a literal in the source rounds once, from its text, to float32 (as clang
+            # reads `0.1f`); Python's double would round twice
+            if isinstance(node, ast.Constant):
+                exact = literals.parse_python_float(ast.get_source_segment(self.src.text, node) or "")
+                value = value if exact is None else exact
             return self.sem.float_literal(value, sp)
         if isinstance(value, np.generic):
             t = resolve_dtype(value.dtype) if value.dtype != np.float64 else T.float32
