@@ -340,10 +340,6 @@ def msl_cast(t, a_text, spelling, postfix: bool) -> str:
     if spelling == "alias" and t.name in MSL_ALIASES:
         return f"static_cast<{MSL_ALIASES[t.name][0] if 'unsigned' not in MSL_ALIASES[t.name][-1] else MSL_ALIASES[t.name][-1]}>({a_text})"
     if spelling == "func" or spelling == "alias":
-        if name in ("long", "short"):
-            # TODO(frontend/msl, helper "semantics"): tree-sitter reads `(long(x) ...` as a
-            # C-style cast and fails; `long(x)` is valid C++ (and MSL)
-            return f"static_cast<{name}>({a_text})"
         return f"{name}({a_text})"
     if spelling == "cparen":
         if name in C_KEYWORD_TYPES:
@@ -740,10 +736,10 @@ def folded_stores(kir):
 def compare(exprs, c_bits, res, where, kir, front: str, gaps=None):
     """Mismatch descriptions (empty: all agree) of a front end's results with C's: the
     run-time values of every mode and lane, and the folder's value of the ``lit`` form
-    (``frontend.common.const_value`` of the stored expression: the compile-time path).
+    (``semantics.folding.const_value`` of the stored expression: the compile-time path).
     ``gaps`` (a list) collects ``lit`` forms the front end left unfolded."""
     from metalbench import ir
-    from metalbench.frontend.common import const_value
+    from metalbench.semantics.folding import const_value
     from metalbench import scalar as S
     bad = []
     stores = folded_stores(kir)

@@ -52,8 +52,6 @@ def test_c_style_cast_of_a_parenthesised_expression():
     assert int(msl("(uchar)(x0[0])", mx.uint8, [np.float32([300.5])])) == 255
 
 
-@pytest.mark.xfail(strict=True, reason="TODO(frontend/msl, helper 'semantics'): tree-sitter reads "
-                   "`(long(x) + 1)` as a C-style cast; `long(x)` is valid C++")
 def test_functional_cast_to_long_inside_parentheses():
     assert int(msl("(long(x0[0]) + 1)", mx.int64, [np.float32([2.5])])) == 3
 
