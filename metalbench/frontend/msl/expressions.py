@@ -6,8 +6,8 @@ from __future__ import annotations
 from ... import ir
 from ... import types as T
 from ...errors import KernelNameError, KernelTypeError
-from ...semantics.folding import const_value
 from ...literals import LiteralError
+from ...semantics.folding import const_value
 from .literals import _literal
 from .symbols import Buf, Ptr, ShapeArr
 
