@@ -33,7 +33,7 @@ from . import types as T
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .frontend import python as F
 from .protocol import (BoundLaunch, KernelBase, Specialization, arg_signature, backend_token,  # noqa: F401
-                       scalar_array, thin_gpu_call, unique_name, unwrap)
+                       ThinCache, _SIGNATURES, scalar_array, signatures, thin_gpu_call, unique_name, unwrap)
 
 
 def _kind_of_param(fn_param: inspect.Parameter):
@@ -93,6 +93,7 @@ class Kernel(KernelBase):
         self._source_name = source_name
         self._parsed = None
         self._cache: dict[tuple, Specialization] = {}
+        self._thin_cache = ThinCache()
         if fn is not None:
             self.__name__ = name or fn.__name__
             self.__doc__ = fn.__doc__
@@ -306,42 +307,43 @@ class Kernel(KernelBase):
         try:
             key = None
             if out is None:
-                key = self._thin_key(args, kwargs, grid, threadgroup, backend)
-                if key is not None:
-                    try:
-                        fast = self._thin.get(key)
-                    except TypeError:       # an unhashable grid (a list): bind every time
-                        fast = key = None
-                    if fast is not None:
-                        return fast(args, kwargs, init_value, checked, stream)
+                key = (_SIGNATURES[len(args)](args), grid, threadgroup,
+                       backend if backend != "auto" and backend is not None else backend_token(backend))
+                if kwargs or self._value_positions:
+                    key = self._thin_key_more(key, args, kwargs)
+                last = self._thin_cache.last
+                if key == last[0]:      # the same signature as the last call: no hashing
+                    return last[1](args, kwargs, init_value, checked, stream)
+                try:
+                    fast = self._thin_cache.get(key)
+                except TypeError:       # an unhashable grid (a list), an unknown argument type
+                    fast = key = None
+                if fast is not None:
+                    self._thin_cache.last = (key, fast)
+                    return fast(args, kwargs, init_value, checked, stream)
             bound = self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
                               init_value=init_value, checked=checked, stream=stream, **kwargs)
             outs = self.launch(bound)
             if key is not None:
-                self._thin.put(key, self._thin_entry(bound, len(args), list(kwargs)))
+                self._thin_cache.put(key, self._thin_entry(bound, len(args), list(kwargs)))
             return unwrap(outs)
         except MetalbenchError as e:
             raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
 
-    def _thin_key(self, args, kwargs, grid, threadgroup, backend):
-        sig = tuple(map(arg_signature, args))
-        if None in sig:
-            return None
-        vals = tuple(args[i] for i in self._value_positions if i < len(args))
-        kw = ()
+    def _thin_key_more(self, key, args, kwargs):
+        # The thin-path key (which may hold an unhashable marker for an argument of another
+        # type: the lookup raises TypeError and the call binds from scratch), extended with
+        # the values that matter (constexprs) and the keyword arguments.
+        if self._value_positions:
+            key += (tuple(args[i] for i in self._value_positions if i < len(args)),)
         if kwargs:
-            kw = []
-            for k, v in kwargs.items():
-                s = arg_signature(v)
-                if s is None:
-                    return None
-                kw.append((k, s) if runtime.is_array(v) else (k, s, v))
-            kw = tuple(kw)
-        return (sig, vals, kw, grid, threadgroup, backend_token(backend))
+            key += (tuple((k, arg_signature(v)) if runtime.is_array(v) else (k, arg_signature(v), v)
+                          for k, v in kwargs.items()),)
+        return key
 
     def _thin_entry(self, bound: BoundLaunch, nargs: int, kwnames: list):
-        """The prepared launch for calls shaped like ``bound`` (``nargs`` positional
-        arguments, then ``kwnames`` keywords)."""
+        """The prepared launch ``f(args, kwargs, init_value, checked, stream)`` for calls
+        shaped like ``bound`` (``nargs`` positional arguments, then ``kwnames`` keywords)."""
         sp = self.specialization(bound)
         names = [p.name for p in self._in_params[:nargs]] + kwnames
         fixed_names = [n for n in bound.values if n not in names]
@@ -360,18 +362,9 @@ class Kernel(KernelBase):
             return sim_call
         plan = sp.gpu_plan(bound, bound.backend)
         pos = {n: i for i, n in enumerate(names + fixed_names)}
-        sources = [pos[n] for n in plan.names]
-        first = [bound.values[n] for n in plan.names]
-        call = thin_gpu_call(plan, sources, first, len(bound.outputs) == 1)
-        if not kwnames and not fixed_names:
-            def gpu_call(args, kwargs, init_value, checked, stream):
-                self.last_launch = last
-                return call(args, init_value, stream)
-        else:
-            def gpu_call(args, kwargs, init_value, checked, stream):
-                self.last_launch = last
-                return call(args + tuple(kwargs.values()) + fixed, init_value, stream)
-        return gpu_call
+        return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names],
+                             len(bound.outputs) == 1, self, last,
+                             fixed if (kwnames or fixed_names) else None)
 
 
 def _spec_key(specs) -> tuple:

@@ -24,7 +24,7 @@ from . import runtime
 from . import types as T
 from .codegen.c_like import Rendered
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
-from .protocol import (BoundLaunch, KernelBase, Specialization, _np_arg, arg_signature, backend_token,
+from .protocol import (_SIGNATURES, BoundLaunch, KernelBase, Specialization, ThinCache, _np_arg, backend_token,
                        thin_gpu_call)
 
 
@@ -74,6 +74,7 @@ class MetalKernel(KernelBase):
         self.atomic_outputs = bool(atomic_outputs)
         self.compile_options = compile_options
         self._cache: dict = {}
+        self._thin_cache = ThinCache()
         self.last_stats = None
 
     def __repr__(self):
@@ -112,16 +113,23 @@ class MetalKernel(KernelBase):
             if not verbose:
                 # The thin path: the same input dtypes and shapes, outputs, grid, threadgroup,
                 # template and backend as an earlier call reuse its prepared MLX call.
+                key = (_SIGNATURES[len(inputs)](inputs), tuple(output_shapes), tuple(output_dtypes), grid,
+                       threadgroup, tuple(template) if template else None,
+                       backend if backend != "auto" and backend is not None else backend_token(backend))
+                last = self._thin_cache.last
+                if key == last[0]:      # the same signature as the last call: no hashing
+                    return last[1](inputs, None, init_value, checked, stream)
                 try:
-                    sig = tuple(map(arg_signature, inputs))
-                    if None not in sig:
-                        key = (sig, tuple(map(tuple, output_shapes)), tuple(output_dtypes), grid, threadgroup,
-                               tuple(template) if template else None, backend_token(backend))
-                        fast = self._thin.get(key)
-                        if fast is not None:
-                            return fast(inputs, init_value, checked, stream)
-                except TypeError:           # unhashable launch arguments (lists): bind every time
-                    key = None
+                    fast = self._thin_cache.get(key)
+                except TypeError:           # shapes as lists, or other unhashable arguments
+                    try:
+                        key = (key[0], tuple(map(tuple, output_shapes))) + key[2:]
+                        fast = self._thin_cache.get(key)
+                    except TypeError:       # arguments of other types: bind
+                        fast = key = None
+                if fast is not None:
+                    self._thin_cache.last = (key, fast)
+                    return fast(inputs, None, init_value, checked, stream)
             bound = self.bind(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
                               threadgroup=threadgroup, template=template, init_value=init_value, stream=stream,
                               backend=backend, checked=checked, _mlx_call=True)
@@ -129,7 +137,7 @@ class MetalKernel(KernelBase):
                 print(self.full_source(bound.values.values(), output_dtypes, template))
             outs = self.launch(bound)
             if key is not None:
-                self._thin.put(key, self._thin_entry(bound))
+                self._thin_cache.put(key, self._thin_entry(bound))
             return list(outs)
         except MetalbenchError as e:
             raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
@@ -139,7 +147,7 @@ class MetalKernel(KernelBase):
         last = dict(grid=bound.grid, threadgroup=bound.threadgroup, backend=bound.backend)
         names = list(self.input_names)
         if bound.backend == "sim":
-            def sim_call(inputs, init_value, checked, stream):
+            def sim_call(inputs, kwargs, init_value, checked, stream):
                 outs, self.last_stats = sp.launch_sim(dict(zip(names, inputs)), bound.outputs, bound.grid,
                                                       bound.threadgroup, launch.checked_default(checked), init_value)
                 self.last_launch = last
@@ -147,12 +155,8 @@ class MetalKernel(KernelBase):
             return sim_call
         plan = sp.gpu_plan(bound, bound.backend)
         pos = {n: i for i, n in enumerate(names)}
-        call = thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], False)
-
-        def gpu_call(inputs, init_value, checked, stream):
-            self.last_launch = last
-            return list(call(inputs, init_value, stream))
-        return gpu_call
+        return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], None,
+                             self, last)
 
     def bind(self, *args, inputs=None, output_shapes=None, output_dtypes=None, grid=None, threadgroup=None,
              template=None, init_value=None, verbose=False, stream=None, backend="auto", checked=None,

@@ -268,6 +268,7 @@ class MLXLaunch:
         self.extra = list(r.extra_inputs(grid, threadgroup, [s for _, s, _ in outputs])) if r.extra_inputs else []
         if self.extra:
             mx.eval(*self.extra)
+        self.kernel_name = spec.name
         self.spec_inputs = spec.launch_inputs(backend)
         self.names = [n for n, _, _ in self.spec_inputs]
         self.converters = [_converter(kind, t) for _, kind, t in self.spec_inputs]
@@ -341,41 +342,115 @@ def mlx_array_type():
 # ----------------------------------------------------------------------------- thin path
 
 _INT32 = (-(2 ** 31), 2 ** 31)
+_UNKEYED = []     # in a key, makes it unhashable: that call binds from scratch
+_MXA = None       # mx.array (set on first use)
+_DTYPE_KEY = None  # how a dtype enters keys
+
+
+def _mx_facts():
+    global _MXA, _DTYPE_KEY
+    import mlx.core as mx
+    # MLX hashes a Dtype to its enum value: a unique small int, cheaper to hash and
+    # compare than the Dtype object (a new wrapper on every ``a.dtype``). Checked, not assumed.
+    dts = [getattr(mx, n) for n in ("bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                                     "int64", "float16", "float32", "float64", "bfloat16")]
+    _DTYPE_KEY = hash if len({hash(d) for d in dts}) == len(dts) else (lambda d: d)
+    _MXA = mx.array
 
 
 def arg_signature(a):
     """A hashable description of one argument for the thin-path key: dtype and shape of
     arrays, the type of scalars (ints: whether they fit int32, which decides their
-    type), or None for anything else (that call then binds from scratch)."""
+    type), or an unhashable marker for anything else (that call then binds from scratch).
+
+    >>> import numpy as np
+    >>> arg_signature(np.zeros((2, 3), np.float32)), arg_signature(2.0), arg_signature(3)
+    (('<f4', (2, 3)), <class 'float'>, (<class 'int'>, True))
+    """
+    if _MXA is None:
+        _mx_facts()
     ta = type(a)
-    if ta is mlx_array_type():
-        return (a.dtype, a.shape)
-    if ta is np.ndarray:
-        return (a.dtype.str, a.shape)
+    if ta is _MXA:
+        return (_DTYPE_KEY(a.dtype), a.shape)
     if ta is float or ta is bool:
         return ta
+    if ta is np.ndarray:
+        return (a.dtype.str, a.shape)
     if ta is int:
         return (int, _INT32[0] <= a < _INT32[1])
     if isinstance(a, np.generic):
         return a.dtype.str
-    return None
+    sig = getattr(ta, "__metalbench_signature__", None)     # device arrays and other array types
+    return sig(a) if sig is not None else _UNKEYED
+
+
+def signatures(args) -> tuple:
+    """``arg_signature`` of each argument.
+
+    >>> signatures([1.5, True])
+    (<class 'float'>, <class 'bool'>)
+    """
+    return _SIGNATURES[len(args)](args)
+
+
+class _SignatureFunctions(dict):
+    """Number of arguments -> a function computing their signatures, generated unrolled
+    (``mx.array`` and float inline): a comprehension's frame and loop cost as much as
+    the attribute reads themselves, and this runs on every kernel call."""
+
+    def __missing__(self, n):
+        if _MXA is None:
+            _mx_facts()
+        names = [f"a{i}" for i in range(n)]
+        items = [f"((dk({a}.dtype), {a}.shape) if type({a}) is mxa else float if type({a}) is float "
+                 f"else sig({a}))" for a in names]
+        src = (f"def signatures_{n}(args):\n" + (f"    {', '.join(names)}, = args\n" if n else "")
+               + f"    return ({', '.join(items)}{',' if n == 1 else ''})\n")
+        env = {"mxa": _MXA, "dk": _DTYPE_KEY, "sig": arg_signature}
+        exec(compile(src, f"<metalbench signatures_{n}>", "exec"), env)
+        f = self[n] = env[f"signatures_{n}"]
+        return f
+
+
+_SIGNATURES = _SignatureFunctions()
+
+
+_ENV_KEY = b"METALBENCH_BACKEND"
 
 
 def backend_token(backend):
-    """What the thin-path key needs of ``backend``: the name, plus for "auto" the
-    ``METALBENCH_BACKEND`` setting it resolves with (read cheaply: no re-resolution)."""
+    """What the thin-path key needs of ``backend``: the name, or for "auto" the
+    ``METALBENCH_BACKEND`` setting it resolves with (read cheaply: no re-resolution).
+
+    >>> backend_token("sim")
+    'sim'
+    """
     if backend is None or backend == "auto":
-        return ("auto", L.env_fast("METALBENCH_BACKEND"))
+        return ("auto", L.env_fast(_ENV_KEY))
     return backend
 
 
 class ThinCache(dict):
-    """Per-kernel map from a call signature to its prepared launch (bounded)."""
+    """Per-kernel map from a call signature to its prepared launch (bounded), plus the
+    last hit: ``last = (key, entry)``, compared before hashing (calls in a loop repeat
+    one signature). Only hashable keys are ever stored, so an unhashable one (an
+    argument of an unknown type) never equals ``last[0]``."""
+
+    _NONE = (object(), None)
+
+    def __init__(self):
+        super().__init__()
+        self.last = self._NONE
 
     def put(self, key, entry):
         if len(self) > 64:
             self.clear()
         self[key] = entry
+        self.last = (key, entry)
+
+    def clear(self):
+        super().clear()
+        self.last = self._NONE
 
 
 # ----------------------------------------------------------------------------- KernelBase
@@ -528,33 +603,59 @@ def unwrap(outs):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bool):
-    """A function ``f(vec, init_value, stream)`` launching ``plan`` with inputs taken
-    from ``vec`` (the call's arguments, flattened) by position.
+def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bool, owner=None,
+                  last=None, fixed: tuple | None = None):
+    """A function ``f(args, kwargs, init_value, checked, stream)`` launching ``plan``
+    with the inputs taken by position from ``vec`` (``args``, or with ``fixed`` given,
+    ``args + tuple(kwargs.values()) + fixed``), and setting ``owner.last_launch = last``.
 
     ``sources[i]`` is the position in ``vec`` of MLX input ``i``; ``first_values`` are
     the values of the call that built the plan: inputs that were ``mx.array``s of the
-    kernel's dtype need no converter (the thin key guarantees the same dtype later).
+    kernel's dtype need no converter (the thin key guarantees the same dtype later),
+    scalars get a per-input cache of their 0-d arrays. The function is generated for
+    its inputs (no loop, no ``**kwargs``): it is the whole host cost of a repeated call.
     """
     mx_array = mlx_array_type()
-    kernel, kw, extra = plan.kernel, plan.kwargs, plan.extra
-    convs = []
-    for (name, kind, t), c, v in zip(plan.spec_inputs, plan.converters, first_values):
-        convs.append(None if (type(v) is mx_array and v.dtype == T.to_mlx(t)) else c)
-    identity = sources == list(range(len(sources))) and all(c is None for c in convs)
-    n = len(sources)
-    if identity:
-        def call(vec, init_value=None, stream=None):
-            ins = list(vec[:n]) + extra if len(vec) != n else list(vec) + extra
-            outs = kernel(inputs=ins, init_value=init_value, **kw) if stream is None else \
-                kernel(inputs=ins, init_value=init_value, stream=stream, **kw)
-            return outs[0] if single else tuple(outs)
-    else:
-        pairs = list(zip(sources, convs))
+    env = {"kernel": plan.kernel, "owner": owner, "last": last}
+    env.update(("k_" + k, v) for k, v in plan.kwargs.items())
+    items = []
+    for j, ((name, kind, t), c, v, i) in enumerate(zip(plan.spec_inputs, plan.converters, first_values, sources)):
+        if type(v) is mx_array and v.dtype == T.to_mlx(t):
+            items.append(f"vec[{i}]")
+        else:
+            env[f"c{j}"] = _cached_scalar(t) if kind == "scalar" and not runtime.is_array(v) else c
+            items.append(f"c{j}(vec[{i}])")
+    for j, e in enumerate(plan.extra):
+        env[f"e{j}"] = e
+        items.append(f"e{j}")
+    kws = ", ".join(f"{k}=k_{k}" for k in plan.kwargs)
+    ret = "outs" if single is None else "outs[0]" if single else "tuple(outs)"   # None: MLX's list
+    env["fixed"] = fixed
+    src = (f"def call(vec, kwargs, init_value, checked, stream):\n"
+           + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "") +
+           f"    owner.last_launch = last\n"
+           f"    if stream is None:\n"
+           f"        outs = kernel(inputs=[{', '.join(items)}], {kws}, init_value=init_value)\n"
+           f"    else:\n"
+           f"        outs = kernel(inputs=[{', '.join(items)}], {kws}, init_value=init_value, stream=stream)\n"
+           f"    return {ret}\n")
+    if owner is None:
+        src = src.replace("    owner.last_launch = last\n", "")
+    exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
+    return env["call"]
 
-        def call(vec, init_value=None, stream=None):
-            ins = [vec[i] if c is None else c(vec[i]) for i, c in pairs] + extra
-            outs = kernel(inputs=ins, init_value=init_value, **kw) if stream is None else \
-                kernel(inputs=ins, init_value=init_value, stream=stream, **kw)
-            return outs[0] if single else tuple(outs)
-    return call
+
+def _cached_scalar(t: T.ScalarType):
+    """value -> a 0-d MLX array of ``t``, remembered per value (bounded)."""
+    cache: dict = {}
+    convert = _converter("scalar", t)
+
+    def scalar(v):
+        a = cache.get(v)
+        if a is None:
+            a = convert(v)
+            if len(cache) > 64:
+                cache.clear()
+            cache[v] = a
+        return a
+    return scalar

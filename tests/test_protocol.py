@@ -195,12 +195,15 @@ def test_cuda_jit_thin_path_updates_in_place(monkeypatch):
     try:
         saxpy_numba[2, 32](1.0, x, y, out)
         np.testing.assert_allclose(out, x + y, rtol=1e-6)
-        monkeypatch.setattr(saxpy_numba, "bind_inplace", lambda *a, **k: (_ for _ in ()).throw(AssertionError()))
         d_out = cuda.to_device(np.zeros(40, np.float32))
+        saxpy_numba[2, 32](2.0, y, x, d_out)
+        monkeypatch.setattr(saxpy_numba, "bind_inplace", lambda *a, **k: (_ for _ in ()).throw(AssertionError()))
         saxpy_numba[2, 32](2.0, y, x, out)
         np.testing.assert_allclose(out, 2 * y + x, rtol=1e-6)
-        with pytest.raises(AssertionError):               # a device array: another signature
-            saxpy_numba[2, 32](2.0, y, x, d_out)
+        saxpy_numba[2, 32](3.0, x, y, d_out)
+        np.testing.assert_allclose(d_out.copy_to_host(), 3 * x + y, rtol=1e-6)
+        with pytest.raises(AssertionError):               # another shape binds
+            saxpy_numba[2, 32](2.0, y[:30], x[:30], out[:30])
     finally:
         cuda.set_backend(None)
 
@@ -230,3 +233,47 @@ def test_metal_kernel_sim_inside_compile_says_so():
     with pytest.raises(KernelLaunchError, match="traced"):
         mx.compile(lambda x: saxpy_msl(inputs=[1.0, x, x], grid=(8, 1, 1), threadgroup=(8, 1, 1),
                                        output_shapes=[(8,)], output_dtypes=[mx.float32], backend="sim")[0])(x)
+
+
+def test_thin_path_tells_int_float_and_bool_constexprs_apart():
+    @mb.kernel
+    def fill(x, out: mb.Out, V: mb.constexpr = 1):
+        i = thread_position_in_grid.x
+        out[i] = x[i] * 0 + V
+    x = np.zeros(4, np.float32)
+    for v in (3, 3.0, True, 1, 3):
+        assert np.asarray(fill(x, V=v, grid=4)).tolist() == [float(v)] * 4
+    assert len(fill._thin_cache) == 4 and len(fill._cache) == 4      # 3 == 3.0 == ... but not alike
+
+
+def test_thin_path_with_arguments_of_other_types_binds_each_time():
+    k = mb.kernel(saxpy.fn)
+    x = rand(8)
+    for _ in range(2):
+        with pytest.raises(KernelLaunchError, match="is a list"):
+            k(2.0, [1, 2], x, grid=8)
+    assert np.allclose(np.asarray(k(2.0, x, x, grid=8)), 3 * x)
+
+
+def test_signatures_of_every_arity():
+    from metalbench.protocol import arg_signature, signatures
+    vals = [mx.zeros((2, 3)), np.zeros(4, np.int16), 1.5, 7, 2 ** 40, True, np.float16(1)]
+    for n in range(len(vals) + 1):
+        assert signatures(tuple(vals[:n])) == tuple(arg_signature(v) for v in vals[:n])
+    assert signatures((mx.zeros(3),)) != signatures((mx.zeros(3, dtype=mx.int32),))
+    assert signatures((mx.zeros(3),)) != signatures((mx.zeros((3, 1)),))
+
+
+def test_host_overhead_benchmark_runs():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import host_overhead
+    fast, cuda_kernel, metal_kernel = mx.fast, mx.fast.cuda_kernel, mx.fast.metal_kernel
+    from metalbench import launch
+    available = launch.cuda_available
+    try:
+        res = host_overhead.measure(number=20, repeats=1)
+    finally:
+        fast.cuda_kernel, fast.metal_kernel, launch.cuda_available = cuda_kernel, metal_kernel, available
+    assert len(res) == 4 and all(v > 0 for v in res.values())

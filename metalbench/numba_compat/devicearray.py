@@ -38,6 +38,10 @@ class DeviceNDArray:
     def __len__(self):
         return len(self._data)
 
+    def __metalbench_signature__(self):
+        """What a launch's argument signature needs (the thin path of repeated launches)."""
+        return ("device", self.dtype.str, self.shape)
+
     def __repr__(self) -> str:
         return f"<metalbench.cuda DeviceNDArray shape={self.shape} dtype={self.dtype}>"
 

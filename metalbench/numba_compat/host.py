@@ -33,7 +33,7 @@ from .. import types as T
 from ..errors import KernelLaunchError, KernelSyntaxError, MetalbenchError, trim_traceback, user_facing
 from ..frontend import python as F
 from ..kernel import Func, Kernel, _spec_key
-from ..protocol import BoundLaunch, Specialization, arg_signature, backend_token
+from ..protocol import BoundLaunch, Specialization, backend_token, signatures
 from ..semantics import NUMBA
 from . import inplace
 from .devicearray import DeviceNDArray
@@ -246,26 +246,27 @@ class CUDAKernel(Kernel):
         A repeated launch with the same argument signature skips binding."""
         key = None
         if not kwargs and backend is None and checked is None:
-            sig = tuple(map(arg_signature, args))
-            if None not in sig:
-                key = (sig, grid3, tg3, self._backend, _state["backend"], self._checked, _state["checked"],
-                       backend_token(None))
-                hit = self._thin.get(key)
-                if hit is not None:
-                    sp, bound = hit
-                    host = {}
-                    for (name, (_, _, t)), v in zip(bound.data.items(), args):
-                        host[name] = (v, *_host_array(v, name)) if t is not None and \
-                            (runtime.is_array(v) or isinstance(v, DeviceNDArray)) else (v, None, t)
-                    self.last_launch = bound.last
-                    self.last_stats = sp.run_inplace(host, bound.grid, bound.threadgroup, bound.backend,
-                                                     bound.checked)
-                    return
+            key = (signatures(args), grid3, tg3, self._backend, _state["backend"], self._checked,
+                   _state["checked"], backend_token(None))
+            try:
+                hit = self._thin_cache.get(key)
+            except TypeError:           # an argument of another type: bind
+                hit = key = None
+            if hit is not None:
+                sp, bound = hit
+                host = {}
+                for (name, (_, _, t)), v in zip(bound.data.items(), args):
+                    host[name] = (v, *_host_array(v, name)) if t is not None and \
+                        (runtime.is_array(v) or isinstance(v, DeviceNDArray)) else (v, None, t)
+                self.last_launch = bound.last
+                self.last_stats = sp.run_inplace(host, bound.grid, bound.threadgroup, bound.backend,
+                                                 bound.checked)
+                return
         bound = self.bind_inplace(args, kwargs, grid3, tg3, backend, checked)
         self.launch(bound)
         if key is not None and len(bound.data) == len(args):
             bound.last = self.last_launch
-            self._thin.put(key, (self.specialization(bound), bound))
+            self._thin_cache.put(key, (self.specialization(bound), bound))
 
     @user_facing
     def __call__(self, *args, grid=None, threadgroup=None, backend=None, checked=None, **kwargs):
@@ -393,17 +394,30 @@ def _functional(sp: Specialization, name: str):
 
 def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backend: str):
     """Launch the functionalized kernel (``backend`` is "metal", "cuda", or "sim" to
-    verify the GPU scheme by execution) and write merged results into the arguments."""
+    verify the GPU scheme by execution) and write merged results into the arguments.
+
+    What depends only on the launch's shapes (output specs, the prepared MLX call) is
+    kept per (backend, grid, threadgroup, shapes of the written arguments)."""
     fsp, plans = _functional(sp, name)
+    key = ("functional launch", backend, grid, tg, tuple(values[pl.param][1].shape for pl in plans))
+    prepared = sp.artifacts.get(key)
+    if prepared is None:
+        order = [p.name for p in fsp.ir.outputs]
+        out_specs = sorted(((p.name, tuple(values[pl.param][1].shape) or (1,), p.type)
+                            for pl in plans for p in fsp.ir.outputs if p.name in pl.outputs),
+                           key=lambda o: order.index(o[0]))
+        bound = BoundLaunch(None, fsp.key, {}, out_specs, grid, tg, backend, False, 0 if out_specs else None)
+        mlx_call = fsp.gpu_plan(bound, backend) if backend != "sim" else None
+        prepared = sp.artifacts[key] = (out_specs, mlx_call, 0 if out_specs else None)
+    out_specs, mlx_call, init_value = prepared
     inputs = {}
     for p in fsp.ir.inputs:
         v, a, t = values[p.name]
         inputs[p.name] = v if p.kind == "scalar" else (a if a.dtype == t.np else a.astype(t.np))
-    out_specs = [(p.name, tuple(values[pl.param][1].shape) or (1,), p.type)
-                 for pl in plans for p in fsp.ir.outputs if p.name in pl.outputs]
-    out_specs.sort(key=lambda o: [p.name for p in fsp.ir.outputs].index(o[0]))
-    bound = BoundLaunch(None, fsp.key, inputs, out_specs, grid, tg, backend, False, 0 if out_specs else None)
-    outs = fsp.launch(bound)
+    if mlx_call is None:
+        outs, _ = fsp.launch_sim(inputs, out_specs, grid, tg, False, init_value)
+    else:
+        outs = mlx_call(inputs, init_value)
     if not out_specs:
         return
     by_name = {o[0]: runtime.to_numpy(x) for o, x in zip(out_specs, outs)}

@@ -1,0 +1,129 @@
+"""metalbench's own host time per kernel call, measured on the CPU with a stand-in MLX kernel.
+
+The GPU-performance goal (issue 18) is that a metalbench launch adds at most 1 µs over
+the raw ``mx.fast.cuda_kernel`` call. Here ``mx.fast.cuda_kernel`` (and
+``metal_kernel``) are replaced by a null kernel that returns ready outputs at once, so
+the difference between a metalbench call and the same null kernel called directly, as
+a user of the raw MLX kernel would call it, is metalbench's host time alone::
+
+    python benchmarks/host_overhead.py            # a table, µs per call
+    python benchmarks/host_overhead.py --json     # the numbers as JSON
+
+Rows: a DSL kernel (``saxpy(2.0, x, y, grid=n)``), ``mb.metal_kernel`` (MLX's call),
+and ``cuda.jit`` launched on device arrays (``k[blocks, threads](...)``), each on
+``mx.array``/device-array inputs after a first call (the repeated call is the thin path).
+The real GPU run is ``benchmarks/gpu.py`` (per-call overhead against the raw kernel).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import mlx.core as mx
+import numpy as np
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+
+import metalbench as mb  # noqa: E402
+from metalbench import cuda  # noqa: E402
+from metalbench import launch as L  # noqa: E402
+from metalbench.dsl import thread_position_in_grid  # noqa: E402
+
+N = 1 << 20
+TG = 256
+
+
+class NullKernel:
+    """An MLX kernel object that does nothing: returns the same ready outputs."""
+
+    def __init__(self, **kw):
+        self.input_names = kw.get("input_names", [])
+        self.outs = None
+
+    def __call__(self, *, inputs, grid, threadgroup, output_shapes, output_dtypes, init_value=None,
+                 template=None, verbose=False, stream=None):
+        if self.outs is None:
+            self.outs = [mx.zeros(s, dtype=d) for s, d in zip(output_shapes, output_dtypes)]
+            mx.eval(*self.outs)
+        return self.outs
+
+
+def per_call(fn, number=2000, repeats=7) -> float:
+    """The best over ``repeats`` of the mean CPU time of ``number`` calls, in µs: CPU time
+    of this process (not wall time) and the best run, because on a shared machine other
+    work only ever adds time."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        for _ in range(number):
+            fn()
+        times.append((time.process_time() - t0) / number * 1e6)
+    return min(times)
+
+
+def measure(number=2000, repeats=7) -> dict:
+    mx.fast.cuda_kernel = lambda **kw: NullKernel(**kw)
+    mx.fast.metal_kernel = lambda **kw: NullKernel(**kw)
+    L.cuda_available = lambda: True          # the stand-in "cuda" backend
+    x, y = mx.array(np.random.rand(N).astype(np.float32)), mx.array(np.random.rand(N).astype(np.float32))
+    mx.eval(x, y)
+    a = mx.array(2.0)
+    grid, tg = (N, 1, 1), (TG, 1, 1)
+
+    @mb.kernel
+    def saxpy(a: float, x, y, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+    msl = mb.metal_kernel("saxpy", ["a", "x", "y"], ["out"],
+                          "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = a * x[i] + y[i]; }")
+
+    @cuda.jit
+    def saxpy_numba(a, x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a * x[i] + y[i]
+    saxpy_numba.configure(backend="cuda")
+
+    raw = NullKernel()
+
+    def raw_call():
+        return raw(inputs=[a, x, y], grid=grid, threadgroup=tg, output_shapes=[(N,)], output_dtypes=[mx.float32])
+
+    d_x, d_y, d_out = cuda.to_device(np.asarray(x)), cuda.to_device(np.asarray(y)), cuda.device_array(N, np.float32)
+    rows = {
+        "raw MLX kernel call (null kernel)": raw_call,
+        "DSL kernel  saxpy(2.0, x, y, grid=n)": lambda: saxpy(2.0, x, y, grid=N, threadgroup=TG, backend="cuda"),
+        "mb.metal_kernel(...)(inputs=...)": lambda: msl(inputs=[2.0, x, y], grid=grid, threadgroup=tg,
+                                                         output_shapes=[(N,)], output_dtypes=[mx.float32],
+                                                         backend="cuda"),
+        "cuda.jit  k[blocks, threads](device arrays)": lambda: saxpy_numba[N // TG, TG](2.0, d_x, d_y, d_out),
+    }
+    out = {}
+    for name, fn in rows.items():
+        n = number if "cuda.jit" not in name else max(20, number // 100)
+        out[name] = per_call(fn, n, repeats)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--number", type=int, default=2000)
+    args = ap.parse_args(argv)
+    res = measure(args.number)
+    raw = res["raw MLX kernel call (null kernel)"]
+    if args.json:
+        print(json.dumps({k: round(v, 3) for k, v in res.items()}, indent=1))
+        return
+    print(f"{'call':48s} {'µs/call':>9s} {'added over raw':>15s}")
+    for k, v in res.items():
+        print(f"{k:48s} {v:9.2f} {v - raw:15.2f}")
+
+
+if __name__ == "__main__":
+    main()
