@@ -15,6 +15,8 @@ import {
 import { clike } from '@codemirror/legacy-modes/mode/clike';
 import { tagHighlighter, tags as t } from '@lezer/highlight';
 
+import { METAL_ATOMS, METAL_BUILTINS } from './metalWords';
+
 export const METAL_MIME = 'text/x-metal';
 
 function words(str: string): Record<string, boolean> {
@@ -75,42 +77,10 @@ export function isMetalType(word: string): boolean {
   return TYPE_RE.test(word) || Object.prototype.hasOwnProperty.call(OTHER_TYPES, word);
 }
 
-/** Metal standard library functions, enums and namespaces. */
-export const METAL_BUILTINS =
-  // synchronisation
-  'threadgroup_barrier simdgroup_barrier mem_flags mem_none mem_device ' +
-  'mem_threadgroup mem_texture mem_threadgroup_imageblock mem_object_data ' +
-  'memory_order memory_order_relaxed memory_order_seq_cst memory_scope ' +
-  // atomics
-  'atomic_load_explicit atomic_store_explicit atomic_exchange_explicit ' +
-  'atomic_compare_exchange_weak_explicit atomic_fetch_add_explicit ' +
-  'atomic_fetch_sub_explicit atomic_fetch_and_explicit atomic_fetch_or_explicit ' +
-  'atomic_fetch_xor_explicit atomic_fetch_min_explicit atomic_fetch_max_explicit ' +
-  // SIMD-group functions
-  'simd_sum simd_product simd_min simd_max simd_and simd_or simd_xor ' +
-  'simd_prefix_inclusive_sum simd_prefix_exclusive_sum ' +
-  'simd_prefix_inclusive_product simd_prefix_exclusive_product simd_broadcast ' +
-  'simd_broadcast_first simd_shuffle simd_shuffle_up simd_shuffle_down ' +
-  'simd_shuffle_xor simd_shuffle_rotate_up simd_shuffle_rotate_down ' +
-  'simd_shuffle_and_fill_up simd_shuffle_and_fill_down simd_all simd_any ' +
-  'simd_ballot simd_active_threads_mask simd_is_first simd_is_helper_thread ' +
-  'quad_sum quad_broadcast quad_shuffle quad_shuffle_xor ' +
-  'simdgroup_load simdgroup_store simdgroup_multiply simdgroup_multiply_accumulate ' +
-  // math
-  'abs acos acosh asin asinh atan atan2 atanh ceil clamp copysign cos cosh cospi ' +
-  'divide dot cross distance length length_squared normalize exp exp2 exp10 fabs ' +
-  'fdim floor fma fmax fmax3 fmin fmin3 fmod fract frexp ilogb isfinite isinf ' +
-  'isnan ldexp log log2 log10 max max3 median3 min min3 mix modf nextafter pow ' +
-  'powr rint round rsqrt select sign signbit sin sincos sinh sinpi smoothstep ' +
-  'sqrt step tan tanh tanpi trunc popcount clz ctz extract_bits insert_bits ' +
-  'reverse_bits rotate mad mulhi absdiff addsat subsat as_type ' +
-  // namespaces
-  'metal fast precise std';
+/** Metal's functions (the builtin registry's words, generated into metalWords.ts). */
+export { METAL_BUILTINS };
 
-const ATOMS = words(
-  'true false NULL nullptr FLT_MAX FLT_MIN HALF_MAX INFINITY NAN ' +
-  'M_PI_F M_PI_H M_E_F M_LN2_F M_SQRT2_F'
-);
+const ATOMS = words(METAL_ATOMS);
 
 type HookState = { startOfLine: boolean; tokenize: unknown };
 

@@ -157,9 +157,10 @@ class Builtin:
             lines += ["", self.rule.where]
         lines += ["", f"Example:  {self.example}"]
         from .docs import spellings     # printing a sample call needs the printers
-        sp = spellings(self)
+        sp = spellings(self, helpers=True)
         if sp:
-            lines += ["", f"Metal: {sp[0]}", f"CUDA:  {sp[1]}"]
+            lines += ["", f"Metal: {sp[0]}" + (f"  (header: {', '.join(sp[2])})" if sp[2] else ""),
+                      f"CUDA:  {sp[1]}" + (f"  (header: {', '.join(sp[3])})" if sp[3] else "")]
         al = [a for a in self.python + self.numba if a != self.name]
         if al:
             lines.append("Also: " + ", ".join(al))

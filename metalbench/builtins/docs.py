@@ -3,11 +3,12 @@
     >>> from metalbench.builtins import registry
     >>> spellings(registry.get("exp"))
     ('metal::exp(x)', 'expf(x)')
+    >>> spellings(registry.get("erf"), helpers=True)
+    ('mb_erf(x)', 'erff(x)', ['mb_erfc', 'mb_erf'], [])
 """
 from __future__ import annotations
 
 from .. import ir
-from .. import types as T
 
 
 def _sample_args(b):
@@ -16,40 +17,40 @@ def _sample_args(b):
     return [ir.Var(n, t) for n, t in zip(names, types)], types
 
 
-def spellings(b) -> tuple[str, str] | None:
-    """``(Metal, CUDA)`` text of a call with the first sample argument types, and the
-    helper functions it needs named; None for node builtins."""
+def spellings(b, helpers: bool = False):
+    """``(Metal, CUDA)`` text of a call with the first sample argument types (None for
+    builtins without a call spelling); with ``helpers=True`` also the names of the header
+    helpers each needs: ``(metal, cuda, metal_helpers, cuda_helpers)``."""
     if b.rule is None:
-        if b.node == "Atomic":
-            return f"{b.extra['msl']}(&array[index], ..., memory_order_relaxed)", \
-                {"add": "atomicAdd", "sub": "atomicSub", "exchange": "atomicExch", "store": "atomicExch",
-                 "cas": "atomicCAS", "load": "a volatile load", "min": "atomicMin (floats: a CAS loop)",
-                 "max": "atomicMax (floats: a CAS loop)", "and": "atomicAnd", "or": "atomicOr",
-                 "xor": "atomicXor"}[b.extra["op"]]
-        if b.node == "Barrier":
-            return (f"{b.name}(mem_flags::...)",
-                    "__syncthreads()" if b.extra["scope"] == "threadgroup" else "__syncwarp(__activemask())")
-        if b.node == "ArrayDecl":
-            return (("threadgroup T name[n];", "__shared__ T name[n];") if b.extra["space"] == "threadgroup"
-                    else ("T name[n];", "T name[n];"))
-        if b.node == "Select":
-            return "select(a, b, c) (vectors), c ? b : a (scalars)", "c ? b : a"
-        return None
+        texts = _node_spellings(b)
+        return (texts + ([], [])) if helpers and texts else texts
     from ..codegen.cuda import CUDAPrinter
     from ..codegen.msl import MSLPrinter
     args, types = _sample_args(b)
     res = b.typecheck(list(types)).result
-    out = []
+    out, needs = [], []
     for cls in (MSLPrinter, CUDAPrinter):
         p = cls(ir.KernelIR("k", [], []))
-        text = (b.msl if cls is MSLPrinter else b.cuda)(p, args, res)
-        helpers = [h for h in p.helpers if h.startswith("mb_") and h not in ("mb_base", "mb_shfl")]
-        if helpers:
-            text += f"  (helper {', '.join(helpers)} in the header)"
-        out.append(text)
-    return out[0], out[1]
+        out.append((b.msl if cls is MSLPrinter else b.cuda)(p, args, res))
+        needs.append([h for h in p.helpers if h.startswith("mb_") and h not in ("mb_base", "mb_shfl")])
+    return (out[0], out[1], needs[0], needs[1]) if helpers else (out[0], out[1])
 
 
-def sample_type_words(b) -> str:
-    """The first sample's types, for the reference (``float``)."""
-    return ", ".join(T.elem_of(t).msl if isinstance(t, T.ScalarType) else t.msl for t in b.rule.samples[0])
+_CUDA_ATOMICS = {"add": "atomicAdd", "sub": "atomicSub", "exchange": "atomicExch", "store": "atomicExch",
+                 "cas": "atomicCAS", "load": "a volatile load", "min": "atomicMin (floats: a CAS loop)",
+                 "max": "atomicMax (floats: a CAS loop)", "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor"}
+
+
+def _node_spellings(b):
+    """What the printers emit for the IR node a "node" builtin lowers to."""
+    if b.node == "Atomic":
+        return f"{b.extra['msl']}(&array[index], ..., memory_order_relaxed)", _CUDA_ATOMICS[b.extra["op"]]
+    if b.node == "Barrier":
+        return (f"{b.name}(mem_flags::...)",
+                "__syncthreads()" if b.extra["scope"] == "threadgroup" else "__syncwarp(__activemask())")
+    if b.node == "ArrayDecl":
+        return (("threadgroup T name[n];", "__shared__ T name[n];") if b.extra["space"] == "threadgroup"
+                else ("T name[n];", "T name[n];"))
+    if b.node == "Select":
+        return "select(a, b, c)", "c ? b : a"
+    return None

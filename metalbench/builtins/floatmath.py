@@ -27,6 +27,8 @@ def _vec(fn):
 def _f(name, n, sim, cu, doc, *, example=None, py=(), numba=(), msl=None, ref=None, tol=1.0,
        details="", helpers=None, rule=None, namespaces=_PS, group="Float math", shim=None):
     args = ", ".join("x[i]" if k == 0 else ("y" if k == 1 else "z") for k in range(n))
+    if msl is not None and not getattr(msl, "metal_name", "").startswith("metal::"):
+        namespaces = ()         # not in Metal's library (a helper prints it): no precise::/fast:: spellings
     return add_builtin(
         name, group=group, doc=doc, example=example or f"r = {name}({args})",
         rule=rule or float_math(n), sim=sim, msl=msl or metal(name), cuda=cuda(float=cu, helpers=helpers),

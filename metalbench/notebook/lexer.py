@@ -16,7 +16,10 @@ from pygments.lexer import inherit, words
 from pygments.lexers.c_cpp import CppLexer
 from pygments.token import Keyword, Name
 
-# Kept in step with extension/src/metal.ts (the JupyterLab highlighter).
+from ..builtins.derive import metal_builtin_words, thread_attribute_words
+
+# Kept in step with extension/src/metal.ts (the JupyterLab highlighter); the builtin and
+# attribute words below are generated for both.
 METAL_KEYWORDS = ("device", "threadgroup", "threadgroup_imageblock", "constant", "thread", "ray_data",
                   "object_data", "kernel", "vertex", "fragment", "visible", "stitchable", "mesh", "object")
 
@@ -29,30 +32,10 @@ METAL_OTHER_TYPES = ("bfloat16_t", "float16_t", "float32_t", "atomic_int", "atom
                      "depth2d", "array", "simdgroup_matrix", "simdgroup_float8x8", "simdgroup_half8x8",
                      "simdgroup_bfloat8x8", "vec", "matrix", "packed_vec", "uint3", "uint2")
 
-METAL_BUILTINS = (
-    "threadgroup_barrier simdgroup_barrier mem_flags mem_none mem_device mem_threadgroup mem_texture "
-    "memory_order memory_order_relaxed memory_scope atomic_load_explicit atomic_store_explicit "
-    "atomic_exchange_explicit atomic_compare_exchange_weak_explicit atomic_fetch_add_explicit "
-    "atomic_fetch_sub_explicit atomic_fetch_and_explicit atomic_fetch_or_explicit atomic_fetch_xor_explicit "
-    "atomic_fetch_min_explicit atomic_fetch_max_explicit simd_sum simd_product simd_min simd_max simd_and "
-    "simd_or simd_xor simd_prefix_inclusive_sum simd_prefix_exclusive_sum simd_prefix_inclusive_product "
-    "simd_prefix_exclusive_product simd_broadcast simd_broadcast_first simd_shuffle simd_shuffle_up "
-    "simd_shuffle_down simd_shuffle_xor simd_shuffle_rotate_up simd_shuffle_rotate_down simd_all simd_any "
-    "simd_ballot quad_sum quad_broadcast quad_shuffle simdgroup_load simdgroup_store simdgroup_multiply "
-    "simdgroup_multiply_accumulate abs acos acosh asin asinh atan atan2 atanh ceil clamp copysign cos "
-    "cosh cospi divide dot cross distance length normalize exp exp2 exp10 fabs fdim floor fma fmax fmin "
-    "fmod fract isfinite isinf isnan ldexp log log2 log10 max min mix pow powr rint round rsqrt select "
-    "sign sin sinh sqrt step tan tanh trunc popcount clz ctz rotate mad mulhi as_type metal fast precise"
-).split()
-
-THREAD_ATTRIBUTES = (
-    "thread_position_in_grid threads_per_grid thread_position_in_threadgroup threads_per_threadgroup "
-    "threadgroup_position_in_grid threadgroups_per_grid thread_index_in_threadgroup "
-    "thread_index_in_simdgroup simdgroup_index_in_threadgroup simdgroups_per_threadgroup "
-    "thread_index_in_quadgroup quadgroup_index_in_threadgroup quadgroups_per_threadgroup "
-    "thread_execution_width threads_per_simdgroup dispatch_quadgroups_per_threadgroup "
-    "dispatch_simdgroups_per_threadgroup dispatch_threads_per_threadgroup grid_origin grid_size buffer"
-).split()
+# The builtin registry's words (metalbench/builtins/derive.py), the same lists the
+# JupyterLab extension highlights with (extension/src/metalWords.ts, generated from it).
+METAL_BUILTINS = tuple(metal_builtin_words())
+THREAD_ATTRIBUTES = tuple(thread_attribute_words()) + ("buffer",)
 
 
 class MetalLexer(CppLexer):
@@ -71,8 +54,8 @@ class MetalLexer(CppLexer):
             (r"\[\[\s*[A-Za-z_]\w*(?:\s*\([^)\]]*\))?\s*\]\]", Name.Decorator),
             (METAL_TYPE_RE, Keyword.Type),
             (words(METAL_OTHER_TYPES, suffix=r"\b"), Keyword.Type),
-            (words(tuple(THREAD_ATTRIBUTES), suffix=r"\b"), Name.Builtin.Pseudo),
-            (words(tuple(METAL_BUILTINS), suffix=r"\b"), Name.Builtin),
+            (words(THREAD_ATTRIBUTES, suffix=r"\b"), Name.Builtin.Pseudo),
+            (words(METAL_BUILTINS, suffix=r"\b"), Name.Builtin),
             inherit,
         ],
     }

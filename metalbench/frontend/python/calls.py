@@ -48,7 +48,14 @@ class CallsMixin:
                                hint="Metal has no float64; use float32")
             if len(node.args) != 1 or node.keywords:
                 raise self.err(KernelTypeError, f"{ast.unparse(node.func)}(x) converts one value", node)
-            v = self.expr(node.args[0])
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and t.is_float:
+                # float("inf"), float("-inf"), float("nan"): Python's spellings of the constants
+                try:
+                    return ir.Const(float(arg.value), t, span=sp)
+                except ValueError:
+                    raise self.err(KernelTypeError, f"float({arg.value!r}) is not a number", node) from None
+            v = self.expr(arg)
             # On a vector, a dtype converts component-wise: float32(int2_value) is a float2.
             tt = T.vector_of(t, v.type.n) if isinstance(v.type, T.VectorType) else t
             return self.sem.cast(tt, v, sp)
