@@ -6,13 +6,18 @@ the raw ``mx.fast.cuda_kernel`` call. Here ``mx.fast.cuda_kernel`` (and
 the difference between a metalbench call and the same null kernel called directly, as
 a user of the raw MLX kernel would call it, is metalbench's host time alone::
 
-    python benchmarks/host_overhead.py            # a table, µs per call
-    python benchmarks/host_overhead.py --json     # the numbers as JSON
+    python benchmarks/host_overhead.py              # a table, µs per call
+    python benchmarks/host_overhead.py --json       # the numbers as JSON
+    python benchmarks/host_overhead.py --real cuda  # on a GPU: the real MLX kernels, raw vs metalbench
 
 Rows: a DSL kernel (``saxpy(2.0, x, y, grid=n)``), ``mb.metal_kernel`` (MLX's call),
 and ``cuda.jit`` launched on device arrays (``k[blocks, threads](...)``), each on
 ``mx.array``/device-array inputs after a first call (the repeated call is the thin path).
-The real GPU run is ``benchmarks/gpu.py`` (per-call overhead against the raw kernel).
+With ``--real cuda`` (or ``metal``) the kernels are real: the host time of building
+each call's lazy MLX graph (no eval inside the timed loop, as ``benchmarks/gpu.py``
+measures it) for the raw ``mx.fast.cuda_kernel``/``metal_kernel`` and for metalbench's
+three kinds. (A ``cuda.jit`` launch evaluates, as Numba's does: its row includes the
+kernel run and the in-place merge.)
 """
 from __future__ import annotations
 
@@ -110,13 +115,72 @@ def measure(number=2000, repeats=7) -> dict:
     return out
 
 
+RAW_SAXPY = {
+    "cuda": "uint i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < x_shape[0]) { out[i] = a[0] * x[i] + y[i]; }",
+    "metal": "uint i = thread_position_in_grid.x;\nout[i] = a * x[i] + y[i];",
+}
+
+
+def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
+    """Host time per call with the real MLX kernels on ``backend`` ("cuda" or "metal")."""
+    x, y = mx.random.normal((n,)), mx.random.normal((n,))
+    a = mx.array(2.0)
+    mx.eval(x, y, a)
+    grid, tg = (n, 1, 1), (TG, 1, 1)
+    make_raw = mx.fast.cuda_kernel if backend == "cuda" else mx.fast.metal_kernel
+    raw = make_raw(name="host_overhead_raw_saxpy", input_names=["a", "x", "y"], output_names=["out"],
+                   source=RAW_SAXPY[backend])
+
+    @mb.kernel
+    def saxpy(a: float, x, y, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+
+    msl = mb.metal_kernel("host_overhead_saxpy", ["a", "x", "y"], ["out"],
+                          "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = a * x[i] + y[i]; }")
+
+    @cuda.jit
+    def saxpy_numba(a, x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a * x[i] + y[i]
+    saxpy_numba.configure(backend=backend)
+    d_x, d_y, d_out = cuda.to_device(np.asarray(x)), cuda.to_device(np.asarray(y)), cuda.device_array(n, np.float32)
+    rows = {
+        f"raw mx.fast.{backend}_kernel call": lambda: raw(inputs=[a, x, y], grid=grid, threadgroup=tg,
+                                                           output_shapes=[(n,)], output_dtypes=[mx.float32]),
+        "DSL kernel  saxpy(2.0, x, y, grid=n)": lambda: saxpy(2.0, x, y, grid=n, threadgroup=TG, backend=backend),
+        "mb.metal_kernel(...)(inputs=...)": lambda: msl(inputs=[2.0, x, y], grid=grid, threadgroup=tg,
+                                                         output_shapes=[(n,)], output_dtypes=[mx.float32],
+                                                         backend=backend),
+        "cuda.jit  k[blocks, threads](device arrays)": lambda: saxpy_numba[n // TG, TG](2.0, d_x, d_y, d_out),
+    }
+    out = {}
+    for name, fn in rows.items():
+        for _ in range(20):
+            mx.eval(fn())
+        mx.synchronize()
+        k = number if "cuda.jit" not in name else max(20, number // 20)
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            keep = [fn() for _ in range(k)]       # graphs only: no eval in the timed loop
+            best = min(best, (time.perf_counter() - t0) / k * 1e6)
+            mx.eval([o for o in keep if o is not None])
+            del keep
+        out[name] = best
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--number", type=int, default=2000)
+    ap.add_argument("--real", choices=["cuda", "metal"], help="use the real MLX kernels on this backend")
     args = ap.parse_args(argv)
-    res = measure(args.number)
-    raw = res["raw MLX kernel call (null kernel)"]
+    res = measure_real(args.real, args.number) if args.real else measure(args.number)
+    raw = next(iter(res.values()))
     if args.json:
         print(json.dumps({k: round(v, 3) for k, v in res.items()}, indent=1))
         return
