@@ -228,14 +228,16 @@ def float_math(n: int = 1, names: tuple | None = None) -> Rule:
                 [tuple([t] * n) for t in _FLOAT_SAMPLES])
 
 
-def float_predicate() -> Rule:
-    """A float classification: ``bool`` (or a bool vector) result."""
+def float_predicate(n: int = 1) -> Rule:
+    """A float classification of ``n`` arguments: ``bool`` (or a bool vector) result."""
+    names = _argnames(n)
+
     def check(name, types):
         _scalar_or_vector(name, types)
-        c = _float_of(types[0])
-        return [c], _same_shape(c, T.bool_)
-    return Rule(("x",), check, "(x: F) -> bool", _F_WHERE + " A vector argument gives a bool vector.",
-                [(t,) for t in _FLOAT_SAMPLES])
+        c = _float_of(_common(types))
+        return [c] * n, _same_shape(c, T.bool_)
+    return Rule(names, check, _sig(names, "F", "bool"), _F_WHERE + " A vector argument gives a bool vector.",
+                [tuple([t] * n) for t in _FLOAT_SAMPLES])
 
 
 def float_int(names=("x", "k")) -> Rule:
