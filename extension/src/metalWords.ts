@@ -6,8 +6,8 @@ export const METAL_BUILTINS =
   'exp exp2 exp10 log log2 log10 sqrt rsqrt pow powr log1p expm1 cbrt ldexp sin cos tan ' +
   'asin acos atan atan2 sinh cosh tanh asinh acosh atanh sinpi cospi tanpi floor ceil trunc ' +
   'round rint fract fmod divide copysign hypot fdim step fma mix smoothstep saturate fabs ' +
-  'fmin fmax fmin3 fmax3 erf erfc lgamma tgamma isnan isinf isfinite signbit dot length ' +
-  'distance normalize abs min max clamp sign max3 min3 median3 popcount clz ctz ' +
+  'fmin fmax fmin3 fmax3 erf erfc lgamma tgamma isnan isinf isfinite isunordered signbit ' +
+  'dot length distance normalize abs min max clamp sign max3 min3 median3 popcount clz ctz ' +
   'reverse_bits mulhi absdiff addsat subsat hadd rhadd rotate extract_bits insert_bits ' +
   'simd_sum simd_product simd_max simd_min simd_and simd_or simd_xor ' +
   'simd_prefix_inclusive_sum simd_prefix_exclusive_sum simd_prefix_inclusive_product ' +

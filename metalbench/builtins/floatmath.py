@@ -300,6 +300,13 @@ def _p(name, fn, doc, py=()):
 _p("isnan", np.isnan, "True if x is a NaN.", _py("isnan"))
 _p("isinf", np.isinf, "True if x is +inf or -inf.", _py("isinf"))
 _p("isfinite", np.isfinite, "True if x is neither infinite nor NaN.", _py("isfinite"))
+add_builtin("isunordered", group="Float classification", doc="True if x or y is a NaN (they cannot be ordered).",
+            example="skip = isunordered(x[i], y)", rule=float_predicate(2), namespaces=_PS,
+            sim=lambda args, dt: np.isnan(np.asarray(args[0], np.float32)) | np.isnan(np.asarray(args[1], np.float32)),
+            msl=metal("isunordered"), ref=np.vectorize(lambda x, y: x != x or y != y, otypes=[bool]),
+            cuda=cuda(float="mb_isunordered", helpers={"mb_isunordered": "__device__ inline bool mb_isunordered("
+                                                       "float x, float y) { return isnan(x) || isnan(y); }"}),
+            shim="template <class A, class B> typename _mb_pred<A>::type isunordered(A, B);")
 _p("signbit", np.signbit, "True if x's sign bit is set (also for -0.0 and negative NaNs).", ("np.signbit",))
 
 

@@ -222,6 +222,7 @@ template <class T, int N> struct _mb_pred<vec<T, N>> { typedef vec<bool, N> type
   template <class T> typename _mb_pred<T>::type isnan(T); \
   template <class T> typename _mb_pred<T>::type isinf(T); \
   template <class T> typename _mb_pred<T>::type isfinite(T); \
+  template <class A, class B> typename _mb_pred<A>::type isunordered(A, B); \
   template <class T> typename _mb_pred<T>::type signbit(T); \
   template <class A, class B> auto min(A a, B b) -> decltype(a + b); \
   template <class A, class B> auto max(A a, B b) -> decltype(a + b); \
