@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import launch as L
 from . import runtime
 from .errors import MetalbenchError, user_facing
 

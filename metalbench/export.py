@@ -19,7 +19,7 @@ import numpy as np
 from . import launch as L
 from . import runtime
 from . import types as T
-from .errors import MetalbenchError, user_facing
+from .errors import user_facing
 
 _MX_DTYPE = {t.name: f"mx.{t.name}" for t in T.SCALARS}
 _MX_DTYPE["bool"] = "mx.bool_"

@@ -18,10 +18,8 @@ a backend::
 """
 from __future__ import annotations
 
-import functools
 import inspect
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,8 +30,9 @@ from . import runtime
 from . import types as T
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .frontend import python as F
-from .protocol import (BoundLaunch, KernelBase, Specialization, arg_signature, backend_token,  # noqa: F401
-                       ThinCache, _SIGNATURES, scalar_array, signatures, thin_gpu_call, unique_name, unwrap)
+from .protocol import (_SIGNATURES, BoundLaunch, KernelBase, ThinCache, arg_signature, backend_token,
+                       thin_gpu_call, unwrap)
+from .protocol import Specialization, unique_name  # noqa: F401  (their home before protocol.py)
 
 
 def _kind_of_param(fn_param: inspect.Parameter):

@@ -631,9 +631,9 @@ def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bo
     kws = ", ".join(f"{k}=k_{k}" for k in plan.kwargs)
     ret = "outs" if single is None else "outs[0]" if single else "tuple(outs)"   # None: MLX's list
     env["fixed"] = fixed
-    src = (f"def call(vec, kwargs, init_value, checked, stream):\n"
+    src = ("def call(vec, kwargs, init_value, checked, stream):\n"
            + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "") +
-           f"    owner.last_launch = last\n"
+           "    owner.last_launch = last\n"
            f"    if stream is None:\n"
            f"        outs = kernel(inputs=[{', '.join(items)}], {kws}, init_value=init_value)\n"
            f"    else:\n"
