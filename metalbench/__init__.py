@@ -16,6 +16,7 @@ Backends: ``metal`` (Apple GPU), ``cuda`` (NVIDIA through MLX), ``sim`` (CPU sim
 from .errors import (BackendUnavailableError, KernelCheckError, KernelLaunchError, KernelNameError,
                      KernelSyntaxError, KernelTypeError, MetalbenchError)
 from .check import BadReferenceError
+from .autodiff.prepare import NotDifferentiableError
 from .frontend.python import Out, constexpr
 from .kernel import Func, Kernel, func, kernel
 from .launch import resolve_backend
@@ -36,6 +37,17 @@ def metal_kernel(*args, **kwargs):
     return _mk(*args, **kwargs)
 
 
+def check_grad(kernel, *args, **kwargs):
+    """Compare a DSL kernel's generated VJP with central finite differences (simulator,
+    float64 where the kernel specialises for it); worst error per argument::
+
+        r = mb.check_grad(k, x, grid=n, threadgroup=256)
+        r.ok, r.rows                     # + a table in notebooks
+    """
+    from .autodiff.gradcheck import check_grad as _cg
+    return _cg(kernel, *args, **kwargs)
+
+
 def load_ipython_extension(ipython):
     """``%load_ext metalbench``: registers the ``%%metal`` cell magic."""
     from .notebook.magic import load_ipython_extension as _load
@@ -45,5 +57,6 @@ def load_ipython_extension(ipython):
 __all__ = ["kernel", "func", "Kernel", "Func", "Out", "constexpr", "metal_kernel", "resolve_backend",
            "MetalbenchError", "KernelSyntaxError", "KernelNameError", "KernelTypeError",
            "KernelLaunchError", "KernelCheckError", "BackendUnavailableError", "BadReferenceError",
+           "check_grad", "NotDifferentiableError",
            "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32"]

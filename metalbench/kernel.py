@@ -365,6 +365,29 @@ class Kernel(KernelBase):
                              len(bound.outputs) == 1, self, last,
                              fixed if (kwnames or fixed_names) else None)
 
+    # -- derivatives (metalbench.autodiff) ---------------------------------------------------
+    @user_facing
+    def vjp(self, *args, cotangents=None, grid=None, threadgroup=None, backend="auto", **launch):
+        """Vector-Jacobian product by the generated adjoint kernel: one entry per (non-output)
+        argument (array for float arrays, 0-d array for float scalars, None otherwise).
+
+        >>> gx, = square.vjp(x, cotangents=ct, grid=n, threadgroup=256)   # doctest: +SKIP
+        """
+        from .autodiff.vjp import vjp
+        return vjp(self, *args, cotangents=cotangents, grid=grid, threadgroup=threadgroup, backend=backend,
+                   **launch)
+
+    @user_facing
+    def mlx_function(self, grid=None, threadgroup=None, backend="auto", **launch):
+        """The kernel as an ``mx.custom_function`` of its array arguments, with the generated
+        VJP: ``mx.grad``/``mx.vjp``/``mx.value_and_grad`` work through it.
+
+        >>> f = square.mlx_function(grid=lambda x: x.size)                 # doctest: +SKIP
+        >>> mx.grad(lambda x: f(x).sum())(x)                               # doctest: +SKIP
+        """
+        from .autodiff.mlx import mlx_function
+        return mlx_function(self, grid=grid, threadgroup=threadgroup, backend=backend, **launch)
+
 
 def _spec_key(specs) -> tuple:
     return tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output, _key_value(s.value))

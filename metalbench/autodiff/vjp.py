@@ -1,0 +1,208 @@
+"""``k.vjp``: run a DSL kernel's generated adjoint on any backend.
+
+    >>> import numpy as np, metalbench as mb
+    >>> from metalbench.dsl import *
+    >>> @mb.kernel
+    ... def square(x, out: mb.Out):
+    ...     i = thread_position_in_grid.x
+    ...     out[i] = x[i] * x[i]
+    >>> x = np.array([1.0, 2.0, 3.0], np.float32)
+    >>> gx, = square.vjp(x, cotangents=np.ones(3, np.float32), grid=3, backend="sim")
+    >>> gx.tolist()
+    [2.0, 4.0, 6.0]
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ir
+from .. import launch as L
+from .. import runtime
+from .. import types as T
+from ..errors import KernelLaunchError
+from .reverse import Adjoint, generate
+
+
+def adjoint_of(spec, aggregate: bool = True):
+    """(Adjoint, its Specialization) for a forward specialisation, built once and kept
+    in its artifacts."""
+    key = ("adjoint", aggregate)
+    hit = spec.artifacts.get(key)
+    if hit is None:
+        adj = generate(spec.ir, aggregate=aggregate)
+        hit = spec.artifacts[key] = (adj, _specialization(adj.ir, spec))
+    return hit
+
+
+def _specialization(kir: ir.KernelIR, forward_spec):
+    import importlib
+    Spec = importlib.import_module("metalbench.kernel").Specialization
+    try:
+        return Spec(("adjoint", forward_spec.key), kir, None)
+    except TypeError:                                     # pragma: no cover - older protocol
+        return Spec(("adjoint", forward_spec.key), kir, [])
+
+
+class Bound:
+    """One vjp call bound to its kernel: forward specialisation, values by parameter
+    name, forward outputs, launch configuration and the order of the arguments."""
+
+    def __init__(self, kernel, args, kwargs, grid, threadgroup, backend, out=None):
+        self.kernel = kernel
+        values, specs, out_specs = kernel.bind(args, kwargs, out)
+        self.values = values
+        self.outputs = out_specs                 # [(name, shape, ScalarType)]
+        self.spec = kernel._specialization(specs)
+        self.grid, self.threadgroup = L.normalize(grid, threadgroup)
+        self.backend = L.resolve_backend(backend)
+        self.params = [p for p, (kind, _) in zip(kernel.params, kernel.kinds) if kind != "out"]
+        self.kinds = {p.name: kind for p, (kind, _) in zip(kernel.params, kernel.kinds)}
+
+
+def run_adjoint(adj: Adjoint, adj_spec, values: dict, outputs: list, grid, threadgroup, backend: str,
+                checked: bool = False) -> list:
+    """Launch an adjoint kernel (outputs start at zero); returns its outputs."""
+    if backend == "sim":
+        launch_sim = getattr(adj_spec, "launch_sim", None)
+        if launch_sim is not None:
+            outs, _ = launch_sim(values, outputs, grid, threadgroup, checked, 0)
+            return outs
+        outs, _ = runtime.run_sim(adj_spec.sim(), adj_spec.ir, values, outputs, grid, threadgroup, 0, checked)
+        return outs
+    gpu_plan = getattr(adj_spec, "gpu_plan", None)
+    if gpu_plan is not None:
+        from ..protocol import BoundLaunch
+        b = BoundLaunch(None, adj_spec.key, values, outputs, grid, threadgroup, backend)
+        return gpu_plan(b, backend)(values, 0)
+    from ..kernel import _launch_gpu
+    return _launch_gpu(adj_spec, backend, values, outputs, grid, threadgroup, 0)
+
+
+# A device tape holds (trip count x threads) values; beyond this many elements the VJP refuses.
+MAX_TAPE_ELEMENTS = 1 << 28
+
+
+def trip_counts(adj: Adjoint, adj_spec, values: dict) -> list[int]:
+    """The trip counts of the loops whose carried values go to device tapes (the sizer
+    kernel on the simulator: it reads scalar arguments and shapes, never array data)."""
+    from ..sim import Buffer, compile_kernel
+    k = adj_spec.artifacts.get("sizer")
+    if k is None:
+        k = adj_spec.artifacts["sizer"] = compile_kernel(adj.sizer)
+    args = {}
+    for p in adj.sizer.inputs:
+        v = values[p.name]
+        if p.kind == "scalar":
+            args[p.name] = p.type.np.type(v) if not runtime.is_array(v) else runtime.to_numpy(v).astype(p.type.np)[()]
+        else:
+            shape = tuple(int(s) for s in v.shape) or (1,)
+            strides = tuple(int(math.prod(shape[i + 1:])) for i in range(len(shape)))
+            args[p.name] = Buffer(np.zeros(1, p.type.np), shape, strides)
+    out = adj.sizer.outputs[0]
+    n = 1 + max(loop for _, _, loop in adj.tapes)
+    counts = np.zeros(n, np.int64)
+    args[out.name] = Buffer(counts, (n,), (1,))
+    k.run(args, (1, 1, 1), (1, 1, 1))
+    return [int(c) for c in counts]
+
+
+def tape_outputs(adj: Adjoint, adj_spec, b) -> list:
+    """The adjoint kernel's tape outputs for this launch: (name, shape, type)."""
+    if not adj.tapes:
+        return []
+    counts = trip_counts(adj, adj_spec, b.values)
+    threads = math.prod(-(-g // t) * t for g, t in zip(b.grid, b.threadgroup))
+    out = []
+    for name, tt, loop in adj.tapes:
+        n = max(1, counts[loop] * threads)
+        if n > MAX_TAPE_ELEMENTS:
+            raise KernelLaunchError(
+                f"{adj.forward.name}.vjp: a loop's carried values need a tape of {n} elements "
+                f"({counts[loop]} iterations x {threads} threads)",
+                hint="launch fewer threads per call, or make the trip count a constexpr of at most 1024")
+        out.append((name, (n,), tt))
+    return out
+
+
+def cotangent_dict(cotangents, outputs: list, kernel_name: str) -> dict:
+    """The cotangents by output name, checked against the outputs' shapes."""
+    names = [n for n, _, _ in outputs]
+    if isinstance(cotangents, dict):
+        cts = dict(cotangents)
+    elif isinstance(cotangents, (list, tuple)) and not runtime.is_array(cotangents):
+        if len(cotangents) != len(names):
+            raise KernelLaunchError(f"{kernel_name}.vjp: {len(cotangents)} cotangents for {len(names)} outputs "
+                                    f"({', '.join(names)})", hint="pass one cotangent array per output, in order")
+        cts = dict(zip(names, cotangents))
+    else:
+        if len(names) != 1:
+            raise KernelLaunchError(f"{kernel_name}.vjp: the kernel has {len(names)} outputs "
+                                    f"({', '.join(names)}); cotangents= takes one array per output",
+                                    hint="pass cotangents=(ct_a, ct_b, ...) or a dict by output name")
+        cts = {names[0]: cotangents}
+    for name, shape, _ in outputs:
+        c = cts.get(name)
+        if c is None:
+            continue
+        cs = tuple(int(s) for s in getattr(c, "shape", ()))
+        if math.prod(cs) != math.prod(shape):
+            raise KernelLaunchError(f"{kernel_name}.vjp: the cotangent of {name!r} has shape {cs}, "
+                                    f"the output has shape {tuple(shape)}")
+    return cts
+
+
+def vjp(kernel, *args, cotangents=None, grid=None, threadgroup=None, backend="auto", out=None,
+        checked=None, aggregate: bool = True, **kwargs):
+    """The vector-Jacobian product of ``kernel`` at ``args`` with ``cotangents``, by its
+    generated adjoint kernel; one entry per (non-output) parameter: an array for float
+    arrays, a 0-d array for float scalars, ``None`` for integer arguments and constexprs."""
+    import mlx.core as mx
+    if cotangents is None:
+        raise KernelLaunchError(f"{kernel.name}.vjp needs cotangents=", hint="one array per output, shaped like it")
+    b = Bound(kernel, args, kwargs, grid, threadgroup, backend, out)
+    adj, adj_spec = adjoint_of(b.spec, aggregate)
+    cts = cotangent_dict(cotangents, b.outputs, kernel.name)
+    values = dict(b.values)
+    for o, ct_name in adj.cotangents.items():
+        c = cts.get(o)
+        if c is None:
+            shape = next(s for n, s, _ in b.outputs if n == o)
+            t = next(t for n, _, t in b.outputs if n == o)
+            c = np.zeros(shape, t.np)
+        values[ct_name] = c
+    grad_outputs = []
+    tape_names = {name for name, _, _ in adj.tapes}
+    for p in adj.ir.outputs:
+        if p.name in tape_names:
+            continue
+        fwd_name = next(n for n, g in adj.grads.items() if g == p.name)
+        fwd_p = b.spec.ir.param(fwd_name)
+        shape = tuple(runtime.to_numpy(b.values[fwd_name]).shape) if fwd_p.kind == "buffer" else (1,)
+        grad_outputs.append((p.name, shape or (1,), p.type))
+    grad_outputs += tape_outputs(adj, adj_spec, b)
+    outs = []
+    if grad_outputs:
+        outs = run_adjoint(adj, adj_spec, values, grad_outputs, b.grid, b.threadgroup, b.backend,
+                           L.checked_default(checked))
+    by_name = {n: o for (n, _, _), o in zip(grad_outputs, outs)}
+    result = []
+    for p in b.params:
+        kind = b.kinds[p.name]
+        v = b.values.get(p.name)
+        if kind == "constexpr":
+            result.append(None)
+            continue
+        fp = b.spec.ir.param(p.name)
+        if fp is None or not fp.type.is_float:
+            result.append(None)
+            continue
+        g = by_name.get(adj.grads.get(p.name))
+        mt = T.to_mlx(fp.type)
+        if fp.kind == "scalar":
+            result.append(g.reshape(()).astype(mt) if g is not None else mx.array(0.0, dtype=mt))
+            continue
+        shape = tuple(v.shape)
+        result.append(g.reshape(shape).astype(mt) if g is not None else mx.zeros(shape, dtype=mt))
+    return tuple(result)
