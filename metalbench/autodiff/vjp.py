@@ -37,47 +37,38 @@ def adjoint_of(spec, aggregate: bool = True):
 
 
 def _specialization(kir: ir.KernelIR, forward_spec):
-    import importlib
-    Spec = importlib.import_module("metalbench.kernel").Specialization
-    try:
-        return Spec(("adjoint", forward_spec.key), kir, None)
-    except TypeError:                                     # pragma: no cover - older protocol
-        return Spec(("adjoint", forward_spec.key), kir, [])
+    from ..protocol import Specialization
+    return Specialization(("adjoint", forward_spec.key), kir, name=kir.name)
 
 
 class Bound:
-    """One vjp call bound to its kernel: forward specialisation, values by parameter
-    name, forward outputs, launch configuration and the order of the arguments."""
+    """One vjp call bound to its kernel (the protocol's ``BoundLaunch``), its forward
+    specialisation and the kernel's non-output parameters in order."""
 
-    def __init__(self, kernel, args, kwargs, grid, threadgroup, backend, out=None):
-        self.kernel = kernel
-        values, specs, out_specs = kernel.bind(args, kwargs, out)
-        self.values = values
-        self.outputs = out_specs                 # [(name, shape, ScalarType)]
-        self.spec = kernel._specialization(specs)
-        self.grid, self.threadgroup = L.normalize(grid, threadgroup)
-        self.backend = L.resolve_backend(backend)
-        self.params = [p for p, (kind, _) in zip(kernel.params, kernel.kinds) if kind != "out"]
+    def __init__(self, kernel, args, kwargs, grid, threadgroup, backend, out=None, checked=None):
+        self.launch = kernel.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
+                                  checked=checked, **kwargs)
+        if self.launch.grid is None:
+            L.normalize(None, None)                          # "no grid given", with its hint
+        self.spec = kernel.specialization(self.launch)
+        self.values = self.launch.values
+        self.outputs = self.launch.outputs                  # [(name, shape, ScalarType)]
+        self.grid, self.threadgroup = self.launch.grid, self.launch.threadgroup
+        self.backend = self.launch.backend
+        self.checked = self.launch.checked
+        self.params = list(kernel._in_params)
         self.kinds = {p.name: kind for p, (kind, _) in zip(kernel.params, kernel.kinds)}
 
 
 def run_adjoint(adj: Adjoint, adj_spec, values: dict, outputs: list, grid, threadgroup, backend: str,
                 checked: bool = False) -> list:
-    """Launch an adjoint kernel (outputs start at zero); returns its outputs."""
+    """Launch an adjoint kernel (its outputs start at zero); returns its outputs."""
     if backend == "sim":
-        launch_sim = getattr(adj_spec, "launch_sim", None)
-        if launch_sim is not None:
-            outs, _ = launch_sim(values, outputs, grid, threadgroup, checked, 0)
-            return outs
-        outs, _ = runtime.run_sim(adj_spec.sim(), adj_spec.ir, values, outputs, grid, threadgroup, 0, checked)
+        outs, _ = adj_spec.launch_sim(values, outputs, grid, threadgroup, checked, 0)
         return outs
-    gpu_plan = getattr(adj_spec, "gpu_plan", None)
-    if gpu_plan is not None:
-        from ..protocol import BoundLaunch
-        b = BoundLaunch(None, adj_spec.key, values, outputs, grid, threadgroup, backend)
-        return gpu_plan(b, backend)(values, 0)
-    from ..kernel import _launch_gpu
-    return _launch_gpu(adj_spec, backend, values, outputs, grid, threadgroup, 0)
+    from ..protocol import BoundLaunch
+    b = BoundLaunch(None, adj_spec.key, values, outputs, grid, threadgroup, backend)
+    return adj_spec.gpu_plan(b, backend)(values, 0)
 
 
 # A device tape holds (trip count x threads) values; beyond this many elements the VJP refuses.
@@ -161,7 +152,7 @@ def vjp(kernel, *args, cotangents=None, grid=None, threadgroup=None, backend="au
     import mlx.core as mx
     if cotangents is None:
         raise KernelLaunchError(f"{kernel.name}.vjp needs cotangents=", hint="one array per output, shaped like it")
-    b = Bound(kernel, args, kwargs, grid, threadgroup, backend, out)
+    b = Bound(kernel, args, kwargs, grid, threadgroup, backend, out, checked)
     adj, adj_spec = adjoint_of(b.spec, aggregate)
     cts = cotangent_dict(cotangents, b.outputs, kernel.name)
     values = dict(b.values)
@@ -184,8 +175,7 @@ def vjp(kernel, *args, cotangents=None, grid=None, threadgroup=None, backend="au
     grad_outputs += tape_outputs(adj, adj_spec, b)
     outs = []
     if grad_outputs:
-        outs = run_adjoint(adj, adj_spec, values, grad_outputs, b.grid, b.threadgroup, b.backend,
-                           L.checked_default(checked))
+        outs = run_adjoint(adj, adj_spec, values, grad_outputs, b.grid, b.threadgroup, b.backend, b.checked)
     by_name = {n: o for (n, _, _), o in zip(grad_outputs, outs)}
     result = []
     for p in b.params:
