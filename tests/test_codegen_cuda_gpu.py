@@ -59,7 +59,7 @@ def math_each():
     i, x = K.V("i"), K.V("x", K.f32)
     body = [ir.Decl(i, K.gid()), ir.Decl(x, ir.Load("inp", i, K.f32))]
     for k, n in enumerate(names):
-        ar = Bt.arity(n)
+        ar = Bt.registry.get(n).arity
         args = [x] + [K.C(0.75, K.f32)] * (ar - 1) if n not in ("clamp", "median3") else \
             [x, K.C(0.25, K.f32), K.C(0.75, K.f32)]
         idx = K.bin("+", K.bin("*", i, K.C(len(names))), K.C(k))

@@ -313,7 +313,7 @@ def simd_all():
             body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x], f32))))
     for name in [n for n in simd if n.startswith("simd_prefix_")]:
         body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x], f32))))
-    for name in [n for n in simd if n.startswith(("simd_shuffle", "simd_broadcast")) and Bt.arity(n) == 2]:
+    for name in [n for n in simd if n.startswith(("simd_shuffle", "simd_broadcast")) and Bt.registry.get(n).arity == 2]:
         body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x, bin("&", bin("+", lane, C(1)), C(31))], f32))))
     body += [
         ir.Assign(s, bin("+", s, ir.Call("simd_broadcast_first", [x], f32))),

@@ -150,3 +150,15 @@ def test_every_alias_on_the_page_resolves_to_its_builtin():
     for alias, name in rows:
         dialect = "numba" if alias.startswith("cuda.") else "python"
         assert registry.lookup(alias, dialect=dialect).name == name, alias
+
+
+def test_every_constant_works_in_an_msl_body_and_the_shim_knows_it():
+    from metalbench import msl_check
+    from metalbench.mlx_signature import OutputSpec
+    body = "\n".join(f"out[{k}] = {name};" for k, name in enumerate(CONSTANTS))
+    k = mb.metal_kernel(name="consts_msl", input_names=[], output_names=["out"], source=body)
+    (o,) = k(inputs=[], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(len(CONSTANTS),)],
+             output_dtypes=[np.float32], backend="sim")
+    want = np.array([v for v, _ in CONSTANTS.values()], np.float32)
+    np.testing.assert_array_equal(np.asarray(o), want)
+    assert msl_check.check(body=body, name="k", inputs=[], outputs=[OutputSpec("out", "float32")]) == []

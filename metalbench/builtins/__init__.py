@@ -28,35 +28,3 @@ from .nodes import ATOMIC_ELEMS, atomic_error, check_atomic
 
 __all__ = ["registry", "Builtin", "Signature", "Rule", "RegistrationError", "BuiltinTypeError", "GROUPS",
            "add_builtin", "ATOMIC_ELEMS", "atomic_error", "check_atomic"]
-
-
-# ----------------------------------------------------------------------------- the old table's API
-# Derived from the registry for code that still speaks it; new code uses ``registry``.
-
-SIMD = frozenset(b.name for b in registry.all() if b.kind == "simd")
-ATOMICS = {b.name: b.extra["op"] for b in registry.all() if b.node == "Atomic"}
-
-
-def is_builtin(name: str) -> bool:
-    """True for a builtin function call (not the node builtins: atomics, barriers...)."""
-    return name in registry and registry.get(name).kind in ("call", "simd")
-
-
-def arity(name: str) -> int:
-    """How many arguments builtin ``name`` takes."""
-    return registry.get(name).arity
-
-
-def arg_types(name: str, types: list) -> list:
-    """The types the arguments of ``name`` convert to."""
-    return registry.get(name).typecheck(types).params
-
-
-def result_type(name: str, types: list):
-    """The result type of ``name`` on arguments of ``types``.
-
-    >>> from metalbench import types as T
-    >>> result_type("exp", [T.float16]).name, result_type("simd_all", [T.bool_]).name
-    ('float16', 'bool')
-    """
-    return registry.get(name).typecheck(types).result

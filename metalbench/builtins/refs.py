@@ -16,7 +16,12 @@ inf, nan = math.inf, math.nan
 
 
 def _vec(fn):
-    return np.vectorize(fn, otypes=[np.float64])
+    vec = np.vectorize(fn, otypes=[np.float64])
+
+    def f(*args):
+        with np.errstate(all="ignore"):    # libm's flags (math.pow(0, -1) divides by zero) are expected
+            return vec(*args)
+    return f
 
 
 def _c(f, *, zero=None, overflow=None, nan_in=True):

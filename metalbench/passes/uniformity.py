@@ -17,7 +17,7 @@ lane masks only elsewhere::
 """
 from __future__ import annotations
 
-from .. import builtins as B
+from ..builtins import registry
 from .. import ir
 
 # Attributes that are the same for every thread of every launch shape.
@@ -84,7 +84,7 @@ class Uniformity:
         if isinstance(e, ir.VecCons):
             return all(self.is_uniform(x) for x in e.args)
         if isinstance(e, ir.Call):
-            return e.name not in B.SIMD and all(self.is_uniform(x) for x in e.args)
+            return registry.get(e.name).kind != "simd" and all(self.is_uniform(x) for x in e.args)
         if isinstance(e, ir.Load):
             return e.buf in self.buffers and self.is_uniform(e.index)
         return False  # Atomic, FuncCall, BufArg

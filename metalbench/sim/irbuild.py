@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from .. import builtins as B
+from ..builtins import registry
 from .. import ir
 from .. import types as T
 
@@ -102,9 +102,9 @@ def tid_x():
 
 
 def call(name, *args):
-    """A builtin call; its type follows ``builtins.result_type``."""
+    """A builtin call, typed by its registry declaration."""
     args = [lift(a, T.float32) for a in args]
-    return E(ir.Call(name, [a.n for a in args], B.result_type(name, [a.type for a in args])))
+    return E(ir.Call(name, [a.n for a in args], registry.get(name).typecheck([a.type for a in args]).result))
 
 
 def select(cond, a, b):

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from ... import ir
 from ... import types as T
+from ...builtins.attributes import CONSTANTS
 from ...errors import KernelNameError, KernelTypeError
 from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
 from .symbols import Buf, Ptr, ShapeArr
+
+# Metal's constants: the float ones from the builtin registry's table (the DSL exports the
+# same names), plus the integer limits and HUGE_VALF.
+_CONSTS = {**{n: v for n, (v, _) in CONSTANTS.items()}, "HUGE_VALF": float("inf"),
+           "INT_MAX": 2**31 - 1, "INT_MIN": -2**31, "UINT_MAX": 2**32 - 1}
 
 
 class ExpressionsMixin:
@@ -186,12 +192,7 @@ class ExpressionsMixin:
                     f"'{name}' is not declared in header functions", sp,
                     hint="MLX declares thread attributes only in the kernel body; pass it as an argument")
             return self.sem.thread_attr(name, sp)
-        consts = {"M_PI_F": 3.14159265358979, "M_E_F": 2.718281828459045, "INFINITY": float("inf"),
-                  "NAN": float("nan"), "MAXFLOAT": 3.4028234663852886e38, "FLT_MAX": 3.4028234663852886e38,
-                  "HUGE_VALF": float("inf"), "M_SQRT2_F": 1.4142135623730951, "M_LN2_F": 0.6931471805599453,
-                  "M_LOG2E_F": 1.4426950408889634, "FLT_MIN": 1.1754943508222875e-38,
-                  "FLT_EPSILON": 1.1920928955078125e-07, "INT_MAX": 2**31 - 1, "INT_MIN": -2**31,
-                  "UINT_MAX": 2**32 - 1}
+        consts = _CONSTS
         if name in consts:
             v = consts[name]
             t = T.float32 if isinstance(v, float) else (T.uint32 if name == "UINT_MAX" else T.int32)
