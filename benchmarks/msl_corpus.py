@@ -20,8 +20,9 @@ The corpus lives outside the repository (it is other people's code). Its layout:
   - ``expect`` (optional): ``"mismatch"`` for a kernel with a genuine bug (its mismatch is
     the right answer, checked or not), with a ``why``;
   - ``checked`` (optional): ``"oob"`` for a kernel that reads past a buffer (a bug, or a read
-    masked away afterwards as in the MLX docs' grid_sample): with ``--checked`` the right
-    outcome is an out-of-bounds report (``expected``); no report is ``missed-oob``.
+    masked away afterwards as in the MLX docs' grid_sample), ``"race"`` for one that orders
+    threadgroup memory with ``mem_flags::mem_none``: with ``--checked`` the right outcome is
+    that report (``expected``); none is ``missed-oob`` / ``missed-race``.
 
 * ``CORPUS_DIR/mlx_tests/`` -- MLX's ``python/tests/test_fast.py`` and ``mlx_tests.py``
   (``--mlx-tests`` runs the custom-kernel tests there).
@@ -53,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TEST_PATTERN = r"test_custom_kernel|test_custom_metal_kernel"
 LAUNCHED = set()   # kernels (name#hash of name, names, source, header) launched by the current case
+CONSTRUCTED = set()  # every kernel a case file built (some only launch after another one worked)
 
 
 # ----------------------------------------------------------------------------- the redirection
@@ -76,6 +78,7 @@ def install(checked=False, report_gpu=False):
             args = dict(zip(names, a), **{k: v for k, v in kw.items() if k in names})
             text = repr([args.get(n) for n in names])
             self.key = f"{args.get('name')}#{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+            CONSTRUCTED.add(self.key)
             self.kernel = mb.metal_kernel(*a, **kw)
 
         def __call__(self, *a, **kw):
@@ -194,13 +197,17 @@ def run_case_file(path, checked, only):
                 r["oob"] = True
         r["seconds"] = round(time.time() - t0, 2)
         r["launched"] = sorted(LAUNCHED)
-        if checked and c.get("checked") == "oob":
-            # a kernel that reads past a buffer (masked afterwards, or a genuine bug): the checked
-            # simulator must say so
-            r["status"] = "expected" if r.get("oob") else ("missed-oob" if r["status"] != "error" else "error")
+        want = c.get("checked")
+        if checked and want in ("oob", "race"):
+            # a kernel that reads past a buffer (masked afterwards, or a genuine bug), or orders
+            # threadgroup memory with a barrier that does not (mem_none): the checked simulator
+            # must say so
+            found = r.get("oob") if want == "oob" else bool(re.search(r"\brace\b", r.get("msg", ""), re.I))
+            r["status"] = "expected" if found else ("missed-" + want if r["status"] != "error" else "error")
         elif r["expect"] == "mismatch" and r["status"] == "mismatch":
             r["status"] = "expected"
         res.append(r)
+    res.append({"file": name, "case": "<kernels>", "status": "meta", "constructed": sorted(CONSTRUCTED)})
     return res
 
 
@@ -332,6 +339,8 @@ def main(argv=None):
                     "etype": "Timeout" if err == "timeout" else "Crash", "msg": err, "kernels": 1}]
         results += res
         for r in res:
+            if r["status"] == "meta":
+                continue
             print(f"  {r['status']:8s} {r['file']}::{r['case']}  "
                   f"{(r.get('etype', '') + ': ') if r['status'] == 'error' else ''}{r.get('msg', '')[:150]}",
                   file=sys.stderr)
@@ -349,12 +358,17 @@ def main(argv=None):
 
 
 def render(rep):
-    res, meta = rep["results"], rep["meta"]
+    meta = rep["meta"]
+    res = [r for r in rep["results"] if r["status"] != "meta"]
     ok = [r for r in res if r["status"] in ("pass", "expected")]
     kernels = defaultdict(list)   # a kernel passes when every case that launches it passes
     for r in res:
         for k in r.get("launched") or [f"{r['file']}::{r['case']}"]:
             kernels[k].append(r["status"] in ("pass", "expected"))
+    for r in rep["results"]:       # built but never launched (an earlier kernel failed first): not passing
+        for k in r.get("constructed", []) if r["status"] == "meta" else []:
+            if k not in kernels:
+                kernels[k].append(False)
     kern_ok = sum(all(v) for v in kernels.values())
     kern_all = len(kernels)
     st = Counter(r["status"] for r in res)
