@@ -27,6 +27,10 @@ DOMAINS = {
     "exp": [(-2, 2)], "exp2": [(-2, 2)], "exp10": [(-1, 1)], "expm1": [(-2, 2)],
     "sinh": [(-2, 2)], "cosh": [(-2, 2)],
 }
+# selections (min, max, median...): arguments drawn from well-spaced distinct values, so that a
+# finite-difference step never changes which argument is selected
+SPACED = {"min", "max", "fmin", "fmax", "fmin3", "fmax3", "min3", "max3", "median3", "fdim", "simd_max",
+          "simd_min"}
 # extra non-float arguments, as kernel text
 LITERALS = {"ldexp": ["3"], "simd_broadcast": ["5"], "simd_shuffle_xor": ["6"], "simd_shuffle_down": ["3"],
             "simd_shuffle_up": ["4"], "simd_shuffle_rotate_down": ["7"], "simd_shuffle_rotate_up": ["9"]}
@@ -59,14 +63,21 @@ def test_rule_matches_finite_differences(b):
     doms = DOMAINS.get(b.name, [(-1.0, 1.0)] * n)
     if len(doms) < n:
         doms = doms + [doms[-1]] * (n - len(doms))
-    args = [rng.uniform(lo, hi, 64).astype(np.float32) for lo, hi in doms[:n]]
+    if b.name in SPACED:
+        vals = (rng.permutation(64 * n) - 32 * n) * 0.05
+        args = [vals[k * 64:(k + 1) * 64].astype(np.float32) for k in range(n)]
+    else:
+        args = [rng.uniform(lo, hi, 64).astype(np.float32) for lo, hi in doms[:n]]
     r = mb.check_grad(k, *args, grid=64, threadgroup=64, samples=6, seed=1)
     assert r.ok, repr(r)
 
 
 def test_every_float_builtin_has_a_rule_or_is_declared_without_one():
     """A float builtin without a rule must be a deliberate gap (listed here)."""
-    no_rule = {"lgamma", "tgamma", "simd_shuffle", "simd_prefix_inclusive_product", "simd_prefix_exclusive_product"}
+    no_rule = {"lgamma", "tgamma",                      # digamma is not a builtin
+               "simd_shuffle",                          # a gather: its adjoint is a scatter over lanes
+               "simd_prefix_inclusive_product", "simd_prefix_exclusive_product",
+               "dot", "length", "distance", "normalize"}  # vector arguments: the VJP works on scalars
     missing = []
     for b in registry.all():
         if b.kind not in ("call", "simd") or b.group in ("Integer", "Float classification"):
@@ -76,6 +87,20 @@ def test_every_float_builtin_has_a_rule_or_is_declared_without_one():
         if builtin_rule(b.name) is None and b.name not in no_rule:
             missing.append(b.name)
     assert missing == []
+
+
+@pytest.mark.parametrize("b", differentiable(), ids=lambda b: b.name)
+def test_rule_formulas_build_for_float32_and_float16(b):
+    from metalbench import ir, types as T
+    from metalbench.autodiff.rules import formula
+    for t in (T.float32, T.float16):
+        env = {p: ir.Var(p, t if k < b.arity - len(LITERALS.get(b.name, [])) else T.uint32)
+               for k, p in enumerate(b.rule.params)}
+        env.update(result=ir.Var("result", t), grad=ir.Var("grad", t))
+        for f in builtin_rule(b.name):
+            if f is not None:
+                lets, e = formula(f).build(env)
+                assert e.type == t, (b.name, f, e.type)
 
 
 def test_no_rule_is_an_error_at_the_line():

@@ -144,7 +144,7 @@ class Formula:
     def build(self, env: dict, span=None, fresh=None) -> tuple[list, ir.Expr]:
         """(bindings, expression): bindings are ``(Var, Expr)`` pairs to assign first
         (``fresh(base)`` names their variables), the expression reads them."""
-        b = _Builder(dict(env), span)
+        b = _Builder(dict(env), span, env["grad"].type if "grad" in env else T.float32)
         lets = []
         for name, node in self._lets:
             e = b.typed(b.expr(node), None)
@@ -160,13 +160,14 @@ _CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", as
 
 
 class _Builder:
-    def __init__(self, env, span):
+    def __init__(self, env, span, ftype):
         self.env = env
         self.span = span
+        self.ftype = ftype          # what a number meeting no typed operand becomes
 
     def typed(self, v, t):
         if isinstance(v, _Num):
-            return const(v.value, t or T.float32)
+            return const(v.value, t or self.ftype)
         return v
 
     def expr(self, n):
@@ -197,14 +198,14 @@ class _Builder:
             a, b = self.expr(n.body), self.expr(n.orelse)
             c = self.typed(self.expr(n.test), T.bool_)
             if isinstance(a, _Num) and isinstance(b, _Num):
-                a, b = const(a.value, T.float32), const(b.value, T.float32)
+                a, b = const(a.value, self.ftype), const(b.value, self.ftype)
             a = self.typed(a, getattr(b, "type", None))
             b = self.typed(b, a.type)
             return select(c, a, b)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
             args = [self.expr(a) for a in n.args]
             typed = [a for a in args if not isinstance(a, _Num)]
-            t = typed[0].type if typed else T.float32
+            t = typed[0].type if typed else self.ftype
             return call(n.func.id, [self.typed(a, t) for a in args], self.span)
         raise ValueError(f"unsupported syntax in a derivative formula: {ast.unparse(n)}")
 

@@ -85,6 +85,8 @@ class Builtin:
     builtin's ``sim(layout, args, mask)`` works on a whole chunk. ``msl(p, args, t)`` and
     ``cuda(p, args, t)`` print a call with printer ``p`` (``p.need`` adds helper code).
     ``ref`` is the reference model of the registry test (see ``tests/test_registry.py``).
+    ``grad`` is the derivative rule the generated VJPs use (``metalbench.autodiff``):
+    ``"zero"``, or one formula per parameter (see the field's comment).
     """
     name: str
     group: str
@@ -107,6 +109,12 @@ class Builtin:
     msl_aliases: tuple = ()         # other MSL names: atomic_fetch_add_explicit for atomic_add
     details: str = ""
     extra: dict = field(default_factory=dict)
+    # The derivative rule (reverse mode, metalbench.autodiff): "zero" for piecewise-constant
+    # functions, or one formula per parameter (None where that argument gets no cotangent)
+    # in the parameters' names, ``result`` and ``grad`` (the result's cotangent):
+    # exp: ("grad * result",); atan2: ("grad * y / (x * x + y * y)", "-grad * x / (x * x + y * y)").
+    # None: no rule (differentiating through it is an error at the call's line).
+    grad: tuple | str | None = None
 
     # -- typing --------------------------------------------------------------------
     @property
@@ -399,6 +407,12 @@ class Registry:
                 raise RegistrationError(f"{where}: a 'node' builtin names the IR node it lowers to")
         else:
             raise RegistrationError(f"{where}: unknown kind {b.kind!r}")
+        if b.grad is not None and b.grad != "zero":
+            ok = isinstance(b.grad, tuple) and b.rule is not None and len(b.grad) == len(b.rule.params) \
+                and all(f is None or isinstance(f, str) for f in b.grad)
+            if not ok:
+                raise RegistrationError(f"{where}: grad is \"zero\" or a tuple of one formula (or None) per "
+                                        "parameter")
         if b.name in self._by_name:
             raise RegistrationError(f"{where} is declared twice")
         for a in b.python:

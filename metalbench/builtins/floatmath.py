@@ -25,7 +25,7 @@ def _vec(fn):
 
 
 def _f(name, n, sim, cu, doc, *, example=None, py=(), numba=(), msl=None, ref=None, tol=1.0,
-       details="", helpers=None, rule=None, namespaces=_PS, group="Float math", shim=None):
+       details="", helpers=None, rule=None, namespaces=_PS, group="Float math", grad=None, shim=None):
     args = ", ".join("x[i]" if k == 0 else ("y" if k == 1 else "z") for k in range(n))
     if msl is not None and not getattr(msl, "metal_name", "").startswith("metal::"):
         namespaces = ()         # not in Metal's library (a helper prints it): no precise::/fast:: spellings
@@ -34,7 +34,7 @@ def _f(name, n, sim, cu, doc, *, example=None, py=(), numba=(), msl=None, ref=No
         rule=rule or float_math(n), sim=sim, msl=msl or metal(name), cuda=cuda(float=cu, helpers=helpers),
         python=py, numba=numba, namespaces=namespaces, tol_ulp=tol, details=details,
         ref=ref if ref is not None else getattr(R, name, None) or getattr(R, name + "_"),
-        shim=shim or {1: "m1", 2: "m2", 3: "m3"}[n])
+        shim=shim or {1: "m1", 2: "m2", 3: "m3"}[n], grad=grad)
 
 
 def _py(name, np_name=None):
@@ -50,19 +50,26 @@ def _py(name, np_name=None):
 
 # ----------------------------------------------------------------------------- exponentials, logs, powers
 
-_f("exp", 1, N.fsim(np.exp), "expf", "e raised to the power x.", py=_py("exp"))
-_f("exp2", 1, N.fsim(np.exp2), "exp2f", "2 raised to the power x.", py=_py("exp2"))
-_f("exp10", 1, N.fsim(lambda x: np.power(10.0, x)), "exp10f", "10 raised to the power x.")
-_f("log", 1, N.fsim(np.log), "logf", "Natural logarithm (log(0) is -inf, negative x gives NaN).", py=_py("log"))
-_f("log2", 1, N.fsim(np.log2), "log2f", "Base-2 logarithm.", py=_py("log2"))
-_f("log10", 1, N.fsim(np.log10), "log10f", "Base-10 logarithm.", py=_py("log10"))
-_f("sqrt", 1, N.fsim(np.sqrt), "sqrtf", "Square root.", py=_py("sqrt"))
+_f("exp", 1, N.fsim(np.exp), "expf", "e raised to the power x.", py=_py("exp"), grad=("grad * result",))
+_f("exp2", 1, N.fsim(np.exp2), "exp2f", "2 raised to the power x.", py=_py("exp2"),
+   grad=("grad * result * 0.6931471805599453",))
+_f("exp10", 1, N.fsim(lambda x: np.power(10.0, x)), "exp10f", "10 raised to the power x.",
+   grad=("grad * result * 2.302585092994046",))
+_f("log", 1, N.fsim(np.log), "logf", "Natural logarithm (log(0) is -inf, negative x gives NaN).", py=_py("log"),
+   grad=("grad / x",))
+_f("log2", 1, N.fsim(np.log2), "log2f", "Base-2 logarithm.", py=_py("log2"),
+   grad=("grad / (x * 0.6931471805599453)",))
+_f("log10", 1, N.fsim(np.log10), "log10f", "Base-10 logarithm.", py=_py("log10"),
+   grad=("grad / (x * 2.302585092994046)",))
+_f("sqrt", 1, N.fsim(np.sqrt), "sqrtf", "Square root.", py=_py("sqrt"), grad=("grad * 0.5 / result",))
 _f("rsqrt", 1, N.fsim(lambda x: 1.0 / np.sqrt(x)), "rsqrtf", "Reciprocal square root, 1 / sqrt(x).",
    ref=_vec(lambda x: math.copysign(math.inf, x) if x == 0 else (math.nan if x < 0 or x != x else
-                                                                 1.0 / math.sqrt(x))), tol=2)
-_f("pow", 2, N.fsim(np.power), "powf", "x raised to the power y (also x ** y).", py=("pow",) + _py("pow", ["power", "pow"]))
+                                                                 1.0 / math.sqrt(x))), tol=2,
+   grad=("grad * -0.5 * result / x",))
+_f("pow", 2, N.fsim(np.power), "powf", "x raised to the power y (also x ** y).", py=("pow",) + _py("pow", ["power", "pow"]),
+   grad=("0 if y == 0 else grad * y * pow(x, y - 1)", "grad * result * log(x) if x > 0 else 0"))
 _f("powr", 2, N.fsim(np.power), "powf", "x raised to the power y, for x >= 0 (Metal leaves x < 0 undefined).",
-   ref=R.pow_)
+   ref=R.pow_, grad=("0 if y == 0 else grad * y * powr(x, y - 1)", "grad * result * log(x) if x > 0 else 0"))
 _f("log1p", 1, N.fsim(np.log1p), "log1pf", "log(1 + x), accurate near 0.", py=_py("log1p"),
    msl=metal_helper("mb_log1p", """\
 // log1p without cancellation (Goldberg's trick): Metal has no log1p.
@@ -73,7 +80,8 @@ inline float mb_log1p(float x) {
     }
     return metal::log(u) * (x / (u - 1.0f));
 }"""), ref=_vec(lambda x: -math.inf if x == -1 else (math.nan if x < -1 or x != x else
-                                                      (x if math.isinf(x) else math.log1p(x)))))
+                                                      (x if math.isinf(x) else math.log1p(x)))),
+   grad=("grad / (1 + x)",))
 _f("expm1", 1, N.fsim(np.expm1), "expm1f", "exp(x) - 1, accurate near 0.", py=_py("expm1"),
    msl=metal_helper("mb_expm1", """\
 // expm1 without cancellation (Kahan's trick): Metal has no expm1.
@@ -87,7 +95,7 @@ inline float mb_expm1(float x) {
         return um1;
     }
     return um1 * x / metal::log(u);
-}"""), ref=_vec(lambda x: x if x != x else (math.inf if x > 709 else math.expm1(x))))
+}"""), ref=_vec(lambda x: x if x != x else (math.inf if x > 709 else math.expm1(x))), grad=("grad * (result + 1)",))
 _f("cbrt", 1, N.fsim(np.cbrt), "cbrtf", "Cube root (negative x gives a negative root).", py=_py("cbrt"),
    numba=("cuda.cbrt",), msl=metal_helper("mb_cbrt", """\
 // cbrt: pow plus one Newton step: Metal has no cbrt.
@@ -97,35 +105,42 @@ inline float mb_cbrt(float x) {
         y = y - (y * y * y - x) / (3.0f * y * y);
     }
     return y;
-}"""))
+}"""), grad=("grad / (3 * result * result)",))
 _f("ldexp", 2, N.ldexp, "ldexpf", "x * 2**k, exactly (k is an integer).", rule=float_int(("x", "k")),
    example="r = ldexp(x[i], 2)", py=_py("ldexp"),
    shim="template <class T> T ldexp(T, int); template <class T, int N> vec<T, N> ldexp(vec<T, N>, vec<int, N>);",
-   ref=lambda x, k: np.ldexp(x, np.clip(k, -2000, 2000).astype(np.int32)))
+   ref=lambda x, k: np.ldexp(x, np.clip(k, -2000, 2000).astype(np.int32)), grad=("ldexp(grad, k)", None))
 
 # ----------------------------------------------------------------------------- trigonometry
 
-_f("sin", 1, N.fsim(np.sin), "sinf", "Sine (radians).", py=_py("sin"))
-_f("cos", 1, N.fsim(np.cos), "cosf", "Cosine (radians).", py=_py("cos"))
-_f("tan", 1, N.fsim(np.tan), "tanf", "Tangent (radians).", py=_py("tan"))
-_f("asin", 1, N.fsim(np.arcsin), "asinf", "Arc sine, in [-pi/2, pi/2].", py=_py("asin", ["arcsin", "asin"]))
-_f("acos", 1, N.fsim(np.arccos), "acosf", "Arc cosine, in [0, pi].", py=_py("acos", ["arccos", "acos"]))
-_f("atan", 1, N.fsim(np.arctan), "atanf", "Arc tangent, in [-pi/2, pi/2].", py=_py("atan", ["arctan", "atan"]))
+_f("sin", 1, N.fsim(np.sin), "sinf", "Sine (radians).", py=_py("sin"), grad=("grad * cos(x)",))
+_f("cos", 1, N.fsim(np.cos), "cosf", "Cosine (radians).", py=_py("cos"), grad=("-grad * sin(x)",))
+_f("tan", 1, N.fsim(np.tan), "tanf", "Tangent (radians).", py=_py("tan"), grad=("grad * (1 + result * result)",))
+_f("asin", 1, N.fsim(np.arcsin), "asinf", "Arc sine, in [-pi/2, pi/2].", py=_py("asin", ["arcsin", "asin"]),
+   grad=("grad * rsqrt(1 - x * x)",))
+_f("acos", 1, N.fsim(np.arccos), "acosf", "Arc cosine, in [0, pi].", py=_py("acos", ["arccos", "acos"]),
+   grad=("-grad * rsqrt(1 - x * x)",))
+_f("atan", 1, N.fsim(np.arctan), "atanf", "Arc tangent, in [-pi/2, pi/2].", py=_py("atan", ["arctan", "atan"]),
+   grad=("grad / (1 + x * x)",))
 _f("atan2", 2, N.fsim(np.arctan2), "atan2f", "Angle of the point (y, x): atan2(y, x), in [-pi, pi].",
-   example="a = atan2(y[i], x[i])", py=_py("atan2", ["arctan2", "atan2"]))
-_f("sinh", 1, N.fsim(np.sinh), "sinhf", "Hyperbolic sine.", py=_py("sinh"))
-_f("cosh", 1, N.fsim(np.cosh), "coshf", "Hyperbolic cosine.", py=_py("cosh"))
-_f("tanh", 1, N.fsim(np.tanh), "tanhf", "Hyperbolic tangent.", py=_py("tanh"))
-_f("asinh", 1, N.fsim(np.arcsinh), "asinhf", "Inverse hyperbolic sine.", py=_py("asinh", ["arcsinh", "asinh"]))
-_f("acosh", 1, N.fsim(np.arccosh), "acoshf", "Inverse hyperbolic cosine.", py=_py("acosh", ["arccosh", "acosh"]))
-_f("atanh", 1, N.fsim(np.arctanh), "atanhf", "Inverse hyperbolic tangent.", py=_py("atanh", ["arctanh", "atanh"]))
+   example="a = atan2(y[i], x[i])", py=_py("atan2", ["arctan2", "atan2"]),
+   grad=("grad * y / (x * x + y * y)", "-grad * x / (x * x + y * y)"))
+_f("sinh", 1, N.fsim(np.sinh), "sinhf", "Hyperbolic sine.", py=_py("sinh"), grad=("grad * cosh(x)",))
+_f("cosh", 1, N.fsim(np.cosh), "coshf", "Hyperbolic cosine.", py=_py("cosh"), grad=("grad * sinh(x)",))
+_f("tanh", 1, N.fsim(np.tanh), "tanhf", "Hyperbolic tangent.", py=_py("tanh"), grad=("grad * (1 - result * result)",))
+_f("asinh", 1, N.fsim(np.arcsinh), "asinhf", "Inverse hyperbolic sine.", py=_py("asinh", ["arcsinh", "asinh"]),
+   grad=("grad * rsqrt(x * x + 1)",))
+_f("acosh", 1, N.fsim(np.arccosh), "acoshf", "Inverse hyperbolic cosine.", py=_py("acosh", ["arccosh", "acosh"]),
+   grad=("grad * rsqrt(x * x - 1)",))
+_f("atanh", 1, N.fsim(np.arctanh), "atanhf", "Inverse hyperbolic tangent.", py=_py("atanh", ["arctanh", "atanh"]),
+   grad=("grad / (1 - x * x)",))
 _f("sinpi", 1, N.fsim(N.sinpi), "sinpif", "sin(pi * x), exact at integers and half-integers.",
-   ref=_vec(lambda x: _trig_pi(math.sin, x, 2.0)), tol=2)
+   ref=_vec(lambda x: _trig_pi(math.sin, x, 2.0)), tol=2, grad=("grad * 3.141592653589793 * cospi(x)",))
 _f("cospi", 1, N.fsim(N.cospi), "cospif", "cos(pi * x), exact at integers and half-integers.",
-   ref=_vec(lambda x: _trig_pi(math.cos, x, 2.0)), tol=2)
+   ref=_vec(lambda x: _trig_pi(math.cos, x, 2.0)), tol=2, grad=("-grad * 3.141592653589793 * sinpi(x)",))
 _f("tanpi", 1, N.fsim(N.tanpi), "mb_tanpi", "tan(pi * x); +-inf at half-integers.",
    helpers={"mb_tanpi": "__device__ inline float mb_tanpi(float x) { return sinpif(x) / cospif(x); }"},
-   ref=_vec(lambda x: _trig_pi(math.tan, x, 2.0)), tol=2)
+   ref=_vec(lambda x: _trig_pi(math.tan, x, 2.0)), tol=2, grad=("grad * 3.141592653589793 * (1 + result * result)",))
 
 
 def _trig_pi(f, x: float, period: float) -> float:
@@ -146,30 +161,33 @@ def _trig_pi(f, x: float, period: float) -> float:
 
 # ----------------------------------------------------------------------------- rounding and remainders
 
-_f("floor", 1, N.fsim(np.floor), "floorf", "Largest integer value not above x (a float).", py=_py("floor"))
-_f("ceil", 1, N.fsim(np.ceil), "ceilf", "Smallest integer value not below x (a float).", py=_py("ceil"))
-_f("trunc", 1, N.fsim(np.trunc), "truncf", "x rounded toward zero (a float).", py=_py("trunc"))
+_f("floor", 1, N.fsim(np.floor), "floorf", "Largest integer value not above x (a float).", py=_py("floor"),
+   grad="zero")
+_f("ceil", 1, N.fsim(np.ceil), "ceilf", "Smallest integer value not below x (a float).", py=_py("ceil"), grad="zero")
+_f("trunc", 1, N.fsim(np.trunc), "truncf", "x rounded toward zero (a float).", py=_py("trunc"), grad="zero")
 _f("round", 1, N.fsim(N.round_half_away), "roundf",
    "x rounded to the nearest integer value, halfway cases away from zero.", py=("round",),
    details="Python's round() in a kernel means this Metal round (halves away from zero), not Python's "
            "round-half-to-even; use rint for that.",
-   ref=_vec(lambda x: x if not math.isfinite(x) else math.copysign(math.floor(abs(x) + 0.5), x)))
+   ref=_vec(lambda x: x if not math.isfinite(x) else math.copysign(math.floor(abs(x) + 0.5), x)), grad="zero")
 _f("rint", 1, N.fsim(np.rint), "rintf", "x rounded to the nearest integer value, halfway cases to even.",
-   py=_py("rint"))
+   py=_py("rint"), grad="zero")
 _f("fract", 1, N.fsim(N.fract), "mb_fract", "x - floor(x), at most the largest float below 1.",
    helpers={"mb_fract": "__device__ inline float mb_fract(float x) { return fminf(x - floorf(x), 0x1.fffffep-1f); }"},
-   ref=_vec(lambda x: x if x != x else (_BELOW_1 if math.isinf(x) else min(x - math.floor(x), _BELOW_1))))
+   ref=_vec(lambda x: x if x != x else (_BELOW_1 if math.isinf(x) else min(x - math.floor(x), _BELOW_1))),
+   grad=("grad",))
 _f("fmod", 2, N.fsim(np.fmod), "fmodf", "Remainder of x / y with the sign of x (C's fmod; also x % y on floats).",
-   py=_py("fmod"))
+   py=_py("fmod"), grad=("grad", "-grad * trunc(x / y)"))
 _f("divide", 2, N.fsim(np.divide), "mb_divide", "x / y; metal::fast::divide is Metal's fast variant.",
    example="q = metal.fast.divide(x[i], y)", msl=metal("divide", through_half=True),
    helpers={"mb_divide": "__device__ inline float mb_divide(float x, float y) { return x / y; }"},
    details="The simulator and CUDA give the correctly rounded quotient; metal::fast::divide may differ "
-           "by a few ulp on the GPU.")
+           "by a few ulp on the GPU.", grad=("grad / y", "-grad * result / y"))
 
 # ----------------------------------------------------------------------------- other float functions
 
-_f("copysign", 2, N.fsim(np.copysign), "copysignf", "|x| with the sign of y.", py=_py("copysign"))
+_f("copysign", 2, N.fsim(np.copysign), "copysignf", "|x| with the sign of y.", py=_py("copysign"),
+   grad=("grad if signbit(x) == signbit(y) else -grad", None))
 _f("hypot", 2, N.fsim(np.hypot), "hypotf", "sqrt(x*x + y*y) without overflow.", py=_py("hypot"),
    msl=metal_helper("mb_hypot", """\
 // hypot without overflow: Metal has no hypot.
@@ -183,38 +201,54 @@ inline float mb_hypot(float x, float y) {
     }
     float r = n / m;
     return m * metal::sqrt(1.0f + r * r);
-}"""), tol=2)
+}"""), tol=2, grad=("grad * x / result if result > 0 else 0", "grad * y / result if result > 0 else 0"))
 _f("fdim", 2, N.fsim(lambda a, b: np.where(np.isnan(a) | np.isnan(b), np.nan, np.where(a > b, a - b, 0.0))),
-   "fdimf", "x - y if x > y, else +0.")
+   "fdimf", "x - y if x > y, else +0.", grad=("grad if x > y else 0", "-grad if x > y else 0"))
 _f("step", 2, N.fsim(lambda e, x: np.where(x < e, 0.0, 1.0)), "mb_step", "0.0 if x < edge, else 1.0.",
    rule=float_math(2, ("edge", "x")), example="r = step(0.5, x[i])",
-   helpers={"mb_step": "__device__ inline float mb_step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }"})
+   helpers={"mb_step": "__device__ inline float mb_step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }"},
+   grad="zero")
 _f("fma", 3, N.fsim(lambda a, b, c: a * b + c), "fmaf", "x * y + z with one rounding.", py=_py("fma"),
    numba=("cuda.fma",), example="r = fma(x[i], y, z)",
    details="The simulator computes in float64 and rounds once, which equals a fused multiply-add for "
-           "float32 and smaller types.")
+           "float32 and smaller types.", grad=("grad * y", "grad * x", "grad"))
 _f("mix", 3, N.fsim(lambda x, y, a: x + (y - x) * a), "mb_mix", "Linear blend x + (y - x) * a.",
    rule=float_math(3, ("x", "y", "a")), example="r = mix(x[i], y[i], 0.25)",
-   helpers={"mb_mix": "__device__ inline float mb_mix(float x, float y, float a) { return x + (y - x) * a; }"})
+   helpers={"mb_mix": "__device__ inline float mb_mix(float x, float y, float a) { return x + (y - x) * a; }"},
+   grad=("grad * (1 - a)", "grad * a", "grad * (y - x)"))
 _f("smoothstep", 3, N.fsim(N.smoothstep), "mb_smoothstep", "Hermite interpolation: 0 below edge0, 1 above edge1.",
    rule=float_math(3, ("edge0", "edge1", "x")), example="r = smoothstep(0.0, 1.0, x[i])",
    helpers={"mb_smoothstep": """\
 __device__ inline float mb_smoothstep(float e0, float e1, float x) {
     float t = fminf(fmaxf((x - e0) / (e1 - e0), 0.0f), 1.0f);
     return t * t * (3.0f - 2.0f * t);
-}"""})
+}"""},
+   grad=(
+         "w = edge1 - edge0; t = saturate((x - edge0) / w); grad * 6 * t * (1 - t) * (t - 1) / w",
+         "w = edge1 - edge0; t = saturate((x - edge0) / w); -grad * 6 * t * (1 - t) * t / w",
+         "w = edge1 - edge0; t = saturate((x - edge0) / w); grad * 6 * t * (1 - t) / w"))
 _f("saturate", 1, N.fsim(N.fsaturate), "__saturatef", "x clamped to [0, 1] (NaN gives 0).",
-   ref=_vec(lambda x: 0.0 if x != x else min(max(x, 0.0), 1.0)))
+   ref=_vec(lambda x: 0.0 if x != x else min(max(x, 0.0), 1.0)), grad=("grad if x > 0 and x < 1 else 0",))
 _f("fabs", 1, N.fsim(np.abs), "fabsf", "Absolute value of a float.", rule=numeric(1, float_only=True),
-   py=_py("fabs"))
+   py=_py("fabs"), grad=("grad * sign(x)",))
 _f("fmin", 2, N.fsim(np.fmin), "fminf", "The smaller of x and y; a NaN argument gives the other.",
-   rule=numeric(2, float_only=True), py=("np.fmin",))
+   rule=numeric(2, float_only=True), py=("np.fmin",),
+   grad=("grad if x < y or isnan(y) else 0", "0 if x < y or isnan(y) else grad"))
 _f("fmax", 2, N.fsim(np.fmax), "fmaxf", "The larger of x and y; a NaN argument gives the other.",
-   rule=numeric(2, float_only=True), py=("np.fmax",))
+   rule=numeric(2, float_only=True), py=("np.fmax",),
+   grad=("grad if x > y or isnan(y) else 0", "0 if x > y or isnan(y) else grad"))
 _f("fmin3", 3, N.fsim(lambda a, b, c: np.fmin(np.fmin(a, b), c)), "mb_fmin3", "The smallest of x, y and z (NaNs ignored).",
-   helpers={"mb_fmin3": "__device__ inline float mb_fmin3(float a, float b, float c) { return fminf(fminf(a, b), c); }"})
+   helpers={"mb_fmin3": "__device__ inline float mb_fmin3(float a, float b, float c) { return fminf(fminf(a, b), c); }"},
+   grad=(
+         "grad if x <= y and x <= z else 0",
+         "grad if y < x and y <= z else 0",
+         "grad if z < x and z < y else 0"))
 _f("fmax3", 3, N.fsim(lambda a, b, c: np.fmax(np.fmax(a, b), c)), "mb_fmax3", "The largest of x, y and z (NaNs ignored).",
-   helpers={"mb_fmax3": "__device__ inline float mb_fmax3(float a, float b, float c) { return fmaxf(fmaxf(a, b), c); }"})
+   helpers={"mb_fmax3": "__device__ inline float mb_fmax3(float a, float b, float c) { return fmaxf(fmaxf(a, b), c); }"},
+   grad=(
+         "grad if x >= y and x >= z else 0",
+         "grad if y > x and y >= z else 0",
+         "grad if z > x and z > y else 0"))
 
 # ----------------------------------------------------------------------------- special functions
 
@@ -252,11 +286,11 @@ inline float mb_erf(float x) {
             x2 * (0.00522398f - x2 * 0.00085483f)))));
     }
     return x >= 0.0f ? 1.0f - mb_erfc(x) : mb_erfc(-x) - 1.0f;
-}""", {"mb_erfc": _ERFC}), ref=_vec(math.erf))
+}""", {"mb_erfc": _ERFC}), ref=_vec(math.erf), grad=("grad * 1.1283791670955126 * exp(-x * x)",))
 _f("erfc", 1, N.fsim(N.erfc), "erfcf", "The complementary error function 1 - erf(x).", py=_py("erfc"),
    msl=metal_helper("mb_erfc", _ERFC), ref=_vec(math.erfc), tol=1e6,
    details="The simulator and Metal use an approximation with relative error below 1.2e-7 "
-           "(larger in absolute ulps where erfc underflows).")
+           "(larger in absolute ulps where erfc underflows).", grad=("-grad * 1.1283791670955126 * exp(-x * x)",))
 _f("lgamma", 1, N.fsim(N.lgamma), "lgammaf", "log |Gamma(x)|; +inf at 0, -1, -2, ...", py=_py("lgamma"),
    msl=metal_helper("mb_lgamma", """\
 inline float mb_lgamma(float x) {

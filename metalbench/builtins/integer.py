@@ -27,7 +27,7 @@ def _ints(fn):
 
 
 def _num(name, n, int_fn, float_fn, cu_float, cu_int, doc, *, example=None, py=(), helpers=None, msl=None,
-         ref_int=None, ref_float=None, no_int_vector=False, namespaces=(), shim=None, details=""):
+         ref_int=None, ref_float=None, no_int_vector=False, namespaces=(), shim=None, details="", grad=None):
     """A builtin for integers and floats alike (``min``, ``abs``...)."""
     args = ", ".join(["x[i]", "y", "z"][:n])
     int_sim, float_sim = N.isim(int_fn), N.fsim(float_fn)
@@ -38,7 +38,7 @@ def _num(name, n, int_fn, float_fn, cu_float, cu_int, doc, *, example=None, py=(
         name, group="Numeric", doc=doc, example=example or f"r = {name}({args})",
         rule=numeric(n, no_int_vector=no_int_vector), sim=N.by_kind(int_sim, float_sim),
         msl=msl or metal(name), cuda=cuda(float=cu_float, int=cu_int, helpers=helpers), python=py,
-        namespaces=namespaces, ref=ref, shim=shim or f"m{n}", details=details)
+        namespaces=namespaces, ref=ref, shim=shim or f"m{n}", details=details, grad=grad)
 
 
 def _wrapped(v, bits, signed):
@@ -51,17 +51,19 @@ def _wrapped(v, bits, signed):
 _num("abs", 1, lambda x, dt: np.abs(x), np.abs, "fabsf", "mb_abs", "Absolute value (|INT_MIN| wraps to INT_MIN).",
      py=("abs", "np.abs", "np.absolute"),
      helpers={"mb_abs": "template <class T> __device__ inline T mb_abs(T x) { return x < T(0) ? static_cast<T>(-x) : x; }"},
-     ref_int=lambda x, bits, signed: _wrapped(abs(x), bits, signed), ref_float=R.fabs)
+     ref_int=lambda x, bits, signed: _wrapped(abs(x), bits, signed), ref_float=R.fabs, grad=("grad * sign(x)",))
 _num("min", 2, lambda a, b, dt: np.minimum(a, b), np.fmin, "fminf", "mb_min",
      "The smaller of x and y (for floats a NaN argument gives the other).", py=("min", "np.minimum"),
      details="Python's min(a, b, c, ...) with more arguments chains min.",
      helpers={"mb_min": "template <class T> __device__ inline T mb_min(T a, T b) { return b < a ? b : a; }"},
-     ref_int=lambda a, b, bits, signed: min(a, b), ref_float=R.fmin, namespaces=_PS)
+     ref_int=lambda a, b, bits, signed: min(a, b), ref_float=R.fmin, namespaces=_PS,
+     grad=("grad if x < y else 0", "0 if x < y else grad"))
 _num("max", 2, lambda a, b, dt: np.maximum(a, b), np.fmax, "fmaxf", "mb_max",
      "The larger of x and y (for floats a NaN argument gives the other).", py=("max", "np.maximum"),
      details="Python's max(a, b, c, ...) with more arguments chains max.",
      helpers={"mb_max": "template <class T> __device__ inline T mb_max(T a, T b) { return a < b ? b : a; }"},
-     ref_int=lambda a, b, bits, signed: max(a, b), ref_float=R.fmax, namespaces=_PS)
+     ref_int=lambda a, b, bits, signed: max(a, b), ref_float=R.fmax, namespaces=_PS,
+     grad=("grad if x > y else 0", "0 if x > y else grad"))
 _num("clamp", 3, lambda x, lo, hi, dt: np.minimum(np.maximum(x, lo), hi), lambda x, lo, hi: np.fmin(np.fmax(x, lo), hi),
      "mb_fclamp", "mb_clamp", "min(max(x, lo), hi).", example="r = clamp(x[i], 0.0, 1.0)", py=("np.clip",),
      helpers={"mb_clamp": "template <class T> __device__ inline T mb_clamp(T x, T lo, T hi) "
@@ -69,7 +71,8 @@ _num("clamp", 3, lambda x, lo, hi, dt: np.minimum(np.maximum(x, lo), hi), lambda
               "mb_fclamp": "__device__ inline float mb_fclamp(float x, float lo, float hi) "
                            "{ return fminf(fmaxf(x, lo), hi); }"},
      ref_int=lambda x, lo, hi, bits, signed: min(max(x, lo), hi),
-     ref_float=R.clamp, namespaces=_PS)
+     ref_float=R.clamp, namespaces=_PS,
+     grad=("grad if x >= y and x <= z else 0", "grad if x < y else 0", "grad if x > z and x >= y else 0"))
 
 _ISIGN = """\
 // sign of an integer (Metal's sign is for floats only).
@@ -88,7 +91,7 @@ __device__ inline float mb_fsign(float x) {
     return isnan(x) ? 0.0f : (x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : copysignf(0.0f, x)));
 }"""},
      ref_int=lambda x, bits, signed: (x > 0) - (x < 0),
-     ref_float=R.sign)
+     ref_float=R.sign, grad="zero")
 
 
 def _med(a, b, c):
@@ -100,13 +103,21 @@ _num("max3", 3, lambda a, b, c, dt: np.maximum(np.maximum(a, b), c), lambda a, b
      helpers={"mb_max3": "template <class T> __device__ inline T mb_max3(T a, T b, T c) "
                          "{ T m = a < b ? b : a; return m < c ? c : m; }",
               "mb_fmax3": "__device__ inline float mb_fmax3(float a, float b, float c) { return fmaxf(fmaxf(a, b), c); }"},
-     ref_int=lambda a, b, c, bits, signed: max(a, b, c), ref_float=R.fmax3)
+     ref_int=lambda a, b, c, bits, signed: max(a, b, c), ref_float=R.fmax3,
+     grad=(
+           "grad if x >= y and x >= z else 0",
+           "grad if y > x and y >= z else 0",
+           "grad if z > x and z > y else 0"))
 _num("min3", 3, lambda a, b, c, dt: np.minimum(np.minimum(a, b), c), lambda a, b, c: np.fmin(np.fmin(a, b), c),
      "mb_fmin3", "mb_min3", "The smallest of x, y and z.",
      helpers={"mb_min3": "template <class T> __device__ inline T mb_min3(T a, T b, T c) "
                          "{ T m = b < a ? b : a; return c < m ? c : m; }",
               "mb_fmin3": "__device__ inline float mb_fmin3(float a, float b, float c) { return fminf(fminf(a, b), c); }"},
-     ref_int=lambda a, b, c, bits, signed: min(a, b, c), ref_float=R.fmin3)
+     ref_int=lambda a, b, c, bits, signed: min(a, b, c), ref_float=R.fmin3,
+     grad=(
+           "grad if x <= y and x <= z else 0",
+           "grad if y < x and y <= z else 0",
+           "grad if z < x and z < y else 0"))
 _num("median3", 3, lambda a, b, c, dt: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c)),
      lambda a, b, c: np.fmax(np.fmin(a, b), np.fmin(np.fmax(a, b), c)),
      "mb_fmedian3", "mb_median3", "The middle value of x, y and z.",
@@ -116,7 +127,11 @@ _num("median3", 3, lambda a, b, c, dt: np.maximum(np.minimum(a, b), np.minimum(n
               "mb_fmedian3": "__device__ inline float mb_fmedian3(float a, float b, float c) "
                              "{ return fmaxf(fminf(a, b), fminf(fmaxf(a, b), c)); }"},
      ref_int=lambda a, b, c, bits, signed: _med(a, b, c),
-     ref_float=R.median3)
+     ref_float=R.median3,
+     grad=(
+           "grad if (x >= y) != (x >= z) or x == y or x == z else 0",
+           "mx = (x >= y) != (x >= z) or x == y or x == z; grad if not mx and ((y >= x) != (y >= z) or y == z) else 0",
+           "mx = (x >= y) != (x >= z) or x == y or x == z; my = (y >= x) != (y >= z) or y == z; grad if not mx and not my else 0"))
 
 
 # ----------------------------------------------------------------------------- integer bit functions

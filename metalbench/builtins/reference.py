@@ -158,6 +158,11 @@ def _entry(b) -> list[str]:
     if b.rule is not None and b.rule.where:
         out += ["", b.rule.where]
     out += ["", f"Example: `{b.example}`"]
+    if b.grad == "zero":
+        out += ["", "Derivative (`k.vjp`): zero (piecewise constant)."]
+    elif b.grad:
+        terms = [f"`{p}`: `{f}`" for p, f in zip(b.rule.params, b.grad) if f is not None]
+        out += ["", "Derivative (`k.vjp`; cotangent of `result` is `grad`): " + "; ".join(terms)]
     sp = spellings(b, helpers=True)
     if sp:
         notes = [f" (header helper{'s' if len(h) > 1 else ''} {', '.join(f'`{x}`' for x in h)})" if h else ""

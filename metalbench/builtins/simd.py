@@ -120,7 +120,7 @@ def _reduce_ref(op):
     return ref
 
 
-def _reduction(op, doc, int_only=False, float_tol=False):
+def _reduction(op, doc, int_only=False, float_tol=False, grad=None):
     name = f"simd_{op}"
 
     def sim(lay, args, m):
@@ -133,13 +133,17 @@ def _reduction(op, doc, int_only=False, float_tol=False):
         return f"mb_simd_reduce({p.expr(args[0], ASSIGN)}, []({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }})"
     add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"s = {name}(x[i])",
                 rule=same_type(int_only=int_only), sim=sim, msl=_msl_call(name), cuda=cuda,
-                ref=_reduce_ref(op), tol_ulp=64 if float_tol else 1, shim="s1")
+                ref=_reduce_ref(op), tol_ulp=64 if float_tol else 1, shim="s1", grad=grad)
 
 
-_reduction("sum", "The sum of x over the active lanes of the SIMD-group, on every lane.", float_tol=True)
-_reduction("product", "The product of x over the active lanes, on every lane.", float_tol=True)
-_reduction("max", "The maximum of x over the active lanes, on every lane.")
-_reduction("min", "The minimum of x over the active lanes, on every lane.")
+_reduction("sum", "The sum of x over the active lanes of the SIMD-group, on every lane.", float_tol=True,
+           grad=("simd_sum(grad)",))
+_reduction("product", "The product of x over the active lanes, on every lane.", float_tol=True,
+           grad=("simd_sum(grad) * result / x",))
+_reduction("max", "The maximum of x over the active lanes, on every lane.",
+           grad=("s = simd_sum(grad); n = simd_sum(1.0 if x == result else 0.0); s / n if x == result else 0",))
+_reduction("min", "The minimum of x over the active lanes, on every lane.",
+           grad=("s = simd_sum(grad); n = simd_sum(1.0 if x == result else 0.0); s / n if x == result else 0",))
 _reduction("and", "Bitwise AND of x over the active lanes, on every lane.", int_only=True)
 _reduction("or", "Bitwise OR of x over the active lanes, on every lane.", int_only=True)
 _reduction("xor", "Bitwise XOR of x over the active lanes, on every lane.", int_only=True)
@@ -164,7 +168,7 @@ def _scan_ref(product, exclusive):
     return ref
 
 
-def _scan(kind, op):
+def _scan(kind, op, grad=None):
     name = f"simd_prefix_{kind}_{op}"
     product, exclusive = op == "product", kind == "exclusive"
 
@@ -181,37 +185,48 @@ def _scan(kind, op):
     what = "before this lane (excluding it)" if exclusive else "up to and including this lane"
     add_builtin(name, group="SIMD-group", kind="simd", doc=f"The {'product' if product else 'sum'} of x over "
                 f"the active lanes {what}.", example=f"p = {name}(x[i])", rule=same_type(), sim=sim,
-                msl=_msl_call(name), cuda=cuda, ref=_scan_ref(product, exclusive), tol_ulp=64, shim="s1")
+                msl=_msl_call(name), cuda=cuda, ref=_scan_ref(product, exclusive), tol_ulp=64, shim="s1",
+                grad=grad)
 
 
-_scan("inclusive", "sum")
-_scan("exclusive", "sum")
+_scan("inclusive", "sum", grad=("simd_sum(grad) - simd_prefix_exclusive_sum(grad)",))
+_scan("exclusive", "sum", grad=("simd_sum(grad) - simd_prefix_inclusive_sum(grad)",))
 _scan("inclusive", "product")
 _scan("exclusive", "product")
 
 
 # ----------------------------------------------------------------------------- shuffles
 
-# name -> (simulator mode, CUDA source-lane expression in lane and d)
+# name -> (simulator mode, CUDA source-lane expression in lane and d, doc, reference source lane,
+#          derivative rule: where each lane's cotangent goes back to)
 _SHUFFLES = {
     "simd_shuffle": ("index", "(int)(d & 31u)", "The value of x on lane `lane` (modulo 32).",
-                     lambda j, d: (d % 32, False)),
+                     lambda j, d: (d % 32, False),
+                     None),
     "simd_broadcast": ("index", "(int)(d & 31u)", "The value of x on lane `lane`, on every lane.",
-                       lambda j, d: (d % 32, False)),
+                       lambda j, d: (d % 32, False),
+                       ("s = simd_sum(grad); s if thread_index_in_simdgroup == lane else 0", None)),
     "simd_shuffle_down": ("down", "(int)(lane + d < 32u ? lane + d : lane)",
                           "The value of x on lane (this lane + delta); lanes past 31 keep their own.",
-                          lambda j, d: (j + d, True)),
+                          lambda j, d: (j + d, True),
+                          ("u = simd_shuffle_up(grad, delta); l = thread_index_in_simdgroup; "
+                           "(u if l >= delta else 0) + (grad if l + delta >= 32 else 0)", None)),
     "simd_shuffle_up": ("up", "(int)(lane >= d ? lane - d : lane)",
                         "The value of x on lane (this lane - delta); lanes below 0 keep their own.",
-                        lambda j, d: (j - d, True)),
+                        lambda j, d: (j - d, True),
+                        ("u = simd_shuffle_down(grad, delta); l = thread_index_in_simdgroup; "
+                         "(u if l + delta < 32 else 0) + (grad if l < delta else 0)", None)),
     "simd_shuffle_xor": ("xor", "(int)((lane ^ d) & 31u)", "The value of x on lane (this lane XOR mask).",
-                         lambda j, d: ((j ^ d) % 32, False)),
+                         lambda j, d: ((j ^ d) % 32, False),
+                         ("simd_shuffle_xor(grad, mask)", None)),
     "simd_shuffle_rotate_down": ("rotate_down", "(int)((lane + d) & 31u)",
                                  "The value of x on lane (this lane + delta) modulo 32.",
-                                 lambda j, d: ((j + d) % 32, False)),
+                                 lambda j, d: ((j + d) % 32, False),
+                                 ("simd_shuffle_rotate_up(grad, delta)", None)),
     "simd_shuffle_rotate_up": ("rotate_up", "(int)((lane - d) & 31u)",
                                "The value of x on lane (this lane - delta) modulo 32.",
-                               lambda j, d: ((j - d) % 32, False)),
+                               lambda j, d: ((j - d) % 32, False),
+                               ("simd_shuffle_rotate_down(grad, delta)", None)),
 }
 
 
@@ -230,7 +245,7 @@ def _shuffle_ref(src):
     return ref
 
 
-def _shuffle(name, mode, src_expr, doc, src):
+def _shuffle(name, mode, src_expr, doc, src, grad):
     def sim(lay, args, m):
         return S.shuffle(lay, mode, args[0], args[1], m)
 
@@ -247,11 +262,11 @@ template <class T> __device__ inline T {fn}(T v, unsigned d) {{
     second = "delta" if mode in ("up", "down", "rotate_up", "rotate_down") else ("mask" if mode == "xor" else "lane")
     add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"v = {name}(x[i], 1)",
                 rule=value_lane(("x", second)), sim=sim, msl=_msl_call(name), cuda=cuda, ref=_shuffle_ref(src),
-                shim="s2")
+                shim="s2", grad=grad)
 
 
-for _n, (_mode, _src, _doc, _fn) in _SHUFFLES.items():
-    _shuffle(_n, _mode, _src, _doc, _fn)
+for _n, (_mode, _src, _doc, _fn, _grad) in _SHUFFLES.items():
+    _shuffle(_n, _mode, _src, _doc, _fn, _grad)
 
 
 # ----------------------------------------------------------------------------- votes and the first lane
@@ -272,7 +287,8 @@ def _cuda_first(p, args, t):
 add_builtin("simd_broadcast_first", group="SIMD-group", kind="simd",
             doc="The value of x on the first active lane, on every lane.", example="v = simd_broadcast_first(x[i])",
             rule=same_type(), sim=lambda lay, args, m: S.broadcast_first(lay, args[0], m),
-            msl=_msl_call("simd_broadcast_first"), cuda=_cuda_first, ref=_first_ref, shim="s1")
+            msl=_msl_call("simd_broadcast_first"), cuda=_cuda_first, ref=_first_ref, shim="s1",
+            grad=("s = simd_sum(grad); s if simd_is_first() else 0",))
 
 
 def _vote_ref(kind):
