@@ -13,8 +13,8 @@
 
 Backends: ``metal`` (Apple GPU), ``cuda`` (NVIDIA through MLX), ``sim`` (CPU simulator).
 """
-from .errors import (BackendUnavailableError, KernelCheckError, KernelLaunchError, KernelNameError,
-                     KernelSyntaxError, KernelTypeError, MetalbenchError)
+from .errors import (BackendUnavailableError, KernelCheckError, KernelInternalError, KernelLaunchError,
+                     KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError)
 from .check import BadReferenceError
 from .autodiff.prepare import NotDifferentiableError
 from .frontend.python import Out, constexpr
@@ -56,7 +56,7 @@ def load_ipython_extension(ipython):
 
 __all__ = ["kernel", "func", "Kernel", "Func", "Out", "constexpr", "metal_kernel", "resolve_backend",
            "MetalbenchError", "KernelSyntaxError", "KernelNameError", "KernelTypeError",
-           "KernelLaunchError", "KernelCheckError", "BackendUnavailableError", "BadReferenceError",
-           "check_grad", "NotDifferentiableError",
+           "KernelLaunchError", "KernelCheckError", "KernelInternalError", "BackendUnavailableError",
+           "BadReferenceError", "check_grad", "NotDifferentiableError",
            "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32"]

@@ -16,6 +16,7 @@ wrote (cell line or MSL body line) with a caret under the offending part::
 """
 from __future__ import annotations
 
+import functools as _functools
 from dataclasses import dataclass
 
 
@@ -145,6 +146,52 @@ def internal_error(exc: BaseException, span: Span | None, what: str = "this line
              "(the original traceback is chained below this error)")
 
 
+class ControlFlow(Exception):
+    """Base of the exceptions a translator raises as internal signals (never bugs, never
+    seen by users); :func:`error_net` lets them pass."""
+
+
+def error_net(span_of: str = "span"):
+    """Decorator for a translator's per-node methods (``stmt(node)``, ``expr(node)``): the
+    safety net of the front ends. An unexpected exception while translating ``node``
+    leaves as a :class:`KernelInternalError` at the node's span (``getattr(self,
+    span_of)(node)``), chaining the original; a :class:`metalbench.types.TypeError_`
+    becomes a :class:`KernelTypeError` there. The innermost node wins: its own net
+    converts first, and a :class:`MetalbenchError` passes every outer net unchanged.
+
+    >>> class Tr:
+    ...     src = Source("k", "x = y + 1\\n")
+    ...     def span(self, node):
+    ...         return Span(self.src, 1, 4, 1, 9)
+    ...     @error_net("span")
+    ...     def expr(self, node):
+    ...         return {}[node]
+    >>> try:
+    ...     Tr().expr("y")
+    ... except KernelInternalError as e:
+    ...     print(e.message, "|", type(e.__cause__).__name__, "| line", e.span.line)
+    internal error while translating this line: KeyError: 'y' | KeyError | line 1
+    """
+    def deco(method):
+        @_functools.wraps(method)
+        def guarded(self, node, *args, **kwargs):
+            try:
+                return method(self, node, *args, **kwargs)
+            except (MetalbenchError, ControlFlow):
+                raise
+            except Exception as e:
+                from .types import TypeError_
+                try:
+                    span = getattr(self, span_of)(node)
+                except Exception:
+                    span = None
+                if isinstance(e, TypeError_):
+                    raise KernelTypeError(str(e), span) from e
+                raise internal_error(e, span) from e
+        return guarded
+    return deco
+
+
 class KernelLaunchError(MetalbenchError):
     """A bad launch: grid or threadgroup size, arguments, limits, unsupported dtype."""
 
@@ -170,7 +217,6 @@ class BackendUnavailableError(MetalbenchError):
 # frames of the user's own code that metalbench called (a reference, a shape function)
 # stay. ``METALBENCH_TRACEBACK=full`` keeps everything, for debugging metalbench itself.
 
-import functools as _functools
 import os as _os
 
 _PACKAGE_DIR = _os.path.dirname(_os.path.abspath(__file__)) + _os.sep
@@ -207,6 +253,8 @@ def trim_traceback(e: BaseException) -> BaseException:
             continue
         seen.add(id(x))
         x.__traceback__ = user_frames(x.__traceback__)
+        if isinstance(x, KernelInternalError):
+            continue      # a bug in metalbench: its cause keeps every frame, for the report
         todo += [x.__cause__, x.__context__]
     return e
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ... import ir
 from ... import types as T
 from ...builtins.attributes import CONSTANTS
-from ...errors import KernelNameError, KernelTypeError
+from ...errors import KernelNameError, KernelTypeError, error_net
 from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
@@ -25,6 +25,7 @@ class ExpressionsMixin:
         """C's binary operator ``op`` (see :meth:`Semantics.binop`)."""
         return self.sem.binop(op, a, b, self.sp(node))
 
+    @error_net("sp")
     def expr(self, node, stmt=False) -> ir.Expr:
         k = node.type
         sp = self.sp(node)

@@ -4,6 +4,7 @@ types, template arguments) like C++ template instantiation."""
 from __future__ import annotations
 
 from ... import ir
+from ...errors import MetalbenchError, error_net
 from ...semantics.folding import fold
 from .parse import _PARSER, _parse
 from .symbols import Buf, FuncDef, _NoMatch, _params_of, _SPACES, _TypeName
@@ -20,6 +21,7 @@ class HeaderMixin:
         for node in tree.root_node.named_children:
             self.top_level(node, code, quals)
 
+    @error_net("sp")
     def top_level(self, node, code, quals):
         k = node.type
         if k in ("comment", "preproc_include", "preproc_call", "using_declaration",
@@ -203,7 +205,10 @@ class HeaderMixin:
                 self.in_kernel = False
                 used_before = set(self.used_names)
                 self.used_names |= set(scope)
-                body = self.block(fd.node.child_by_field_name("body"))
+                try:
+                    body = self.block(fd.node.child_by_field_name("body"))
+                except MetalbenchError as e:
+                    raise e.add_call_site(sp)        # show the body line that called it too
                 self.used_names = used_before | {fname}
                 f = ir.Function(fname, fparams, ret, body, span=self.sp(fd.node))
                 self.specialising.discard(key)

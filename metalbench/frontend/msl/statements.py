@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import ir
 from ... import types as T
-from ...errors import KernelNameError
+from ...errors import KernelNameError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
 from .symbols import Buf, Ptr, _SPACES
 
@@ -41,6 +41,7 @@ class StatementsMixin:
         finally:
             self.pre = saved
 
+    @error_net("sp")
     def stmt(self, node) -> list[ir.Stmt]:
         k = node.type
         sp = self.sp(node)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ... import ir
 from ... import types as T
 from ...builtins import registry
-from ...errors import Source
+from ...errors import ControlFlow, Source
 
 
 _SPACES = ("device", "threadgroup", "constant", "thread")
@@ -71,8 +71,8 @@ class _TypeName:
         self.t = t
 
 
-class _NoMatch(Exception):
-    pass
+class _NoMatch(ControlFlow):
+    """This overload of a header function does not match the call's arguments."""
 
 
 def _params_of(fnode):

@@ -6,7 +6,8 @@ import re
 
 from ... import ir
 from ... import types as T
-from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, Source, Span
+from ...errors import (ControlFlow, KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError, Source, Span,
+                        internal_error)
 from ...semantics import MSL, Semantics
 from ...semantics.folding import const_value
 from .calls import CallsMixin
@@ -232,4 +233,9 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     tr = Translator(name, src, hsrc, tmpl, atomic_outputs)
     shape_use = {n: (n + "_shape" in source, n + "_strides" in source, n + "_ndim" in source)
                  for n, _, _ in inputs}
-    return tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use)
+    try:
+        return tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use)
+    except (MetalbenchError, ControlFlow):
+        raise
+    except Exception as e:       # outside any statement (the per-node nets catch the rest)
+        raise internal_error(e, Span(src, first_line), f"kernel {name!r}") from e

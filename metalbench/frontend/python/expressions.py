@@ -10,7 +10,7 @@ import numpy as np
 from ... import dsl
 from ... import ir, literals
 from ... import types as T
-from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, error_net
 from .specs import BufInfo, resolve_dtype
 
 
@@ -66,6 +66,7 @@ class ExpressionsMixin:
         raise self.err(KernelTypeError, f"{ast.unparse(node)} must be known at compile time", node,
                        hint="use literals, globals or mb.constexpr parameters here")
 
+    @error_net("span")
     def expr(self, node) -> ir.Expr:
         sp = self.span(node)
         for cls, what in _UNSUPPORTED_EXPR.items():

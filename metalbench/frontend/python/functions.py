@@ -7,7 +7,7 @@ import ast
 
 from ... import ir
 from ... import types as T
-from ...errors import KernelSyntaxError, KernelTypeError
+from ...errors import KernelSyntaxError, KernelTypeError, MetalbenchError
 from .parse import node_span
 from .specs import Binding, BufInfo
 
@@ -72,7 +72,10 @@ class FunctionsMixin:
             try:
                 self.m.names.update(names)
                 sub = type(self)(self.m, parsed, False, bindings)
-                body = sub.translate()
+                try:
+                    body = sub.translate()
+                except MetalbenchError as e:
+                    raise e.add_call_site(self.span(node))   # show the kernel line that called it too
             finally:
                 self.m.in_progress.discard(key)
             fn_ir = ir.Function(self.m.unique(f"{func.__name__}"), fparams, sub.ret_type, body,

@@ -9,7 +9,7 @@ import numpy as np
 from ... import dsl
 from ... import ir
 from ... import types as T
-from ...errors import KernelSyntaxError, KernelTypeError
+from ...errors import KernelSyntaxError, KernelTypeError, error_net
 from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
 
@@ -31,6 +31,7 @@ class StatementsMixin:
             out.extend(self.stmt(s))
         return out
 
+    @error_net("span")
     def stmt(self, s) -> list[ir.Stmt]:
         sp = self.span(s)
         for cls, what in _UNSUPPORTED_STMT.items():

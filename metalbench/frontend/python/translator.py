@@ -9,7 +9,8 @@ from typing import Any
 
 from ... import dsl
 from ... import ir
-from ...errors import KernelNameError, KernelTypeError, Span
+from ...errors import (ControlFlow, KernelNameError, KernelTypeError, MetalbenchError, Span,
+                        internal_error)
 from ...semantics import DSL, Semantics
 from .calls import CallsMixin
 from .expressions import ExpressionsMixin
@@ -171,9 +172,13 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     # MLX order: inputs first, then outputs.
     params = [p for p in params if not p.is_output] + [p for p in params if p.is_output]
     tr = FunctionTranslator(module, parsed, True, bindings)
-    body = tr.translate()
-    kir = ir.KernelIR(kname, params, body, functions=_reachable(module.order, body), source=parsed.source)
-    return kir
+    try:
+        body = tr.translate()
+        return ir.KernelIR(kname, params, body, functions=_reachable(module.order, body), source=parsed.source)
+    except (MetalbenchError, ControlFlow):
+        raise
+    except Exception as e:       # outside any statement (the per-node nets catch the rest)
+        raise internal_error(e, node_span(parsed.source, parsed.fdef), f"kernel {kname!r}") from e
 
 
 def _reachable(functions: list[ir.Function], body) -> list[ir.Function]:
