@@ -1,5 +1,8 @@
 # metalbench: the two commands a new user needs are `make demo` and `make test`.
 PY ?= python3
+# Extras for the editable install: MLX's CPU build (Linux; nothing extra on macOS) and the
+# dev tools. On an NVIDIA machine: make setup EXTRAS=cuda,dev (one MLX build at a time).
+EXTRAS ?= cpu,dev
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -14,8 +17,8 @@ $(STAMP): pyproject.toml
 	@echo "==> creating $(VENV) (Python venv) and upgrading pip"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -U pip
-	@echo "==> installing metalbench and its dev tools into $(VENV): pip install -e \".[dev]\" (1-2 min the first time)"
-	$(BIN)/python -m pip install --disable-pip-version-check -e ".[dev]"
+	@echo "==> installing metalbench and its dev tools into $(VENV): pip install -e \".[$(EXTRAS)]\" (1-2 min the first time)"
+	$(BIN)/python -m pip install --disable-pip-version-check -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 	@echo "==> $(VENV) is ready"
 
@@ -65,6 +68,11 @@ extension-if-node: $(STAMP)
 # Browser tests: JupyterLab from the venv driven by playwright-core and Debian's chromium.
 test-browser: extension
 	PATH="$(abspath $(BIN)):$$PATH" $(NPM) --prefix extension run test:browser
+
+# Release check: sdist and wheel from a clean clone of HEAD, the wheel installed into a
+# fresh venv, `metalbench demo` run outside the repository (.ci/wheel-test; a few minutes).
+wheel-test: $(STAMP)
+	PY=$(PY) BUILD_PY=$(abspath $(BIN)/python) bash .ci/wheel-test
 
 # Simulator speed side by side with Numba's CUDA simulator (installs numba into
 # benchmarks/.venv-numba on first use; numba is never a dependency of metalbench).

@@ -13,6 +13,24 @@
 
 Backends: ``metal`` (Apple GPU), ``cuda`` (NVIDIA through MLX), ``sim`` (CPU simulator).
 """
+
+
+def _require_mlx():
+    # On Linux the `mlx` package needs one backend build (mlx-cpu or mlx-cuda-*), chosen by
+    # an extra; without one `import mlx.core` fails on libmlx.so: say which extra to add.
+    try:
+        import mlx.core  # noqa: F401
+    except ImportError as e:
+        if "libmlx" not in str(e):
+            raise
+        raise ImportError(
+            "MLX is installed without a backend build (libmlx.so is missing). On Linux install one: "
+            "pip install 'metalbench[cpu]' (CPU: the simulator and MLX on the CPU) or "
+            "'metalbench[cuda]' (NVIDIA GPUs, CUDA 13; [cuda12] for CUDA 12)") from e
+
+
+_require_mlx()
+
 from .errors import (BackendUnavailableError, KernelCheckError, KernelInternalError, KernelLaunchError,
                      KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError)
 from .check import BadReferenceError
@@ -22,7 +40,19 @@ from .kernel import Func, Kernel, func, kernel
 from .launch import resolve_backend
 from .types import bfloat16, bool_, float16, float32, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    # One place for the version: extension/package.json, read by the build (hatch-nodejs-version)
+    # into the installed metadata, which this reads back.
+    try:
+        from importlib.metadata import version
+        return version("metalbench")
+    except Exception:  # noqa: BLE001 — running from a source tree that is not installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 
 def metal_kernel(*args, **kwargs):
