@@ -1,5 +1,7 @@
-// Browser tests for metalbench-lab: a real JupyterLab (from the venv on PATH) driven
-// by playwright-core with Debian's chromium (no browser downloads).
+// Browser tests for metalbench-lab: a real Jupyter server (from the venv on PATH) driven
+// by playwright-core with Debian's chromium (no browser downloads). The same server
+// serves both front ends: JupyterLab (/lab) and Jupyter Notebook 7 (/notebooks, from the
+// `notebook` package); each gets the %%metal highlighting and the workbench panel.
 //
 //   PATH=/path/to/.venv/bin:$PATH node ui-tests/run.mjs      (or `make test-browser`)
 //
@@ -141,6 +143,8 @@ async function startLab(root) {
     '--ServerApp.disable_check_xsrf=True',
     `--ServerApp.root_dir=${root}`,
     '--expose-app-in-browser',
+    // Notebook 7 runs as an extension of the same server; it exposes its app too.
+    '--JupyterNotebookApp.expose_app_in_browser=True',
     `--LabApp.user_settings_dir=${path.join(cfg, 'settings')}`,
     `--LabApp.workspaces_dir=${path.join(cfg, 'workspaces')}`
   ];
@@ -160,9 +164,11 @@ async function startLab(root) {
   return { proc, url };
 }
 
-/** Opens a notebook and waits until its kernel is idle. */
-async function openNotebook(page, url, name) {
-  await page.goto(`${url}/lab/tree/${name}?reset`); // ?reset: no tabs restored
+/** Opens a notebook (in JupyterLab, or with front = 'notebook' in Notebook 7) and waits
+ * until its kernel is idle. */
+async function openNotebook(page, url, name, front = 'lab') {
+  // ?reset: no tabs restored (JupyterLab)
+  await page.goto(front === 'lab' ? `${url}/lab/tree/${name}?reset` : `${url}/notebooks/${name}`);
   await page.waitForFunction(
     () => {
       const app = window.jupyterapp;
@@ -384,16 +390,17 @@ async function checkMetalCells(page, name) {
   return cells;
 }
 
-async function testQuickstart(page, url, root) {
+async function testQuickstart(page, url, root, front = 'lab') {
   if (!fs.existsSync(QUICKSTART)) {
     console.log(`  SKIP quickstart: ${path.relative(process.cwd(), QUICKSTART)} does not exist yet`);
     return;
   }
-  log('quickstart notebook: run all, screenshot the workbench panel');
+  const where = front === 'lab' ? 'quickstart' : 'Notebook 7 quickstart';
+  log(`${where}: run all, screenshot the workbench panel`);
   // Copy the notebooks folder so relative paths in the notebook still work.
-  const dir = path.join(root, 'nb');
+  const dir = path.join(root, `nb-${front}`);
   fs.cpSync(path.dirname(QUICKSTART), dir, { recursive: true });
-  await openNotebook(page, url, `nb/${path.basename(QUICKSTART)}`);
+  await openNotebook(page, url, `nb-${front}/${path.basename(QUICKSTART)}`, front);
   // Resolves once every cell ran (or one failed; run-all stops there).
   const ranAll = await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
   const errors = await page.evaluate(() =>
@@ -403,13 +410,13 @@ async function testQuickstart(page, url, root) {
       .filter(o => o.output_type === 'error')
       .map(o => `${o.ename}: ${o.evalue}`)
   );
-  check(ranAll !== false && errors.length === 0, `quickstart ran without errors (${ranAll}, ${JSON.stringify(errors)})`);
-  await checkMetalCells(page, 'quickstart');
+  check(ranAll !== false && errors.length === 0, `${where} ran without errors (${ranAll}, ${JSON.stringify(errors)})`);
+  await checkMetalCells(page, where);
   const metalCell = await page.evaluate(() => {
     const w = window.jupyterapp.shell.currentWidget;
     return w.content.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('%%metal'));
   });
-  check(metalCell >= 0, 'quickstart has a %%metal cell');
+  check(metalCell >= 0, `${where} has a %%metal cell`);
   if (metalCell < 0) {
     return;
   }
@@ -418,10 +425,46 @@ async function testQuickstart(page, url, root) {
   await cell.scrollIntoViewIfNeeded();
   const widget = cell.locator('.jp-OutputArea-output .jupyter-widgets').first();
   const hasWidget = await widget.waitFor({ timeout: 30000 }).then(() => true, () => false);
-  check(hasWidget, 'the %%metal cell shows an ipywidgets workbench panel');
+  check(hasWidget, `${where}: the %%metal cell shows an ipywidgets workbench panel`);
+  if (hasWidget) {
+    // The panel's parts rendered, not only its frame: sliders, buttons, tabs, source view.
+    const parts = await cell.evaluate(node => ({
+      sliders: node.querySelectorAll('.widget-slider, .jupyter-widget-slider').length,
+      buttons: [...node.querySelectorAll('button')].map(b => b.textContent.trim()).filter(t => t),
+      tabs: [...node.querySelectorAll('.lm-TabBar-tabLabel, .p-TabBar-tabLabel')].map(t => t.textContent),
+      source: node.querySelector('.jupyter-widgets .highlight, .jupyter-widgets pre') !== null
+    }));
+    check(parts.sliders >= 3, `${where}: the panel has its threadgroup sliders (${parts.sliders})`);
+    for (const b of ['Run', 'Sweep', 'Export']) {
+      check(parts.buttons.includes(b), `${where}: the panel has a ${b} button (${parts.buttons})`);
+    }
+    check(['Source', 'Check', 'Timing', 'Sweep', 'Export'].every(t => parts.tabs.includes(t)),
+      `${where}: the panel has its tabs (${parts.tabs})`);
+    check(parts.source, `${where}: the Source tab shows the generated code`);
+  }
   await page.waitForTimeout(2500); // let plots and layout settle
   await cell.scrollIntoViewIfNeeded();
-  await cell.screenshot({ path: path.join(SHOTS, 'workbench-panel.png') });
+  await cell.screenshot({ path: path.join(SHOTS, front === 'lab' ? 'workbench-panel.png' : 'nb7-workbench-panel.png') });
+}
+
+/** Notebook 7: %%metal cells (MSL and DSL bodies) highlighted as in JupyterLab. */
+async function testNotebook7Cells(page, url, root) {
+  log('Notebook 7: highlighting of %%metal cells');
+  const dsl = '%%metal\n@mb.kernel\ndef saxpy(a: float, x, y, out: mb.Out):\n    i = thread_position_in_grid.x\n' +
+    '    out[i] = a * x[i] + y[i]\n';
+  fs.writeFileSync(path.join(root, 'nb7-cells.ipynb'), notebookJson([MSL_CELL, dsl]));
+  await openNotebook(page, url, 'nb7-cells.ipynb', 'notebook');
+  const ui = await page.evaluate(() => ({
+    notebook7: !!document.querySelector('#main-panel, .jp-NotebookPanel') && !location.pathname.startsWith('/lab'),
+    path: location.pathname
+  }));
+  check(ui.notebook7, `the Notebook 7 front end is open (${ui.path})`);
+  await waitForMime(page, 0, 'text/x-metal');
+  await waitForMime(page, 1, 'python');
+  checkMsl(await cellInfo(page, 0), 'Notebook 7');
+  checkDsl(await cellInfo(page, 1), 'Notebook 7');
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.locator('.jp-Notebook .jp-Cell').nth(0).screenshot({ path: path.join(SHOTS, 'nb7-msl-cell.png') });
 }
 
 async function testMslNotebook(page, url, root) {
@@ -496,6 +539,8 @@ async function main() {
     await testMetalFile(page, url, root);
     await testQuickstart(page, url, root);
     await testMslNotebook(page, url, root);
+    await testNotebook7Cells(page, url, root);
+    await testQuickstart(page, url, root, 'notebook');
   } finally {
     if (browser) {
       await browser.close();
