@@ -269,6 +269,10 @@ class Generator:
         if isinstance(e, ir.Var):
             return self.lookup(e)
         if not self.active(e):
+            for n in ir.walk(e):
+                if isinstance(n, ir.Atomic):
+                    raise unsupported(f"using the value atomic_{n.op} returns", n,
+                                      why="it depends on the order threads ran in", hint="call it as a statement")
             c = self.copy(e)
             if isinstance(c, (ir.Const, ir.Var)):
                 return c
