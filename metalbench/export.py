@@ -203,13 +203,16 @@ def export_mlx(kernel, *args, grid=None, threadgroup=None, **kwargs) -> str:
 
     DSL kernels take the same arguments as a launch (they pick the specialisation:
     dtypes, ndims, constexpr values); ``metal_kernel`` objects take MLX's keywords
-    (``inputs=``, ``output_shapes=`` ...).
+    (``inputs=``, ``output_shapes=`` ...). A differentiable DSL kernel also gets its
+    generated VJP kernel, ``<name>_vjp(...)`` and ``<name>_differentiable`` (an
+    ``mx.custom_function``); ``vjp=False`` leaves them out.
 
     >>> code = export_mlx(saxpy, 2.0, x, y, grid=n, threadgroup=256)      # doctest: +SKIP
     >>> ns = {}; exec(code, ns); out = ns["saxpy"](2.0, x, y)             # doctest: +SKIP
     """
     for k in ("backend", "checked", "init_value"):
         kwargs.pop(k, None)
+    with_vjp = kwargs.pop("vjp", True)
     out = kwargs.pop("out", None)
     if out is not None:
         kwargs["out"] = out
@@ -261,11 +264,16 @@ def export_mlx(kernel, *args, grid=None, threadgroup=None, **kwargs) -> str:
                    [f"compiled for constexpr {', '.join(consts)}" + "; export again for other values."]
                    if consts else [])
     fname = kernel.name if kernel.name.isidentifier() else "kernel"
-    return _module(name=r.name, fname=fname, input_names=r.input_names, output_names=r.output_names,
+    code = _module(name=r.name, fname=fname, input_names=r.input_names, output_names=r.output_names,
                    source=r.body, header=r.header or "", atomic=r.atomic_outputs, ensure_rc=True,
                    params=[p.name for p in params], conv=conv, out_shapes=out_exprs,
                    out_dtypes=[ty for _, _, ty in out_specs], extra=extra, grid=gexpr, threadgroup=t,
                    template=None, notes=notes)
+    if with_vjp:        # (autodiff) the generated adjoint and the mx.custom_function glue
+        from .autodiff.export import vjp_module
+        code += vjp_module(sp, bound, fname=fname, params=[p.name for p in params], conv=conv, out_names=names,
+                           grid_expr=gexpr[0], threadgroup=t)
+    return code
 
 
 def _export_msl(sp, bound) -> str:

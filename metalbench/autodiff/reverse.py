@@ -125,9 +125,10 @@ def acc_type(t: T.ScalarType) -> T.ScalarType:
 # ----------------------------------------------------------------------------- the generator
 
 class Generator:
-    def __init__(self, kernel: ir.KernelIR, aggregate: bool = True):
+    def __init__(self, kernel: ir.KernelIR, aggregate: bool = True, device_tapes: bool = True):
         self.k = kernel
         self.aggregate = aggregate
+        self.allow_device_tapes = device_tapes
         self.namer = Namer(names_in(kernel))
         self.vars: dict[str, ir.Var] = {}
         self.active_vars: set[str] = set()
@@ -239,6 +240,12 @@ class Generator:
             return self.lookup(e)
         if isinstance(e, ir.Const):
             return e
+        if isinstance(e, (ir.ShapeOf, ir.StrideOf, ir.NDimOf)):
+            p = self.k.param(e.buf)
+            if p is not None and p.is_output:     # the adjoint has its cotangent, of the same shape
+                new = self.copy_plain(e)
+                new.buf = self.ct_param(e.buf)
+                return new
         new = object.__new__(type(e))
         for k, v in vars(e).items():
             if isinstance(v, ir.Expr):
@@ -246,6 +253,12 @@ class Generator:
             elif isinstance(v, list):
                 v = [self.copy(x) if isinstance(x, ir.Expr) else x for x in v]
             setattr(new, k, v)
+        return new
+
+    def copy_plain(self, e):
+        new = object.__new__(type(e))
+        for k, v in vars(e).items():
+            setattr(new, k, self.copy(v) if isinstance(v, ir.Expr) else v)
         return new
 
     def bind(self, e, out: list, active: bool, base: str = "t"):
@@ -602,7 +615,7 @@ class Generator:
     def device_tape(self, p: PFor, needed: list, it, restore: list) -> bool:
         """Store ``needed`` in device-memory tapes (outputs of the adjoint kernel) when the
         trip count can be computed on the host before the launch; False otherwise."""
-        defs = self.host_definitions(p.n)
+        defs = self.host_definitions(p.n) if self.allow_device_tapes else None
         if defs is None or any(c.L.type.itemsize > 4 for c in needed):
             return False
         loop = len(self.sized_loops)
@@ -791,13 +804,15 @@ class Generator:
         return Adjoint(adj_ir, k, grads, cts, self.notes, tapes, self.sizer() if tapes else None)
 
 
-def generate(kernel: ir.KernelIR, aggregate: bool = True) -> Adjoint:
+def generate(kernel: ir.KernelIR, aggregate: bool = True, device_tapes: bool = True) -> Adjoint:
     """The adjoint kernel of ``kernel`` (see the module docstring).
 
     ``aggregate`` sums a SIMD-group's contributions to one gradient element before
     its atomic add where the threads of a SIMD-group often share the element.
+    ``device_tapes=False`` recomputes the carried values of loops whose trip count is
+    known only at launch instead of storing them (no tape outputs to size).
     """
-    return Generator(kernel, aggregate).run()
+    return Generator(kernel, aggregate, device_tapes).run()
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -25,13 +25,13 @@ from ..errors import KernelLaunchError
 from .reverse import Adjoint, generate
 
 
-def adjoint_of(spec, aggregate: bool = True):
+def adjoint_of(spec, aggregate: bool = True, device_tapes: bool = True):
     """(Adjoint, its Specialization) for a forward specialisation, built once and kept
     in its artifacts."""
-    key = ("adjoint", aggregate)
+    key = ("adjoint", aggregate, device_tapes)
     hit = spec.artifacts.get(key)
     if hit is None:
-        adj = generate(spec.ir, aggregate=aggregate)
+        adj = generate(spec.ir, aggregate=aggregate, device_tapes=device_tapes)
         hit = spec.artifacts[key] = (adj, _specialization(adj.ir, spec))
     return hit
 
