@@ -213,3 +213,14 @@ def check_grad(kernel, *args, grid=None, threadgroup=None, cotangents=None, eps:
                             nums[worst][0] if worst is not None else 0.0,
                             nums[worst][1] if worst is not None else 0.0, dir_err, ok))
     return GradCheckResult(kernel.name, rows, np.dtype(dt).name, eps, atol, rtol, notes)
+
+
+def check_grad_for_launch(kernel, args, launch: dict) -> GradCheckResult:
+    """``check_grad`` with a cell's or panel's launch keywords (backend and the like are
+    dropped: the comparison runs on the simulator). A kernel without a VJP (an MSL body)
+    is an error saying so."""
+    if not hasattr(kernel, "vjp"):
+        raise MetalbenchError(f"{kernel.name}: --grad needs a DSL kernel (a Python def); MSL bodies have no "
+                              "generated VJP", hint="write the kernel in the Python DSL to differentiate it")
+    kw = {k: v for k, v in launch.items() if k not in ("backend", "checked", "init_value", "stream")}
+    return check_grad(kernel, *args, **kw)

@@ -122,6 +122,7 @@ class CellResult:
         self.check = None
         self.timing = None
         self.sweep = None
+        self.grad = None
         self.error = None
         self.panel = None
         self.cached = False
@@ -404,6 +405,9 @@ class MetalMagics(Magics):
             tg = axes.pop("threadgroup", None)
             res.sweep = sweep_kernel(kernel, *args, threadgroup=tg, ref=ref, progress=False, max_time=0.5,
                                      **{**kw, **axes})
+        if opts.grad:           # (autodiff) the generated VJP against finite differences
+            from ..autodiff.gradcheck import check_grad_for_launch
+            res.grad = check_grad_for_launch(kernel, args, launch)
 
     def _sweep_axes(self, kernel, opts, ns, lang) -> dict:
         """The ``--sweep AXIS=V1,V2`` axes as lists of values, checked against the kernel:
@@ -432,7 +436,8 @@ class MetalMagics(Magics):
                                   f"{html.escape(note)}</div>"}, raw=True)
             return
         if HAVE_WIDGETS and not opts.no_widget:
-            wb = Workbench(kernel, args, launch, ref, res.check, res.timing, res.sweep, sweep_axes=res.sweep_axes)
+            wb = Workbench(kernel, args, launch, ref, res.check, res.timing, res.sweep, sweep_axes=res.sweep_axes,
+                           grad=res.grad)
             res.panel = wb
             display(wb)
             return
@@ -445,6 +450,9 @@ class MetalMagics(Magics):
         text = repr(res.check) if res.check is not None else f"{name}: ran (no reference)"
         if res.timing is not None:
             text += f"\n{res.timing}"
+        if res.grad is not None:
+            text += f"\n{res.grad!r}"
+            summary += res.grad._repr_html_()
         display({"text/plain": text, "text/html": summary}, raw=True)
         _ = HTML
 

@@ -79,6 +79,10 @@ OPTIONS = [
      "run on the checked simulator: out-of-bounds accesses, data races, uninitialised reads, "
      "divergent barriers are errors at their line",
      "--checked"),
+    ("--grad", None, {"action": "store_true"},
+     "DSL kernel: compare its generated VJP with finite differences (mb.check_grad, on the simulator) "
+     "and show the worst error per argument in a Gradient tab",
+     "--grad"),
     ("--no-widget", None, {"dest": "no_widget", "action": "store_true"},
      "a static HTML summary instead of the ipywidgets panel",
      "--no-widget"),

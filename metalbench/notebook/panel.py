@@ -98,7 +98,7 @@ if HAVE_WIDGETS:
         """The ``%%metal`` panel: status, launch controls, Run/Sweep/Export, and tabs."""
 
         def __init__(self, kernel, args=(), launch=None, ref=None, result=None, timing=None, sweep=None,
-                     source=None, lang="metal", sweep_axes=None):
+                     source=None, lang="metal", sweep_axes=None, grad=None):
             self.kernel = kernel
             self.args = tuple(args)
             self.base = dict(launch or {})
@@ -156,15 +156,25 @@ if HAVE_WIDGETS:
             self.export_view = W.Textarea(value="", placeholder="press Export for standalone MLX code",
                                           layout=W.Layout(width="100%", height="240px"))
             self.memory_view = W.HTML("<i>press Check memory to run once on the checked simulator</i>")
+            # (autodiff) the generated VJP against finite differences (%%metal --grad, or the button)
+            self.grad_result = grad
+            self.grad_view = W.HTML(grad._repr_html_() if grad is not None else
+                                    "<i>press Check gradient to compare the generated VJP with finite "
+                                    "differences (simulator)</i>")
+            self.grad_button = W.Button(description="Check gradient", icon="area-chart",
+                                        tooltip="mb.check_grad: the generated VJP against finite differences")
+            self.grad_button.on_click(lambda _: self.check_gradient())
             self.tabs = W.Tab(children=[self.source_view, self.diff_view, self.timing_view, self.sweep_view,
-                                        self.export_view, self.memory_view])
-            for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export", "Memory"]):
+                                        self.export_view, self.memory_view, self.grad_view])
+            for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export", "Memory", "Gradient"]):
                 self.tabs.set_title(i, title)
+            if grad is not None:
+                self.tabs.selected_index = 6
             controls = W.VBox([W.HBox(self.tg[:2]), W.HBox([self.tg[2], self.threads]),
                                W.HBox([self.grid, self.backend]),
                                W.HBox(list(self.axis_fields.values()), layout=W.Layout(flex_flow="row wrap")),
                                W.HBox([self.run_button, self.sweep_button, self.export_button,
-                                       self.debug_button, self.progress])])
+                                       self.debug_button, self.grad_button, self.progress])])
             title = W.HTML(f"<b>{html.escape(self.name)}</b> &mdash; metalbench workbench")
             super().__init__([title, self.status, controls, self.message, self.tabs])
 
@@ -320,6 +330,21 @@ if HAVE_WIDGETS:
             self.export_view.value = code
             self.tabs.selected_index = 4
             return code
+
+        def check_gradient(self):
+            """(autodiff) Fill the Gradient tab with ``mb.check_grad`` for the current controls;
+            returns the :class:`~metalbench.autodiff.gradcheck.GradCheckResult` (None after an error)."""
+            self.message.value = ""
+            try:
+                from ..autodiff.gradcheck import check_grad_for_launch
+                r = check_grad_for_launch(self.kernel, self.args, self.launch_kwargs())
+            except Exception as e:  # noqa: BLE001
+                self._show_error(e)
+                return None
+            self.grad_result = r
+            self.grad_view.value = r._repr_html_()
+            self.tabs.selected_index = 6
+            return r
 
         def check_memory(self):
             """Run once on the simulator with ``checked=True`` and fill the Memory tab with the
