@@ -282,6 +282,20 @@ class ArrayDecl(Stmt):
 
 
 @dataclass(eq=False)
+class ViewDecl(Stmt):
+    """``name`` is a second name for buffer or array ``buf``'s storage, read as elements
+    of ``elem`` (MSL ``const device uchar* name = (const device uchar*)buf;``): a
+    reinterpreting pointer cast. Accesses through ``name`` index ``elem`` elements from
+    the start of ``buf``. It precedes every use, at the top of the kernel body or of the
+    device function whose buffer parameter it views."""
+    name: str
+    buf: str
+    elem: ScalarType
+    space: str
+    const: bool = False
+
+
+@dataclass(eq=False)
 class If(Stmt):
     cond: Expr
     then: list[Stmt]
@@ -510,6 +524,8 @@ def _s(s, ind: str, out: list[str]) -> None:
         out.append(f"{ind}{s.buf}[{_e(s.index)}] = {_e(s.value)}")
     elif isinstance(s, ArrayDecl):
         out.append(f"{ind}{s.space} {s.elem.name} {s.name}{list(s.shape)}")
+    elif isinstance(s, ViewDecl):
+        out.append(f"{ind}{s.space} {s.elem.name}* {s.name} = view of {s.buf}")
     elif isinstance(s, If):
         out.append(f"{ind}if {_e(s.cond)}:")
         block(s.then)

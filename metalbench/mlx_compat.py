@@ -56,8 +56,26 @@ def metal_kernel(name, input_names, output_names, source, header="", ensure_row_
     dup = {n for n in input_names + output_names if (input_names + output_names).count(n) > 1}
     if dup:
         raise MetalKernelValueError(f"[metal_kernel] Duplicate parameter name(s): {sorted(dup)}.")
+    _math_mode(compile_options)
     return MetalKernel(name, input_names, output_names, source, header, ensure_row_contiguous,
                        atomic_outputs, compile_options)
+
+
+def _math_mode(compile_options) -> str:
+    """MLX's ``compile_options``, validated as MLX does: a dict whose only key is
+    ``math_mode``, one of "safe" (MLX's default), "relaxed", "fast"."""
+    if compile_options is None:
+        return "safe"
+    if not isinstance(compile_options, dict):
+        raise MetalKernelValueError("[metal_kernel] Expected `compile_options` to be a dict.")
+    mode = "safe"
+    for key, value in compile_options.items():
+        if key != "math_mode":
+            raise MetalKernelValueError(f"[metal_kernel] Unknown compile option `{key}`.")
+        if value not in ("safe", "relaxed", "fast"):
+            raise MetalKernelValueError("[metal_kernel] Expected math_mode to be 'safe', 'relaxed', or 'fast'.")
+        mode = value
+    return mode
 
 
 class MetalKernel(KernelBase):
@@ -235,7 +253,8 @@ class MetalKernel(KernelBase):
             from .frontend.msl import translate_kernel
             kir = translate_kernel(self.name, self.source, self.header, inputs=facts, outputs=outs,
                                    scalars=[n for n, _, nd in facts if nd == 0], template=tmpl,
-                                   atomic_outputs=self.atomic_outputs)
+                                   atomic_outputs=self.atomic_outputs,
+                                   math_mode=_math_mode(self.compile_options))
             launch.check_threadgroup_memory(ir.threadgroup_bytes(kir))
             return kir
         verbatim = Rendered(name=self.name, body=self.source, header=self.header,

@@ -46,8 +46,6 @@ def test_folded_equals_runtime(folded, runtime, inputs, dtype, want):
     assert int(msl(runtime, dtype, inputs)) == want
 
 
-@pytest.mark.xfail(strict=True, reason="TODO(frontend/msl, helper 'semantics'): tree-sitter reads "
-                   "`(uchar)(e)` as a call of `(uchar)` when the type is not a C keyword")
 def test_c_style_cast_of_a_parenthesised_expression():
     assert int(msl("(uchar)(x0[0])", mx.uint8, [np.float32([300.5])])) == 255
 

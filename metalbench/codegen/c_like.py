@@ -118,7 +118,7 @@ class CPrinter:
                 add(node.var.name)
             elif isinstance(node, ir.For):
                 add(node.var.name)
-            elif isinstance(node, ir.ArrayDecl):
+            elif isinstance(node, (ir.ArrayDecl, ir.ViewDecl)):
                 add(node.name)
             elif isinstance(node, (ir.Var,)):
                 add(node.name)
@@ -401,6 +401,14 @@ class CPrinter:
 
     def s_ArrayDecl(self, s, ind, out):
         out.append(ind + self.array_decl(s))
+
+    def s_ViewDecl(self, s, ind, out):
+        out.append(ind + self.view_decl(s))
+
+    def view_decl(self, s: ir.ViewDecl) -> str:
+        """A reinterpreting view of a buffer: a pointer of another element type."""
+        ptr = f"{'const ' if s.const else ''}{self.d.space.get(s.space, '')}{self.tname(s.elem)}*"
+        return f"{ptr} {self.name(s.name)} = reinterpret_cast<{ptr}>({self.name(s.buf)});"
 
     def s_If(self, s, ind, out):
         out.append(f"{ind}if ({self.expr(s.cond)}) {{")

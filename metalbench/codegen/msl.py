@@ -174,6 +174,12 @@ class MSLPrinter(CPrinter):
             raise KernelTypeError("atomics need a device buffer or a threadgroup array", s.span)
         return super().array_decl(s)
 
+    def view_decl(self, s: ir.ViewDecl) -> str:
+        # an input lives in device or constant memory depending on its size (and a device
+        # function's read-only buffer parameter is a template): overloads pick the space
+        self.need("mb_view", _VIEW)
+        return f"auto {self.name(s.name)} = mb_view<{self.tname(s.elem)}>({self.name(s.buf)});"
+
     def _template_params(self, f: ir.Function) -> dict[str, str]:
         # Inputs live in `device` or (below 8 elements) `constant` memory depending on the
         # call, so read-only device buffer parameters take whatever pointer they are given.
@@ -195,6 +201,18 @@ class MSLPrinter(CPrinter):
         if tp:
             sig = "template <" + ", ".join(f"typename {n}" for n in tp.values()) + ">\n" + sig
         return sig
+
+
+# mb_view<U>(p): p's memory read as U elements, in p's address space (a reinterpreting
+# cast); one overload per address space (where there are none, as for the libclang
+# checks, two).
+_VIEW = "#ifdef __METAL_VERSION__\n" + "\n".join(
+    f"template <typename U, typename T> METAL_FUNC {q}{sp} U* mb_view({q}{sp} T* p) "
+    f"{{ return reinterpret_cast<{q}{sp} U*>(p); }}"
+    for sp in ("device", "constant", "threadgroup", "thread") for q in ("const ", "")
+    if not (sp == "constant" and q == "")) + "\n#else\n" + "\n".join(
+    f"template <typename U, typename T> METAL_FUNC {q}U* mb_view({q}T* p) {{ return reinterpret_cast<{q}U*>(p); }}"
+    for q in ("const ", "")) + "\n#endif"
 
 
 def render(kernel: ir.KernelIR) -> Rendered:

@@ -29,7 +29,9 @@ API (every method takes the built operands and the source ``span``; errors are
   types a local from its assignments; ``fold(e)``, :func:`const_value`;
 - calls: ``builtin(name, args)`` (through :func:`typecheck`), ``atomic(op, buf, elem,
   space, index, values, who=...)`` and ``check_atomic(...)``, ``thread_attr(name)``;
-- indexing: ``index(e)`` (an integer, promoted), ``linear_index(idxs, dims)``.
+- indexing: ``index(e)`` (an integer, promoted), ``linear_index(idxs, dims)``;
+- pointers and views (:mod:`.views`): ``view_of``, ``view_offset``, ``view_row``,
+  ``view_cast``, ``view_load``, ``view_store``, ``view_address``, ``view_arg``.
 
 A front end makes one ``Semantics(rules, once=hook)`` per translation; ``once(expr,
 span) -> ir.Var`` stores a value in a temporary it declares (for ``x ** 3``).
@@ -40,9 +42,10 @@ from .calls import CallSemantics, Signature, lookup, typecheck
 from .core import CoreSemantics
 from .folding import coerce_value, const_value, fold
 from .rules import DSL, MSL, NUMBA, DSLRules, MSLRules, NumbaRules, RuleSet
+from .views import View, ViewSemantics
 
 
-class Semantics(CallSemantics, CoreSemantics):
+class Semantics(ViewSemantics, CallSemantics, CoreSemantics):
     """Builds typed IR under a rule set (default :data:`DSL`). See the module docstring.
 
     >>> from metalbench import ir, types as T
@@ -52,4 +55,4 @@ class Semantics(CallSemantics, CoreSemantics):
 
 
 __all__ = ["Semantics", "RuleSet", "MSLRules", "DSLRules", "NumbaRules", "MSL", "DSL", "NUMBA",
-           "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold"]
+           "View", "ViewSemantics", "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold"]

@@ -420,6 +420,8 @@ class Gen:
             self.store(s)
         elif isinstance(s, ir.ArrayDecl):
             self.array_decl(s)
+        elif isinstance(s, ir.ViewDecl):
+            self.view_decl(s)
         elif isinstance(s, ir.If):
             self.if_(s)
         elif isinstance(s, (ir.For, ir.While, ir.CFor)):
@@ -537,6 +539,25 @@ class Gen:
                 arr[:flat.size] = flat[:s.size]
             self.ns[f"g_{s.name}"] = arr
             self.scope.bufs[s.name] = ("glob", f"g_{s.name}", str(s.size), "constant", s.elem)
+
+    def view_decl(self, s):
+        """A reinterpreting view (``ir.ViewDecl``): a NumPy view of the same storage."""
+        kind, py, size, space, elem = self._buf(s.buf)
+        dt = self.dtn(s.elem)
+        if kind in ("dev", "glob"):
+            self.emit(f"b_{s.name} = _mem.reinterpret({py}, {dt})")
+            self.emit(f"n_{s.name} = b_{s.name}.size")
+            self.scope.bufs[s.name] = ("dev", f"b_{s.name}", f"n_{s.name}", space, s.elem)
+        elif kind == "tg":
+            n = int(size) * elem.itemsize // s.elem.itemsize
+            self.gbase_sizes.add(n)
+            self.emit(f"t_{s.name} = _mem.reinterpret({py}, {dt})")
+            self.scope.bufs[s.name] = ("tg", f"t_{s.name}", str(n), space, s.elem)
+        elif kind == "ref":
+            self.emit(f"p_{s.name} = {py}.viewed({dt})")
+            self.scope.bufs[s.name] = ("ref", f"p_{s.name}", f"p_{s.name}.n", space, s.elem)
+        else:
+            raise NotImplementedError("simulator: reinterpreting a thread-local array")
 
     # -- loops
     def loop(self, s):

@@ -43,10 +43,32 @@ class BufRef:
         """The same buffer seen from ``offset`` elements on (MSL ``p + offset``)."""
         return BufRef(self.flat, self.base, self.off + offset, self.stride, self.n, self.name, self.space)
 
+    def viewed(self, dtype) -> "BufRef":
+        """The same memory read as ``dtype`` elements (a reinterpreting pointer cast, see
+        :func:`reinterpret`); offsets are rescaled to the new element size."""
+        if not isinstance(self.stride, int) or self.stride != 1:
+            raise NotImplementedError("simulator: reinterpreting a thread-local array")
+        old, new = self.flat.dtype.itemsize, np.dtype(dtype).itemsize
+        return BufRef(reinterpret(self.flat, dtype), self.base * old // new, self.off * old // new, 1,
+                      self.n * old // new, self.name, self.space)
+
     def addr(self, i):
         if self.stride == 1:
             return self.base + (self.off + i)
         return self.base + (self.off + i) * self.stride
+
+
+def reinterpret(data, dtype):
+    """``data``'s storage read as elements of ``dtype`` (MSL ``(device uchar*)x``): a NumPy
+    view, so stores through it change ``data``; bytes past the last whole element of
+    ``dtype`` are not addressable.
+
+    >>> reinterpret(np.array([0x04030201], np.uint32), np.uint8).tolist()
+    [1, 2, 3, 4]
+    """
+    dt = np.dtype(dtype)
+    raw = data.reshape(-1).view(np.uint8)
+    return raw[:raw.size - raw.size % dt.itemsize].view(dt)
 
 
 def _zero(data):

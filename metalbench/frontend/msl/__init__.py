@@ -20,12 +20,14 @@ body is wrapped as ``void __body() {`` on its own line, so body line n is tree l
 Every typed expression is built by the semantic layer (:mod:`metalbench.semantics`,
 MSL rules); this package maps MSL syntax onto it:
 
+- ``preprocess.py``: the C preprocessor (macros, ``#if``, ``#pragma``, includes), line for line;
 - ``parse.py``: tree-sitter parsing and the masking that lets the C++ grammar read Metal;
   ``literals.py``: number literals;
 - ``symbols.py``: what names are bound to (buffers, pointers, ``x_shape``, templates);
 - ``translator.py``: :class:`Translator` (scopes, types, the error net) and
   :func:`translate_kernel`;
-- ``statements.py``, ``expressions.py``, ``memory.py`` (buffers, indices, pointers),
+- ``statements.py``, ``expressions.py``, ``memory.py`` (pointers as
+  :class:`~metalbench.semantics.views.View` values, locations),
   ``calls.py`` (casts, builtins, atomics), ``header.py`` (header functions and
   templates), ``mlx_utils.py`` (MLX's ``elem_to_loc`` & co.): the syntax, as mixins.
 """

@@ -26,6 +26,11 @@ class CallsMixin:
         sp = self.sp(node)
         fn = node.child_by_field_name("function")
         argn = node.child_by_field_name("arguments").named_children
+        cast = self.paren_type(fn)
+        if cast is not None:          # (uint)(n * m), (T)(-1e30f): a C cast the grammar read as a call
+            if len(argn) != 1:
+                self.type_err(node, f"({cast.msl})(...) casts one value")
+            return self.cast_to(cast, [self.expr(argn[0])], node)
         name = self.callee_name(fn)
         targs = []
         if fn.type == "template_function":
@@ -90,15 +95,15 @@ class CallsMixin:
         if not argn or argn[0].type != "pointer_expression" and argn[0].type != "identifier" \
                 and argn[0].type != "binary_expression":
             self.type_err(node, f"{name} needs a pointer to an atomic element, e.g. &out[i]")
-        arg = self.bufarg(argn[0])
-        if arg is None:
+        if self.ptr_rank(argn[0]) != 0:
             self.type_err(argn[0], f"{name} needs a pointer to an atomic element, e.g. &out[i]")
-        buf = self.buf_of(arg.buf)
-        if not buf.atomic:
-            self.type_err(argn[0], f"'{buf.name}' is not atomic",
-                          hint="pass atomic_outputs=True to metal_kernel" if buf.space == "device"
+        view = self.pointer(argn[0])
+        if not view.atomic:
+            self.type_err(argn[0], f"'{view.buf}' is not atomic",
+                          hint="pass atomic_outputs=True to metal_kernel" if view.space == "device"
                           else "declare it as threadgroup atomic<T>")
-        idx = arg.offset if arg.offset is not None else ir.Const(0, T.int32)
+        bname, idx = self.sem.view_address(view, ir.Const(0, T.int32, span=sp), sp)
+        buf = Buf(bname, view.elem, view.space, atomic=True)
         t = buf.elem
         self.sem.check_atomic(op, t, buf.space, buf.name, sp, who=name)
         if op == "load":

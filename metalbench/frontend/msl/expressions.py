@@ -61,21 +61,31 @@ class ExpressionsMixin:
                     if i is None:
                         self.unsupported(node, "indexing a vector with a run-time index")
                     return self.sem.vector_index(ir.Var(sym.name, sym.type, span=sp), int(i), sp)
-            buf, idx = self.location(node)
-            if buf.atomic:
-                self.type_err(node, f"'{buf.name}' is atomic; read it with atomic_load_explicit")
-            return ir.Load(buf.name, idx, buf.elem, span=sp)
+            return self.load_at(node)
         if k == "pointer_expression":
             if self.text(node).lstrip().startswith("*"):
-                buf, idx = self.location(node)
-                return ir.Load(buf.name, idx, buf.elem, span=sp)
-            self.type_err(node, "'&' (an address) is only allowed as the first argument of an "
-                          "atomic function or a pointer argument")
+                return self.load_at(node)
+            self.type_err(node, "'&' (an address) is only allowed where a pointer is expected: "
+                          "a pointer variable, a pointer argument, an atomic function's first argument")
         if k == "binary_expression":
             opn = node.child_by_field_name("operator")
             op = self.text(opn)
             if opn.start_byte in self.quals.get("<", ()):
                 op = op.replace(">", "<")
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if self.ptr_rank(left) is not None or self.ptr_rank(right) is not None:
+                return self.pointer_binop(op, node)
+            cast = self.paren_type(left)
+            if cast is not None and op in ("+", "-", "*"):
+                # `(T) - x`, `(uint) *p`: C reads a cast of a unary expression
+                if right.type == "binary_expression":
+                    self.unsupported(node, f"'{self.text(node)[:40]}' (a cast of a unary expression "
+                                     "followed by a binary operator); add parentheses: (T)(-x)")
+                if op == "*":
+                    v = self.sem.view_load(*self.deref(right, node), sp)
+                else:
+                    v = self.sem.unop(op, self.expr(right), sp)
+                return self.cast_to(cast, [v], node)
             a = self.expr(node.child_by_field_name("left"))
             if op in ("&&", "||"):
                 self.lazy += 1
@@ -105,6 +115,9 @@ class ExpressionsMixin:
         if k == "cast_expression":
             tn = node.child_by_field_name("type")
             val = node.child_by_field_name("value")
+            if self.ptr_rank(node) is not None:
+                self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
+                              hint="index it (p[i]) or dereference it (*p)")
             inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
             if inner is not None and inner.type in ("type_identifier", "identifier") \
                     and not self.is_type_name(inner) and val.type == "unary_expression":
@@ -136,14 +149,77 @@ class ExpressionsMixin:
         if k == "initializer_list":
             self.type_err(node, "a {...} list needs a declared type here")
         if k == "sizeof_expression":
-            tn = node.child_by_field_name("type")
-            if tn is not None:
-                t, _ = self.resolve_type(tn)
-                return ir.Const(t.itemsize if isinstance(t, T.ScalarType) else t.elem.itemsize * (4 if t.n == 3 else t.n),
-                                T.uint64, span=sp)
+            return ir.Const(self.sizeof(node), T.uint64, span=sp)
         if k in ("lambda_expression", "new_expression", "delete_expression", "string_literal"):
             self.unsupported(node, f"'{k.replace('_', ' ')}'")
         self.unsupported(node, f"the expression '{self.text(node)[:40]}'")
+
+    def sizeof(self, node) -> int:
+        """``sizeof(T)`` / ``sizeof expr`` in bytes (Metal's layout: a 3-vector as a 4-vector)."""
+        def size_of(t):
+            return t.itemsize if isinstance(t, T.ScalarType) else t.elem.itemsize * (4 if t.n == 3 else t.n)
+        tn = node.child_by_field_name("type")
+        if tn is not None:
+            t, _ = self.resolve_type(tn)
+            return size_of(t)
+        v = node.child_by_field_name("value")
+        while v.type == "parenthesized_expression":
+            v = v.named_children[-1]
+        if v.type in ("string_literal", "concatenated_string"):
+            import ast
+            return len(ast.literal_eval(self.text(v)).encode()) + 1
+        if v.type == "identifier":
+            sym = self.lookup(self.text(v))
+            if isinstance(sym, Buf) and sym.shape:
+                n = 1
+                for d in sym.shape:
+                    n *= d
+                return n * sym.elem.itemsize
+            if isinstance(sym, Ptr):
+                return 8
+        if self.ptr_rank(v) is not None:
+            self.unsupported(node, f"sizeof of '{self.text(v)[:40]}'")
+        pre, e = self.with_pre(lambda: self.expr(v))     # unevaluated: only its type counts
+        return size_of(e.type)
+
+    def paren_type(self, node):
+        """The type ``(T)`` names when ``node`` is a parenthesised type name that the C++
+        grammar read as an expression (``(T)(-1e30f)``, ``(uint)(n * m)``), else None."""
+        if node.type != "parenthesized_expression" or len(node.named_children) != 1:
+            return None
+        inner = node.named_children[0]
+        if inner.type not in ("identifier", "qualified_identifier", "type_identifier", "primitive_type"):
+            return None
+        if inner.type == "qualified_identifier":
+            if not self.is_type_name(inner.child_by_field_name("name")):
+                return None
+        elif not self.is_type_name(inner):
+            return None
+        t, _ = self.resolve_type(inner)
+        return t
+
+    def pointer_binop(self, op, node):
+        """``p - q`` (elements between), ``p < q`` ... of two pointers; other uses of a
+        pointer as a value are errors."""
+        sp = self.sp(node)
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if self.ptr_rank(left) is not None and self.ptr_rank(right) is not None:
+            if op == "-":
+                return self.sem.view_difference(self.pointer(left), self.pointer(right), sp)
+            if op in ir.COMPARE_OPS:
+                return self.sem.view_compare(op, self.pointer(left), self.pointer(right), sp)
+        self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
+                      hint="index it (p[i]) or dereference it (*p)")
+
+    def deref(self, arg, node):
+        """``(view, 0)`` for ``*arg``."""
+        if self.ptr_rank(arg) is None:
+            self.type_err(node, f"'{self.text(arg)[:40]}' is not a pointer; only pointers can be "
+                          "dereferenced with *")
+        v = self.pointer(arg)
+        if v.inner:
+            self.type_err(node, "*p of a pointer to rows is a row, not a value; index it")
+        return v, ir.Const(0, T.int32, span=self.sp(node))
 
     def shape_index(self, sym, node):
         sp = self.sp(node)
@@ -182,7 +258,9 @@ class ExpressionsMixin:
         if isinstance(sym, ir.Const):
             return ir.Const(sym.value, sym.type, span=sp)
         if isinstance(sym, Ptr):
-            self.type_err(node, f"'{name}' is a pointer; index it (p[i]) or dereference it (*p)")
+            self.type_err(node, f"'{name}' is a pointer; index it (p[i]) or dereference it (*p)",
+                          hint="a pointer is a value only where a pointer is expected (a pointer "
+                               "variable, a pointer argument)")
         if isinstance(sym, Buf):
             self.type_err(node, f"'{name}' is an array; index it, e.g. {name}[i]")
         if isinstance(sym, ShapeArr):

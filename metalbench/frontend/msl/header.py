@@ -6,6 +6,7 @@ from __future__ import annotations
 from ... import ir
 from ...errors import MetalbenchError, error_net
 from ...semantics.folding import fold
+from ...semantics.views import View
 from .parse import _PARSER, _parse
 from .symbols import Buf, FuncDef, _NoMatch, _params_of, _SPACES, _TypeName
 
@@ -71,11 +72,18 @@ class HeaderMixin:
                 else:
                     self.unsupported(p, "this template parameter")
             inner = [c for c in node.named_children if c.type == "function_definition"]
+            if not inner and any(c.type == "declaration" and all(
+                    d.type == "function_declarator" for d in c.children_by_field_name("declarator"))
+                    for c in node.named_children):
+                return          # a function template's prototype
             if not inner:
                 self.unsupported(node, "a template that is not a function")
             self.add_funcdef(inner[0], tps)
             return
         if k == "declaration":
+            decls = node.children_by_field_name("declarator")
+            if decls and all(d.type == "function_declarator" for d in decls):
+                return          # a prototype: the definition follows
             for st in self.declaration(node, top=True):
                 pass
             return
@@ -106,8 +114,7 @@ class HeaderMixin:
         # evaluate arguments: buffers by BufArg, values by Expr
         args = []
         for a in argn:
-            ba = self.bufarg(a)
-            args.append(ba if ba is not None else self.expr(a))
+            args.append(self.pointer(a) if self.ptr_rank(a) is not None else self.expr(a))
         errors = []
         for fd in cands:
             try:
@@ -120,7 +127,7 @@ class HeaderMixin:
         sp = self.sp(node)
         # switch to the header's text
         saved = (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
-                 self.lazy, self.ret_type, self.in_kernel)
+                 self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names)
         self.code = self.funcdef_code[id(fd.node)]
         self.quals, self.cur_src, self.line_offset = fd.quals, fd.src, fd.line_offset
         try:
@@ -154,33 +161,41 @@ class HeaderMixin:
                 # deduce T from the argument
                 if tname in tnames and tname not in bind:
                     if is_ptr:
-                        if not isinstance(a, ir.BufArg):
+                        if not isinstance(a, View):
                             raise _NoMatch(f"argument for '{pname}' must be a buffer")
-                        bind[tname] = _TypeName(self.buf_of_outer(a.buf, saved).elem)
+                        bind[tname] = _TypeName(a.type)
+                    elif isinstance(a, View) and not is_ref:
+                        # `template <typename P> f(P p)` given a pointer: P is the pointer type
+                        is_ptr, space, const = True, a.space, a.const
+                        bind[tname] = _TypeName(a.type)
                     else:
-                        if isinstance(a, ir.BufArg):
+                        if isinstance(a, View):
                             raise _NoMatch(f"argument for '{pname}' must be a value")
                         bind[tname] = _TypeName(a.type)
                 pt, atomic = self.resolve_type(tnode)
                 if is_ref:
-                    if const and not isinstance(a, ir.BufArg):
+                    if const and not isinstance(a, View):
                         is_ref = False  # const T& x: a value
-                    elif isinstance(a, ir.BufArg):
+                    elif isinstance(a, View):
                         self.unsupported(p, "a reference parameter")
                     else:
                         self.unsupported(p, "a non-const reference parameter (an out parameter)")
                 if is_ptr:
-                    if not isinstance(a, ir.BufArg):
-                        raise _NoMatch(f"argument for '{pname}' must be a buffer or array")
-                    ab = self.buf_of_outer(a.buf, saved)
-                    if ab.elem != pt:
-                        raise _NoMatch(f"'{pname}' points to {pt.name}, got {ab.elem.name} data")
-                    sp_name = space or ab.space
+                    if not isinstance(a, View) or a.inner:
+                        raise _NoMatch(f"argument for '{pname}' must be a pointer into a buffer or array")
+                    if a.type != pt:
+                        raise _NoMatch(f"'{pname}' points to {pt.name}, got {a.type.name} data")
+                    if space is not None and a.space != space:
+                        raise _NoMatch(f"'{pname}' points to {space} memory, got {a.space} memory")
+                    if a.const and not const:
+                        raise _NoMatch(f"'{pname}' is not a const pointer; the argument points at "
+                                       "read-only memory")
+                    sp_name = space or a.space
                     fparams.append(ir.FuncParam(pname, pt, sp_name, const))
-                    scope[pname] = Buf(pname, pt, sp_name, atomic=atomic or ab.atomic, const=const)
-                    sig.append(("buf", pt.name, sp_name, ab.atomic))
+                    scope[pname] = Buf(pname, pt, sp_name, atomic=atomic or a.atomic, const=const)
+                    sig.append(("buf", pt.name, sp_name, a.atomic))
                 else:
-                    if isinstance(a, ir.BufArg):
+                    if isinstance(a, View):
                         raise _NoMatch(f"argument for '{pname}' must be a value, not an array")
                     fparams.append(ir.FuncParam(pname, pt))
                     scope[pname] = ir.Var(pname, pt)
@@ -205,26 +220,22 @@ class HeaderMixin:
                 self.in_kernel = False
                 used_before = set(self.used_names)
                 self.used_names |= set(scope)
+                self.view_decls, self.alias_names = [], {}
+                body_node = fd.node.child_by_field_name("body")
                 try:
-                    body = self.block(fd.node.child_by_field_name("body"))
+                    prologue = self.advance_params(body_node, scope)
+                    body = prologue + self.block(body_node)
                 except MetalbenchError as e:
                     raise e.add_call_site(sp)        # show the body line that called it too
+                body = self.view_decls + body
                 self.used_names = used_before | {fname}
                 f = ir.Function(fname, fparams, ret, body, span=self.sp(fd.node))
                 self.specialising.discard(key)
                 self.func_order.append(f)
         finally:
             (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
-             self.lazy, self.ret_type, self.in_kernel) = saved
+             self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names) = saved
         conv_args = []
         for a, p in zip(args, fparams):
-            conv_args.append(a if p.space else self.sem.convert(a, p.type))
+            conv_args.append(self.sem.view_arg(a, sp) if p.space else self.sem.convert(a, p.type))
         return ir.FuncCall(fname, conv_args, ret, span=sp)
-
-    def buf_of_outer(self, name, saved):
-        scopes = self.scopes
-        self.scopes = saved[4]
-        try:
-            return self.buf_of(name)
-        finally:
-            self.scopes = scopes

@@ -1,11 +1,19 @@
-"""MSL memory locations: which buffer and element an lvalue or pointer expression
-names (``a[i]``, ``a[i][j]``, ``*p``, ``p[i]``, ``x + off``, ``&x[i]``), with the index
-arithmetic built by the semantic layer."""
+"""MSL memory: pointers and the locations they name (``a[i]``, ``a[i][j]``, ``*p``,
+``p[i]``, ``*(p + i)``, ``x + off``, ``&x[i]``, ``tile[r]``, ``(const device float4*)(x + i)``).
+
+Every pointer value is a :class:`~metalbench.semantics.views.View` (buffer, element
+offset, element type), built and used through the semantic layer; this mixin maps the
+syntax onto it. :meth:`ptr_rank` decides from the syntax alone (before any IR is built)
+whether an expression is a pointer, so nothing is translated twice."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 from ... import ir
 from ... import types as T
-from .symbols import Buf, Ptr
+from ...semantics.views import View
+from ...errors import KernelSyntaxError
+from .symbols import METAL_ONLY, Buf, Ptr, _SPACES
 
 
 class MemoryMixin:
@@ -25,84 +33,308 @@ class MemoryMixin:
         """An array index (see :meth:`Semantics.index`)."""
         return self.sem.index(self.expr(node), self.sp(node))
 
-    def location(self, node):
-        """(Buf, linear index) of ``a[i]``, ``a[i][j]``, ``*p``, ``p[i]``."""
-        if node.type == "pointer_expression" and self.text(node).lstrip().startswith("*"):
-            arg = self.bufarg(node.child_by_field_name("argument"))
-            if arg is None:
-                self.unsupported(node, "this dereference")
-            return self.buf_of(arg.buf), arg.offset or ir.Const(0, T.int32)
-        if node.type == "parenthesized_expression":
-            return self.location(node.named_children[0])
-        if node.type != "subscript_expression":
-            self.unsupported(node, f"'{self.text(node)}' as a memory location")
-        idx_nodes = []
-        base = node
-        while base.type == "subscript_expression":
-            inds = base.child_by_field_name("indices").named_children
-            if len(inds) != 1:
-                self.type_err(base, "one index per [] in MSL")
-            idx_nodes.insert(0, inds[0])
-            base = base.child_by_field_name("argument")
-        idxs = [self.index_expr(i) for i in idx_nodes]
-        if base.type == "identifier":
-            sym = self.lookup(self.text(base))
-            if isinstance(sym, Buf):
-                return sym, self.linear(sym, idxs, node)
-            if isinstance(sym, Ptr):
-                if len(idxs) != 1:
-                    self.type_err(node, "a pointer takes one index")
-                return sym.buf, self.add_idx(sym.off, idxs[0])
-        arg = self.bufarg(base)
-        if arg is not None and len(idxs) == 1:
-            b = self.buf_of(arg.buf)
-            return b, self.add_idx(arg.offset, idxs[0]) if arg.offset is not None else idxs[0]
-        self.type_err(base, f"'{self.text(base)}' is not an array or buffer")
+    # -- which expressions are pointers (syntax only) --------------------------------------
+    def pointer_cast_type(self, tn):
+        """For the type of a cast (a ``type_descriptor``): ``(type, space, const, packed)``
+        when it is a pointer type (``const device float4*``), else None."""
+        if tn is None or tn.type != "type_descriptor":
+            return None
+        decl = tn.child_by_field_name("declarator")
+        if decl is None or decl.type != "abstract_pointer_declarator":
+            return None
+        if decl.named_children:
+            self.unsupported(tn, "a cast to a pointer to a pointer")
+        inner = tn.child_by_field_name("type")
+        quals = self.quals_before(tn.start_byte, inner.start_byte)
+        space = next((q for q in quals if q in _SPACES), None)
+        const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in tn.children)
+        packed = self.text(inner).strip().startswith("packed_")
+        t, _ = self.resolve_type(inner)
+        if t is None:
+            self.unsupported(tn, "a void pointer")
+        return t, space, const, packed
 
-    def add_idx(self, a, b):
-        if a is None:
-            return b
-        return self.sem.binop("+", a, b, b.span)
-
-    def linear(self, buf, idxs, node):
-        shape = buf.shape or (None,)
-        if len(idxs) > len(shape):
-            self.type_err(node, f"too many indices for '{self.text(node).split('[')[0]}'")
-        if len(idxs) < len(shape):
-            self.type_err(node, "a partial index of a multi-dimensional array is not a value")
-        return self.sem.linear_index(idxs, list(shape), self.sp(node))
-
-    def bufarg(self, node):
-        """A BufArg for a pointer-valued expression (``x``, ``x + off``, ``&x[i]``,
-        ``tile[r]`` of a 2-D array, a local pointer), or None."""
+    def ptr_rank(self, node):
+        """None when ``node`` is not a pointer expression; else how many array dimensions
+        one step of the pointer spans (0: a pointer to elements; 1: to rows of a 2-D array)."""
         k = node.type
         if k == "parenthesized_expression":
-            return self.bufarg(node.named_children[0])
+            return self.ptr_rank(node.named_children[-1]) if node.named_children else None
         if k == "identifier":
             sym = self.lookup(self.text(node))
             if isinstance(sym, Buf):
-                return ir.BufArg(sym.name, span=self.sp(node))
+                return len(sym.shape) - 1 if sym.shape else 0
             if isinstance(sym, Ptr):
-                return ir.BufArg(sym.buf.name, sym.off, span=self.sp(node))
+                return len(sym.view.inner)
             return None
-        if k == "binary_expression" and self.text(node.child_by_field_name("operator")) in "+-":
-            a = self.bufarg(node.child_by_field_name("left"))
-            if a is None:
+        if k == "binary_expression":
+            op = self.text(node.child_by_field_name("operator"))
+            if op not in ("+", "-"):
                 return None
-            off = self.index_expr(node.child_by_field_name("right"))
-            if self.text(node.child_by_field_name("operator")) == "-":
-                base = a.offset if a.offset is not None else ir.Const(0, T.int32)
-                return ir.BufArg(a.buf, self.sem.binop("-", base, off, off.span), span=self.sp(node))
-            return ir.BufArg(a.buf, self.add_idx(a.offset, off), span=self.sp(node))
-        if k == "pointer_expression" and self.text(node).lstrip().startswith("&"):
-            buf, idx = self.location(node.child_by_field_name("argument"))
-            return ir.BufArg(buf.name, idx, span=self.sp(node))
+            a = self.ptr_rank(node.child_by_field_name("left"))
+            b = self.ptr_rank(node.child_by_field_name("right"))
+            if a is not None and b is None:
+                return a
+            if op == "+" and a is None:
+                return b
+            return None
+        if k == "cast_expression":
+            tn = node.child_by_field_name("type")
+            d = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
+            return 0 if d is not None and d.type == "abstract_pointer_declarator" else None
+        if k == "pointer_expression":
+            return 0 if self.text(node).lstrip().startswith("&") else None
+        if k == "subscript_expression":
+            r = self.ptr_rank(node.child_by_field_name("argument"))
+            return r - 1 if r else None
+        if k == "conditional_expression":
+            return self.ptr_rank(node.child_by_field_name("consequence"))
+        if k == "call_expression":
+            fn = node.child_by_field_name("function")
+            if fn.type == "template_function":
+                nm = self.text(fn.child_by_field_name("name")).strip()
+                targs = fn.child_by_field_name("arguments").named_children
+                if nm in ("static_cast", "reinterpret_cast", "const_cast") and targs \
+                        and self.pointer_cast_type(targs[0]) is not None:
+                    return 0
+                if nm == "mb_view":     # metalbench's printed reinterpreting view
+                    return 0
+        return None
+
+    # -- pointer values ------------------------------------------------------------------
+    def sym_view(self, sym, node) -> View:
+        sp = self.sp(node)
+        if isinstance(sym, Ptr):
+            return replace(sym.view, offset=ir.Var(sym.off.name, sym.off.type, span=sp))
+        return self.sem.view_of(sym.name, sym.elem, sym.space, sym.shape, const=sym.const,
+                                atomic=sym.atomic, span=sp)
+
+    def pointer(self, node) -> View:
+        """The :class:`View` a pointer expression denotes (``ptr_rank(node)`` is not None)."""
+        k = node.type
+        sp = self.sp(node)
+        if k == "parenthesized_expression":
+            return self.pointer(node.named_children[-1])
+        if k == "identifier":
+            return self.sym_view(self.lookup(self.text(node)), node)
+        if k == "binary_expression":
+            op = self.text(node.child_by_field_name("operator"))
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if self.ptr_rank(left) is not None:
+                v = self.pointer(left)
+                return self.sem.view_offset(v, self.expr(right), sp, op)
+            k_ = self.expr(left)
+            return self.sem.view_offset(self.pointer(right), k_, sp)
+        if k in ("cast_expression", "call_expression"):
+            if k == "cast_expression":
+                tn, val = node.child_by_field_name("type"), node.child_by_field_name("value")
+            else:
+                fn = node.child_by_field_name("function")
+                tn = fn.child_by_field_name("arguments").named_children[0]
+                args = node.child_by_field_name("arguments").named_children
+                if len(args) != 1:
+                    self.type_err(node, "a cast takes one argument")
+                val = args[0]
+            if k == "call_expression" and self.text(fn.child_by_field_name("name")).strip() == "mb_view":
+                t, space, const, packed = self.resolve_type(tn)[0], None, None, False
+            else:
+                t, space, const, packed = self.pointer_cast_type(tn)
+            if self.ptr_rank(val) is None:
+                self.type_err(val, f"'{self.text(val)[:40]}' is not a pointer into a buffer or array, "
+                              "so it cannot be cast to a pointer",
+                              hint="metalbench follows pointers whose target buffer is known when the "
+                                   "kernel is compiled")
+            return self.sem.view_cast(self.pointer(val), t, space, const, packed, sp)
+        if k == "pointer_expression":          # &a[i], &p[i], &*p
+            v, i = self.location(node.child_by_field_name("argument"))
+            return self.sem.view_offset(v, i, sp)
+        if k == "subscript_expression":        # a row of a multi-dimensional array
+            base = self.pointer(node.child_by_field_name("argument"))
+            inds = node.child_by_field_name("indices").named_children
+            if len(inds) != 1:
+                self.type_err(node, "one index per [] in MSL")
+            return self.sem.view_row(base, self.expr(inds[0]), sp)
+        if k == "conditional_expression":
+            c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
+            alt = node.child_by_field_name("alternative")
+            if self.ptr_rank(alt) is None:
+                self.type_err(node, "both sides of ?: must be pointers here")
+            self.lazy += 1
+            try:
+                a = self.pointer(node.child_by_field_name("consequence"))
+                b = self.pointer(alt)
+            finally:
+                self.lazy -= 1
+            if a.buf != b.buf or a.type != b.type or a.inner != b.inner:
+                self.type_err(node, f"a pointer that points into '{a.buf}' or '{b.buf}' depending on a "
+                              "run-time condition: metalbench needs each pointer's target buffer known "
+                              "when the kernel is compiled",
+                              hint="index both buffers under the condition instead")
+            off = self.sem.select(c, self.sem.convert(a.offset, T.int64, sp),
+                                  self.sem.convert(b.offset, T.int64, sp), sp)
+            return replace(a, offset=off)
+        self.type_err(node, f"'{self.text(node)[:40]}' is not a pointer into a buffer or array")
+
+    # -- locations ------------------------------------------------------------------------
+    def location(self, node):
+        """``(view, index)`` of the element an lvalue names: ``a[i]``, ``a[i][j]``, ``*p``,
+        ``p[i]``, ``*(p + i)``, ``((device float4*)x)[j]``."""
+        k = node.type
+        if k == "parenthesized_expression":
+            return self.location(node.named_children[-1])
+        if k == "pointer_expression" and self.text(node).lstrip().startswith("*"):
+            return self.deref(node.child_by_field_name("argument"), node)
         if k == "subscript_expression":
             base = node.child_by_field_name("argument")
-            if base.type == "identifier":
-                sym = self.lookup(self.text(base))
-                if isinstance(sym, Buf) and sym.shape and len(sym.shape) == 2:
-                    i = self.index_expr(node.child_by_field_name("indices").named_children[0])
-                    off = self.sem.binop("*", i, ir.Const(int(sym.shape[1]), T.int32), i.span)
-                    return ir.BufArg(sym.name, off, span=self.sp(node))
-        return None
+            inds = node.child_by_field_name("indices").named_children
+            if len(inds) != 1:
+                self.type_err(node, "one index per [] in MSL")
+            r = self.ptr_rank(base)
+            if r is None:
+                if base.type == "identifier" and isinstance(self.lookup(self.text(base)), ir.Var):
+                    self.type_err(base, f"'{self.text(base)}' is a value, not an array or buffer")
+                self.type_err(base, f"'{self.text(base)}' is not an array or buffer")
+            if r > 0:
+                self.type_err(node, "a partial index of a multi-dimensional array is not a value")
+            v = self.pointer(base)
+            return v, self.index_expr(inds[0])
+        if k == "identifier" and isinstance(self.lookup(self.text(node)), ir.Var):
+            self.type_err(node, f"'{self.text(node)}' is a local variable: a pointer to it is not supported "
+                          "(pointers must point into a buffer or array)",
+                          hint="declare it as a one-element array: float a[1];")
+        self.unsupported(node, f"'{self.text(node)}' as a memory location")
+
+    def load_at(self, node):
+        """The value of the element ``node`` names."""
+        v, i = self.location(node)
+        return self.sem.view_load(v, i, self.sp(node))
+
+    def bufarg(self, node):
+        """A BufArg for a pointer-valued expression, or None when it is not one."""
+        if self.ptr_rank(node) is None:
+            return None
+        return self.sem.view_arg(self.pointer(node), self.sp(node))
+
+    # -- buffer parameters used as pointer variables ----------------------------------------
+    def advance_params(self, body_node, scope: dict) -> list:
+        """Buffer parameters the code advances (``y += n``, ``x++``, ``out = out + 1``)
+        become pointer variables: an int64 offset declared 0 at the top of the body
+        (found before translating, so uses before the first advance in a loop see it)."""
+        names = set()
+        stack = [body_node]
+        while stack:
+            n = stack.pop()
+            if n.type == "assignment_expression":
+                lhs = n.child_by_field_name("left")
+                if lhs.type == "identifier":
+                    names.add(self.text(lhs))
+            elif n.type == "update_expression":
+                arg = n.child_by_field_name("argument")
+                if arg.type == "identifier":
+                    names.add(self.text(arg))
+            stack.extend(n.named_children)
+        out = []
+        for name in sorted(names):
+            sym = scope.get(name)
+            if isinstance(sym, Buf) and not sym.shape:
+                off = ir.Var(self.fresh(name + "_off"), T.int64)
+                view = self.sem.view_of(sym.name, sym.elem, sym.space, const=sym.const, atomic=sym.atomic)
+                scope[name] = Ptr(replace(view, offset=off), off)
+                out.append(ir.Decl(off, ir.Const(0, T.int64)))
+        return out
+
+    def declare_alias(self, v: View, elem, span):
+        """The name of ``v.buf``'s storage read as ``elem`` (see
+        :class:`~metalbench.ir.ViewDecl`), declared once per kernel or function body."""
+        root, space, const, root_elem = self.alias_root.get(v.buf, (v.buf, v.space, v.const, v.elem))
+        if elem == root_elem:
+            return root
+        if space == "thread":
+            raise KernelSyntaxError(
+                f"a pointer cast from {v.elem.name} to {elem.name} of a thread-local array (reinterpreting "
+                f"its bytes) is not supported by the simulator; {METAL_ONLY}", span,
+                hint="use as_type<T>(...) on the values instead")
+        key = (root, elem)
+        name = self.alias_names.get(key)
+        if name is None:
+            name = self.fresh(f"{root}_as_{elem.msl}")
+            self.alias_names[key] = name
+            self.alias_root[name] = (root, space, const, root_elem)
+            self.view_decls.append(ir.ViewDecl(name, root, elem, space, const, span=span))
+        return name
+
+
+def written_names(source: str) -> list[str]:
+    """The names an MSL body stores through, in order of first store: the buffer under
+    each assigned element (``out[i] = ...``, ``*(out + k) += ...``, ``o[j] = ...`` where
+    ``o`` points into ``out``), each atomic's first argument; arrays declared in the body
+    are not included. Used to guess a cell's outputs.
+
+    >>> written_names("uint i = thread_position_in_grid.x;\\nif (i < x_shape[0]) { out[i] = 2.0f * x[i]; }")
+    ['out']
+    """
+    from .parse import _parse
+    from ...errors import Source
+    tree, code, _ = _parse(source, Source("body", source), 1, True)
+    text = lambda n: code[n.start_byte:n.end_byte]  # noqa: E731
+    alias: dict[str, str] = {}
+    declared: set[str] = set()
+    found: list[str] = []
+
+    def base(n):
+        while True:
+            if n.type in ("subscript_expression", "field_expression"):
+                n = n.child_by_field_name("argument")
+            elif n.type == "pointer_expression":
+                n = n.child_by_field_name("argument")
+            elif n.type == "parenthesized_expression" and n.named_children:
+                n = n.named_children[-1]
+            elif n.type == "cast_expression":
+                n = n.child_by_field_name("value")
+            elif n.type == "binary_expression":
+                n = n.child_by_field_name("left")
+            elif n.type == "identifier":
+                name = text(n)
+                return alias.get(name, name)
+            else:
+                return None
+
+    def add(n, element):
+        if element and n.type == "identifier":
+            return                     # `x = ...` assigns a variable (or moves a pointer)
+        b = base(n)
+        if b is not None and b not in declared and b not in found:
+            found.append(b)
+
+    stack = [tree.root_node]
+    while stack:
+        n = stack.pop()
+        if n.type == "init_declarator":
+            d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+            if d.type == "array_declarator":
+                while d.type == "array_declarator":
+                    d = d.child_by_field_name("declarator")
+                declared.add(text(d))
+            elif v is not None:
+                while d.type == "pointer_declarator":
+                    d = d.child_by_field_name("declarator")
+                b = base(v)
+                if d.type == "identifier" and b is not None:
+                    alias[text(d)] = b
+        elif n.type == "declaration":
+            for d in n.children_by_field_name("declarator"):
+                if d.type == "array_declarator":
+                    while d.type == "array_declarator":
+                        d = d.child_by_field_name("declarator")
+                    declared.add(text(d))
+        elif n.type == "assignment_expression":
+            add(n.child_by_field_name("left"), True)
+        elif n.type == "update_expression":
+            add(n.child_by_field_name("argument"), True)
+        elif n.type == "call_expression" and text(n.child_by_field_name("function")).split("::")[-1].strip() \
+                .startswith("atomic_"):
+            args = n.child_by_field_name("arguments").named_children
+            if args and not text(n.child_by_field_name("function")).strip().endswith(("load_explicit", "_load")):
+                add(args[0], False)
+        stack.extend(reversed(n.named_children))
+    return found

@@ -30,7 +30,7 @@ _QUAL_RE = re.compile(r"\b(device|threadgroup|constant|thread|METAL_FUNC|constex
                       r"__attribute__\(\(always_inline\)\))(?![A-Za-z0-9_])(?=\s*[A-Za-z_&*(])")
 
 
-_TEMPLATE_NAMES = {"static_cast", "reinterpret_cast", "as_type", "bit_cast", "atomic", "vec",
+_TEMPLATE_NAMES = {"static_cast", "reinterpret_cast", "const_cast", "mb_view", "as_type", "bit_cast", "atomic", "vec",
                    "numeric_limits", "template", "include", "Limits", "metal", "array", "matrix"}
 
 

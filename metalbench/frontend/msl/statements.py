@@ -2,11 +2,13 @@
 expression statements and assignments, ``if``/``for``/``while``/``do``, ``return``."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ... import ir
 from ... import types as T
 from ...errors import KernelNameError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
-from .symbols import Buf, Ptr, _SPACES
+from .symbols import Buf, Ptr, _SPACES, _TypeName
 
 
 class StatementsMixin:
@@ -143,7 +145,8 @@ class StatementsMixin:
         tnode = node.child_by_field_name("type")
         quals = self.quals_before(node.start_byte, tnode.start_byte)
         space = next((q for q in quals if q in _SPACES), None)
-        is_const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in node.children)
+        is_const = any(c.type == "type_qualifier" and self.text(c) in ("const", "constexpr")
+                       for c in node.children) or "constexpr" in quals
         base, atomic = self.resolve_type(tnode)
         if base is None:
             self.type_err(node, "a variable cannot be void")
@@ -176,8 +179,9 @@ class StatementsMixin:
                 inner = inner.child_by_field_name("declarator")
             name = self.text(inner)
             values = None
+            runtime = []
             if init is not None:
-                values = self.init_list(init, base)
+                values, runtime = self.init_list(init, base)
                 if dims[0] is None:
                     inner_n = 1
                     for x in dims[1:]:
@@ -189,6 +193,8 @@ class StatementsMixin:
                 values = values + [coerce_value(0, base)] * (total - len(values))
             if isinstance(base, T.VectorType):
                 self.unsupported(d, "an array of vectors")
+            if runtime and (top or space == "constant"):
+                self.type_err(init, "constant array initialisers must be compile-time constants")
             if top or (space == "constant"):
                 gname = self.fresh(name) if not top else name
                 if values is None:
@@ -204,7 +210,11 @@ class StatementsMixin:
             irname = self.fresh(name)
             a = ir.ArrayDecl(irname, sp_name, base, tuple(dims), values, span=sp)
             self.scopes[-1][name] = Buf(irname, base, sp_name, tuple(dims), atomic=atomic)
-            if sp_name == "threadgroup":
+            if runtime:
+                if sp_name != "thread":
+                    self.type_err(d, f"{sp_name} array initialisers must be compile-time constants")
+                # {x[i], 1.0f}: the constant parts as the initialiser, then a store per run-time value
+                return [a] + [ir.Store(irname, ir.Const(k, T.int32, span=sp), v, span=sp) for k, v in runtime]
                 if not self.in_kernel:
                     self.unsupported(d, "a threadgroup array declared in a device function")
                 if values is not None:
@@ -215,21 +225,10 @@ class StatementsMixin:
         if d.type == "pointer_declarator":
             name_n = d.child_by_field_name("declarator")
             if name_n.type != "identifier":
-                self.unsupported(d, "this pointer declaration")
-            name = self.text(name_n)
+                self.unsupported(d, "this pointer declaration (a pointer to a pointer, or an array of pointers)")
             if init is None:
                 self.unsupported(d, "a pointer without an initialiser")
-            arg = self.bufarg(init)
-            if arg is None:
-                self.type_err(init, "a pointer must point into a buffer or array")
-            buf = self.buf_of(arg.buf)
-            t = base
-            if t != buf.elem:
-                self.type_err(d, f"cannot point a {t.name}* at {buf.elem.name} data")
-            off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
-            offv = self.sem.convert(arg.offset, T.int64) if arg.offset is not None else ir.Const(0, T.int64)
-            self.scopes[-1][name] = Ptr(buf, off)
-            return [ir.Decl(off, offv, span=sp)]
+            return self.pointer_decl(self.text(name_n), init, base, space, is_const, sp, d)
         if d.type == "reference_declarator":
             self.unsupported(d, "a reference variable")
         if d.type != "identifier":
@@ -239,6 +238,8 @@ class StatementsMixin:
             self.unsupported(d, "an atomic local variable")
         t = base
         val = None
+        if t == "auto" and init is not None and self.ptr_rank(init) is not None:
+            return self.pointer_decl(name, init, None, None, False, sp, d)
         if init is not None:
             if init.type == "initializer_list":
                 if isinstance(t, T.VectorType):
@@ -256,7 +257,9 @@ class StatementsMixin:
             val = self.sem.convert(val, t)
         elif t == "auto":
             self.type_err(d, "'auto' needs an initialiser")
-        if top or space == "constant" or (is_const and not self.in_kernel and not self.scopes[1:]):
+        if top or space == "constant" or is_const:
+            # a const local with a constant value is a constant expression (array sizes,
+            # template arguments), as in C++
             c = fold(val) if val is not None else None
             if top:
                 if not isinstance(c, ir.Const):
@@ -271,19 +274,68 @@ class StatementsMixin:
         self.scopes[-1][name] = v
         return [ir.Decl(v, val, span=sp)]
 
+    def pointer_decl(self, name, init, base, space, is_const, sp, d):
+        """``T* p = <pointer>;`` / ``auto p = <pointer>;``: a :class:`Ptr` whose offset is
+        a new int64 variable."""
+        if self.ptr_rank(init) is None:
+            self.type_err(init, f"'{self.text(init)[:40]}' is not a pointer into a buffer or array",
+                          hint="metalbench follows pointers whose target buffer is known when the "
+                               "kernel is compiled: x + offset, &x[i], a row tile[r], (T*)x")
+        v = self.pointer(init)
+        if base is not None and not v.inner and base != v.type:
+            vt = v.type.name if v.type is not None else "?"
+            self.type_err(d, f"cannot point a {getattr(base, 'name', base)}* at {vt} data",
+                          hint=f"a pointer cast reinterprets memory: ({space or v.space} "
+                               f"{getattr(base, 'msl', base)}*)...")
+        if base is not None and v.inner:
+            self.type_err(d, f"'{name}' would point to rows of a multi-dimensional array; index a row")
+        if space is not None and space != v.space:
+            self.type_err(d, f"cannot point a {space} pointer at {v.space} memory")
+        if not is_const and v.const and base is not None:
+            self.type_err(d, f"'{name}' must be a const pointer: it points at read-only memory",
+                          hint=f"declare it const {v.space} ...*")
+        off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
+        self.scopes[-1][name] = Ptr(replace(v, offset=off, const=v.const or is_const), off)
+        return [ir.Decl(off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
+
+    def pointer_assign(self, ptr, lhs, op, rhs_node, sp):
+        """``p = q``, ``p += n``, ``p -= n``, ``++p`` on a pointer variable."""
+        if op is None:
+            if self.ptr_rank(rhs_node) is None:
+                self.type_err(rhs_node, f"'{self.text(rhs_node)[:40]}' is not a pointer into a buffer or array")
+            v = self.pointer(rhs_node)
+            if v.buf != ptr.view.buf or v.type != ptr.view.type or v.inner != ptr.view.inner:
+                self.type_err(lhs, f"'{self.text(lhs)}' points into '{ptr.view.buf}'; it cannot be made to "
+                              f"point into '{v.buf}'" + (" (another element type)" if v.buf == ptr.view.buf else ""),
+                              hint="metalbench needs each pointer's target buffer known when the kernel is "
+                                   "compiled; use a second pointer")
+            return [ir.Assign(ptr.off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
+        if op not in ("+", "-"):
+            self.type_err(lhs, f"the {op}= operator does not apply to a pointer")
+        k = self.expr(rhs_node) if rhs_node is not None else ir.Const(1, T.int32, span=sp)
+        cur = self.sym_view(ptr, lhs)
+        moved = self.sem.view_offset(cur, k, sp, op)
+        return [ir.Assign(ptr.off, self.sem.convert(moved.offset, T.int64, sp), span=sp)]
+
     def init_list(self, node, elem):
+        """The flat values of ``{...}``: (constant values, with 0 where a value is only known
+        at run time; [(position, expression)] of those)."""
         if node.type != "initializer_list":
             self.type_err(node, "array initialisers are {...} lists")
-        vals = []
+        vals, runtime = [], []
         for c in node.named_children:
             if c.type == "initializer_list":
-                vals.extend(self.init_list(c, elem))
+                sub, rt = self.init_list(c, elem)
+                runtime.extend((k + len(vals), v) for k, v in rt)
+                vals.extend(sub)
                 continue
-            v = const_value(self.sem.convert(self.expr(c), elem))
+            e = self.sem.convert(self.expr(c), elem)
+            v = const_value(e)
             if v is None:
-                self.type_err(c, "array initialisers must be compile-time constants")
+                runtime.append((len(vals), e))
+                v = coerce_value(0, elem)
             vals.append(v)
-        return vals
+        return vals, runtime
 
     def expr_stmt(self, node) -> list[ir.Stmt]:
         k = node.type
@@ -330,22 +382,23 @@ class StatementsMixin:
                     self.type_err(lhs, f"'{name}' is a scalar input (constant T&) and cannot be assigned")
                 return [ir.Assign(sym, value(sym, sym.type), span=sp)]
             if isinstance(sym, Ptr):
-                return [ir.Assign(sym.off, value(sym.off, T.int64), span=sp)]
+                return self.pointer_assign(sym, lhs, op, rhs_node, sp)
             if isinstance(sym, ir.Const):
                 self.type_err(lhs, f"'{name}' is a constant and cannot be assigned")
             if sym is None:
                 raise KernelNameError(f"use of undeclared identifier '{name}'", self.sp(lhs))
             self.type_err(lhs, f"cannot assign to '{name}'")
         if k in ("subscript_expression", "pointer_expression"):
-            buf, idx = self.location(lhs)
-            if buf.const and buf.space in ("device", "constant"):
-                self.type_err(lhs, f"'{buf.name}' is read-only (an input or constant)",
-                              hint="write to one of the output_names")
-            if buf.atomic:
-                self.type_err(lhs, f"'{buf.name}' is atomic; write it with atomic_store_explicit "
+            v, idx = self.location(lhs)
+            if v.const:
+                what = "an input or constant" if v.space in ("device", "constant") else "a const pointer"
+                self.type_err(lhs, f"'{self.text(lhs)[:40]}' is read-only ({what})",
+                              hint="write to one of the output_names" if v.space == "device" else None)
+            if v.atomic:
+                self.type_err(lhs, f"'{v.buf}' is atomic; write it with atomic_store_explicit "
                               "or atomic_fetch_add_explicit")
-            cur = ir.Load(buf.name, idx, buf.elem, span=self.sp(lhs))
-            return [ir.Store(buf.name, idx, value(cur, buf.elem), span=sp)]
+            cur = self.sem.view_load(v, idx, self.sp(lhs)) if op is not None else None
+            return self.sem.view_store(v, idx, value(cur, v.type), sp)
         if k == "field_expression":
             base = lhs.child_by_field_name("argument")
             comps = self.text(lhs.child_by_field_name("field"))

@@ -42,8 +42,10 @@ class Buf:
 
 @dataclass
 class Ptr:
-    """A local pointer ``device float* p = x + off``: loads go to ``buf[off + i]``."""
-    buf: Buf
+    """A pointer variable (``device float* p = x + off``, ``auto q = x + off``, or a
+    buffer parameter that the code advances, ``x += 4``): ``view`` with its offset held
+    in the int64 variable ``off``, so ``p += n`` assigns ``off``."""
+    view: object            # semantics.views.View
     off: ir.Var
 
 

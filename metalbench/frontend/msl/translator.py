@@ -16,6 +16,7 @@ from .header import HeaderMixin
 from .memory import MemoryMixin
 from .mlx_utils import MLXUtilsMixin
 from .parse import _KEYWORD_CAST_TYPES, _parse
+from .preprocess import Preprocessor
 from .statements import StatementsMixin
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, ShapeArr, _type_of_descriptor, _TypeName
 
@@ -49,6 +50,10 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.line_offset = 1
         self.tmp = 0
         self.sem = Semantics(MSL, once=lambda e, span: self.new_tmp(e.type, e, span))
+        self.sem.declare_alias = self.declare_alias
+        self.view_decls: list[ir.ViewDecl] = []     # reinterpreting views of the body being translated
+        self.alias_names: dict = {}                 # (buffer, elem) -> view name, in that body
+        self.alias_root: dict = {}                  # view name -> (buffer, space, const, elem)
 
     def sp(self, node) -> Span:
         off = self.line_offset
@@ -202,20 +207,25 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.scopes = [syms]
         self.in_kernel = True
         self.ret_type = None
-        stmts = self.block(fn.child_by_field_name("body"))
-        body_ir = list(self.tg_arrays) + stmts
+        self.view_decls, self.alias_names = [], {}
+        body_node = fn.child_by_field_name("body")
+        prologue = self.advance_params(body_node, syms)
+        stmts = self.block(body_node)
+        body_ir = list(self.tg_arrays) + self.view_decls + prologue + stmts
         k = ir.KernelIR(self.name, params, body_ir, functions=list(self.func_order),
                         globals=self.globals, source=self.src)
         return k
 
 
 def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), template=(),
-                     atomic_outputs=False, first_line=1) -> ir.KernelIR:
+                     atomic_outputs=False, first_line=1, math_mode="safe") -> ir.KernelIR:
     """Translate an MSL kernel body (and header) into a :class:`~metalbench.ir.KernelIR`.
 
     ``inputs``: ``[(name, ScalarType, ndim)]`` in MLX order; names in ``scalars`` are
     0-d inputs (``constant T&``). ``outputs``: ``[(name, ScalarType, ndim)]``.
     ``template``: ``[(name, ScalarType | int | bool)]``. Errors point at body lines.
+    ``math_mode``: MLX's ``compile_options["math_mode"]`` (``"fast"`` defines ``__FAST_MATH__``
+    for the preprocessor, :mod:`.preprocess`).
 
     >>> k = translate_kernel("k", "out[0] = T(N);", inputs=[],
     ...                      outputs=[("out", T.float32, 1)],
@@ -231,8 +241,12 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
             raise KernelTypeError(f"template argument {k}={v!r} must be a dtype, an int or a bool")
         tmpl.append((k, v))
     tr = Translator(name, src, hsrc, tmpl, atomic_outputs)
+    # MLX passes x_shape & co. when the text mentions them (a substring test on the raw body)
     shape_use = {n: (n + "_shape" in source, n + "_strides" in source, n + "_ndim" in source)
                  for n, _, _ in inputs}
+    pp = Preprocessor(math_mode)          # the header's macros are visible in the body
+    header = pp.run(header, hsrc) if header else header
+    source = pp.run(source, src)
     try:
         return tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use)
     except (MetalbenchError, ControlFlow):

@@ -1,0 +1,235 @@
+"""Pointers and array views: one representation for every front end.
+
+A *view* is what a pointer (MSL ``auto q = x + off``, ``(const device float4*)(x + i)``),
+a row of a multi-dimensional array (``tile[r]``), or a slice of an array (the DSL's
+``x[i:]``, ``x.view(float4)``, Numba's ``a[i:]``) denotes: a buffer, an element offset
+and the type one element of the view has. A :class:`View` is a compile-time value --
+the buffer a pointer targets must be known statically; only the offset is a run-time
+expression (a variable for a pointer that is advanced, ``q += n``)::
+
+    >>> from metalbench import ir, types as T
+    >>> from metalbench.semantics import Semantics, MSL
+    >>> sem = Semantics(MSL)
+    >>> x = sem.view_of("x", T.float32, "device")
+    >>> q = sem.view_offset(x, ir.Var("b", T.uint32))          # x + b
+    >>> print(ir.dump(sem.view_load(q, ir.Const(3, T.int32))))   # q[3]
+    x[(b + 3)]
+    >>> v4 = sem.view_cast(q, T.VECTORS["float4"], "device")    # (device float4*)(x + b)
+    >>> print(ir.dump(sem.view_load(v4, ir.Const(1, T.int32))))  # ((device float4*)(x + b))[1]
+    float4(x[(b + 4)], x[(b + 5)], x[(b + 6)], x[(b + 7)])
+
+Rules (C's, for MSL; the DSL and Numba layers reuse them for slices and vector views):
+
+- ``offset`` counts elements of the view's scalar type ``elem`` from the start of
+  ``buf``; ``p + k`` moves it by ``k`` view elements (``k * step``), ``p[i]`` is element
+  ``offset + i * step``. Offsets that mix signedness are computed in 64 bits, as a
+  pointer add is (``p + k`` never wraps in 32-bit unsigned arithmetic).
+- A vector view (``device float4*`` over float data) reads and writes its components
+  as scalar accesses of consecutive elements (``float3`` steps by 4 elements, as Metal
+  lays it out, ``packed_float3`` by 3), so no back end needs vector memory accesses.
+- A view of another *scalar* type (``(device uchar*)w`` over uint data: reinterpreting
+  the bytes) reads a second name for the same storage, declared once per buffer and type
+  through the front end's ``declare_alias`` hook (an :class:`~metalbench.ir.ViewDecl`);
+  the offset is rescaled to the new element size.
+- A view of a multi-dimensional array steps over whole rows: ``inner`` holds the row's
+  dimensions (``float t[4][8]``: ``t`` is a view with ``inner=(8,)``; ``t[r]`` a view of
+  floats at offset ``8 r``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .. import ir
+from .. import types as T
+
+
+@dataclass(frozen=True)
+class View:
+    """A pointer into (or a view of) buffer ``buf``: see the module docstring.
+
+    ``type``: one element (``p[i]``, ``*p``): a scalar or a vector of ``elem``;
+    ``offset``: where element 0 starts, in ``elem`` units; ``inner``: the row dimensions
+    of a view over a multi-dimensional array; ``space``: the address space;
+    ``const``/``atomic``: whether it is read-only / atomic; ``packed``: a packed vector
+    type (``packed_float3``: 3 elements per step instead of 4).
+    """
+    buf: str
+    space: str
+    type: object
+    offset: ir.Expr
+    inner: tuple = ()
+    const: bool = False
+    atomic: bool = False
+    packed: bool = False
+
+    @property
+    def elem(self) -> T.ScalarType:
+        """The scalar type of the storage as this view reads it."""
+        return T.elem_of(self.type)
+
+    @property
+    def width(self) -> int:
+        """Scalar elements one value of the view has (1, or a vector's length)."""
+        return self.type.n if isinstance(self.type, T.VectorType) else 1
+
+    @property
+    def step(self) -> int:
+        """Elements of ``elem`` between ``p[i]`` and ``p[i + 1]``.
+
+        >>> from metalbench import ir
+        >>> View("x", "device", T.VECTORS["float3"], ir.Const(0, T.int32)).step
+        4
+        """
+        if self.inner:
+            n = 1
+            for d in self.inner:
+                n *= int(d)
+            return n
+        w = self.width
+        return 4 if w == 3 and not self.packed else w
+
+
+def _zero(e) -> bool:
+    return isinstance(e, ir.Const) and not isinstance(e.type, T.VectorType) and e.value == 0
+
+
+class ViewSemantics:
+    """Pointers and views (mixed into :class:`~metalbench.semantics.Semantics`).
+
+    A front end that supports reinterpreting casts sets ``declare_alias``: a callable
+    ``(view, elem, span) -> name`` that declares (once) a name for the storage of
+    ``view.buf`` read as ``elem`` (an :class:`~metalbench.ir.ViewDecl`) and returns it;
+    without it such a cast is an error.
+    """
+
+    declare_alias = None
+
+    # -- building views --------------------------------------------------------------
+    def view_of(self, buf: str, elem, space: str, shape=None, const=False, atomic=False, span=None) -> View:
+        """The whole buffer or array ``buf`` as a pointer to its first element (its first
+        row when ``shape`` has several dimensions)."""
+        inner = tuple(int(d) for d in shape[1:]) if shape and len(shape) > 1 else ()
+        return View(buf, space, elem, ir.Const(0, T.int32, span=span), inner, const, atomic)
+
+    def _offset_add(self, off: ir.Expr, delta: ir.Expr, span=None, op="+") -> ir.Expr:
+        if _zero(delta):
+            return off
+        if _zero(off) and op == "+":
+            return delta
+        if isinstance(delta, ir.Const) and delta.value >= 0 and isinstance(off.type, T.ScalarType):
+            delta = self.convert(delta, off.type, span)      # a small constant takes the offset's type
+        elif isinstance(off, ir.Const) and off.value >= 0 and op == "+":
+            off = self.convert(off, delta.type, span)
+        if off.type == delta.type:
+            return self.binop(op, off, delta, span)
+        return self.binop(op, self.convert(off, T.int64, span), self.convert(delta, T.int64, span), span)
+
+    def _scaled(self, k: ir.Expr, n: int, span=None) -> ir.Expr:
+        if n == 1:
+            return k
+        return self.binop("*", k, ir.Const(n, T.int32, span=span), span)
+
+    def view_offset(self, v: View, k: ir.Expr, span=None, op: str = "+") -> View:
+        """``v + k`` (``op="-"``: ``v - k``): the view moved by ``k`` of its elements (rows)."""
+        k = self.index(k, span)
+        return replace(v, offset=self._offset_add(v.offset, self._scaled(k, v.step, span), span, op))
+
+    def view_row(self, v: View, i: ir.Expr, span=None) -> View:
+        """``v[i]`` of a view over rows (``inner`` not empty): a view of row ``i``'s
+        elements (C's array-to-pointer decay)."""
+        moved = self.view_offset(v, i, span)
+        return replace(moved, inner=v.inner[1:])
+
+    def view_cast(self, v: View, t, space: str | None = None, const: bool | None = None,
+                  packed: bool = False, span=None) -> View:
+        """``(space t*)v``: the same address read as elements of ``t`` (a scalar or vector
+        type). A different scalar type reinterprets the bytes (see ``declare_alias``)."""
+        space = space or v.space
+        const = v.const if const is None else const
+        e_new = T.elem_of(t)
+        base = replace(v, inner=())
+        if e_new != v.elem:
+            if self.declare_alias is None:
+                raise self.error(f"a pointer cast from {v.elem.name} to {e_new.name} data "
+                                 "(reinterpreting memory) is not supported here", span)
+            s_old, s_new = v.elem.itemsize, e_new.itemsize
+            off = base.offset
+            if s_old != s_new and not _zero(off):
+                off = self.convert(off, T.int64, span) if off.type != T.int64 else off
+                if s_old % s_new == 0:
+                    off = self.binop("*", off, ir.Const(s_old // s_new, T.int64, span=span), span)
+                else:
+                    off = self.binop("/", off, ir.Const(s_new // s_old, T.int64, span=span), span)
+            name = self.declare_alias(v, e_new, span)
+            base = replace(base, buf=name, offset=off)
+        return replace(base, type=t, space=space, const=const, packed=packed)
+
+    # -- elements --------------------------------------------------------------------
+    def view_address(self, v: View, i: ir.Expr, span=None) -> tuple[str, ir.Expr]:
+        """``(buffer, element index)`` of the scalar ``v[i]`` (a scalar view)."""
+        if v.inner:
+            raise self.error("a row of a multi-dimensional array is not a value; index it", span)
+        i = self.index(i, span)
+        return v.buf, self._offset_add(v.offset, self._scaled(i, v.step, span), span)
+
+    def _component_addresses(self, v: View, i, span):
+        if v.inner:
+            raise self.error("a row of a multi-dimensional array is not a value; index it", span)
+        si = self._scaled(self.index(i, span), v.step, span)
+        if v.width > 1 and not _zero(v.offset):
+            si = self.once(si, span)
+        out = []
+        for c in range(v.width):
+            at = self._offset_add(si, ir.Const(c, T.int32, span=span), span)
+            out.append(self._offset_add(v.offset, at, span))
+        return v.buf, out
+
+    def view_load(self, v: View, i: ir.Expr, span=None) -> ir.Expr:
+        """The value ``v[i]`` (``*v`` is ``v[0]``): a load, or a vector of loads."""
+        if v.inner:
+            raise self.error("a row of a multi-dimensional array is not a value; index it", span)
+        if v.atomic:
+            raise self.error(f"'{v.buf}' is atomic; read it with atomic_load_explicit", span)
+        buf, ats = self._component_addresses(v, i, span)
+        loads = [ir.Load(buf, a, v.elem, span=span) for a in ats]
+        if v.width == 1:
+            return loads[0]
+        return ir.VecCons(v.type, loads, span=span)
+
+    def view_store(self, v: View, i: ir.Expr, value: ir.Expr, span=None) -> list:
+        """Statements storing ``value`` (converted to the element type) at ``v[i]``."""
+        if v.inner:
+            raise self.error("cannot assign to a row of a multi-dimensional array", span)
+        value = self.convert(value, v.type, span)
+        buf, ats = self._component_addresses(v, i, span)
+        if v.width == 1:
+            return [ir.Store(buf, ats[0], value, span=span)]
+        value = self.once(value, span)
+        return [ir.Store(buf, a, self.component(value, "xyzw"[c], span), span=span)
+                for c, a in enumerate(ats)]
+
+    def view_arg(self, v: View, span=None) -> ir.BufArg:
+        """``v`` passed to a pointer parameter of a device function (a scalar view)."""
+        if v.width != 1:
+            raise self.error(f"passing a {v.type.name} pointer to a function is not supported", span,
+                             hint="pass the scalar pointer and build the vector in the function")
+        return ir.BufArg(v.buf, None if _zero(v.offset) else v.offset, span=span)
+
+    # -- pointer arithmetic between two views ----------------------------------------------
+    def view_difference(self, a: View, b: View, span=None) -> ir.Expr:
+        """``a - b`` of two pointers into one buffer: elements between them (``long``)."""
+        self._same_target(a, b, "subtract", span)
+        d = self._offset_add(self.convert(a.offset, T.int64, span), self.convert(b.offset, T.int64, span),
+                             span, "-")
+        if a.step != 1:
+            d = self.binop("/", d, ir.Const(a.step, T.int64, span=span), span)
+        return d
+
+    def view_compare(self, op: str, a: View, b: View, span=None) -> ir.Expr:
+        """``a op b`` (a comparison) of two pointers into one buffer."""
+        self._same_target(a, b, "compare", span)
+        return self.binop(op, self.convert(a.offset, T.int64, span), self.convert(b.offset, T.int64, span), span)
+
+    def _same_target(self, a: View, b: View, what, span):
+        if a.buf != b.buf:
+            raise self.error(f"cannot {what} pointers into different buffers ('{a.buf}' and '{b.buf}')", span)

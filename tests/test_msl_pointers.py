@@ -1,0 +1,211 @@
+"""MSL pointers and views (issue 13): pointer variables, advanced kernel parameters,
+``*p``/``p[i]``/``*(p + i)``, pointer arithmetic and comparison, pointers into
+threadgroup and thread arrays, pointer parameters of header functions, rows of 2-D
+arrays, reinterpreting pointer casts (bytes, halves of words) and vector loads/stores
+through cast pointers. Each kernel: simulator vs NumPy (unchecked and checked), a round
+trip through the printed MSL, the libclang checks of the printed MSL and CUDA, and (GPU
+machine) the printed CUDA."""
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+from metalbench.errors import MetalbenchError
+from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+
+RNG = np.random.default_rng(13)
+B, TT, D = 3, 5, 32
+
+ADVANCE = MSLCase(
+    "advance",
+    """
+    uint b = thread_position_in_grid.y;
+    uint d = thread_position_in_grid.x;
+    auto x_ = x + b * TT * D;          // a pointer variable into x: [B, TT, D]
+    out += b * D;                      // advancing an output parameter
+    float acc = 0.0f;
+    for (int t = 0; t < TT; ++t) {
+        acc += x_[d] * w[t];
+        x_ += D;                       // advanced in the loop
+    }
+    out[d] = acc;
+    """,
+    {"x": RNG.standard_normal((B, TT, D)).astype(np.float32), "w": RNG.standard_normal(TT).astype(np.float32)},
+    [("out", (B, D), np.float32)],
+    lambda x, w: [np.einsum("btd,t->bd", x, w)],
+    grid=(D, B, 1), tg=(D, 1, 1), template=[("TT", TT), ("D", D)], atol=1e-5)
+
+DEREF = MSLCase(
+    "deref",
+    """
+    uint i = thread_position_in_grid.x;
+    const device float* p = &x[i * 4];
+    const device float* end = p + 4;
+    float s = 0.0f;
+    for (const device float* q = p; q < end; q++) {
+        s += *q;
+    }
+    float a = *(p + 1);
+    long n = end - p;
+    device float* o = out + i * 2;
+    *o = s;
+    o[1] = a * n + (p != end ? 1.0f : 0.0f);
+    o -= 1;
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [np.stack([x.reshape(16, 4).sum(1), x.reshape(16, 4)[:, 1] * 4 + 1], 1).reshape(-1)],
+    grid=(16, 1, 1), tg=(16, 1, 1), atol=1e-5)
+
+HEADER_PTRS = MSLCase(
+    "header_ptrs",
+    """
+    uint i = thread_position_in_grid.x;
+    float rows[2][4];
+    fill(rows[0], 1.0f, 4);
+    fill(rows[1], 2.0f, 4);
+    out[i] = dot_n(x + i * 4, rows[i % 2], 4);
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float16)},
+    [("out", (16,), np.float32)],
+    lambda x: [(x.reshape(16, 4).astype(np.float32)
+                * (np.arange(1, 5) * np.where(np.arange(16) % 2, 2.0, 1.0)[:, None])).sum(1)],
+    grid=(16, 1, 1), tg=(16, 1, 1), atol=1e-5,
+    header="""
+    template <typename T>
+    float dot_n(const device T* a, thread const float* b, int n) {
+        float s = 0.0f;
+        for (int k = 0; k < n; ++k) {
+            s += float(*a) * b[k];
+            a++;                         // a pointer parameter advanced in the function
+        }
+        return s;
+    }
+    void fill(thread float* row, float v, int n) {
+        for (int k = 0; k < n; ++k) row[k] = v * (k + 1);
+    }
+    """)
+
+TG_PTRS = MSLCase(
+    "tg_ptrs",
+    """
+    threadgroup float tile[64];
+    uint l = thread_position_in_threadgroup.x;
+    uint g = thread_position_in_grid.x;
+    threadgroup float* upper = tile + 32;
+    tile[l] = x[g];
+    upper[l] = 2.0f * x[g];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    threadgroup float* mine = &tile[31 - l];
+    float loc[3] = {1.0f, 2.0f, 3.0f};
+    thread float* lp = loc + 1;
+    out[g] = *mine + upper[31 - l] + lp[1];
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float32)},
+    [("out", (64,), np.float32)],
+    lambda x: [(x.reshape(2, 32)[:, ::-1] * 3 + 3).reshape(-1)],
+    grid=(64, 1, 1), tg=(32, 1, 1), atol=1e-5)
+
+BYTES = MSLCase(
+    "bytes",
+    """
+    uint i = thread_position_in_grid.x;
+    const device uint8_t* wb = (const device uint8_t*)w + i * 4;
+    const device uint16_t* wh = (const device uint16_t*)(w + i);
+    out[i] = float(wb[0]) + 256.0f * float(wb[3]) + float(wh[1]) * 0.5f;
+    """,
+    {"w": RNG.integers(0, 2**32, 16, dtype=np.uint64).astype(np.uint32)},
+    [("out", (16,), np.float32)],
+    lambda w: [w.view(np.uint8).reshape(16, 4)[:, 0] + 256.0 * w.view(np.uint8).reshape(16, 4)[:, 3]
+               + w.view(np.uint16).reshape(16, 2)[:, 1] * 0.5],
+    grid=(16, 1, 1), tg=(16, 1, 1))
+
+BYTE_STORES = MSLCase(
+    "byte_stores",
+    """
+    uint i = thread_position_in_grid.x;
+    device uchar* ob = (device uchar*)out;
+    ob[4 * i] = uchar(i);
+    ob[4 * i + 1] = 7;
+    device ushort* oh = (device ushort*)(ob + 4 * i + 2);
+    *oh = ushort(x[i]);
+    """,
+    {"x": RNG.integers(0, 60000, 16).astype(np.float32)},
+    [("out", (16,), np.uint32)],
+    lambda x: [np.arange(16, dtype=np.uint32) | (7 << 8) | (x.astype(np.uint32) << 16)],
+    grid=(16, 1, 1), tg=(16, 1, 1))
+
+VECTORS = MSLCase(
+    "vector_views",
+    """
+    uint i = thread_position_in_grid.x;
+    float4 v = *(const device float4*)(x + 4 * i);
+    ((device float4*)out)[i] = v * 2.0f + float4(1.0f, 2.0f, 3.0f, 4.0f);
+    device float2* o2 = (device float2*)(out2) + i;
+    *o2 = v.xy + v.zw;
+    const device half4* h4 = (const device half4*)h;
+    out2[32 + i] = float(h4[i].w);
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float32), "h": RNG.standard_normal(64).astype(np.float16)},
+    [("out", (64,), np.float32), ("out2", (48,), np.float32)],
+    lambda x, h: [(x.reshape(16, 4) * 2 + np.array([1, 2, 3, 4])).reshape(-1),
+                  np.concatenate([(x.reshape(16, 2, 2)[:, 0] + x.reshape(16, 2, 2)[:, 1]).reshape(-1),
+                                  h.reshape(16, 4)[:, 3].astype(np.float32)])],
+    grid=(16, 1, 1), tg=(16, 1, 1), atol=1e-5)
+
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS]
+IDS = [c.name for c in CASES]
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_sim_matches_numpy(c):
+    run_sim(c)
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_round_trip(c):
+    run_roundtrip(c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_printed_cuda_matches_sim(c):
+    run_cuda(c)
+
+
+def test_checked_reports_out_of_bounds_through_a_pointer():
+    k = mb.metal_kernel(name="oob_ptr", input_names=["x"], output_names=["out"], source="""
+        uint i = thread_position_in_grid.x;
+        auto p = x + 8;
+        out[i] = p[i];
+    """)
+    x = mx.arange(16, dtype=mx.float32)
+    with pytest.raises(MetalbenchError, match="out-of-bounds read of device buffer 'x'"):
+        k(inputs=[x], grid=(16, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(16,)],
+          output_dtypes=[mx.float32], backend="sim", checked=True)
+
+
+def _error(source, header=""):
+    k = mb.metal_kernel(name="bad", input_names=["x", "y"], output_names=["out"], source=source, header=header)
+    x = mx.zeros((8,))
+    with pytest.raises(MetalbenchError) as ei:
+        k(inputs=[x, x], grid=(8, 1, 1), threadgroup=(8, 1, 1), output_shapes=[(8,)],
+          output_dtypes=[mx.float32], backend="sim")
+    return str(ei.value)
+
+
+@pytest.mark.parametrize("src,line,words", [
+    ("uint i = thread_position_in_grid.x;\nauto p = i < 4 ? x : y;\nout[i] = p[i];", 2,
+     "depending on a run-time condition"),
+    ("uint i = thread_position_in_grid.x;\nauto p = x;\np = y;\nout[i] = p[i];", 3, "cannot be made to point into"),
+    ("uint i = thread_position_in_grid.x;\nfloat a = 1.0f;\nthread float* p = &a;\nout[i] = *p;", 3,
+     "a pointer to it is not supported"),
+    ("uint i = thread_position_in_grid.x;\nfloat loc[4] = {0};\nthread uint* u = (thread uint*)loc;\n"
+     "out[i] = u[0];", 3, "thread-local array"),
+    ("uint i = thread_position_in_grid.x;\nout[i] = x + 1;", 2, "is a pointer, not a value"),
+    ("uint i = thread_position_in_grid.x;\nx[i] = 1.0f;", 2, "read-only"),
+])
+def test_unsupported_pointer_uses_name_the_construct_and_line(src, line, words):
+    msg = _error(src)
+    assert words in msg
+    assert f"line {line}" in msg or f":{line}:" in msg or f" {line} |" in msg, msg
