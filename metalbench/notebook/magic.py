@@ -94,14 +94,18 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     # Member names (thread_position_in_grid.x, p->y, metal::exp) are not variables.
     idents = list(dict.fromkeys(re.findall(r"(?<![\w.])(?<!::)(?<!->)[A-Za-z_]\w*", body)))
     inputs = [n for n in idents if n in ns and _is_data_array(ns[n]) and not n.startswith("_")]
-    outs = []
-    for rx in (_ASSIGN_RE, _ATOMIC_RE):
-        for m in rx.finditer(body):
-            n = m.group(1)
-            if n not in outs:
-                outs.append(n)
-    # Stores to a local array (declared in the body) are not outputs.
-    outs = [n for n in outs if not re.search(rf"\b(?:threadgroup\s+)?\w+\s+{n}\s*\[\s*\w+\s*\]\s*;", body)]
+    try:    # what the body stores through, from its syntax tree (stores under `if` too)
+        from ..frontend.msl.memory import written_names
+        outs = written_names(cell)
+    except MetalbenchError:       # not MSL that parses: a guess from the text
+        outs = []
+        for rx in (_ASSIGN_RE, _ATOMIC_RE):
+            for m in rx.finditer(body):
+                n = m.group(1)
+                if n not in outs:
+                    outs.append(n)
+        # Stores to a local array (declared in the body) are not outputs.
+        outs = [n for n in outs if not re.search(rf"\b(?:threadgroup\s+)?\w+\s+{n}\s*\[\s*\w+\s*\]\s*;", body)]
     outputs = outs    # a stored-to name is an output even if a notebook array has that name
     inputs = [n for n in inputs if n not in outputs]
     return inputs, (outputs or ["out"])
