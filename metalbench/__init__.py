@@ -38,7 +38,7 @@ from .autodiff.prepare import NotDifferentiableError
 from .frontend.python import Out, constexpr
 from .kernel import Func, Kernel, func, kernel
 from .launch import resolve_backend
-from .types import bfloat16, bool_, float16, float32, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+from .types import bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 
 
 
@@ -89,4 +89,4 @@ __all__ = ["kernel", "func", "Kernel", "Func", "Out", "constexpr", "metal_kernel
            "KernelLaunchError", "KernelCheckError", "KernelInternalError", "BackendUnavailableError",
            "BadReferenceError", "check_grad", "NotDifferentiableError",
            "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "bfloat16", "float32"]
+           "float16", "bfloat16", "float32", "float64"]

@@ -131,7 +131,7 @@ _FUNCS = [b.name for b in _registry.all() if not hasattr(_py, b.name)]
 for _name in _FUNCS:
     globals()[_name] = Builtin(_name)
 
-for _t in _T.SCALARS:
+for _t in _T.ALL_SCALARS:
     if _t.name != "bool":
         globals()[_t.name] = DType(_t)
 bool_ = DType(_T.bool_)
@@ -155,7 +155,7 @@ mem_texture = "mem_texture"
 for _name, (_value, _doc) in _CONSTS.items():
     globals()[_name] = _value
 
-__all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.SCALARS] + list(_CONSTS) + list(_T.VECTORS)
+__all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.ALL_SCALARS] + list(_CONSTS) + list(_T.VECTORS)
            + ["metal", "bool_", "half", "bfloat", "uint", "mem_none", "mem_device",
               "mem_threadgroup", "mem_texture"])
 __all__ = [n for n in dict.fromkeys(__all__) if n != "bool"]

@@ -21,7 +21,7 @@ from . import runtime
 from . import types as T
 from .errors import user_facing
 
-_MX_DTYPE = {t.name: f"mx.{t.name}" for t in T.SCALARS}
+_MX_DTYPE = {t.name: f"mx.{t.name}" for t in T.ALL_SCALARS}
 _MX_DTYPE["bool"] = "mx.bool_"
 _POW2 = [1 << i for i in range(1, 11)]
 

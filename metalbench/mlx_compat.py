@@ -232,9 +232,14 @@ class MetalKernel(KernelBase):
         tk = tuple((k, v.name if isinstance(v, T.ScalarType) else (type(v).__name__, v)) for k, v in tmpl)
         key = (tuple((t.name, nd) for _, t, nd in facts), tuple((t.name, len(s)) for s, t in zip(output_shapes, out_types)),
                tk, self.ensure_row_contiguous)
+        doubles = backend == "metal"         # refuse before checking the device is there
+        backend = self.resolve_backend(backend)
+        if doubles or backend == "metal":
+            _no_double([(n, t) for n, t, _ in facts] + list(zip(self.output_names, out_types))
+                       + [(k, v) for k, v in tmpl if isinstance(v, T.ScalarType)])
         return BoundLaunch(self, key, dict(zip(self.input_names, inputs)),
                            [(n, s, t) for n, s, t in zip(self.output_names, output_shapes, out_types)],
-                           grid3, tg3, self.resolve_backend(backend), launch.checked_default(checked), init_value,
+                           grid3, tg3, backend, launch.checked_default(checked), init_value,
                            stream, specs=facts, template=tuple(tmpl), args=tuple(inputs), given=given)
 
     def reference_args(self, bound: BoundLaunch) -> tuple[list, dict]:
@@ -332,6 +337,10 @@ def _template(template):
             out.append((k, bool(v)))
         elif isinstance(v, (int, np.integer)):
             out.append((k, int(v)))
+        elif isinstance(v, str) or v is float:
+            # as MLX: a dtype object, not a name ("float" would be NumPy's float64)
+            raise MetalKernelTypeError(f"[metal_kernel] template argument {k}={v!r} must be a Dtype "
+                                       "(mx.float32 ...), an int or a bool")
         else:
             try:
                 out.append((k, _dtype(v)))
@@ -353,6 +362,14 @@ def _dtype(d) -> T.ScalarType:
         raise MetalKernelTypeError(f"[metal_kernel] unsupported dtype {d!r}: {e}") from None
 
 
+def _no_double(named_types):
+    """float64 inputs, outputs and template types are errors on the metal backend."""
+    for name, t in named_types:
+        if t == T.float64:
+            raise MetalKernelTypeError(f"[metal_kernel] '{name}' is float64, but {T.NO_DOUBLE}",
+                                       hint="float64 runs exactly on backend='sim' and backend='cuda'")
+
+
 def _input_fact(x, name) -> tuple[T.ScalarType, int]:
     """(type, ndim) of an input without touching its data: MLX arrays keep their dtype,
     Python scalars follow MLX's rule (bool, int32, float32), NumPy scalars become 0-d
@@ -367,9 +384,6 @@ def _input_fact(x, name) -> tuple[T.ScalarType, int]:
         try:
             t = T.from_mlx(x.dtype) if type(x).__module__.startswith("mlx") else T.from_numpy(x.dtype)
         except T.TypeError_ as e:
-            if "float64" in str(e):
-                raise MetalKernelTypeError(f"[metal_kernel] input '{name}': float64 inputs are not supported "
-                                           "(Metal has no double)", hint="convert with .astype(np.float32)") from None
             raise MetalKernelTypeError(f"[metal_kernel] input '{name}': {e}") from None
         return t, len(x.shape)
     raise MetalKernelTypeError(f"[metal_kernel] inputs must be arrays or scalars, got {type(x).__name__}")

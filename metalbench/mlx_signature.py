@@ -60,6 +60,7 @@ MLX_TYPE_STRING = {
     "float32": "float", "float16": "float16_t", "bfloat16": "bfloat16_t", "bool": "bool",
     "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float64": "double",
 }
 
 

@@ -324,7 +324,7 @@ def scalar_array(v, t: T.ScalarType):
     if a is None:
         if isinstance(v, np.ndarray):
             v = v.reshape(())[()]
-        a = (mx.array(float(v), dtype=mx.bfloat16) if t == T.bfloat16
+        a = (mx.array(float(v), dtype=T.to_mlx(t)) if t in (T.bfloat16, T.float64)
              else mx.array(np.asarray(v, dtype=t.np)))
         if key is not None:
             if len(_SCALARS) > 256:

@@ -33,10 +33,13 @@ def to_numpy(x) -> np.ndarray:
 
 
 def to_mlx(a: np.ndarray):
-    """An ``mx.array`` holding the NumPy array ``a`` (bfloat16 kept)."""
+    """An ``mx.array`` holding the NumPy array ``a`` (bfloat16 and float64 kept: MLX
+    would make float32 of a float64 array unless told)."""
     import mlx.core as mx
     if a.dtype == T.bfloat16.np:
         return mx.array(a.view(np.uint16)).view(mx.bfloat16)
+    if a.dtype == np.float64:
+        return mx.array(a, dtype=mx.float64)
     return mx.array(a)
 
 

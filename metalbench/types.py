@@ -102,12 +102,15 @@ uint64 = ScalarType("uint64", "ulong", "uint64_t", np.dtype(np.uint64), "u", 64,
 float16 = ScalarType("float16", "half", "__half", np.dtype(np.float16), "f", 16, 1)
 bfloat16 = ScalarType("bfloat16", "bfloat", "__nv_bfloat16", np.dtype(ml_dtypes.bfloat16), "f", 16, 1)
 float32 = ScalarType("float32", "float", "float", np.dtype(np.float32), "f", 32, 2)
-# float64: the scalar table's exact type for Python floats (not yet a kernel type)
+# float64 is exact on the simulator and CUDA; Metal has no double (the MSL printer and the
+# metal backend refuse it with an error that says so)
 float64 = ScalarType("float64", "double", "double", np.dtype(np.float64), "f", 64, 3)
 
+# SCALARS: the types every backend has (Metal's); ALL_SCALARS adds float64 (sim and CUDA)
 SCALARS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
-BY_NAME = {t.name: t for t in SCALARS}
-BY_MSL = {t.msl: t for t in SCALARS}
+ALL_SCALARS = SCALARS + [float64]
+BY_NAME = {t.name: t for t in ALL_SCALARS}
+BY_MSL = {t.msl: t for t in ALL_SCALARS}
 # Aliases that MSL and the DSL accept as well.
 BY_MSL.update({"int8_t": int8, "uint8_t": uint8, "int16_t": int16, "uint16_t": uint16,
                "int32_t": int32, "uint32_t": uint32, "int64_t": int64, "uint64_t": uint64,
@@ -117,6 +120,7 @@ BY_MSL.update({"int8_t": int8, "uint8_t": uint8, "int16_t": int16, "uint16_t": u
                "unsigned long long": uint64})
 BY_NAME["bool"] = bool_
 
+# no double vectors: Metal has none, and nothing needs them yet
 VECTOR_ELEMS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
 VECTORS = {f"{e.msl}{n}": VectorType(e, n) for e in VECTOR_ELEMS for n in (2, 3, 4)}
 
@@ -130,18 +134,15 @@ class TypeError_(TypeError):
 def from_numpy(dtype) -> ScalarType:
     """The ScalarType of a NumPy dtype.
 
-    >>> from_numpy(np.dtype("float32")).msl
-    'float'
+    >>> from_numpy(np.dtype("float32")).msl, from_numpy(np.float64).cuda
+    ('float', 'double')
     """
     dt = np.dtype(dtype)
-    if dt == np.float64:
-        raise TypeError_("float64 is not supported on the GPU (Metal has no double); "
-                         "convert the array with .astype(np.float32)")
-    for t in SCALARS:
+    for t in ALL_SCALARS:
         if t.np == dt:
             return t
     raise TypeError_(f"dtype {dt} is not supported; use one of "
-                     + ", ".join(t.name for t in SCALARS))
+                     + ", ".join(t.name for t in ALL_SCALARS))
 
 
 def from_mlx(dtype) -> ScalarType:
@@ -152,14 +153,15 @@ def from_mlx(dtype) -> ScalarType:
     'bfloat'
     """
     name = str(dtype).split(".")[-1]
-    if name == "float64":
-        raise TypeError_("float64 is not supported on the GPU (Metal has no double); "
-                         "use mx.float32")
     if name == "bool":
         return bool_
     if name in BY_NAME:
         return BY_NAME[name]
     raise TypeError_(f"MLX dtype {dtype} is not supported")
+
+
+NO_DOUBLE = ("Metal has no double (float64): convert the data to float32 "
+             "(.astype(np.float32) or mx.float32), or run on backend='sim' or 'cuda'")
 
 
 def to_mlx(t: ScalarType):

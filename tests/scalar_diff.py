@@ -35,6 +35,7 @@ from metalbench import types as T
 
 TYPES = [T.bool_, T.int8, T.uint8, T.int16, T.uint16, T.int32, T.uint32, T.int64, T.uint64,
          T.float16, T.bfloat16, T.float32]
+TYPES64 = TYPES + [T.float64]          # the simulator and CUDA have double; Metal has not
 INTS = [t for t in TYPES if t.is_int]
 MODES = ("lit", "uni", "lane", "mix")
 HAVE_GCC = shutil.which("gcc") is not None
@@ -43,7 +44,7 @@ HAVE_GCC = shutil.which("gcc") is not None
 
 _INT_RANK = {"bool": 0, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 3, "uint32": 3,
              "int64": 4, "uint64": 4}
-_BY = {t.name: t for t in TYPES}
+_BY = {t.name: t for t in TYPES64}
 
 
 def promote(t):
@@ -115,6 +116,8 @@ _F32_SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 2.0**-149, 1e-40, 2.0*
                 2.0**32 - 256, 2.0**63, 2.0**63 - 2.0**39, -2.0**63, 2.0**64, 2.0**64 - 2.0**40,
                 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 255.5, 256.0, 300.5, -300.5, 127.5, -128.5, 32767.5,
                 65504.0, 65520.0, 65536.0, 1e10, -1e10, 1 / 3, 0.1, 1.0, -1.0, 7.0, 3.0]
+_F64_SPECIAL = _F32_SPECIAL + [1e300, -1e300, 5e-324, 2.2250738585072014e-308, 2.0**63 - 1024, 2.0**64 - 2048,
+                               2.0**53 + 2, 0.1, 1 / 3, 1 + 2.0**-8 + 2.0**-30, 1 + 2.0**-11 + 2.0**-40, 3.4028235677973366e38, 1e-46, 65519.99, 2.0**31 - 0.5]
 _F16_SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 2.0**-24, 2.0**-14, 65504.0, -65504.0,
                 2048.0, 0.5, 1.5, 2.5, -2.5, 255.5, 300.5, 1.0, -1.0, 0.1, 3.0]
 
@@ -144,7 +147,7 @@ def draw_value(draw, t):
             v -= 1 << t.bits
         return t.np.type(v)
     if draw.coin(0.35):
-        specials = _F32_SPECIAL if t.name == "float32" else _F16_SPECIAL
+        specials = {"float32": _F32_SPECIAL, "float64": _F64_SPECIAL}.get(t.name, _F16_SPECIAL)
         v = draw.pick(specials)
         with np.errstate(over="ignore"):
             return np.array(v, np.float64).astype(np.float32).astype(t.np)[()] if t.name == "bfloat16" \
@@ -153,7 +156,7 @@ def draw_value(draw, t):
         v = draw.int(-4000, 4000) / draw.pick([1, 2, 4, 8, 10, 16, 1024, 3])
         return np.array(v, np.float64).astype(np.float32).astype(t.np)[()]
     bits = draw.int(0, (1 << t.bits) - 1)
-    u = {16: np.uint16, 32: np.uint32}[t.bits]
+    u = {16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
     return np.array(bits, u).view(t.np)[()]
 
 
@@ -172,10 +175,10 @@ class Node:
     mode: str = ""               # leaf in a "mix" rendering: lit / uni / lane
 
 
-C_KEYWORD_TYPES = {"bool", "char", "short", "int", "long", "float"}
+C_KEYWORD_TYPES = {"bool", "char", "short", "int", "long", "float", "double"}
 MSL_NAME = {"bool": "bool", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
             "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong", "float16": "half",
-            "bfloat16": "bfloat", "float32": "float"}
+            "bfloat16": "bfloat", "float32": "float", "float64": "double"}
 MSL_ALIASES = {"int8": ["int8_t"], "uint8": ["uint8_t", "uchar"], "int16": ["int16_t"],
                "uint16": ["uint16_t"], "int32": ["int32_t"], "uint32": ["uint32_t", "unsigned int"],
                "int64": ["int64_t"], "uint64": ["uint64_t", "size_t"]}
@@ -189,7 +192,7 @@ class Gen:
         self.max_depth = max_depth
         self.types = types
         self.gpu_safe = gpu_safe          # no float a*b feeding + or - (GPUs contract to FMA)
-        self.leaves: dict[str, list] = {t.name: [] for t in TYPES}
+        self.leaves: dict[str, list] = {t.name: [] for t in TYPES64}
 
     def leaf(self, t=None):
         t = t or self.d.pick(self.types)
@@ -248,6 +251,16 @@ class Gen:
         return Node("logic", T.bool_, d.pick(["&&", "||"]), [a, b])
 
 
+def literal_ok(n) -> bool:
+    """Whether leaf ``n`` can be written as a literal: a double only when float holds it
+    (MSL and the DSL read float literals as float)."""
+    if n.type.name != "float64":
+        return True
+    v = float(n.value)
+    with np.errstate(over="ignore"):
+        return v != v or float(np.float32(v)) == v
+
+
 def walk(n):
     yield n
     for k in n.kids:
@@ -275,8 +288,9 @@ def _f32_text(v: float, draw=None) -> str:
     if style == "long" and v != 0:
         # a decimal strictly inside v's rounding interval, with 30 significant digits
         f = np.float32(v)
-        up = float(np.nextafter(f, np.float32(np.inf)))
-        lo = float(np.nextafter(f, np.float32(-np.inf)))
+        with np.errstate(over="ignore"):
+            up = float(np.nextafter(f, np.float32(np.inf)))
+            lo = float(np.nextafter(f, np.float32(-np.inf)))
         if math.isfinite(up) and math.isfinite(lo):
             from fractions import Fraction
             q = Fraction(v) + (Fraction(up) - Fraction(v)) * Fraction(draw.int(-499, 499), 1000)
@@ -327,6 +341,9 @@ def msl_literal(v, t, draw) -> str:
     fv = float(v)
     if t.name == "float32":
         return _f32_text(fv, draw)
+    if t.name == "float64":
+        # MSL has no double literal: a float literal, converted (the leaf is float-exact)
+        return f"double({_f32_text(fv, draw)})"
     if t.name == "float16":
         if math.isnan(fv) or math.isinf(fv):
             return f"half({_f32_text(fv)})"
@@ -356,6 +373,8 @@ def msl_cast(t, a_text, spelling, postfix: bool) -> str:
 def render_msl(n, mode, draw) -> str:
     if n.kind == "leaf":
         m = n.mode if mode == "mix" else mode
+        if m == "lit" and not literal_ok(n):
+            m = "uni"
         if m == "lit":
             return msl_literal(n.value, n.type, draw)
         idx = f"{2 * n.slot} + tid" if m == "lane" else f"{2 * n.slot}"
@@ -367,7 +386,7 @@ def render_msl(n, mode, draw) -> str:
         return f"({n.op} {k[0]})"
     if n.kind == "cast":
         kid = n.kids[0]
-        postfix = kid.kind == "leaf" and (kid.mode if mode == "mix" else mode) != "lit"
+        postfix = kid.kind == "leaf" and ((kid.mode if mode == "mix" else mode) != "lit" or not literal_ok(kid))
         return msl_cast(n.type, k[0], n.spelling, postfix)
     return f"({k[0]} ? {k[1]} : {k[2]})"
 
@@ -388,8 +407,12 @@ class DslEnv:
 def render_dsl(n, mode, draw, env: DslEnv) -> str:
     if n.kind == "leaf":
         m = n.mode if mode == "mix" else mode
+        if m == "lit" and not literal_ok(n):
+            m = "uni"
         if m == "lit":
             v, t = n.value, n.type
+            if t.name == "float64":      # a float constant, converted (constants are float)
+                return f"float64({env.const(np.float32(v))})"
             if t.is_bool:
                 return "True" if v else "False"
             if t.name == "int32" and int(v) != -2**31 and draw.coin():
@@ -425,7 +448,8 @@ def render_dsl(n, mode, draw, env: DslEnv) -> str:
 
 C_TYPE = {"bool": "_Bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
           "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int", "int64": "long",
-          "uint64": "unsigned long", "float16": "_Float16", "bfloat16": "float", "float32": "float"}
+          "uint64": "unsigned long", "float16": "_Float16", "bfloat16": "float", "float32": "float",
+          "float64": "double"}
 
 C_PRELUDE = r"""
 #include <stdio.h>
@@ -465,6 +489,17 @@ DIVMOD(uint64, unsigned long, unsigned long, 0)
 static void out_f32(int k, float v) { uint32_t u; memcpy(&u, &v, 4); printf("%d f %u\n", k, u); }
 static void out_f16(int k, _Float16 v) { uint16_t u; memcpy(&u, &v, 2); printf("%d f %u\n", k, u); }
 static void out_bf16(int k, float v) { uint32_t u; memcpy(&u, &v, 4); printf("%d f %u\n", k, u >> 16); }
+/* double -> bfloat16, rounded once: scale to an 8-bit significand, round to nearest even */
+#include <math.h>
+static float bf16d(double x) {
+    if (x != x || x == 0 || isinf(x)) return (float)x;
+    int e = ilogb(x); if (e < -126) e = -126;
+    double r = nearbyint(ldexp(x, 7 - e));       /* exact scaling; default mode: ties to even */
+    double v = ldexp(r, e - 7);
+    if (fabs(v) >= 0x1p128) return x > 0 ? __builtin_inff() : -__builtin_inff();
+    return (float)v;
+}
+static void out_f64(int k, double v) { unsigned long long u; memcpy(&u, &v, 8); printf("%d f %llu\n", k, u); }
 static void out_int(int k, unsigned long long v) { printf("%d i %llu\n", k, v); }
 """
 
@@ -481,7 +516,7 @@ def c_value(v, t) -> str:
     elif math.isinf(fv):
         lit = "__builtin_inff()" if fv > 0 else "(-__builtin_inff())"
     else:
-        lit = f"({float.hex(fv)}f)"
+        lit = f"({float.hex(fv)}{'' if t.name == 'float64' else 'f'})"
     return f"(({C_TYPE[t.name]}){lit})"
 
 
@@ -494,7 +529,9 @@ def c_conv(x: str, src, dst) -> str:
     if src.is_float and dst.is_int:
         return f"sat_{dst.name}((double)({x}))"
     if dst.name == "bfloat16":
-        return f"bf16((float)({x}))"          # every source rounds through float
+        if src.name == "float64":
+            return f"bf16d({x})"                 # double rounds once
+        return f"bf16((float)({x}))"          # every other source rounds through float
     return f"(({C_TYPE[dst.name]})({x}))"
 
 
@@ -560,7 +597,7 @@ class CProgram:
 
     def out(self, k, name, t):
         if t.is_float:
-            fn = {"float32": "out_f32", "float16": "out_f16", "bfloat16": "out_bf16"}[t.name]
+            fn = {"float32": "out_f32", "float16": "out_f16", "bfloat16": "out_bf16", "float64": "out_f64"}[t.name]
             self.lines.append(f"    {fn}({k}, {name});")
         else:
             self.lines.append(f"    out_int({k}, (unsigned long long)({name}));")
@@ -583,7 +620,7 @@ def run_c(exprs, workdir=None):
     with open(cpath, "w") as f:
         f.write(src)
     r = subprocess.run(["gcc", "-std=c11", "-O0", "-fwrapv", "-ffp-contract=off", "-fno-strict-aliasing",
-                        "-w", "-o", exe, cpath], capture_output=True, text=True)
+                        "-w", "-o", exe, cpath, "-lm"], capture_output=True, text=True)
     if r.returncode != 0:
         raise AssertionError("gcc rejected the oracle program (a typing rule disagrees with C?):\n"
                              + r.stderr[:3000])
@@ -643,7 +680,7 @@ def bits_of(arr, t):
     """Bit patterns (Python ints) of an output array."""
     a = np.asarray(arr)
     if t.is_float:
-        u = {16: np.uint16, 32: np.uint32}[t.bits]
+        u = {16: np.uint16, 32: np.uint32, 64: np.uint64}[t.bits]
         return [int(x) for x in a.view(u)]
     if t.is_bool:
         return [int(bool(x)) for x in a]
@@ -654,7 +691,8 @@ def same_bits(got: int, want: int, t) -> bool:
     if got == want:
         return True
     if t.is_float:
-        e = {"float16": (0x7c00, 0x3ff), "bfloat16": (0x7f80, 0x7f), "float32": (0x7f800000, 0x7fffff)}[t.name]
+        e = {"float16": (0x7c00, 0x3ff), "bfloat16": (0x7f80, 0x7f), "float32": (0x7f800000, 0x7fffff),
+             "float64": (0x7ff0000000000000, (1 << 52) - 1)}[t.name]
         nan = lambda b: (b & e[0]) == e[0] and (b & e[1]) != 0  # noqa: E731 (any NaN is NaN)
         return nan(got) and nan(want)
     return False
@@ -672,6 +710,8 @@ def fmt_bits(b, t):
     if t.is_float:
         if t.bits == 32:
             return f"{struct.unpack('<f', struct.pack('<I', b))[0]!r} (0x{b:08x})"
+        if t.bits == 64:
+            return f"{struct.unpack('<d', struct.pack('<Q', b))[0]!r} (0x{b:016x})"
         v = np.array(b, np.uint16).view(t.np)[()]
         return f"{float(v)!r} (0x{b:04x})"
     if t.is_signed and b >= 1 << (t.bits - 1):
@@ -760,7 +800,7 @@ def compare(exprs, c_bits, res, where, kir, front: str, gaps=None):
             gaps.append(f"{front}: {ir.dump([stores[i * 4]]).strip()}")
         v = const_value(lit)
         if v is None:
-            if not has_int_division(e):
+            if not has_int_division(e) and all(literal_ok(x) for x in walk(e) if x.kind == "leaf"):
                 bad.append(f"{front}: the literal form has no compile-time value: {ir.dump([stores[i * 4]])}"
                            f"\n  {describe(e)}")
             continue

@@ -260,13 +260,14 @@ def test_kernel_returning_value_refused():
     _raises(mb.KernelSyntaxError, k, X, match="cannot return a value")
 
 
-def test_float64_input_suggests_float32():
+def test_float64_input_is_float64_and_metal_suggests_float32():
     @mb.kernel
     def k(x, out: mb.Out):
         out[0] = x[0]
 
-    with pytest.raises(mb.KernelLaunchError, match="float32"):
-        k.ir(np.ones(4))
+    assert k.ir(np.ones(4)).params[0].type == mb.float64
+    with pytest.raises(mb.KernelTypeError, match="Metal has no double.*float32"):
+        k.source(np.ones(4), backend="metal")
 
 
 def test_wrong_number_of_arguments():

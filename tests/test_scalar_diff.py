@@ -40,6 +40,13 @@ def test_single_operations_agree(data):
     _fail(SD.batch(SD.HypothesisDraw(data), n_exprs=N_EXPRS, max_depth=1))
 
 
+@settings(**SETTINGS)
+@given(st.data())
+def test_with_double_folding_simulator_and_gcc_agree(data):
+    """float64 among the types (the simulator's; Metal has none): C's double is the oracle."""
+    _fail(SD.batch(SD.HypothesisDraw(data), n_exprs=N_EXPRS, max_depth=3, types=SD.TYPES64))
+
+
 def test_the_oracle_catches_a_wrong_rule(monkeypatch):
     """The comparison can fail: a simulator whose float -> int cast wraps is caught."""
     import random

@@ -109,6 +109,9 @@ def cuda(float: str | None = None, int: str | None = None, helpers: dict | None 
         fn = float if elem.is_float else int
         if fn is None:
             raise KernelTypeError(f"no CUDA spelling for {elem.name} arguments", args[0].span if args else None)
+        if elem.name == "float64" and fn.endswith("f") and not fn.startswith(("mb_", "__")) and fn not in helpers:
+            # CUDA's double functions are the C names without the f (expf -> exp)
+            return f"{fn[:-1]}({', '.join(texts)})"
         if fn in helpers:
             p.need(fn, helpers[fn])
         if elem.is_float and elem.name != "float32":

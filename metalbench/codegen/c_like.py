@@ -190,6 +190,12 @@ class CPrinter:
             return f"{iv}{suf}"
         if t.name == "float32":
             return self.float_literal(v)
+        if t.name == "float64":
+            d = float(v)
+            if not np.isfinite(d):       # NAN / INFINITY are float; the cast keeps the value
+                return self.cast_text(t, self.float_literal(d))
+            r = repr(d)                  # shortest round-trip text: C reads it back exactly
+            return r if ("." in r or "e" in r) else r + ".0"
         if t.name == "float16" and self.d.half_suffix:
             h = S.value(v, t)
             if np.isfinite(h):

@@ -55,7 +55,7 @@ __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INP
 GRID_INPUT = "mb_grid"
 SHIM_INCLUDE = str(Path(__file__).parent / "cuda_shim")
 
-CUDA_TYPES = {t.name: t.cuda for t in T.SCALARS}
+CUDA_TYPES = {t.name: t.cuda for t in T.ALL_SCALARS}
 
 _CUDA_WORDS = """
 __global__ __device__ __host__ __shared__ __constant__ __restrict__ __syncthreads __syncwarp
@@ -355,6 +355,9 @@ class CUDAPrinter(CPrinter):
         inner = self.expr(value)
         if isinstance(t, T.ScalarType) and isinstance(src, T.ScalarType):
             halfish = {"float16", "bfloat16"}
+            if src.name == "float64" and t.name in halfish:
+                # one rounding, as the simulator's (through float would round twice)
+                return f"__double2{'half' if t.name == 'float16' else 'bfloat16'}({inner})"
             if (t.name in halfish or src.name in halfish) and "float32" not in (t.name, src.name):
                 inner = f"static_cast<float>({inner})"
         return self.cast_text(t, inner)

@@ -229,6 +229,30 @@ def render(kernel: ir.KernelIR) -> Rendered:
     >>> r = render(k); r.body, r.atomic_outputs
     ('atomic_fetch_add_explicit(&o[0u], 1u, memory_order_relaxed);', True)
     """
+    no_double(kernel)
     p = MSLPrinter(kernel)
     lines = p.body_lines()    # printing decides the helpers, extra inputs and atomic outputs
     return render_with(p, kernel, lines, atomic_outputs=any(x.name in p.atomic_kernel for x in kernel.outputs))
+
+
+def no_double(kernel: ir.KernelIR):
+    """Raises a ``KernelTypeError`` at the first use of float64 (Metal has no double): an
+    expression of that type (at its line), else a parameter or constant array.
+
+    >>> from metalbench import ir, types as T
+    >>> no_double(ir.KernelIR("k", [ir.Param("x", "buffer", T.float64)], []))
+    Traceback (most recent call last):
+    ...
+    metalbench.errors.KernelTypeError: parameter 'x' is float64, but Metal has no double (float64): ...
+    """
+    for body in [fn.body for fn in kernel.functions] + [kernel.body]:
+        for n in ir.walk(body):
+            t = n.elem if isinstance(n, ir.ArrayDecl) else getattr(n, "type", None)
+            if isinstance(t, (T.ScalarType, T.VectorType)) and T.elem_of(t) == T.float64:
+                raise KernelTypeError(f"this value is float64, but {T.NO_DOUBLE}", getattr(n, "span", None))
+    for p in kernel.params:
+        if T.elem_of(p.type) == T.float64:
+            raise KernelTypeError(f"parameter '{p.name}' is float64, but {T.NO_DOUBLE}")
+    for g in kernel.globals:
+        if g.elem == T.float64:
+            raise KernelTypeError(f"constant array '{g.name}' is float64, but {T.NO_DOUBLE}", g.span)

@@ -134,7 +134,8 @@ def resolve_dtype(obj) -> T.ScalarType | None:
     except Exception:
         return None
     if dt == np.float64:
-        return T.float32 if obj is float else None
+        # Python's float type spells MSL's float; np.float64 / "float64" are float64
+        return T.float32 if obj is float else T.float64
     try:
         return T.from_numpy(dt)
     except Exception:
