@@ -127,3 +127,18 @@ def test_float64_on_the_gpu_is_numpy_float64():
     out = np.asarray(axpy64(a, X, Y, grid=100, threadgroup=32, backend="cuda"))
     assert out.dtype == np.float64
     np.testing.assert_array_equal(out, a * X + Y)      # CUDA may contract a*x+y: then ulp-level
+
+
+def test_simd_sums_of_doubles_stay_double():
+    from metalbench.dsl import simd_prefix_inclusive_sum, simd_sum
+
+    @mb.kernel
+    def k(a, out: mb.Out, p: mb.Out):
+        i = thread_position_in_grid.x
+        out[i] = simd_sum(a[i])
+        p[i] = simd_prefix_inclusive_sum(a[i])
+
+    x = 2.0**40 + np.arange(64, dtype=np.float64)      # exact in double, not in float
+    s, p = (np.asarray(o) for o in k(x, grid=64, threadgroup=64, backend="sim"))
+    assert s.tolist() == [x[:32].sum()] * 32 + [x[32:].sum()] * 32
+    assert p.tolist() == np.concatenate([np.cumsum(x[:32]), np.cumsum(x[32:])]).tolist()

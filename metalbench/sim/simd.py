@@ -88,8 +88,8 @@ def identity(op: str, dt):
 
 
 def _acc_dtype(dt):
-    # half and bfloat accumulate in float32, as the GPU's ALUs do
-    return np.dtype(np.float32) if _is_float(dt) else dt
+    # half and bfloat accumulate in float32, as the GPU's ALUs do; double in double
+    return np.dtype(np.float32) if _is_float(dt) and dt.itemsize <= 4 else dt
 
 
 _UFUNC = {"sum": np.add, "product": np.multiply, "max": np.maximum, "min": np.minimum,
