@@ -23,8 +23,9 @@ What it does:
    * test scaffolding stays numba-cuda's own: ``numba.cuda.testing`` (CUDATestCase,
      skip_on_cudasim...), ``numba.cuda.tests.support``, ``numba.cuda.tests``, the names
      ``config``/``HAS_NUMBA`` and the modules ``numba.cuda.config``, ``numba.cuda.core.config``,
-     ``numba.cuda.utils``. Both runs set ``NUMBA_ENABLE_CUDASIM=1``, so every skip decorator
-     evaluates the same way in both.
+     ``numba.cuda.utils``. Both runs set ``NUMBA_ENABLE_CUDASIM=1`` (so the scaffolding imports
+     without a GPU and the other skip decorators agree), but under metalbench
+     ``skip_on_cudasim`` is a no-op: what Numba's simulator cannot do, metalbench is asked to.
    * the exceptions a test expects (``numba.core.errors``, ``numba.cuda.core.errors``) come
      from a small scaffold module: ``TypingError`` and the other ``*Error`` names are
      metalbench's ``MetalbenchError``, ``*Warning`` names are ``Warning`` (metalbench cannot
