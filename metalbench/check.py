@@ -262,10 +262,40 @@ class CheckResult:
         return (f"{self.kernel_name} [{self.backend}]: MISMATCH in {self.mismatches} of {self.size} elements "
                 f"({100 * self.mismatch_fraction:.3g}%{nf}; {figs})")
 
+    @property
+    def hint(self) -> str | None:
+        """For a float mismatch at rounding level (all differences tiny next to the
+        output's magnitude, no NaN/Inf disagreement): that it looks like rounding, and the
+        tolerance that would accept it. Sums in another order (a parallel scan or
+        reduction) round differently from NumPy's sequential ones."""
+        if self.ok or self.nan_inf_mismatches:
+            return None
+        worst = 0.0
+        for o in self.outputs:
+            if o.mismatches == 0:
+                continue
+            if o.got.dtype.kind != "f" and o.got.dtype.name != "bfloat16":
+                return None
+            exp = np.asarray(o.expected, dtype=np.float64)
+            scale = float(np.max(np.abs(exp[np.isfinite(exp)]), initial=0.0))
+            # a few dozen roundings of the output's own magnitude, no more
+            eps = float(np.finfo(np.float32 if o.got.dtype.name == "bfloat16" else o.got.dtype).eps)
+            eps = 2.0 ** -7 if o.got.dtype.name == "bfloat16" else eps
+            if not scale or o.max_abs_err > 32 * eps * scale:
+                return None
+            worst = max(worst, o.max_abs_err)
+        atol = float(f"{2 * worst:.0e}") if worst else 0.0
+        atol = atol if atol >= 2 * worst else atol * 2
+        return (f"the differences are at rounding level for outputs of this magnitude (a parallel sum "
+                f"rounds differently from NumPy's sequential one); if that is expected, pass atol={atol:g} "
+                f"(check(..., atol={atol:g}); %%metal --atol {atol:g})")
+
     def __repr__(self) -> str:
         lines = [self.summary()]
         for name, ix, g, e in self.first_mismatches:
             lines.append(f"  {name}{list(ix)}: got {g!r}, expected {e!r}")
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -278,6 +308,8 @@ class CheckResult:
                            f"<td>{html.escape(repr(e))}</td></tr>" for n, ix, g, e in self.first_mismatches)
             parts.append("<table><tr><th>output</th><th>index</th><th>got</th><th>expected</th></tr>"
                          f"{rows}</table>")
+            if self.hint:
+                parts.append(f"<div><i>hint: {html.escape(self.hint)}</i></div>")
         for o in self.outputs:
             if o.got.ndim == 2 and not self.ok:
                 png = heatmap_png(o)

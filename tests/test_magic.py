@@ -166,3 +166,37 @@ def test_panel_sweeps_constexpr_axes(ip):
     assert wb.base["K"] == s.best["K"] and wb.threadgroup[0] == s.best["threadgroup"]
     r = cell(ip, "--grid n", body)
     assert r.panel.axis_fields["K"].value == "1, 2, 4"              # around the default
+
+
+SCAN = """def scan(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    buf = threadgroup_array(64, float32)
+    buf[l] = x[i]
+    threadgroup_barrier(mem_threadgroup)
+    d = 1
+    while d < 64:
+        v = buf[l - d] if l >= d else 0.0
+        threadgroup_barrier(mem_threadgroup)
+        buf[l] += v
+        threadgroup_barrier(mem_threadgroup)
+        d *= 2
+    out[i] = buf[l]
+"""
+
+
+def test_rounding_level_mismatch_hints_at_a_tolerance(ip):
+    """A parallel scan rounds differently from np.cumsum: the mismatch says so and names the
+    tolerance; --atol accepts it; a real bug gets no such hint."""
+    import numpy as np
+    rng = np.random.default_rng(5)
+    ip.user_ns["xs"] = rng.standard_normal(4096).astype(np.float32)
+    ip.user_ns["scan_ref"] = lambda x: np.concatenate([np.cumsum(b) for b in x.reshape(-1, 64)])
+    r = cell(ip, "--grid 4096 --threadgroup 64 --ref scan_ref --args '(xs,)' --no-widget", SCAN)
+    assert not r.check.ok             # this seed's data round differently from np.cumsum
+    assert "rounding level" in r.check.hint and "atol=" in repr(r.check)
+    atol = float(r.check.hint.split("atol=")[1].split()[0].rstrip(")"))
+    r2 = cell(ip, f"--grid 4096 --threadgroup 64 --ref scan_ref --args '(xs,)' --atol {atol} --no-widget", SCAN)
+    assert r2.check.ok
+    r3 = cell(ip, "--grid 4096 --threadgroup 64 --ref 'lambda x: scan_ref(x) + 1' --args '(xs,)' --no-widget", SCAN)
+    assert not r3.check.ok and r3.check.hint is None

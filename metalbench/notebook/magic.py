@@ -401,7 +401,7 @@ class MetalMagics(Magics):
         got = [np.array(runtime.to_numpy(o)) for o in outs]
         res.timing = timing
         if ref is not None:
-            res.check = check_outputs(lc, ref, got)
+            res.check = check_outputs(lc, ref, got, rtol=opts.rtol, atol=opts.atol)
         if opts.sweep:
             kw = dict(launch)
             kw.pop("threadgroup", None)
@@ -441,7 +441,7 @@ class MetalMagics(Magics):
             return
         if HAVE_WIDGETS and not opts.no_widget:
             wb = Workbench(kernel, args, launch, ref, res.check, res.timing, res.sweep, sweep_axes=res.sweep_axes,
-                           grad=res.grad)
+                           grad=res.grad, tolerances=dict(rtol=opts.rtol, atol=opts.atol))
             res.panel = wb
             display(wb)
             return

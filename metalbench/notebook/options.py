@@ -36,6 +36,12 @@ OPTIONS = [
      "a NumPy reference: a callable taking the kernel's inputs by position and returning the "
      "expected output(s); the cell compares and shows the diff",
      "--ref np.exp      --ref 'lambda a, x, y: a * x + y'"),
+    ("--rtol", "R", {"type": float},
+     "relative tolerance of the comparison with --ref (default by dtype: float32 1e-5, float16 1e-3)",
+     "--rtol 1e-4"),
+    ("--atol", "A", {"type": float},
+     "absolute tolerance of the comparison with --ref (default by dtype: float32 1e-6)",
+     "--atol 1e-4      (a parallel sum rounds differently from NumPy's)"),
     ("--args", "EXPR", {},
      "arguments instead of the notebook variables of the same names: a dict by name or a tuple "
      "in order",

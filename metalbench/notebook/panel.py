@@ -98,8 +98,9 @@ if HAVE_WIDGETS:
         """The ``%%metal`` panel: status, launch controls, Run/Sweep/Export, and tabs."""
 
         def __init__(self, kernel, args=(), launch=None, ref=None, result=None, timing=None, sweep=None,
-                     source=None, lang="metal", sweep_axes=None, grad=None):
+                     source=None, lang="metal", sweep_axes=None, grad=None, tolerances=None):
             self.kernel = kernel
+            self.tolerances = {k: v for k, v in (tolerances or {}).items() if v is not None}
             self.args = tuple(args)
             self.base = dict(launch or {})
             self.ref = ref
@@ -247,7 +248,8 @@ if HAVE_WIDGETS:
                 from ..runtime import to_numpy
                 import numpy as np
                 got = [np.array(to_numpy(o)) for o in outs]
-                self.result = check_outputs(launch, self.ref, got) if self.ref is not None else None
+                self.result = (check_outputs(launch, self.ref, got, **self.tolerances)
+                               if self.ref is not None else None)
                 self.timing = timing
             except Exception as e:  # noqa: BLE001 — shown in the panel; the kernel keeps running
                 self._show_error(e)
