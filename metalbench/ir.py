@@ -157,6 +157,14 @@ class Cast(Expr):
 
 
 @dataclass(eq=False)
+class Bitcast(Expr):
+    """``as_type<type>(value)``: the bits of ``value`` read as ``type`` (the same size in
+    bytes; a vector's components in order, as in memory)."""
+    type: ScalarType | VectorType
+    value: Expr
+
+
+@dataclass(eq=False)
 class Load(Expr):
     """``buf[index]``: buf names a kernel buffer, a threadgroup/thread array or a
     buffer parameter of a device function; index is linear, in elements."""
@@ -493,6 +501,8 @@ def _e(x) -> str:
         return f"({_e(x.cond)} ? {_e(x.a)} : {_e(x.b)})"
     if isinstance(x, Cast):
         return f"{x.type.name}({_e(x.value)})"
+    if isinstance(x, Bitcast):
+        return f"as_type<{x.type.name}>({_e(x.value)})"
     if isinstance(x, Load):
         return f"{x.buf}[{_e(x.index)}]"
     if isinstance(x, ShapeOf):

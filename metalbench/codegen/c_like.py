@@ -278,6 +278,13 @@ class CPrinter:
     def e_Load(self, e):
         return self.load(e.buf, e.index, e.type), POSTFIX
 
+    def e_Bitcast(self, e):
+        return self.bitcast(e), POSTFIX
+
+    def bitcast(self, e: ir.Bitcast) -> str:
+        """``as_type<T>(x)``: Metal's spelling; CUDA copies the bytes (a helper)."""
+        return f"as_type<{self.tname(e.type)}>({self.expr(e.value, ASSIGN)})"
+
     def _output_meta(self, buf: str, kind: str) -> str | None:
         """MLX passes shapes and strides of inputs only: an output's come as an extra
         input (``mb_<out>_shape`` int32 / ``mb_<out>_strides`` int64, row-major)."""

@@ -405,6 +405,10 @@ class CUDAPrinter(CPrinter):
             return f"{self.tname(p.type)} {self.name(p.name)}"
         return f"{'const ' if p.const else ''}{self.tname(p.type)}* {self.name(p.name)}"
 
+    def bitcast(self, e: ir.Bitcast) -> str:
+        self.need("mb_as_type", _AS_TYPE)
+        return f"mb_as_type<{self.tname(e.type)}>({self.expr(e.value, ASSIGN)})"
+
     def prelude(self) -> list[str]:
         g = GRID_INPUT
         if self.exact_grid:
@@ -424,6 +428,15 @@ class CUDAPrinter(CPrinter):
                 out.append(f"const {ty} {a} = {ex};")
         return out
 
+
+
+# as_type<T>(x): the bytes of x read as T (memcpy is the defined way in C++; nvcc inlines it)
+# (the front end has checked that the sizes agree, as Metal requires)
+_AS_TYPE = """template <class T, class U> __device__ inline T mb_as_type(U u) {
+    T t;
+    __builtin_memcpy(&t, &u, sizeof(T));
+    return t;
+}"""
 
 def render(kernel: ir.KernelIR, exact_grid: bool = False) -> Rendered:
     """Prints ``kernel`` as an MLX CUDA kernel (body, header, names).

@@ -215,6 +215,34 @@ class ViewSemantics:
                              hint="pass the scalar pointer and build the vector in the function")
         return ir.BufArg(v.buf, None if _zero(v.offset) else v.offset, span=span)
 
+    # -- reinterpreting values ------------------------------------------------------------
+    def bitcast(self, t, e: ir.Expr, span=None) -> ir.Expr:
+        """``as_type<t>(e)``: the bits of ``e`` read as ``t`` (scalars or vectors of the same
+        size in bytes); folded on constants.
+
+        >>> from metalbench.semantics import Semantics
+        >>> hex(Semantics().bitcast(T.uint32, ir.Const(1.0, T.float32)).value)
+        '0x3f800000'
+        """
+        if e.type is None:
+            raise self.error("as_type of something without a value (void)", span)
+
+        def size(x):
+            return x.itemsize if isinstance(x, T.ScalarType) else x.elem.itemsize * (4 if x.n == 3 else x.n)
+        if T.elem_of(t).is_bool or T.elem_of(e.type).is_bool or size(t) != size(e.type):
+            raise self.error(f"as_type<{t.msl}> of a {e.type.msl}: the types must have the same size "
+                             f"({size(t)} and {size(e.type)} bytes) and not be bool", span,
+                             hint="as_type reinterprets bits; to convert a value, cast it: T(x)")
+        if (isinstance(t, T.VectorType) and t.n == 3) != (isinstance(e.type, T.VectorType) and e.type.n == 3):
+            raise self.error("as_type between a 3-component vector and another type is not supported", span)
+        if e.type == t:
+            return e
+        if isinstance(e, ir.Const) and isinstance(e.type, T.ScalarType):
+            import numpy as np
+            v = np.array([e.value], dtype=e.type.np).view(t.np)[0]
+            return ir.Const(v.item() if not t.is_float else float(v), t, span=span)
+        return ir.Bitcast(t, e, span=span)
+
     # -- pointer arithmetic between two views ----------------------------------------------
     def view_difference(self, a: View, b: View, span=None) -> ir.Expr:
         """``a - b`` of two pointers into one buffer: elements between them (``long``)."""

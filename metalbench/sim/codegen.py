@@ -1009,6 +1009,14 @@ class Gen:
     def ex_Load(self, e):
         return self.load(e)
 
+    def ex_Bitcast(self, e):
+        # as_type: the components' bytes read as the new type (NumPy views)
+        src, dst = T.elem_of(e.value.type), T.elem_of(e.type)
+        r = self.tmp(f"_mem.bitcast([{', '.join(self.exl(e.value))}], {self.dtn(src)}, {self.dtn(dst)})")
+        if _is_vec(e.type):
+            return [f"{r}[{k}]" for k in range(e.type.n)]
+        return f"{r}[0]"
+
     def ex_ShapeOf(self, e):
         return f"s_{e.buf}[{e.dim}]"
 

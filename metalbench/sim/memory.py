@@ -71,6 +71,21 @@ def reinterpret(data, dtype):
     return raw[:raw.size - raw.size % dt.itemsize].view(dt)
 
 
+def bitcast(comps, src, dst) -> list:
+    """``as_type``: the components ``comps`` (scalars or lane vectors of dtype ``src``) as
+    bytes, read as components of dtype ``dst`` (uniform in, uniform out).
+
+    >>> [hex(int(v)) for v in bitcast([np.float32(1.0)], np.float32, np.uint32)]
+    ['0x3f800000']
+    """
+    arrs = [np.asarray(c, dtype=src) for c in comps]
+    shape = np.broadcast_shapes(*(a.shape for a in arrs))
+    raw = np.ascontiguousarray(np.stack([np.broadcast_to(a, shape) for a in arrs], axis=-1)).view(dst)
+    if raw.ndim == 1:
+        return [raw[k] for k in range(raw.shape[0])]
+    return [raw[:, k].copy() for k in range(raw.shape[-1])]
+
+
 def _zero(data):
     return data.dtype.type(0)
 

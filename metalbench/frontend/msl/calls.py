@@ -37,10 +37,20 @@ class CallsMixin:
             targs = fn.child_by_field_name("arguments").named_children
         # casts and constructors
         if name in ("static_cast", "reinterpret_cast", "as_type", "bit_cast"):
-            if name != "static_cast":
-                self.unsupported(node, f"'{name}<...>'")
+            if len(targs) != 1 or len(argn) != 1:
+                self.type_err(node, f"{name}<T>(x) takes one type and one value")
+            if self.ptr_rank(node) is not None:
+                self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
+                              hint="index it (p[i]) or dereference it (*p)")
             t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
-            return self.cast_to(t, [self.expr(argn[0])], node)
+            if name == "static_cast":
+                return self.cast_to(t, [self.expr(argn[0])], node)
+            if name == "reinterpret_cast":
+                self.type_err(node, "reinterpret_cast of a value: use as_type<T>(x) to reinterpret bits")
+            return self.sem.bitcast(t, self.expr(argn[0]), sp)
+        limits = self.numeric_limits(fn, argn, node)
+        if limits is not None:
+            return limits
         if fn.type in ("primitive_type", "identifier", "type_identifier", "sized_type_specifier") \
                 and self.is_type_name(fn) and self.lookup(name) is None or isinstance(self.lookup(name), _TypeName):
             t, _ = self.resolve_type(fn)
@@ -60,6 +70,17 @@ class CallsMixin:
         if name == "select" and len(argn) == 3:
             a, b, c = (self.expr(x) for x in argn)
             return self.sem.select(c, b, a, sp)
+        if name in ("all", "any") and len(argn) == 1:
+            # Metal's relational all(bool4) / any(bool4) (the SIMD votes are simd_all/simd_any)
+            v = self.expr(argn[0])
+            if isinstance(v.type, T.VectorType):
+                v = self.sem.once(v, sp)
+                e = None
+                for c in "xyzw"[:v.type.n]:
+                    comp = self.sem.to_bool(self.sem.component(v, c, sp), sp)
+                    e = comp if e is None else self.sem.logical("and" if name == "all" else "or", e, comp, sp)
+                return e
+            return self.sem.to_bool(v, sp)
         if name == "dot" and len(argn) == 2:
             a, b = (self.expr(x) for x in argn)
             if not isinstance(a.type, T.VectorType):
@@ -88,6 +109,30 @@ class CallsMixin:
             self.unsupported(node, f"'{name}'")
         raise KernelNameError(f"use of undeclared function '{name}'", sp,
                               hint="define it in header=, or check the spelling of the Metal builtin")
+
+    def numeric_limits(self, fn, argn, node):
+        """``metal::numeric_limits<T>::infinity()`` & co.: a constant of type T, or None
+        when ``fn`` is not such a member."""
+        if fn.type != "qualified_identifier":
+            return None
+        while fn.type == "qualified_identifier" and fn.child_by_field_name("scope") is not None \
+                and fn.child_by_field_name("scope").type == "namespace_identifier":
+            fn = fn.child_by_field_name("name")
+        scope = fn.child_by_field_name("scope") if fn.type == "qualified_identifier" else None
+        if scope is None or scope.type != "template_type" or \
+                self.text(scope.child_by_field_name("name")).strip() != "numeric_limits":
+            return None
+        member = self.text(fn.child_by_field_name("name")).strip()
+        targs = scope.child_by_field_name("arguments").named_children
+        t, _ = self.resolve_type(_type_of_descriptor(targs[0])) if len(targs) == 1 else (None, False)
+        if not isinstance(t, T.ScalarType) or t.is_bool:
+            self.type_err(scope, "numeric_limits<T> needs a scalar number type")
+        v = _limit(t, member)
+        if v is None:
+            self.unsupported(node, f"numeric_limits<{t.msl}>::{member}()")
+        if argn:
+            self.type_err(node, f"numeric_limits<{t.msl}>::{member}() takes no arguments")
+        return self.sem.const(v, t, self.sp(node))
 
     def atomic(self, name, argn, node, stmt):
         sp = self.sp(node)
@@ -126,3 +171,19 @@ class CallsMixin:
         if len(argn) < 2:
             self.type_err(node, f"{name} needs a value")
         return self.sem.atomic(op, buf.name, t, buf.space, idx, [self.expr(argn[1])], sp, who=name)
+
+
+def _limit(t, member):
+    """The value of ``numeric_limits<t>::member()`` (None: not a member metalbench knows)."""
+    import numpy as np
+    if t.is_float:
+        import ml_dtypes
+        fi = ml_dtypes.finfo(t.np) if t == T.bfloat16 else np.finfo(t.np)
+        table = {"infinity": float("inf"), "quiet_NaN": float("nan"), "signaling_NaN": float("nan"),
+                 "max": float(fi.max), "lowest": float(-fi.max), "min": float(fi.smallest_normal),
+                 "epsilon": float(fi.eps), "denorm_min": float(fi.smallest_subnormal), "round_error": 0.5}
+    else:
+        ii = np.iinfo(t.np)
+        table = {"max": int(ii.max), "min": int(ii.min), "lowest": int(ii.min), "epsilon": 0, "infinity": 0,
+                 "quiet_NaN": 0, "signaling_NaN": 0, "denorm_min": 0, "round_error": 0}
+    return table.get(member)

@@ -57,10 +57,8 @@ class ExpressionsMixin:
                 if isinstance(sym, ShapeArr):
                     return self.shape_index(sym, node)
                 if isinstance(sym, ir.Var) and isinstance(sym.type, T.VectorType):
-                    i = const_value(self.expr(node.child_by_field_name("indices").named_children[0]))
-                    if i is None:
-                        self.unsupported(node, "indexing a vector with a run-time index")
-                    return self.sem.vector_index(ir.Var(sym.name, sym.type, span=sp), int(i), sp)
+                    return self.vector_element(ir.Var(sym.name, sym.type, span=sp),
+                                               node.child_by_field_name("indices").named_children[0], sp)
             return self.load_at(node)
         if k == "pointer_expression":
             if self.text(node).lstrip().startswith("*"):
@@ -181,6 +179,19 @@ class ExpressionsMixin:
             self.unsupported(node, f"sizeof of '{self.text(v)[:40]}'")
         pre, e = self.with_pre(lambda: self.expr(v))     # unevaluated: only its type counts
         return size_of(e.type)
+
+    def vector_element(self, v, inode, sp):
+        """``v[i]`` of a vector: a component, or for a run-time ``i`` a selection among them."""
+        ie = self.sem.index(self.expr(inode), sp)
+        i = const_value(ie)
+        if i is not None:
+            return self.sem.vector_index(v, int(i), sp)
+        ie = self.sem.once(ie, sp)
+        e = self.sem.vector_index(v, v.type.n - 1, sp)
+        for c in range(v.type.n - 2, -1, -1):
+            cond = self.sem.binop("==", ie, ir.Const(c, T.int32, span=sp), sp)
+            e = self.sem.select(cond, self.sem.vector_index(v, c, sp), e, sp)
+        return e
 
     def paren_type(self, node):
         """The type ``(T)`` names when ``node`` is a parenthesised type name that the C++

@@ -31,6 +31,9 @@ _QUAL_RE = re.compile(r"\b(device|threadgroup|constant|thread|METAL_FUNC|constex
 
 
 _TEMPLATE_NAMES = {"static_cast", "reinterpret_cast", "const_cast", "mb_view", "as_type", "bit_cast", "atomic", "vec",
+                   "simdgroup_matrix", "texture1d", "texture1d_array", "texture2d", "texture2d_array", "texture3d",
+                   "texturecube", "texturecube_array", "texture2d_ms", "depth2d", "depth2d_array", "depthcube",
+                   "texture_buffer", "array_ref", "packed_vec", "make_filled_simdgroup_matrix", "tuple", "pair",
                    "numeric_limits", "template", "include", "Limits", "metal", "array", "matrix"}
 
 

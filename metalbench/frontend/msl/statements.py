@@ -74,6 +74,8 @@ class StatementsMixin:
             return pre + [ir.If(cond, then, orelse, span=sp)]
         if k == "for_statement":
             return self.for_stmt(node)
+        if k == "for_range_loop":
+            return self.range_for(node)
         if k == "while_statement":
             cnode = node.child_by_field_name("condition")
             pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cnode.named_children[-1])))
@@ -103,6 +105,19 @@ class StatementsMixin:
                 self.type_err(node, "this function must return a value")
             pre, v = self.with_pre(lambda: self.sem.convert(self.expr(vals[0]), self.ret_type))
             return pre + [ir.Return(v, span=sp)]
+        if k == "alias_declaration":       # using T4 = vec<T, 4>;
+            t, _ = self.resolve_type(node.child_by_field_name("type"))
+            self.scopes[-1][self.text(node.child_by_field_name("name"))] = _TypeName(t)
+            return []
+        if k == "type_definition":         # typedef float2 F2;
+            t, _ = self.resolve_type(node.child_by_field_name("type"))
+            for d in node.children_by_field_name("declarator"):
+                if d.type != "type_identifier":
+                    self.unsupported(d, f"the typedef '{self.text(d)}'")
+                self.scopes[-1][self.text(d)] = _TypeName(t)
+            return []
+        if k in ("using_declaration", "namespace_alias_definition"):   # using namespace metal;
+            return []
         if k in ("switch_statement", "goto_statement", "labeled_statement", "try_statement",
                  "throw_statement"):
             self.unsupported(node, f"'{k.replace('_statement', '')}'")
@@ -140,6 +155,34 @@ class StatementsMixin:
             body = cpre + [brk] + body
             cond = None
         return [ir.CFor(init, cond, upd, body, span=sp)]
+
+    def range_for(self, node):
+        """``for (T v : arr)`` over an array of static size: an index loop reading ``arr[k]``."""
+        sp = self.sp(node)
+        right = node.child_by_field_name("right")
+        decl = node.child_by_field_name("declarator")
+        sym = self.lookup(self.text(right)) if right.type == "identifier" else None
+        if not isinstance(sym, Buf) or not sym.shape:
+            self.unsupported(node, "a range-based for over something that is not an array of known size")
+        if decl.type != "identifier":
+            self.unsupported(decl, "a range-based for with a reference or pattern variable")
+        t, _ = self.resolve_type(node.child_by_field_name("type"))
+        self.scopes.append({})
+        try:
+            k = ir.Var(self.fresh("_k"), T.int32, span=sp)
+            view = self.sym_view(sym, right)
+            elem = self.sem.view_load(view, k, sp) if len(sym.shape) == 1 else None
+            if elem is None:
+                self.unsupported(node, "a range-based for over a multi-dimensional array")
+            t = elem.type if t == "auto" else t
+            v = ir.Var(self.fresh(self.text(decl)), t, span=sp)
+            self.scopes[-1][self.text(decl)] = v
+            body = [ir.Decl(v, self.sem.convert(elem, t, sp), span=sp)] + \
+                self.body_of(node.child_by_field_name("body"))
+        finally:
+            self.scopes.pop()
+        return [ir.For(k, ir.Const(0, T.int32), ir.Const(int(sym.shape[0]), T.int32), ir.Const(1, T.int32),
+                       body, span=sp)]
 
     def declaration(self, node, top=False) -> list[ir.Stmt]:
         tnode = node.child_by_field_name("type")
@@ -298,6 +341,27 @@ class StatementsMixin:
         self.scopes[-1][name] = Ptr(replace(v, offset=off, const=v.const or is_const), off)
         return [ir.Decl(off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
 
+    def vector_assign(self, var, lhs, value, sp):
+        """``v[i] = x`` (also ``+=`` ...) on a vector variable: the vector rebuilt with
+        component ``i`` replaced (selected per component for a run-time ``i``)."""
+        vt = var.type
+        inode = lhs.child_by_field_name("indices").named_children[0]
+        cur = self.vector_element(var, inode, sp)
+        newv = self.sem.once(value(cur, vt.elem), sp)
+        ie = self.sem.index(self.expr(inode), sp)
+        i = const_value(ie)
+        comps = []
+        for c in range(vt.n):
+            old = self.sem.component(var, "xyzw"[c], sp)
+            if i is not None:
+                comps.append(newv if int(i) == c else old)
+            else:
+                comps.append(self.sem.select(self.sem.binop("==", ie, ir.Const(c, T.int32, span=sp), sp),
+                                             newv, old, sp))
+        if i is not None and not 0 <= int(i) < vt.n:
+            self.type_err(inode, f"index {int(i)} is out of range for {vt.name}")
+        return [ir.Assign(var, self.sem.vector(vt, comps, sp), span=sp)]
+
     def pointer_assign(self, ptr, lhs, op, rhs_node, sp):
         """``p = q``, ``p += n``, ``p -= n``, ``++p`` on a pointer variable."""
         if op is None:
@@ -388,6 +452,13 @@ class StatementsMixin:
             if sym is None:
                 raise KernelNameError(f"use of undeclared identifier '{name}'", self.sp(lhs))
             self.type_err(lhs, f"cannot assign to '{name}'")
+        if k == "subscript_expression" and lhs.child_by_field_name("argument").type == "identifier" and \
+                isinstance(self.lookup(self.text(lhs.child_by_field_name("argument"))), ir.Var):
+            var = self.expr(lhs.child_by_field_name("argument"))
+            if not isinstance(var.type, T.VectorType):
+                self.type_err(lhs, f"'{self.text(lhs.child_by_field_name('argument'))}' is a value, not an "
+                              "array or buffer")
+            return self.vector_assign(var, lhs, value, sp)
         if k in ("subscript_expression", "pointer_expression"):
             v, idx = self.location(lhs)
             if v.const:

@@ -113,6 +113,9 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             if txt in ("unsigned", "unsigned int"):
                 return T.uint32, False
         if k == "qualified_identifier":
+            inner = node.child_by_field_name("name")
+            if inner is not None and inner.type in ("template_type", "qualified_identifier"):
+                return self.resolve_type(inner)      # metal::vec<float, 4>
             txt = txt.split("::")[-1].strip()
         if k == "template_type":
             nm = self.text(node.child_by_field_name("name"))
@@ -138,6 +141,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
 
     def named_type(self, txt):
         txt = _KEYWORD_CAST_TYPES.get(txt, txt)
+        if txt.startswith("packed_"):       # the same values; only the memory layout differs
+            txt = txt[len("packed_"):]
         sym = self.lookup(txt)
         if isinstance(sym, _TypeName):
             return sym.t, False

@@ -1,0 +1,156 @@
+"""MSL types and bit-level constructs (issue 13): ``as_type<T>`` on scalars and vectors,
+``metal::numeric_limits<T>``, type aliases (``using``, ``typedef``, ``vec<T, N>``) in the
+body and the header, packed vectors, vector arithmetic and builtins on vectors, run-time
+vector indexing. Each kernel: simulator vs NumPy (unchecked and checked), a round trip
+through the printed MSL, the libclang checks of the printed MSL and CUDA, and (GPU
+machine) the printed CUDA."""
+import ml_dtypes
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+from metalbench.errors import MetalbenchError
+from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+
+RNG = np.random.default_rng(17)
+
+AS_TYPE = MSLCase(
+    "as_type",
+    """
+    uint i = thread_position_in_grid.x;
+    uint bits = as_type<uint>(x[i]);                 // float -> uint
+    int sbits = as_type<int>(m[i]);                  // uint -> int
+    ushort2 halves = as_type<ushort2>(bits);         // uint -> two ushorts
+    half2 h = as_type<half2>(m[i]);                  // uint -> two halves
+    float back = as_type<float>(bits ^ 0x80000000u); // flip the sign bit
+    out[i] = float(bits >> 23) + float(sbits & 0xff) + float(halves.y) + float(h.x) + back
+           + float(as_type<uint>(1.0f) == 0x3f800000u);
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32),
+     "m": RNG.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)},
+    [("out", (32,), np.float32)],
+    lambda x, m: [(x.view(np.uint32) >> 23).astype(np.float32) + (m.view(np.int32) & 0xff)
+                  + (x.view(np.uint32) >> 16) + m.view(np.float16)[0::2].astype(np.float32) - x + 1],
+    atol=1e-5)
+
+LIMITS = MSLCase(
+    "limits",
+    """
+    using namespace metal;
+    uint i = thread_position_in_grid.x;
+    float v = x[i] > 0.0f ? x[i] : -metal::numeric_limits<T>::infinity();
+    float lo = numeric_limits<float>::lowest();
+    half hm = numeric_limits<half>::max();
+    int im = numeric_limits<int>::min();
+    out[i] = max(v, lo) + float(hm) * 0.0f + float(im == INT_MIN)
+           + numeric_limits<float>::epsilon() * 0.0f + (isnan(numeric_limits<float>::quiet_NaN()) ? 1.0f : 0.0f)
+           + float(numeric_limits<float>::min() > 0.0f) + float(numeric_limits<uchar>::max());
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [np.where(x > 0, x, np.finfo(np.float32).min) + 1 + 1 + 1 + 255],
+    template=[("T", mx.float32)])
+
+ALIASES = MSLCase(
+    "aliases",
+    """
+    using T4 = vec<T, 4>;
+    typedef vec<float, 2> F2;
+    uint i = thread_position_in_grid.x;
+    const device T4* x4 = (const device T4*)x;
+    float4 a = float4(x4[i]);
+    float4 r = fma(float4(2.0f), a, float4(1.0f)) + metal::fast::exp(a * 0.0f) + metal::precise::sqrt(a * a);
+    F2 two = r.xy * r.zw;
+    U4 o = U4(r);
+    out[4 * i] = float(o.w) + two.x;
+    out[4 * i + 1] = dot(r, float4(1.0f));
+    packed_float3 p = packed_float3(r.x, r.y, 1.0f);
+    float4 rev = r.wzyx;
+    rev[i % 4] = 0.0f;                    // a run-time component
+    out[4 * i + 2] = p.z + rev[(i + 1) % 4] + a[i % 4];
+    out[4 * i + 3] = length(r.xy) * 0.0f + select(0.0f, 1.0f, r.x > -100.0f);
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float16)},
+    [("out", (64,), np.float32)],
+    lambda x: [_aliases_ref(x)],
+    grid=(16, 1, 1), tg=(16, 1, 1), header="typedef float4 U4;",
+    template=[("T", mx.float16)], atol=2e-3)
+
+
+def _aliases_ref(x):
+    a = x.astype(np.float32).reshape(16, 4)
+    r = 2 * a + 1 + 1 + np.abs(a)
+    out = np.zeros((16, 4), np.float32)
+    out[:, 0] = r[:, 3] + r[:, 0] * r[:, 2]
+    out[:, 1] = r.sum(1)
+    rev = r[:, ::-1].copy()
+    i = np.arange(16)
+    rev[i, i % 4] = 0
+    out[:, 2] = 1 + rev[i, (i + 1) % 4] + a[i, i % 4]
+    out[:, 3] = 1
+    return out.reshape(-1)
+
+
+RELATIONAL = MSLCase(
+    "relational",
+    """
+    uint i = thread_position_in_grid.x;
+    float w[3] = {0.5f, x[i], 2.0f};
+    float s = 0.0f;
+    for (float v : w) s += v;
+    for (auto v : w) s += v * 0.0f;
+    float4 q = float4(x[i], s, -1.0f, 1.0f);
+    out[i] = s + (all(q > -2.0f) ? 1.0f : 0.0f) + (any(q > 100.0f) ? 10.0f : 0.0f) + float(all(x[i] > 0.0f));
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [x + 2.5 + (x > -2) * (x + 2.5 > -2) + (x > 0)],
+    atol=1e-5)
+
+CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL]
+IDS = [c.name for c in CASES]
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_sim_matches_numpy(c):
+    run_sim(c)
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_round_trip(c):
+    run_roundtrip(c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_printed_cuda_matches_sim(c):
+    run_cuda(c)
+
+
+@pytest.mark.parametrize("t,src", [(np.float32, np.uint32), (np.uint16, np.float16), (ml_dtypes.bfloat16, np.int16),
+                                   (np.int32, np.float32)])
+def test_as_type_round_trips_every_bit_pattern(t, src):
+    vals = RNG.integers(0, 2**16, 64).astype(np.uint16) if np.dtype(src).itemsize == 2 else \
+        RNG.integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    x = vals.view(src)
+    tn = {np.float32: "float", np.uint16: "ushort", ml_dtypes.bfloat16: "bfloat", np.int32: "int"}[t]
+    k = mb.metal_kernel(name="bits", input_names=["x"], output_names=["out"],
+                        source=f"uint i = thread_position_in_grid.x; out[i] = as_type<{tn}>(x[i]);")
+    (out,) = k(inputs=[mx.array(x)], grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(64,)],
+               output_dtypes=[getattr(mx, np.dtype(t).name)], backend="sim")
+    assert np.array_equal(np.array(out.view(getattr(mx, vals.dtype.name))), vals)
+
+
+@pytest.mark.parametrize("src,words", [
+    ("out[0] = as_type<uint>(half(1.0f));", "must have the same size"),
+    ("out[0] = float(numeric_limits<float>::digits());", "numeric_limits<float>::digits()"),
+    ("out[0] = reinterpret_cast<float>(1u);", "use as_type<T>(x)"),
+    ("metal::simdgroup_matrix<float, 8, 8> acc[2];\nout[0] = 1.0f;", "simdgroup_matrix<float, 8, 8>"),
+])
+def test_misuse_names_the_construct(src, words):
+    k = mb.metal_kernel(name="bad_types", input_names=["x"], output_names=["out"], source=src)
+    with pytest.raises(MetalbenchError) as ei:
+        k(inputs=[mx.zeros((4,))], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(4,)],
+          output_dtypes=[mx.float32], backend="sim")
+    assert words in str(ei.value) and "line 1" in str(ei.value)
