@@ -175,7 +175,6 @@ class Node:
     mode: str = ""               # leaf in a "mix" rendering: lit / uni / lane
 
 
-C_KEYWORD_TYPES = {"bool", "char", "short", "int", "long", "float", "double"}
 MSL_NAME = {"bool": "bool", "int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort",
             "int32": "int", "uint32": "uint", "int64": "long", "uint64": "ulong", "float16": "half",
             "bfloat16": "bfloat", "float32": "float", "float64": "double"}
@@ -359,10 +358,7 @@ def msl_cast(t, a_text, spelling, postfix: bool) -> str:
     if spelling == "func" or spelling == "alias":
         return f"{name}({a_text})"
     if spelling == "cparen":
-        if name in C_KEYWORD_TYPES:
-            return f"(({name})({a_text}))"
-        # TODO(frontend/msl, helper "semantics"): `(uchar)(e)` parses as a call of `(uchar)`
-        return f"static_cast<{name}>({a_text})"
+        return f"(({name})({a_text}))"
     if spelling == "c":
         if postfix:                                     # `(T)x[i]`: a postfix operand
             return f"(({name}){a_text})"

@@ -31,6 +31,9 @@ class CallsMixin:
             if len(argn) != 1:
                 self.type_err(node, f"({cast.msl})(...) casts one value")
             return self.cast_to(cast, [self.expr(argn[0])], node)
+        if fn.type == "parenthesized_expression" and len(fn.named_children) == 1 \
+                and fn.named_children[0].type in ("identifier", "qualified_identifier"):
+            fn = fn.named_children[0]           # `(f)(x)` calls f
         name = self.callee_name(fn)
         targs = []
         if fn.type == "template_function":

@@ -98,7 +98,6 @@ class HeaderMixin:
         nm = self.text(decl.child_by_field_name("declarator"))
         self.funcdefs.setdefault(nm, []).append(
             FuncDef(node, tps, self.cur_src, self.line_offset, self.quals))
-        self.funcdef_code = getattr(self, "funcdef_code", {})
         self.funcdef_code[id(node)] = self.code
 
     def user_call(self, name, argn, targ_nodes, node):
@@ -204,11 +203,10 @@ class HeaderMixin:
             ret, _ = self.resolve_type(rnode)
             key = (name, id(fd.node), tuple(sig),
                    tuple((k, getattr(v, "t", getattr(v, "value", None))) for k, v in sorted(bind.items())))
-            fname = self._spec_names.get(key) if hasattr(self, "_spec_names") else None
+            fname = self._spec_names.get(key)
             if fname is None:
                 if key in self.specialising:
                     self.unsupported(node, "a recursive function")
-                self._spec_names = getattr(self, "_spec_names", {})
                 fname = name if name not in self.used_names else self.fresh(name)
                 self.used_names.add(fname)
                 self._spec_names[key] = fname

@@ -33,6 +33,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.functions: dict[str, ir.Function] = {}
         self.func_order: list[ir.Function] = []
         self.funcdefs: dict[str, list[FuncDef]] = {}
+        self.funcdef_code: dict[int, str] = {}      # a function definition's text (body or header)
+        self._spec_names: dict[tuple, str] = {}     # specialisation key -> IR function name
         self.globals: list[ir.ArrayDecl] = []
         self.global_syms: dict[str, object] = {}
         self.used_names: set[str] = set()

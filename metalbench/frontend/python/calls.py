@@ -11,7 +11,7 @@ import numpy as np
 from ... import dsl
 from ... import ir
 from ... import types as T
-from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ...errors import KernelSyntaxError, KernelTypeError
 from ...builtins import registry
 from .expressions import _NOT_STATIC
 from .specs import _PY_CASTS, resolve_dtype
@@ -21,10 +21,7 @@ class CallsMixin:
     """Calls, casts and atomics: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
 
     def _callee_obj(self, func_node):
-        try:
-            v = self._maybe_static(func_node)
-        except KernelNameError:
-            raise
+        v = self._maybe_static(func_node)
         return None if v is _NOT_STATIC else v
 
     def call(self, node: ast.Call, statement: bool = False):

@@ -181,10 +181,7 @@ class ExpressionsMixin:
         sp = self.span(node)
         # x.size / x.ndim on arrays
         if isinstance(node.value, ast.Name):
-            try:
-                b = self.lookup(node.value.id, node.value)
-            except KernelNameError:
-                raise
+            b = self.lookup(node.value.id, node.value)
             if b.kind == "buf":
                 info = b.value
                 if node.attr == "size":
@@ -209,10 +206,7 @@ class ExpressionsMixin:
 
     def _maybe_static(self, node):
         if isinstance(node, ast.Name):
-            try:
-                b = self.lookup(node.id, node)
-            except KernelNameError:
-                raise
+            b = self.lookup(node.id, node)
             return b.value if b.kind == "pyobj" else _NOT_STATIC
         if isinstance(node, ast.Attribute):
             base = self._maybe_static(node.value)

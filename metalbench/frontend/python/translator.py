@@ -150,7 +150,15 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     """Translate a parsed kernel for one specialisation into a :class:`~metalbench.ir.KernelIR`.
 
     ``specs`` describes every parameter of the function in order (buffers, scalars,
-    constexprs, outputs).
+    constexprs, outputs); ``parsed.rules`` picks the language rules (the DSL's by default)::
+
+        >>> from metalbench import types as T
+        >>> from metalbench.frontend.python import parse_function
+        >>> p = parse_function(None, "def k(x, n, out):\\n    out[0] = x[n] * 2\\n")
+        >>> kir = translate_kernel(p, [ArgSpec("x", "buffer", T.float16), ArgSpec("n", "scalar", T.int32),
+        ...                            ArgSpec("out", "buffer", T.float32, is_output=True)])
+        >>> print(ir.dump(kir.body))
+        out[0] = float32((x[n] * 2.0))
     """
     kname = name or parsed.name
     module = Module(kname, parsed.rules or DSL)
