@@ -164,3 +164,36 @@ def drop_zero_adjoints(stmts: list, adjoints: set) -> list:
         stmts = fix(stmts)
         if not changed[0]:
             return stmts
+
+
+# ----------------------------------------------------------------------------- merging ifs
+
+def _assigned(stmts) -> set:
+    return {n.var.name for n in ir.walk(stmts) if isinstance(n, ir.Assign)}
+
+
+def merge_ifs(stmts: list) -> list:
+    """Adjacent ``if c: A`` and ``if c: B`` (no else, ``c`` a variable A does not assign)
+    become ``if c: A; B`` (the forward and reverse sweeps of a guarded body meet this way)."""
+    out: list = []
+    for s in stmts:
+        if isinstance(s, ir.If):
+            s = ir.If(s.cond, merge_ifs(s.then), merge_ifs(s.orelse), span=s.span)
+        elif isinstance(s, ir.For):
+            s = ir.For(s.var, s.start, s.stop, s.step, merge_ifs(s.body), span=s.span)
+        prev = out[-1] if out else None
+        if isinstance(s, ir.If) and isinstance(prev, ir.If) and not s.orelse and not prev.orelse \
+                and _same_cond(prev.cond, s.cond) and not (reads(s.cond) & _assigned(prev.then)):
+            out[-1] = ir.If(prev.cond, merge_ifs(prev.then + s.then), [], span=prev.span)
+            continue
+        out.append(s)
+    return out
+
+
+def _same_cond(a, b) -> bool:
+    if isinstance(a, ir.Var) and isinstance(b, ir.Var):
+        return a.name == b.name
+    if isinstance(a, ir.UnOp) and isinstance(b, ir.UnOp) and a.op == b.op == "!":
+        return _same_cond(a.a, b.a)
+    return False
+

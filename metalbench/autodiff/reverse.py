@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .. import ir
 from .. import types as T
 from . import formula as B
-from .dce import dce, drop_zero_adjoints
+from .dce import dce, drop_zero_adjoints, merge_ifs
 from .prepare import Namer, NotDifferentiableError, assigned_names, names_in, prepare, unsupported
 from .rules import builtin_rule, formula, rule_of_operator
 
@@ -49,12 +49,13 @@ class PAssign:
 
 @dataclass(eq=False)
 class PLoad:
-    """``var = buf[index]``: a read of a differentiable input."""
+    """``var = buf[index]``: a read of a differentiable input; ``distinct`` when no two
+    threads of a SIMD-group read the same element (the index is the thread's position)."""
     var: ir.Var
     buf: str
     index: ir.Expr
     depth: int
-    top: bool
+    distinct: bool
     span: object = None
 
 
@@ -297,7 +298,7 @@ class Generator:
                 if key in scope:
                     return scope[key]
             v = self.new_var(f"{e.buf}_v", e.type, True)
-            out.append(PLoad(v, e.buf, idx, self.depth, self.depth == 0 and self.cond_depth == 0, e.span))
+            out.append(PLoad(v, e.buf, idx, self.depth, self.lane_distinct(idx), e.span))
             self.cse[-1][key] = v
             return v
         if isinstance(e, ir.BinOp):
@@ -336,6 +337,23 @@ class Generator:
             raise unsupported(f"using the value atomic_{e.op} returns", e,
                               why="it depends on the order threads ran in", hint="call it as a statement")
         raise unsupported(f"the expression {ir.dump(e)}", e)
+
+    def lane_distinct(self, idx) -> bool:
+        """True when ``idx`` is the thread's position in the grid along x (maybe converted,
+        maybe plus a value every thread shares): lanes of a SIMD-group read distinct elements."""
+        e = idx
+        for _ in range(8):
+            if isinstance(e, ir.Var) and e.name in self.defs:
+                e = self.defs[e.name]
+            elif isinstance(e, ir.Cast) and T.elem_of(e.type).is_int:
+                e = e.value
+            elif isinstance(e, ir.BinOp) and e.op == "+" and isinstance(e.b, ir.Const):
+                e = e.a
+            else:
+                break
+        return (isinstance(e, ir.Swizzle) and e.components == "x" and isinstance(e.value, ir.ThreadAttr)
+                and e.value.name == "thread_position_in_grid") or \
+            (isinstance(e, ir.ThreadAttr) and e.name == "thread_position_in_grid")
 
     def block(self, stmts: list) -> list:
         out: list = []
@@ -562,9 +580,10 @@ class Generator:
         val = B.cast(t, g)
         add = ir.ExprStmt(ir.Atomic("add", gbuf, p.index, [val], t, span=p.span), span=p.span)
         out = [add]
-        if self.aggregate and p.top:
+        if self.aggregate and not p.distinct:
             # Threads of a SIMD-group often read the same element (a weight, a grid point
-            # shared by channels): one atomic per SIMD-group instead of one per thread.
+            # shared by channels): one atomic per SIMD-group instead of one per thread. The
+            # test and the sum run over the same active lanes, also in divergent code.
             first = B.call("simd_broadcast_first", [p.index], p.span)
             same = B.call("simd_all", [B.binop("==", p.index, first)], p.span)
             s = self.new_var(f"sum_{p.var.name}", t)
@@ -773,6 +792,7 @@ class Generator:
         arrays = frozenset(a.name for a in self.arrays)
         stmts, _ = dce(fwd + rev + flush, set(), arrays)
         stmts, _ = dce(drop_zero_adjoints(stmts, self.adjoint_names), set(), arrays)
+        stmts = merge_ifs(stmts)
         used = {n.name for n in ir.walk(stmts) if isinstance(n, ir.Var)}
         loop_vars = {n.var.name for n in ir.walk(stmts) if isinstance(n, ir.For)}
         arrays_used = {n.buf for n in ir.walk(stmts) if isinstance(n, (ir.Load, ir.Store))}
