@@ -58,3 +58,19 @@ def test_panel_gradient_tab():
     wb.grad_button.click()
     assert wb.grad_result.ok and "check_grad(softplus): OK" in wb.grad_view.value
     assert wb.tabs.selected_index == 6
+
+
+def test_autodiff_notebook_runs(tmp_path, monkeypatch):
+    """notebooks/autodiff.ipynb end to end (its cells assert the comparisons and the falling loss)."""
+    import json
+    from pathlib import Path
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    from test_notebooks import execute, texts
+    monkeypatch.setenv("METALBENCH_CACHE_DIR", str(tmp_path))
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "autodiff.ipynb"
+    raw = json.loads(path.read_text())
+    assert all(not c.get("outputs") for c in raw["cells"] if c["cell_type"] == "code"), "commit without outputs"
+    nb = execute(nbformat.read(path, as_version=4))
+    out = "\n".join(texts(c) for c in nb.cells if c.cell_type == "code")
+    assert "generated vs hand-written" in out and "loss" in out and "@mx.custom_function" in out

@@ -11,6 +11,6 @@ from __future__ import annotations
 
 from .prepare import NotDifferentiableError
 from .reverse import Adjoint, generate
-from .vjp import adjoint_of, vjp
+from .vjp import adjoint_of, vjp, vjp_source
 
-__all__ = ["NotDifferentiableError", "Adjoint", "generate", "adjoint_of", "vjp"]
+__all__ = ["NotDifferentiableError", "Adjoint", "generate", "adjoint_of", "vjp", "vjp_source"]

@@ -196,3 +196,16 @@ def vjp(kernel, *args, cotangents=None, grid=None, threadgroup=None, backend="au
         shape = tuple(v.shape)
         result.append(g.reshape(shape).astype(mt) if g is not None else mx.zeros(shape, dtype=mt))
     return tuple(result)
+
+
+def vjp_source(kernel, *args, backend: str = "metal", aggregate: bool = True, out=None, **kwargs) -> str:
+    """The generated adjoint kernel for these arguments, as ``backend`` compiles it (MSL
+    body for ``metal``, CUDA for ``cuda``, the IR for ``sim``), with how its loops are
+    reversed as comments first.
+
+    >>> print(vjp_source(square, x, backend="sim"))        # doctest: +SKIP
+    """
+    bound = kernel.bind(*args, out=out, **kwargs)
+    adj, adj_spec = adjoint_of(kernel.specialization(bound), aggregate)
+    notes = "".join(f"// note: {n}\n" for n in adj.notes)
+    return notes + adj_spec.source(backend)
