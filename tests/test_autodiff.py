@@ -347,3 +347,36 @@ def test_mlx_function_inside_compile_on_sim_says_what_to_do():
     with pytest.raises(mb.MetalbenchError, match="simulator") as e:
         mx.compile(mx.grad(lambda a: f(a).sum()))(mx.array([1.0, 2.0]))
     assert "k.vjp" in str(e.value) or "vjp" in str(e.value)
+
+
+# ----------------------------------------------------------------------------- GPU path without a GPU
+
+class FakeKernel:
+    """Stands in for an ``mx.fast.cuda_kernel`` object: checks that only ``mx.array`` inputs
+    arrive (no host round trip, so MLX can trace) and returns outputs that depend on them."""
+
+    def __init__(self, made, **kw):
+        self.kw = kw
+        self.calls = []
+        made.append(self)
+
+    def __call__(self, *, inputs, grid, threadgroup, output_shapes, output_dtypes, init_value=None,
+                 template=None, verbose=False, stream=None):
+        assert all(type(a) is mx.array for a in inputs), [type(a) for a in inputs]
+        self.calls.append(self.kw["name"])
+        s = sum(mx.sum(a.astype(mx.float32)) for a in inputs)
+        return [mx.zeros(sh, dtype=dt) + 0 * s.astype(dt) for sh, dt in zip(output_shapes, output_dtypes)]
+
+
+def test_mlx_function_traces_on_gpu_backends(monkeypatch):
+    from metalbench import launch as L
+    made = []
+    monkeypatch.setattr(mx.fast, "cuda_kernel", lambda **kw: FakeKernel(made, **kw))
+    monkeypatch.setattr(L, "cuda_available", lambda: True)
+    k = mb.kernel(row_lse.fn)                    # fresh caches (their MLX kernels are stand-ins)
+    f = k.mlx_function(grid=lambda x: x.shape[0], backend="cuda")
+    x = mx.array(np.random.default_rng(0).standard_normal((8, 40)).astype(np.float32))
+    g = mx.compile(mx.grad(lambda a: f(a).sum()))(x)      # raises if anything evaluates while tracing
+    assert g.shape == x.shape
+    names = [c for m in made for c in m.calls]
+    assert any("row_lse_vjp" in n for n in names) and any(n.startswith("row_lse_") and "vjp" not in n for n in names)

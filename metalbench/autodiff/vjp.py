@@ -170,7 +170,7 @@ def vjp(kernel, *args, cotangents=None, grid=None, threadgroup=None, backend="au
             continue
         fwd_name = next(n for n, g in adj.grads.items() if g == p.name)
         fwd_p = b.spec.ir.param(fwd_name)
-        shape = tuple(runtime.to_numpy(b.values[fwd_name]).shape) if fwd_p.kind == "buffer" else (1,)
+        shape = tuple(int(s) for s in b.values[fwd_name].shape) if fwd_p.kind == "buffer" else (1,)
         grad_outputs.append((p.name, shape or (1,), p.type))
     grad_outputs += tape_outputs(adj, adj_spec, b)
     outs = []
