@@ -70,7 +70,7 @@ def test_syntax_error_shows_body_line():
 
 def test_unsupported_construct_says_metal_only():
     kern = metal_kernel(name="u", input_names=["inp"], output_names=["out"],
-                        source="switch (int(inp[0])) { default: out[0] = 1.0f; }")
+                        source="goto done;\ndone: out[0] = 1.0f;")
     with pytest.raises(MetalbenchError, match="metal"):
         call(kern)
 

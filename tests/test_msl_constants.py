@@ -93,7 +93,68 @@ PREPROC = MSLCase(
     lambda x: [np.stack([3 * x + 0.5, 3 * x + 1 + 3 + 3], 1).reshape(-1)],
     grid=(16, 1, 1), tg=(16, 1, 1), template=[("D", 70)], atol=1e-5)
 
-CASES = [CONSTSIZE, CASTS, PREPROC]
+SWITCH = MSLCase(
+    "switch",
+    """
+    uint i = thread_position_in_grid.x;
+    float a = 0.0f;
+    switch (i % 6) {
+      case 0:
+      case 1: a = 1.0f; break;
+      default: a = 2.0f;              // falls through
+      case 3: { a += 3.0f; }
+      case 4: a += 10.0f; break;
+    }
+    for (int j = 0; j < 3; ++j) {
+      switch (j) { case 1: a += 100.0f; break; default: break; }
+    }
+    out[i] = a;
+    """,
+    {"x": np.zeros(12, np.float32)},
+    [("out", (12,), np.float32)],
+    lambda x: [np.array([1, 1, 15, 13, 10, 15] * 2, np.float32) + 100],
+    grid=(12, 1, 1), tg=(12, 1, 1))
+
+TOPK = MSLCase(
+    "thread_topk",
+    """
+    // each thread keeps the k smallest of its rows in thread arrays; thread 0 merges them
+    const uint tpb = threads_per_threadgroup.x;
+    const uint tid = thread_position_in_threadgroup.x;
+    constexpr uint KMAX = 4u;
+    thread float vals[KMAX];
+    thread uint count = 0u;
+    thread uint worst = 0u;
+    for (uint r = tid; r < uint(x_shape[0]); r += tpb) {
+        const device float* row = &x[r * 8];
+        float acc = 0.0f;
+        for (uint j = 0; j < 8; ++j) acc = fma(row[j], row[j], acc);
+        if (count < KMAX) {
+            vals[count++] = acc;
+        } else if (acc < vals[worst]) {
+            vals[worst] = acc;
+        }
+        worst = 0u;
+        for (uint t = 1u; t < min(count, KMAX); ++t) if (vals[t] > vals[worst]) worst = t;
+    }
+    threadgroup float cand[KMAX * 32];
+    for (uint j = 0; j < KMAX; ++j) cand[tid * KMAX + j] = j < count ? vals[j] : INFINITY;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (tid == 0u) {
+        for (uint j = 0; j < KMAX; ++j) {
+            uint best = j;
+            for (uint t = j + 1u; t < tpb * KMAX; ++t) if (cand[t] < cand[best]) best = t;
+            float tv = cand[j]; cand[j] = cand[best]; cand[best] = tv;
+            out[j] = cand[j];
+        }
+    }
+    """,
+    {"x": RNG.standard_normal((100, 8)).astype(np.float32)},
+    [("out", (4,), np.float32)],
+    lambda x: [np.sort((x.astype(np.float64) ** 2).sum(1))[:4]],
+    grid=(32, 1, 1), tg=(32, 1, 1), atol=1e-4)
+
+CASES = [CONSTSIZE, CASTS, PREPROC, SWITCH, TOPK]
 IDS = [c.name for c in CASES]
 
 

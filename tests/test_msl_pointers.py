@@ -153,7 +153,28 @@ VECTORS = MSLCase(
                                   h.reshape(16, 4)[:, 3].astype(np.float32)])],
     grid=(16, 1, 1), tg=(16, 1, 1), atol=1e-5)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS]
+POST_INCREMENT = MSLCase(
+    "post_increment",
+    """
+    uint i = thread_position_in_grid.x;
+    const device float* p = x + i * 4;
+    const device float* end = p + 4;
+    float s = 0.0f;
+    while (p < end) { s += *p++; }      // C's *p++
+    device float* o = out + i * 2;
+    *o++ = s;
+    --p;
+    *o = *p;
+    thread uint count = 0u;
+    count++;
+    out[i * 2 + 1] += float(count);
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [np.stack([x.reshape(16, 4).sum(1), x.reshape(16, 4)[:, 3] + 1], 1).reshape(-1)],
+    grid=(16, 1, 1), tg=(16, 1, 1), atol=1e-5)
+
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT]
 IDS = [c.name for c in CASES]
 
 

@@ -166,6 +166,8 @@ class ExpressionsMixin:
         if v.type in ("string_literal", "concatenated_string"):
             import ast
             return len(ast.literal_eval(self.text(v)).encode()) + 1
+        if v.type in ("identifier", "type_identifier", "primitive_type") and self.is_type_name(v):
+            return size_of(self.resolve_type(v)[0])        # sizeof(T): the grammar saw an expression
         if v.type == "identifier":
             sym = self.lookup(self.text(v))
             if isinstance(sym, Buf) and sym.shape:

@@ -89,6 +89,9 @@ class MemoryMixin:
             return r - 1 if r else None
         if k == "conditional_expression":
             return self.ptr_rank(node.child_by_field_name("consequence"))
+        if k in ("update_expression", "assignment_expression"):       # *p++, *(p += 2)
+            arg = node.child_by_field_name("argument" if k == "update_expression" else "left")
+            return self.ptr_rank(arg) if arg.type == "identifier" else None
         if k == "call_expression":
             fn = node.child_by_field_name("function")
             if fn.type == "template_function":
@@ -148,6 +151,18 @@ class MemoryMixin:
         if k == "pointer_expression":          # &a[i], &p[i], &*p
             v, i = self.location(node.child_by_field_name("argument"))
             return self.sem.view_offset(v, i, sp)
+        if k in ("update_expression", "assignment_expression"):
+            # the pointer moves (a statement run first); p++ gives the old position
+            target = node.child_by_field_name("argument" if k == "update_expression" else "left")
+            postfix = k == "update_expression" and not self.text(node).lstrip().startswith(("++", "--"))
+            old = None
+            if postfix:
+                v0 = self.pointer(target)
+                old = self.new_tmp(T.int64, self.sem.convert(v0.offset, T.int64, sp), sp)
+            for st in self.expr_stmt(node):
+                self.emit_pre(st, sp)
+            v = self.pointer(target)
+            return v if old is None else replace(v, offset=old)
         if k == "subscript_expression":        # a row of a multi-dimensional array
             base = self.pointer(node.child_by_field_name("argument"))
             inds = node.child_by_field_name("indices").named_children

@@ -118,7 +118,9 @@ class StatementsMixin:
             return []
         if k in ("using_declaration", "namespace_alias_definition"):   # using namespace metal;
             return []
-        if k in ("switch_statement", "goto_statement", "labeled_statement", "try_statement",
+        if k == "switch_statement":
+            return self.switch(node)
+        if k in ("goto_statement", "labeled_statement", "try_statement",
                  "throw_statement"):
             self.unsupported(node, f"'{k.replace('_statement', '')}'")
         if k == "function_definition":
@@ -155,6 +157,59 @@ class StatementsMixin:
             body = cpre + [brk] + body
             cond = None
         return [ir.CFor(init, cond, upd, body, span=sp)]
+
+    def switch(self, node):
+        """``switch``: a loop that runs once (so ``break`` leaves it); each case runs when an
+        earlier one fell through or its value matches; ``default`` when no value matches."""
+        sp = self.sp(node)
+        cnode = node.child_by_field_name("condition")
+        pre, cond = self.with_pre(lambda: self.expr(cnode.child_by_field_name("value") or cnode.named_children[-1]))
+        if not (isinstance(cond.type, T.ScalarType) and (cond.type.is_int or cond.type.is_bool)):
+            self.type_err(cnode, "a switch needs an integer value")
+        cond = self.sem.convert(cond, self.sem.rules.promote(cond.type))
+        cases = [c for c in node.child_by_field_name("body").named_children if c.type == "case_statement"]
+        for c in node.child_by_field_name("body").named_children:
+            if c.type not in ("case_statement", "comment"):
+                self.unsupported(c, "a statement before the first case of a switch")
+        if any(n.type == "continue_statement" for c in cases for n in _outside_loops(c)):
+            self.unsupported(node, "continue inside a switch")
+        out = list(pre)
+        cv = self.new_var("_sw", cond.type, cond, sp, out)
+        hit = self.new_var("_hit", T.bool_, ir.Const(False, T.bool_), sp, out)
+        values = []
+        for c in cases:
+            v = c.child_by_field_name("value")
+            if v is not None:
+                val = const_value(self.expr(v))
+                if val is None:
+                    self.type_err(v, "case values must be compile-time constants")
+                values.append(self.sem.const(val, cond.type, self.sp(v)))
+        body = []
+        self.scopes.append({})
+        try:
+            for c in cases:
+                v = c.child_by_field_name("value")
+                if v is not None:
+                    match = self.sem.binop("==", cv, self.sem.const(const_value(self.expr(v)), cond.type), sp)
+                else:          # default: no case value matches
+                    match = ir.Const(True, T.bool_)
+                    for val in values:
+                        match = self.sem.logical("and", match, self.sem.binop("!=", cv, val, sp), sp)
+                stmts = []
+                for st in c.named_children:
+                    if (v is not None and st.start_byte == v.start_byte) or st.type == "comment":
+                        continue
+                    stmts.extend(self.stmt(st))
+                body.append(ir.If(self.sem.logical("or", hit, match, sp),
+                                  [ir.Assign(hit, ir.Const(True, T.bool_), span=sp)] + stmts, span=sp))
+        finally:
+            self.scopes.pop()
+        return out + [ir.While(ir.Const(False, T.bool_), body, do_while=True, span=sp)]
+
+    def new_var(self, base, t, init, sp, out):
+        v = ir.Var(self.fresh(base), t, span=sp)
+        out.append(ir.Decl(v, init, span=sp))
+        return v
 
     def range_for(self, node):
         """``for (T v : arr)`` over an array of static size: an index loop reading ``arr[k]``."""
@@ -489,3 +544,14 @@ class StatementsMixin:
             args = [parts.get(i) or self.sem.component(var, "xyzw"[i], sp) for i in range(vt.n)]
             return [ir.Assign(var, self.sem.vector(vt, args, sp), span=sp)]
         self.unsupported(lhs, f"assignment to '{self.text(lhs)}'")
+
+
+def _outside_loops(node):
+    """The nodes under ``node`` that are not inside a nested loop (or switch)."""
+    stack = list(node.named_children)
+    while stack:
+        n = stack.pop()
+        yield n
+        if n.type not in ("for_statement", "while_statement", "do_statement", "for_range_loop",
+                          "switch_statement"):
+            stack.extend(n.named_children)
