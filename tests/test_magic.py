@@ -200,3 +200,20 @@ def test_rounding_level_mismatch_hints_at_a_tolerance(ip):
     assert r2.check.ok
     r3 = cell(ip, "--grid 4096 --threadgroup 64 --ref 'lambda x: scan_ref(x) + 1' --args '(xs,)' --no-widget", SCAN)
     assert not r3.check.ok and r3.check.hint is None
+
+
+def test_internal_error_in_a_cell_keeps_its_cause_for_the_report():
+    """Bad input gets the short message only; a metalbench bug (KernelInternalError) also
+    shows the original failure, so it can be reported."""
+    from metalbench.errors import KernelInternalError, Source, Span
+    from metalbench.notebook.magic import cell_error
+    try:
+        try:
+            {}["key"]
+        except KeyError as k:
+            raise KernelInternalError("internal error while translating this line: KeyError: 'key'",
+                                      Span(Source("cell", "x = y\n", 2), 2, 0, 2, 5)) from k
+    except KernelInternalError as e:
+        text = "\n".join(cell_error(e)._render_traceback_())
+    assert "cell, line 2" in text and "KeyError: 'key'" in text and "bug report" in text
+    assert "Traceback" in text

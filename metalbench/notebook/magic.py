@@ -27,7 +27,7 @@ import re
 import numpy as np
 
 from .. import runtime
-from ..errors import MetalbenchError, Source, Span
+from ..errors import KernelInternalError, MetalbenchError, Source, Span
 from .options import MagicError, evaluate as _eval, help_text, parse_line, parse_template  # noqa: F401
 
 _PY_START = re.compile(r"(?:async\s+)?def\s|@")
@@ -150,6 +150,11 @@ def cell_error(e: MetalbenchError) -> MetalbenchError:
     it: IPython calls ``_render_traceback_`` instead of formatting the traceback, so the
     cell fails (Run All stops, nbclient raises) without metalbench's internal frames."""
     lines = [f"\x1b[0;31m{type(e).__name__}\x1b[0m: " + format_error(e)]
+    if isinstance(e, KernelInternalError) and e.__cause__ is not None:
+        # A metalbench bug: the original failure with its frames, for the report.
+        import traceback
+        lines += ["", "the failure inside metalbench (please include it in a bug report):",
+                  "".join(traceback.format_exception(e.__cause__)).rstrip()]
     e._render_traceback_ = lambda: lines
     return e
 
