@@ -203,7 +203,7 @@ _F_WHERE = ("F is half, bfloat or float, or a vector of them (2-4 components); "
             "integer arguments convert to float.")
 _I_WHERE = "I is any integer type (char ... ulong) or a vector of one."
 _N_WHERE = "N is any integer or float type or a vector of one; mixed arguments take their common type (C rules)."
-_FLOAT_SAMPLES = [T.float32, T.float16, T.bfloat16, T.int32, T.vector_of(T.float32, 4)]
+_FLOAT_SAMPLES = [T.float32, T.float16, T.bfloat16, T.int32, T.vector_of(T.float32, 4), T.float64]
 _INT_SAMPLES = [T.int32, T.uint32, T.int8, T.uint8, T.int16, T.uint16, T.int64, T.uint64,
                 T.vector_of(T.uint32, 2)]
 _NUM_SAMPLES = [T.float32, T.float16, T.bfloat16, T.int32, T.uint32, T.int8, T.uint16, T.int64,

@@ -13,9 +13,11 @@ import numpy as np
 from . import numerics as N
 from . import refs as R
 from .core import add_builtin, float_int, float_math, float_predicate, float_vectors, numeric
-from .spell import ASSIGN, cuda, metal, metal_helper
+from .spell import ASSIGN, CUDA_FT, cuda, metal, metal_helper
 
 _PS = ("precise", "fast")       # Metal's nested math namespaces
+MB_FMIN3 = "template <class T> __device__ inline T mb_fmin3(T a, T b, T c) { return mb_fmin_t(mb_fmin_t(a, b), c); }"
+MB_FMAX3 = "template <class T> __device__ inline T mb_fmax3(T a, T b, T c) { return mb_fmax_t(mb_fmax_t(a, b), c); }"
 _BELOW_1 = float.fromhex("0x1.fffffep-1")   # the largest float32 below 1
 
 
@@ -139,7 +141,8 @@ _f("sinpi", 1, N.fsim(N.sinpi), "sinpif", "sin(pi * x), exact at integers and ha
 _f("cospi", 1, N.fsim(N.cospi), "cospif", "cos(pi * x), exact at integers and half-integers.",
    ref=_vec(lambda x: _trig_pi(math.cos, x, 2.0)), tol=2, grad=("-grad * 3.141592653589793 * sinpi(x)",))
 _f("tanpi", 1, N.fsim(N.tanpi), "mb_tanpi", "tan(pi * x); +-inf at half-integers.",
-   helpers={"mb_tanpi": "__device__ inline float mb_tanpi(float x) { return sinpif(x) / cospif(x); }"},
+   helpers={"mb_tanpi": "template <class T> __device__ inline T mb_tanpi(T x) "
+                        "{ if constexpr (sizeof(T) == 8) return sinpi(x) / cospi(x); else return sinpif(x) / cospif(x); }"},
    ref=_vec(lambda x: _trig_pi(math.tan, x, 2.0)), tol=2, grad=("grad * 3.141592653589793 * (1 + result * result)",))
 
 
@@ -173,14 +176,15 @@ _f("round", 1, N.fsim(N.round_half_away), "roundf",
 _f("rint", 1, N.fsim(np.rint), "rintf", "x rounded to the nearest integer value, halfway cases to even.",
    py=_py("rint"), grad="zero")
 _f("fract", 1, N.fsim(N.fract), "mb_fract", "x - floor(x), at most the largest float below 1.",
-   helpers={"mb_fract": "__device__ inline float mb_fract(float x) { return fminf(x - floorf(x), 0x1.fffffep-1f); }"},
+   helpers={"mb_fract": "template <class T> __device__ inline T mb_fract(T x) { if constexpr (sizeof(T) == 8) "
+                        "return fmin(x - floor(x), 0x1.fffffffffffffp-1); else return fminf(x - floorf(x), 0x1.fffffep-1f); }"},
    ref=_vec(lambda x: x if x != x else (_BELOW_1 if math.isinf(x) else min(x - math.floor(x), _BELOW_1))),
    grad=("grad",))
 _f("fmod", 2, N.fsim(np.fmod), "fmodf", "Remainder of x / y with the sign of x (C's fmod; also x % y on floats).",
    py=_py("fmod"), grad=("grad", "-grad * trunc(x / y)"))
 _f("divide", 2, N.fsim(np.divide), "mb_divide", "x / y; metal::fast::divide is Metal's fast variant.",
    example="q = metal.fast.divide(x[i], y)", msl=metal("divide", through_half=True),
-   helpers={"mb_divide": "__device__ inline float mb_divide(float x, float y) { return x / y; }"},
+   helpers={"mb_divide": "template <class T> __device__ inline T mb_divide(T x, T y) { return x / y; }"},
    details="The simulator and CUDA give the correctly rounded quotient; metal::fast::divide may differ "
            "by a few ulp on the GPU.", grad=("grad / y", "-grad * result / y"))
 
@@ -206,28 +210,30 @@ _f("fdim", 2, N.fsim(lambda a, b: np.where(np.isnan(a) | np.isnan(b), np.nan, np
    "fdimf", "x - y if x > y, else +0.", grad=("grad if x > y else 0", "-grad if x > y else 0"))
 _f("step", 2, N.fsim(lambda e, x: np.where(x < e, 0.0, 1.0)), "mb_step", "0.0 if x < edge, else 1.0.",
    rule=float_math(2, ("edge", "x")), example="r = step(0.5, x[i])",
-   helpers={"mb_step": "__device__ inline float mb_step(float edge, float x) { return x < edge ? 0.0f : 1.0f; }"},
+   helpers={"mb_step": "template <class T> __device__ inline T mb_step(T edge, T x) { return x < edge ? T(0) : T(1); }"},
    grad="zero")
-_f("fma", 3, N.fsim(lambda a, b, c: a * b + c), "fmaf", "x * y + z with one rounding.", py=_py("fma"),
+_f("fma", 3, N.fsim(lambda a, b, c: a * b + c, R.fma_scalar), "fmaf", "x * y + z with one rounding.", py=_py("fma"),
    numba=("cuda.fma",), example="r = fma(x[i], y, z)",
    details="The simulator computes in float64 and rounds once, which equals a fused multiply-add for "
-           "float32 and smaller types.", grad=("grad * y", "grad * x", "grad"))
+           "float32 and smaller types; float64 is computed exactly, one element at a time.", grad=("grad * y", "grad * x", "grad"))
 _f("mix", 3, N.fsim(lambda x, y, a: x + (y - x) * a), "mb_mix", "Linear blend x + (y - x) * a.",
    rule=float_math(3, ("x", "y", "a")), example="r = mix(x[i], y[i], 0.25)",
-   helpers={"mb_mix": "__device__ inline float mb_mix(float x, float y, float a) { return x + (y - x) * a; }"},
+   helpers={"mb_mix": "template <class T> __device__ inline T mb_mix(T x, T y, T a) { return x + (y - x) * a; }"},
    grad=("grad * (1 - a)", "grad * a", "grad * (y - x)"))
 _f("smoothstep", 3, N.fsim(N.smoothstep), "mb_smoothstep", "Hermite interpolation: 0 below edge0, 1 above edge1.",
    rule=float_math(3, ("edge0", "edge1", "x")), example="r = smoothstep(0.0, 1.0, x[i])",
    helpers={"mb_smoothstep": """\
-__device__ inline float mb_smoothstep(float e0, float e1, float x) {
-    float t = fminf(fmaxf((x - e0) / (e1 - e0), 0.0f), 1.0f);
-    return t * t * (3.0f - 2.0f * t);
-}"""},
+template <class T> __device__ inline T mb_smoothstep(T e0, T e1, T x) {
+    T t = mb_fmin_t(mb_fmax_t((x - e0) / (e1 - e0), T(0)), T(1));
+    return t * t * (T(3) - T(2) * t);
+}""", **CUDA_FT},
    grad=(
          "w = edge1 - edge0; t = saturate((x - edge0) / w); grad * 6 * t * (1 - t) * (t - 1) / w",
          "w = edge1 - edge0; t = saturate((x - edge0) / w); -grad * 6 * t * (1 - t) * t / w",
          "w = edge1 - edge0; t = saturate((x - edge0) / w); grad * 6 * t * (1 - t) / w"))
-_f("saturate", 1, N.fsim(N.fsaturate), "__saturatef", "x clamped to [0, 1] (NaN gives 0).",
+_f("saturate", 1, N.fsim(N.fsaturate), "mb_saturate", "x clamped to [0, 1] (NaN gives 0).",
+   helpers={"mb_saturate": "template <class T> __device__ inline T mb_saturate(T x) "
+                           "{ return mb_fmin_t(mb_fmax_t(x, T(0)), T(1)); }", **CUDA_FT},
    ref=_vec(lambda x: 0.0 if x != x else min(max(x, 0.0), 1.0)), grad=("grad if x > 0 and x < 1 else 0",))
 _f("fabs", 1, N.fsim(np.abs), "fabsf", "Absolute value of a float.", rule=numeric(1, float_only=True),
    py=_py("fabs"), grad=("grad * sign(x)",))
@@ -238,13 +244,13 @@ _f("fmax", 2, N.fsim(np.fmax), "fmaxf", "The larger of x and y; a NaN argument g
    rule=numeric(2, float_only=True), py=("np.fmax",),
    grad=("grad if x > y or isnan(y) else 0", "0 if x > y or isnan(y) else grad"))
 _f("fmin3", 3, N.fsim(lambda a, b, c: np.fmin(np.fmin(a, b), c)), "mb_fmin3", "The smallest of x, y and z (NaNs ignored).",
-   helpers={"mb_fmin3": "__device__ inline float mb_fmin3(float a, float b, float c) { return fminf(fminf(a, b), c); }"},
+   helpers={"mb_fmin3": MB_FMIN3, **CUDA_FT},
    grad=(
          "grad if x <= y and x <= z else 0",
          "grad if y < x and y <= z else 0",
          "grad if z < x and z < y else 0"))
 _f("fmax3", 3, N.fsim(lambda a, b, c: np.fmax(np.fmax(a, b), c)), "mb_fmax3", "The largest of x, y and z (NaNs ignored).",
-   helpers={"mb_fmax3": "__device__ inline float mb_fmax3(float a, float b, float c) { return fmaxf(fmaxf(a, b), c); }"},
+   helpers={"mb_fmax3": MB_FMAX3, **CUDA_FT},
    grad=(
          "grad if x >= y and x >= z else 0",
          "grad if y > x and y >= z else 0",
@@ -276,7 +282,7 @@ inline float mb_lgamma_pos(float x) {
         r * (0.0833333333f - r2 * (0.00277777778f - r2 * 0.000793650794f)) - metal::log(acc);
 }"""
 
-_f("erf", 1, N.fsim(N.erf), "erff", "The error function.", py=_py("erf"), tol=4,
+_f("erf", 1, N.fsim(N.erf, math.erf), "erff", "The error function.", py=_py("erf"), tol=4,
    msl=metal_helper("mb_erf", """\
 // erf: a Taylor series near 0 keeps the relative error small; 1 - erfc elsewhere.
 inline float mb_erf(float x) {
@@ -287,11 +293,11 @@ inline float mb_erf(float x) {
     }
     return x >= 0.0f ? 1.0f - mb_erfc(x) : mb_erfc(-x) - 1.0f;
 }""", {"mb_erfc": _ERFC}), ref=_vec(math.erf), grad=("grad * 1.1283791670955126 * exp(-x * x)",))
-_f("erfc", 1, N.fsim(N.erfc), "erfcf", "The complementary error function 1 - erf(x).", py=_py("erfc"),
+_f("erfc", 1, N.fsim(N.erfc, math.erfc), "erfcf", "The complementary error function 1 - erf(x).", py=_py("erfc"),
    msl=metal_helper("mb_erfc", _ERFC), ref=_vec(math.erfc), tol=1e6,
    details="The simulator and Metal use an approximation with relative error below 1.2e-7 "
            "(larger in absolute ulps where erfc underflows).", grad=("-grad * 1.1283791670955126 * exp(-x * x)",))
-_f("lgamma", 1, N.fsim(N.lgamma), "lgammaf", "log |Gamma(x)|; +inf at 0, -1, -2, ...", py=_py("lgamma"),
+_f("lgamma", 1, N.fsim(N.lgamma, lambda x: R.lgamma_scalar(x)), "lgammaf", "log |Gamma(x)|; +inf at 0, -1, -2, ...", py=_py("lgamma"),
    msl=metal_helper("mb_lgamma", """\
 inline float mb_lgamma(float x) {
     if (x < 0.5f) {
@@ -299,9 +305,8 @@ inline float mb_lgamma(float x) {
     }
     return mb_lgamma_pos(x);
 }""", {"mb_lgamma_pos": _LGAMMA_POS}),
-   ref=_vec(lambda x: x if x != x else (math.inf if math.isinf(x) or (x <= 0 and x == math.floor(x)) else
-                                         math.lgamma(x))), tol=64)
-_f("tgamma", 1, N.fsim(N.tgamma), "tgammaf", "The Gamma function.", py=("math.gamma",),
+   ref=_vec(R.lgamma_scalar), tol=64)
+_f("tgamma", 1, N.fsim(N.tgamma, lambda x: _gamma_ref(x)), "tgammaf", "The Gamma function.", py=("math.gamma",),
    msl=metal_helper("mb_tgamma", """\
 // tgamma via lgamma, with the reflection formula below 0.5: Metal has no tgamma.
 inline float mb_tgamma(float x) {
@@ -328,7 +333,8 @@ def _gamma_ref(x: float) -> float:
 def _p(name, fn, doc, py=()):
     return add_builtin(name, group="Float classification", doc=doc, example=f"ok = {name}(x[i])",
                        rule=float_predicate(), sim=N.predicate(fn), msl=metal(name, through_half=False),
-                       cuda=cuda(float=name), python=py, namespaces=_PS, ref=getattr(R, name), shim="p")
+                       cuda=cuda(float=name, double=name), python=py, namespaces=_PS, ref=getattr(R, name),
+                       shim="p")
 
 
 _p("isnan", np.isnan, "True if x is a NaN.", _py("isnan"))
@@ -336,10 +342,11 @@ _p("isinf", np.isinf, "True if x is +inf or -inf.", _py("isinf"))
 _p("isfinite", np.isfinite, "True if x is neither infinite nor NaN.", _py("isfinite"))
 add_builtin("isunordered", group="Float classification", doc="True if x or y is a NaN (they cannot be ordered).",
             example="skip = isunordered(x[i], y)", rule=float_predicate(2), namespaces=_PS,
-            sim=lambda args, dt: np.isnan(np.asarray(args[0], np.float32)) | np.isnan(np.asarray(args[1], np.float32)),
+            sim=lambda args, dt: np.isnan(np.asarray(args[0]).astype(np.float64))
+            | np.isnan(np.asarray(args[1]).astype(np.float64)),
             msl=metal("isunordered"), ref=np.vectorize(lambda x, y: x != x or y != y, otypes=[bool]),
-            cuda=cuda(float="mb_isunordered", helpers={"mb_isunordered": "__device__ inline bool mb_isunordered("
-                                                       "float x, float y) { return isnan(x) || isnan(y); }"}),
+            cuda=cuda(float="mb_isunordered", helpers={"mb_isunordered": "template <class T> __device__ inline bool "
+                                                       "mb_isunordered(T x, T y) { return isnan(x) || isnan(y); }"}),
             shim="template <class A, class B> typename _mb_pred<A>::type isunordered(A, B);")
 _p("signbit", np.signbit, "True if x's sign bit is set (also for -0.0 and negative NaNs).", ("np.signbit",))
 

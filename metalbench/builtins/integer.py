@@ -12,7 +12,8 @@ from . import numerics as N
 from . import refs as R
 from .. import types as T
 from .core import BuiltinTypeError, add_builtin, custom, integer, numeric, type_word
-from .spell import by_kind, cuda, metal, template_helper
+from .floatmath import MB_FMAX3, MB_FMIN3
+from .spell import CUDA_FT, by_kind, cuda, metal, template_helper
 
 _PS = ("precise", "fast")
 
@@ -68,8 +69,8 @@ _num("clamp", 3, lambda x, lo, hi, dt: np.minimum(np.maximum(x, lo), hi), lambda
      "mb_fclamp", "mb_clamp", "min(max(x, lo), hi).", example="r = clamp(x[i], 0.0, 1.0)", py=("np.clip",),
      helpers={"mb_clamp": "template <class T> __device__ inline T mb_clamp(T x, T lo, T hi) "
                           "{ return x < lo ? lo : (hi < x ? hi : x); }",
-              "mb_fclamp": "__device__ inline float mb_fclamp(float x, float lo, float hi) "
-                           "{ return fminf(fmaxf(x, lo), hi); }"},
+              "mb_fclamp": "template <class T> __device__ inline T mb_fclamp(T x, T lo, T hi) "
+                           "{ return mb_fmin_t(mb_fmax_t(x, lo), hi); }", **CUDA_FT},
      ref_int=lambda x, lo, hi, bits, signed: min(max(x, lo), hi),
      ref_float=R.clamp, namespaces=_PS,
      grad=("grad if x >= y and x <= z else 0", "grad if x < y else 0", "grad if x > z and x >= y else 0"))
@@ -87,8 +88,8 @@ _num("sign", 1, lambda x, dt: np.sign(x), N.fsign, "mb_fsign", "mb_sign",
      helpers={"mb_sign": "template <class T> __device__ inline T mb_sign(T x) "
                          "{ return static_cast<T>((T(0) < x) - (x < T(0))); }",
               "mb_fsign": """\
-__device__ inline float mb_fsign(float x) {
-    return isnan(x) ? 0.0f : (x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : copysignf(0.0f, x)));
+template <class T> __device__ inline T mb_fsign(T x) {
+    return isnan(x) ? T(0) : (x > T(0) ? T(1) : (x < T(0) ? T(-1) : x));
 }"""},
      ref_int=lambda x, bits, signed: (x > 0) - (x < 0),
      ref_float=R.sign, grad="zero")
@@ -102,7 +103,7 @@ _num("max3", 3, lambda a, b, c, dt: np.maximum(np.maximum(a, b), c), lambda a, b
      "mb_fmax3", "mb_max3", "The largest of x, y and z.",
      helpers={"mb_max3": "template <class T> __device__ inline T mb_max3(T a, T b, T c) "
                          "{ T m = a < b ? b : a; return m < c ? c : m; }",
-              "mb_fmax3": "__device__ inline float mb_fmax3(float a, float b, float c) { return fmaxf(fmaxf(a, b), c); }"},
+              "mb_fmax3": MB_FMAX3, **CUDA_FT},
      ref_int=lambda a, b, c, bits, signed: max(a, b, c), ref_float=R.fmax3,
      grad=(
            "grad if x >= y and x >= z else 0",
@@ -112,7 +113,7 @@ _num("min3", 3, lambda a, b, c, dt: np.minimum(np.minimum(a, b), c), lambda a, b
      "mb_fmin3", "mb_min3", "The smallest of x, y and z.",
      helpers={"mb_min3": "template <class T> __device__ inline T mb_min3(T a, T b, T c) "
                          "{ T m = b < a ? b : a; return c < m ? c : m; }",
-              "mb_fmin3": "__device__ inline float mb_fmin3(float a, float b, float c) { return fminf(fminf(a, b), c); }"},
+              "mb_fmin3": MB_FMIN3, **CUDA_FT},
      ref_int=lambda a, b, c, bits, signed: min(a, b, c), ref_float=R.fmin3,
      grad=(
            "grad if x <= y and x <= z else 0",
@@ -124,8 +125,8 @@ _num("median3", 3, lambda a, b, c, dt: np.maximum(np.minimum(a, b), np.minimum(n
      helpers={"mb_median3": "template <class T> __device__ inline T mb_median3(T a, T b, T c) {\n"
                             "    T lo = b < a ? b : a, hi = a < b ? b : a;\n"
                             "    T m = c < hi ? c : hi;\n    return lo < m ? m : lo;\n}",
-              "mb_fmedian3": "__device__ inline float mb_fmedian3(float a, float b, float c) "
-                             "{ return fmaxf(fminf(a, b), fminf(fmaxf(a, b), c)); }"},
+              "mb_fmedian3": "template <class T> __device__ inline T mb_fmedian3(T a, T b, T c) "
+                             "{ return mb_fmax_t(mb_fmin_t(a, b), mb_fmin_t(mb_fmax_t(a, b), c)); }", **CUDA_FT},
      ref_int=lambda a, b, c, bits, signed: _med(a, b, c),
      ref_float=R.median3,
      grad=(

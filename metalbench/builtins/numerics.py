@@ -37,11 +37,16 @@ def _f64(x):
     return np.asarray(x, np.float64)
 
 
-def fsim(fn):
-    """A float function of float64 arrays as a simulator implementation ``(args, dt)``."""
+def fsim(fn, double=None):
+    """A float function of float64 arrays as a simulator implementation ``(args, dt)``.
+    ``double``, a function of Python floats, replaces ``fn`` for float64 results where
+    ``fn`` is an approximation good only to float32 (erf, lgamma, ...)."""
+    exact = np.vectorize(double, otypes=[np.float64]) if double is not None else None
+
     def sim(args, dt):
         with np.errstate(all="ignore"):
-            return out(fn(*[_f64(a) for a in args]), dt)
+            f = exact if (exact is not None and dt == np.float64) else fn
+            return out(f(*[_f64(a) for a in args]), dt)
     sim.model = fn
     return sim
 
@@ -65,7 +70,7 @@ def by_kind(int_sim, float_sim):
 def predicate(fn):
     """A float classification (``isnan``...): bool result."""
     def sim(args, dt):
-        r = fn(np.asarray(args[0], np.float32))
+        r = fn(np.asarray(args[0]).astype(np.float64))     # exact for every float type
         return r[()] if np.ndim(r) == 0 else r
     return sim
 

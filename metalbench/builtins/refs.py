@@ -134,6 +134,19 @@ def _fma(a, b, c):
 
 
 fma = _vec(_fma)
+fma_scalar = _fma
+
+
+def lgamma_scalar(x: float) -> float:
+    """C's lgamma: +inf at the poles (0, -1, -2, ...) and at +-inf."""
+    if x != x:
+        return x
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return inf
+    try:
+        return math.lgamma(x)
+    except OverflowError:
+        return inf
 
 
 def _smoothstep(e0, e1, x):

@@ -97,24 +97,34 @@ def by_kind(int=None, float=None):    # noqa: A002 - the names read best at the 
     return spell
 
 
-def cuda(float: str | None = None, int: str | None = None, helpers: dict | None = None):  # noqa: A002
+def _need(p, fn: str, helpers: dict) -> None:
+    """Adds helper ``fn`` to the header after the helpers its code calls."""
+    for other, code in helpers.items():
+        if other != fn and other in helpers[fn] and other not in p.helpers:
+            _need(p, other, helpers)
+    p.need(fn, helpers[fn])
+
+
+def cuda(float: str | None = None, int: str | None = None, helpers: dict | None = None,  # noqa: A002
+         double: str | None = None):
     """A CUDA spelling: ``float`` names the float32 function (``expf`` or an ``mb_``
-    helper), ``int`` the integer one; ``helpers`` maps helper names to their code.
-    half and bfloat compute in float; vectors apply the scalar call per component."""
+    helper), ``double`` the float64 one (default: a libm name without its ``f``, or the
+    same helper, whose code is a template), ``int`` the integer one; ``helpers`` maps
+    helper names to their code. half and bfloat compute in float; vectors apply the
+    scalar call per component."""
     helpers = helpers or {}
+    if double is None and float is not None:
+        double = float if float in helpers or not float.endswith("f") else float[:-1]
 
     def scalar(p, args, t):
         elem = T.elem_of(args[0].type if args else t)
         texts = [p.expr(a, ASSIGN) for a in args]
-        fn = float if elem.is_float else int
+        fn = (double if elem.name == "float64" else float) if elem.is_float else int
         if fn is None:
             raise KernelTypeError(f"no CUDA spelling for {elem.name} arguments", args[0].span if args else None)
-        if elem.name == "float64" and fn.endswith("f") and not fn.startswith(("mb_", "__")) and fn not in helpers:
-            # CUDA's double functions are the C names without the f (expf -> exp)
-            return f"{fn[:-1]}({', '.join(texts)})"
         if fn in helpers:
-            p.need(fn, helpers[fn])
-        if elem.is_float and elem.name != "float32":
+            _need(p, fn, helpers)
+        if elem.name in ("float16", "bfloat16"):
             texts = [f"static_cast<float>({s})" if T.elem_of(a.type).is_float else s for s, a in zip(texts, args)]
             call = f"{fn}({', '.join(texts)})"
             return p.cast_text(t, call) if T.elem_of(t).is_float else call
@@ -124,6 +134,16 @@ def cuda(float: str | None = None, int: str | None = None, helpers: dict | None 
         return map_vector(p, scalar, args, t)
     spell.cuda_name = float or int
     return spell
+
+
+# Float helpers are templates over float and double (half and bfloat arrive as float);
+# these pick the f-suffixed libm function for float.
+CUDA_FT = {
+    "mb_fmin_t": "template <class T> __device__ inline T mb_fmin_t(T a, T b) "
+                 "{ if constexpr (sizeof(T) == 8) return fmin(a, b); else return fminf(a, b); }",
+    "mb_fmax_t": "template <class T> __device__ inline T mb_fmax_t(T a, T b) "
+                 "{ if constexpr (sizeof(T) == 8) return fmax(a, b); else return fmaxf(a, b); }",
+}
 
 
 def map_vector(p, scalar, args, t):

@@ -62,6 +62,17 @@ MB_F2(fmaxf)
 float fmaf(float, float, float);
 float ldexpf(float, int);
 bool isnan(float); bool isinf(float); bool isfinite(float); bool signbit(float);
+// double math (float64 kernels): the C names
+#define MB_D1(f) double f(double);
+MB_D1(exp) MB_D1(exp2) MB_D1(exp10) MB_D1(log) MB_D1(log2) MB_D1(log10) MB_D1(sqrt) MB_D1(rsqrt)
+MB_D1(sin) MB_D1(cos) MB_D1(tan) MB_D1(asin) MB_D1(acos) MB_D1(atan) MB_D1(sinh) MB_D1(cosh) MB_D1(tanh)
+MB_D1(asinh) MB_D1(acosh) MB_D1(atanh) MB_D1(floor) MB_D1(ceil) MB_D1(round) MB_D1(rint) MB_D1(trunc)
+MB_D1(erf) MB_D1(erfc) MB_D1(log1p) MB_D1(expm1) MB_D1(cbrt) MB_D1(sinpi) MB_D1(cospi) MB_D1(lgamma)
+MB_D1(tgamma) MB_D1(fabs)
+#define MB_D2(f) double f(double, double);
+MB_D2(pow) MB_D2(atan2) MB_D2(fmod) MB_D2(copysign) MB_D2(hypot) MB_D2(fdim) MB_D2(fmin) MB_D2(fmax)
+double fma(double, double, double); double ldexp(double, int);
+bool isnan(double); bool isinf(double); bool isfinite(double); bool signbit(double);
 int min(int, int); unsigned int min(unsigned int, unsigned int); long min(long, long);
 unsigned long min(unsigned long, unsigned long); long long min(long long, long long);
 unsigned long long min(unsigned long long, unsigned long long); float min(float, float);
