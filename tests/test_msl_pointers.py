@@ -174,7 +174,35 @@ POST_INCREMENT = MSLCase(
     lambda x: [np.stack([x.reshape(16, 4).sum(1), x.reshape(16, 4)[:, 3] + 1], 1).reshape(-1)],
     grid=(16, 1, 1), tg=(16, 1, 1), atol=1e-5)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT]
+REFERENCES = MSLCase(
+    "references",
+    """
+    uint i = thread_position_in_grid.x;
+    float acc = 0.0f;
+    for (int j = 0; j < 3; ++j) accumulate(acc, x[i]);   // a local variable by reference
+    int n = 0;
+    float r = twice_and_count(acc, n);
+    float loc[2] = {1.0f, 5.0f};
+    swap2(loc[0], loc[1]);                               // array elements by reference
+    out[i] = 0.0f;
+    bump(out[i], r + float(n) + loc[0]);                 // a buffer element by reference
+    device float& o = out[i];                            // reference variables
+    o += 1.0f;
+    float& alias = acc;
+    alias = 0.5f;
+    o += acc;
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [12 * x + 7.5],
+    header="""
+    void accumulate(thread float& acc, float v) { acc += v * 2.0f; }
+    template <typename T> void bump(device T& slot, T by) { slot = slot + by; }
+    inline float twice_and_count(thread float& a, thread int& n) { n++; a *= 2.0f; return a; }
+    void swap2(thread float& a, thread float& b) { float t = a; a = b; b = t; }
+    """, atol=1e-5)
+
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES]
 IDS = [c.name for c in CASES]
 
 

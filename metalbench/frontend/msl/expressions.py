@@ -10,7 +10,7 @@ from ...errors import KernelNameError, KernelTypeError, error_net
 from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
-from .symbols import Buf, Ptr, ShapeArr
+from .symbols import Buf, Ptr, Ref, ShapeArr
 
 # Metal's constants: the float ones from the builtin registry's table (the DSL exports the
 # same names), plus the integer limits and HUGE_VALF.
@@ -268,6 +268,8 @@ class ExpressionsMixin:
         sym = self.lookup(name)
         if isinstance(sym, ir.Var):
             return ir.Var(sym.name, sym.type, span=sp)
+        if isinstance(sym, Ref):
+            return self.sem.view_load(self.ref_view(sym, sp), ir.Const(0, T.int32, span=sp), sp)
         if isinstance(sym, ir.Const):
             return ir.Const(sym.value, sym.type, span=sp)
         if isinstance(sym, Ptr):

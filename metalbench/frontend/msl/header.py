@@ -4,11 +4,12 @@ types, template arguments) like C++ template instantiation."""
 from __future__ import annotations
 
 from ... import ir
+from ... import types as T
 from ...errors import MetalbenchError, error_net
 from ...semantics.folding import fold
 from ...semantics.views import View
 from .parse import _PARSER, _parse
-from .symbols import Buf, FuncDef, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import Buf, FuncDef, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
 
 class HeaderMixin:
@@ -110,20 +111,24 @@ class HeaderMixin:
                 explicit.append(("type", self.resolve_type(t)[0]))
             else:
                 explicit.append(("value", self.expr(t)))
-        # evaluate arguments: buffers by BufArg, values by Expr
-        args = []
+        # evaluate arguments: pointers as views, values as expressions, and what a reference
+        # parameter would bind to (an element or a local variable)
+        args, lvals = [], []
         for a in argn:
             args.append(self.pointer(a) if self.ptr_rank(a) is not None else self.expr(a))
+            lvals.append(self.lvalue(a) if self.ptr_rank(a) is None else None)
         errors = []
         for fd in cands:
             try:
-                return self.specialise(fd, name, args, explicit, node)
+                return self.specialise(fd, name, args, explicit, node, lvals)
             except _NoMatch as e:
                 errors.append(str(e))
         self.type_err(node, f"no matching overload of '{name}': " + "; ".join(errors))
 
-    def specialise(self, fd: FuncDef, name, args, explicit, node):
+    def specialise(self, fd: FuncDef, name, args, explicit, node, lvals=None):
         sp = self.sp(node)
+        lvals = lvals or [None] * len(args)
+        passing = []          # per parameter: "value", "ptr", ("ref", view) or ("copy", var)
         # switch to the header's text
         saved = (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
                  self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names)
@@ -145,7 +150,7 @@ class HeaderMixin:
             fparams = []
             sig = []
             scope = {}
-            for p, a in zip(params, args):
+            for p, a, lv in zip(params, args, lvals):
                 tnode = p.child_by_field_name("type")
                 decl = p.child_by_field_name("declarator")
                 quals = self.quals_before(p.start_byte, tnode.start_byte)
@@ -173,12 +178,26 @@ class HeaderMixin:
                         bind[tname] = _TypeName(a.type)
                 pt, atomic = self.resolve_type(tnode)
                 if is_ref:
-                    if const and not isinstance(a, View):
+                    if isinstance(a, View):
+                        self.unsupported(p, "a reference to a pointer or array")
+                    if const and (lv is None or space is None):
                         is_ref = False  # const T& x: a value
-                    elif isinstance(a, View):
-                        self.unsupported(p, "a reference parameter")
-                    else:
-                        self.unsupported(p, "a non-const reference parameter (an out parameter)")
+                    elif lv is None:
+                        raise _NoMatch(f"'{pname}' is a reference: its argument must be a variable or an "
+                                       "array element")
+                    elif a.type != pt:
+                        raise _NoMatch(f"'{pname}' is a {pt.name}&, got a {a.type.name}")
+                if is_ref:
+                    # an element: a pointer to it; a local variable: a one-element copy that is
+                    # copied back after the call (no other function can see the variable)
+                    r_space = lv[1].space if lv[0] == "loc" else "thread"
+                    r_atomic = lv[0] == "loc" and lv[1].atomic
+                    fparams.append(ir.FuncParam(pname, pt, r_space, const))
+                    scope[pname] = Ref(self.sem.view_of(pname, pt, r_space, const=const, atomic=r_atomic))
+                    sig.append(("ref", pt.name, r_space, r_atomic))
+                    passing.append(("ref", self.sem.view_offset(lv[1], lv[2], sp)) if lv[0] == "loc"
+                                   else ("copy", lv[1]))
+                    continue
                 if is_ptr:
                     if not isinstance(a, View) or a.inner:
                         raise _NoMatch(f"argument for '{pname}' must be a pointer into a buffer or array")
@@ -193,12 +212,14 @@ class HeaderMixin:
                     fparams.append(ir.FuncParam(pname, pt, sp_name, const))
                     scope[pname] = Buf(pname, pt, sp_name, atomic=atomic or a.atomic, const=const)
                     sig.append(("buf", pt.name, sp_name, a.atomic))
+                    passing.append("ptr")
                 else:
                     if isinstance(a, View):
                         raise _NoMatch(f"argument for '{pname}' must be a value, not an array")
                     fparams.append(ir.FuncParam(pname, pt))
                     scope[pname] = ir.Var(pname, pt)
                     sig.append(pt.name)
+                    passing.append("value")
             rnode = fd.node.child_by_field_name("type")
             ret, _ = self.resolve_type(rnode)
             key = (name, id(fd.node), tuple(sig),
@@ -233,7 +254,30 @@ class HeaderMixin:
         finally:
             (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
              self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names) = saved
-        conv_args = []
-        for a, p in zip(args, fparams):
-            conv_args.append(self.sem.view_arg(a, sp) if p.space else self.sem.convert(a, p.type))
-        return ir.FuncCall(fname, conv_args, ret, span=sp)
+        conv_args, copies = [], []
+        for a, p, how in zip(args, fparams, passing):
+            if how == "ptr":
+                conv_args.append(self.sem.view_arg(a, sp))
+            elif how == "value":
+                conv_args.append(self.sem.convert(a, p.type))
+            elif how[0] == "ref":
+                conv_args.append(self.sem.view_arg(how[1], sp))
+            else:
+                var = how[1]
+                arr = self.fresh(f"_{var.name}_ref")
+                self.emit_pre(ir.ArrayDecl(arr, "thread", var.type, (1,), span=sp), sp)
+                self.emit_pre(ir.Store(arr, ir.Const(0, T.int32), ir.Var(var.name, var.type, span=sp), span=sp), sp)
+                conv_args.append(ir.BufArg(arr, span=sp))
+                copies.append((var, arr))
+        call = ir.FuncCall(fname, conv_args, ret, span=sp)
+        if not copies:
+            return call
+        result = None
+        if ret is not None:
+            result = self.new_tmp(ret, call, sp)
+        else:
+            self.emit_pre(ir.ExprStmt(call, span=sp), sp)
+        for var, arr in copies:
+            self.emit_pre(ir.Assign(ir.Var(var.name, var.type, span=sp),
+                                    ir.Load(arr, ir.Const(0, T.int32), var.type, span=sp), span=sp), sp)
+        return result

@@ -13,7 +13,7 @@ from ... import ir
 from ... import types as T
 from ...semantics.views import View
 from ...errors import KernelSyntaxError
-from .symbols import METAL_ONLY, Buf, Ptr, _SPACES
+from .symbols import METAL_ONLY, Buf, Ptr, Ref, _SPACES
 
 
 class MemoryMixin:
@@ -111,6 +111,30 @@ class MemoryMixin:
             return replace(sym.view, offset=ir.Var(sym.off.name, sym.off.type, span=sp))
         return self.sem.view_of(sym.name, sym.elem, sym.space, sym.shape, const=sym.const,
                                 atomic=sym.atomic, span=sp)
+
+    def ref_view(self, ref, sp) -> View:
+        v = ref.view
+        if isinstance(v.offset, ir.Var):
+            return replace(v, offset=ir.Var(v.offset.name, v.offset.type, span=sp))
+        return v
+
+    def lvalue(self, node):
+        """For an argument bound to a reference parameter: ``("loc", view, index)`` for an
+        element (``a[i]``, ``*p``, a reference), ``("var", var)`` for a local variable, or None."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node.type == "identifier":
+            sym = self.lookup(self.text(node))
+            if isinstance(sym, ir.Var):
+                return ("var", sym)
+            if isinstance(sym, Ref):
+                return ("loc", self.ref_view(sym, self.sp(node)), ir.Const(0, T.int32))
+            return None
+        if node.type == "subscript_expression" and self.ptr_rank(node.child_by_field_name("argument")) == 0 \
+                or node.type == "pointer_expression" and self.text(node).lstrip().startswith("*"):
+            v, i = self.location(node)
+            return ("loc", v, i)
+        return None
 
     def pointer(self, node) -> View:
         """The :class:`View` a pointer expression denotes (``ptr_rank(node)`` is not None)."""
@@ -213,6 +237,8 @@ class MemoryMixin:
                 self.type_err(node, "a partial index of a multi-dimensional array is not a value")
             v = self.pointer(base)
             return v, self.index_expr(inds[0])
+        if k == "identifier" and isinstance(self.lookup(self.text(node)), Ref):
+            return self.ref_view(self.lookup(self.text(node)), self.sp(node)), ir.Const(0, T.int32)
         if k == "identifier" and isinstance(self.lookup(self.text(node)), ir.Var):
             self.type_err(node, f"'{self.text(node)}' is a local variable: a pointer to it is not supported "
                           "(pointers must point into a buffer or array)",

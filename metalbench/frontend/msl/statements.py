@@ -8,7 +8,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelNameError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
-from .symbols import Buf, Ptr, _SPACES, _TypeName
+from .symbols import Buf, Ptr, Ref, _SPACES, _TypeName
 
 
 class StatementsMixin:
@@ -328,7 +328,7 @@ class StatementsMixin:
                 self.unsupported(d, "a pointer without an initialiser")
             return self.pointer_decl(self.text(name_n), init, base, space, is_const, sp, d)
         if d.type == "reference_declarator":
-            self.unsupported(d, "a reference variable")
+            return self.reference_decl(d, init, base, sp)
         if d.type != "identifier":
             self.unsupported(d, f"the declaration '{self.text(d)}'")
         name = self.text(d)
@@ -371,6 +371,29 @@ class StatementsMixin:
         v = ir.Var(irname, t, span=sp)
         self.scopes[-1][name] = v
         return [ir.Decl(v, val, span=sp)]
+
+    def reference_decl(self, d, init, base, sp):
+        """``device float& r = out[i];`` (an element: its position fixed now) or
+        ``float& r = a;`` (another name for a local variable)."""
+        name_n = d.named_children[-1]
+        if name_n.type != "identifier" or init is None:
+            self.unsupported(d, "this reference declaration")
+        name = self.text(name_n)
+        lv = self.lvalue(init)
+        if lv is None:
+            self.unsupported(init, "a reference to something that is not a variable or an array element")
+        if lv[0] == "var":
+            if base != "auto" and lv[1].type != base:
+                self.type_err(d, f"a {getattr(base, 'name', base)}& cannot refer to a {lv[1].type.name}")
+            self.scopes[-1][name] = lv[1]
+            return []
+        _, v, i = lv
+        if base != "auto" and v.type != base:
+            self.type_err(d, f"a {getattr(base, 'name', base)}& cannot refer to {v.type.name} data")
+        at = self.sem.view_offset(v, i, sp)
+        off = ir.Var(self.fresh(name + "_at"), T.int64, span=sp)
+        self.scopes[-1][name] = Ref(replace(at, offset=off))
+        return [ir.Decl(off, self.sem.convert(at.offset, T.int64, sp), span=sp)]
 
     def pointer_decl(self, name, init, base, space, is_const, sp, d):
         """``T* p = <pointer>;`` / ``auto p = <pointer>;``: a :class:`Ptr` whose offset is
@@ -502,6 +525,11 @@ class StatementsMixin:
                 return [ir.Assign(sym, value(sym, sym.type), span=sp)]
             if isinstance(sym, Ptr):
                 return self.pointer_assign(sym, lhs, op, rhs_node, sp)
+            if isinstance(sym, Ref):
+                v = self.ref_view(sym, sp)
+                zero = ir.Const(0, T.int32, span=sp)
+                cur = self.sem.view_load(v, zero, sp) if op is not None else None
+                return self.sem.view_store(v, zero, value(cur, v.type), sp)
             if isinstance(sym, ir.Const):
                 self.type_err(lhs, f"'{name}' is a constant and cannot be assigned")
             if sym is None:

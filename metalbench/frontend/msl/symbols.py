@@ -50,6 +50,13 @@ class Ptr:
 
 
 @dataclass
+class Ref:
+    """A reference (``thread float& acc`` parameter, ``device float& r = out[i];``): reads
+    and writes go to element 0 of ``view`` (a semantics.views.View)."""
+    view: object
+
+
+@dataclass
 class ShapeArr:
     """``x_shape`` (kind="shape") or ``x_strides`` (kind="strides") of kernel input x."""
     buf: str

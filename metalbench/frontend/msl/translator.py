@@ -18,7 +18,7 @@ from .mlx_utils import MLXUtilsMixin
 from .parse import _KEYWORD_CAST_TYPES, _parse
 from .preprocess import Preprocessor
 from .statements import StatementsMixin
-from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, ShapeArr, _type_of_descriptor, _TypeName
+from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin):
@@ -167,7 +167,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return True
         if node.type in ("identifier", "type_identifier"):
             txt = self.text(node)
-            if isinstance(self.lookup(txt), (ir.Var, Buf, Ptr, ir.Const, ShapeArr)):
+            if isinstance(self.lookup(txt), (ir.Var, Buf, Ptr, Ref, ir.Const, ShapeArr)):
                 return False
             return self.named_type(txt) is not None
         return False
