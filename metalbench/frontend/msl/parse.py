@@ -137,6 +137,33 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
             col = len(src.line(line))
             msg = "syntax error: unexpected end of the kernel source (unbalanced braces or a missing ';'?)"
         end = col + max(1, err.end_byte - err.start_byte) if err.start_point[0] == err.end_point[0] else None
-        raise KernelSyntaxError(msg, Span(src, line, col, line, end),
-                                hint="the source is the body of an MSL kernel, as mx.fast.metal_kernel takes it")
+        hint = "the source is the body of an MSL kernel, as mx.fast.metal_kernel takes it"
+        what = _enclosing_class(tree.root_node, err, code)
+        if what is not None:
+            kind, name, cline = what
+            msg += (f", inside the {kind} '{name}' (line {cline - line_offset + src.first_line}): C++ {kind}s "
+                    f"are not supported by the simulator yet; {_METAL_ONLY}")
+            hint = None
+        raise KernelSyntaxError(msg, Span(src, line, col, line, end), hint=hint)
     return tree, code, quals
+
+
+_METAL_ONLY = "it runs unchanged on backend='metal' only"
+
+
+def _enclosing_class(root, err, code):
+    """(kind, name, 0-based line) of a struct/class (template) that holds the error, if any:
+    the C++ grammar often stops inside one at a Metal-only qualifier."""
+    m = None
+    for n in root.children:
+        if n.start_byte <= err.start_byte < max(n.end_byte, err.start_byte + 1):
+            m = n
+            break
+    if m is None:
+        return None
+    head = code[m.start_byte:min(m.end_byte, m.start_byte + 400)]
+    hit = re.search(r"\b(struct|class|union)\s+(?:alignas\s*\([^)]*\)\s*)?([A-Za-z_]\w*)", head)
+    if hit is None:
+        return None
+    kind = hit.group(1) + (" template" if head.lstrip().startswith("template") else "")
+    return kind, hit.group(2), m.start_point[0]
