@@ -28,7 +28,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
 from metalbench import types as T
