@@ -31,7 +31,7 @@ def vjp_module(sp, bound, *, fname: str, params: list, conv: list, out_names: li
     float input to differentiate); a kernel outside the subset gets a comment saying why."""
     from ..export import _extra_exprs, _mx_dtype_name, _tq
     try:
-        adj, adj_sp = adjoint_of(sp, aggregate=True, device_tapes=False)
+        adj, adj_sp = adjoint_of(sp, aggregate=True, device_tapes=False, backend="metal")
     except NotDifferentiableError as e:
         first = str(e).splitlines()[0]
         return f"\n# No VJP exported: {first}\n"

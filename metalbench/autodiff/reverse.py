@@ -118,16 +118,19 @@ class Adjoint:
     sizer: ir.KernelIR | None = None               # writes each taped loop's trip count (sim, grid 1)
 
 
-def acc_type(t: T.ScalarType) -> T.ScalarType:
-    """The type gradients of ``t`` values accumulate in (float32; float64 stays)."""
-    return t if t.itemsize >= 8 else T.float32
+def acc_type(t: T.ScalarType, wide: bool = True) -> T.ScalarType:
+    """The type gradients of ``t`` values accumulate in: float32, and float64 for float64
+    where 64-bit atomics exist (``wide``: the simulator; metalbench's GPU atomics are 32-bit)."""
+    return t if (wide and t.itemsize >= 8) else T.float32
 
 
 # ----------------------------------------------------------------------------- the generator
 
 class Generator:
-    def __init__(self, kernel: ir.KernelIR, aggregate: bool = True, device_tapes: bool = True):
+    def __init__(self, kernel: ir.KernelIR, aggregate: bool = True, device_tapes: bool = True,
+                 wide_atomics: bool = True):
         self.k = kernel
+        self.wide = wide_atomics
         self.aggregate = aggregate
         self.allow_device_tapes = device_tapes
         self.namer = Namer(names_in(kernel))
@@ -576,7 +579,7 @@ class Generator:
     def rev_load(self, p: PLoad) -> list:
         g = self.adj(p.var)
         gbuf = self.grad_param(p.buf)
-        t = acc_type(p.var.type)
+        t = acc_type(p.var.type, self.wide)
         val = B.cast(t, g)
         add = ir.ExprStmt(ir.Atomic("add", gbuf, p.index, [val], t, span=p.span), span=p.span)
         out = [add]
@@ -770,7 +773,7 @@ class Generator:
                 continue
             acc = self.adjoints[name]
             gbuf = self.grad_param(name)
-            t = acc_type(p.type)
+            t = acc_type(p.type, self.wide)
             val = B.cast(t, acc)
             zero = B.const(0, T.uint32)
             if self.aggregate:
@@ -812,7 +815,7 @@ class Generator:
         for p in k.inputs:
             if p.name in self.grad_params:
                 grads[p.name] = self.grad_params[p.name]
-                params.append(ir.Param(self.grad_params[p.name], "buffer", acc_type(p.type),
+                params.append(ir.Param(self.grad_params[p.name], "buffer", acc_type(p.type, self.wide),
                                        p.ndim if p.kind == "buffer" else 1, is_output=True, atomic=True))
         tapes = []
         for name, tt, loop in self.device_tapes:
@@ -824,15 +827,17 @@ class Generator:
         return Adjoint(adj_ir, k, grads, cts, self.notes, tapes, self.sizer() if tapes else None)
 
 
-def generate(kernel: ir.KernelIR, aggregate: bool = True, device_tapes: bool = True) -> Adjoint:
+def generate(kernel: ir.KernelIR, aggregate: bool = True, device_tapes: bool = True,
+             wide_atomics: bool = True) -> Adjoint:
     """The adjoint kernel of ``kernel`` (see the module docstring).
 
     ``aggregate`` sums a SIMD-group's contributions to one gradient element before
     its atomic add where the threads of a SIMD-group often share the element.
     ``device_tapes=False`` recomputes the carried values of loops whose trip count is
     known only at launch instead of storing them (no tape outputs to size).
+    ``wide_atomics=False`` accumulates float64 gradients in float32 (GPU backends).
     """
-    return Generator(kernel, aggregate, device_tapes).run()
+    return Generator(kernel, aggregate, device_tapes, wide_atomics).run()
 
 
 # ----------------------------------------------------------------------------- helpers

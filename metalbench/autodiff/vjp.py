@@ -25,13 +25,15 @@ from ..errors import KernelLaunchError
 from .reverse import Adjoint, generate
 
 
-def adjoint_of(spec, aggregate: bool = True, device_tapes: bool = True):
+def adjoint_of(spec, aggregate: bool = True, device_tapes: bool = True, backend: str = "sim"):
     """(Adjoint, its Specialization) for a forward specialisation, built once and kept
-    in its artifacts."""
-    key = ("adjoint", aggregate, device_tapes)
+    in its artifacts. On GPU backends float64 gradients accumulate in float32 (their
+    atomics are 32-bit); on the simulator in float64."""
+    wide = backend == "sim"
+    key = ("adjoint", aggregate, device_tapes, wide)
     hit = spec.artifacts.get(key)
     if hit is None:
-        adj = generate(spec.ir, aggregate=aggregate, device_tapes=device_tapes)
+        adj = generate(spec.ir, aggregate=aggregate, device_tapes=device_tapes, wide_atomics=wide)
         hit = spec.artifacts[key] = (adj, _specialization(adj.ir, spec))
     return hit
 
@@ -153,7 +155,7 @@ def vjp(kernel, *args, cotangents=None, grid=None, threadgroup=None, backend="au
     if cotangents is None:
         raise KernelLaunchError(f"{kernel.name}.vjp needs cotangents=", hint="one array per output, shaped like it")
     b = Bound(kernel, args, kwargs, grid, threadgroup, backend, out, checked)
-    adj, adj_spec = adjoint_of(b.spec, aggregate)
+    adj, adj_spec = adjoint_of(b.spec, aggregate, backend=b.backend)
     cts = cotangent_dict(cotangents, b.outputs, kernel.name)
     values = dict(b.values)
     for o, ct_name in adj.cotangents.items():
@@ -206,6 +208,6 @@ def vjp_source(kernel, *args, backend: str = "metal", aggregate: bool = True, ou
     >>> print(vjp_source(square, x, backend="sim"))        # doctest: +SKIP
     """
     bound = kernel.bind(*args, out=out, **kwargs)
-    adj, adj_spec = adjoint_of(kernel.specialization(bound), aggregate)
+    adj, adj_spec = adjoint_of(kernel.specialization(bound), aggregate, backend=backend)
     notes = "".join(f"// note: {n}\n" for n in adj.notes)
     return notes + adj_spec.source(backend)
