@@ -380,3 +380,21 @@ def test_mlx_function_traces_on_gpu_backends(monkeypatch):
     assert g.shape == x.shape
     names = [c for m in made for c in m.calls]
     assert any("row_lse_vjp" in n for n in names) and any(n.startswith("row_lse_") and "vjp" not in n for n in names)
+
+
+def test_repeated_calls_reuse_the_prepared_vjp_with_new_values():
+    rng = np.random.default_rng(9)
+    for a in (1.5, -0.25, 2.0):                      # one signature: the second call takes the thin path
+        x, y, ct = (rng.standard_normal(64).astype(np.float32) for _ in range(3))
+        ga, gx, gy = saxpy.vjp(a, x, y, cotangents=ct, grid=64, backend=BACKEND)
+        wa, wx, wy = mlx_vjp(lambda s, p, q: [s * p + q * mx.exp(s)], [np.float32(a), x, y], [ct])
+        close(ga, wa, atol=1e-4)
+        close(gx, wx)
+        close(gy, wy)
+    x = rng.uniform(-0.9, 0.9, 40).astype(np.float32)
+    c = rng.standard_normal(8).astype(np.float32)
+    for K in (4, 8, 4):                              # constexpr values are part of the signature
+        gx, gc, _ = poly_rows.vjp(x, c, K, cotangents=np.ones(40, np.float32), grid=40, backend=BACKEND)
+        wx, wc = mlx_vjp(lambda p, q: [poly_rows_mx(p, q, K)], [x, c], [np.ones(40, np.float32)])
+        close(gx, wx, rtol=1e-3, atol=1e-4)
+        close(gc, wc, rtol=1e-3, atol=1e-4)

@@ -146,58 +146,133 @@ def cotangent_dict(cotangents, outputs: list, kernel_name: str) -> dict:
     return cts
 
 
+class VJPCall:
+    """Everything a vjp call needs besides the argument values: the adjoint, its outputs,
+    how results map back to the arguments. Built by the first call of a signature, then
+    reused (``k.vjp``'s thin path) when the adjoint needs no tape sized at launch."""
+
+    def __init__(self, kernel, b: Bound, aggregate: bool):
+        self.kernel = kernel
+        self.adj, self.adj_spec = adjoint_of(b.spec, aggregate, backend=b.backend)
+        adj = self.adj
+        self.grid, self.threadgroup, self.backend, self.checked = b.grid, b.threadgroup, b.backend, b.checked
+        self.outputs = b.outputs
+        self.defaults = dict(b.values)
+        self.zeros = {}                    # cotangent name -> (shape, type) for a missing cotangent
+        for o, ct_name in adj.cotangents.items():
+            shape, t = next((s, t) for n, s, t in b.outputs if n == o)
+            self.zeros[ct_name] = (shape, t)
+        self.grad_outputs = []
+        tape_names = {name for name, _, _ in adj.tapes}
+        for p in adj.ir.outputs:
+            if p.name in tape_names:
+                continue
+            fwd_name = next(n for n, g in adj.grads.items() if g == p.name)
+            fwd_p = b.spec.ir.param(fwd_name)
+            shape = tuple(int(s) for s in b.values[fwd_name].shape) if fwd_p.kind == "buffer" else (1,)
+            self.grad_outputs.append((p.name, shape or (1,), p.type))
+        self.results = []                  # per non-output parameter: how its entry is made
+        for prm in b.params:
+            fp = b.spec.ir.param(prm.name)
+            if b.kinds[prm.name] == "constexpr" or fp is None or not fp.type.is_float:
+                self.results.append(None)
+                continue
+            mt = T.to_mlx(fp.type)
+            shape = () if fp.kind == "scalar" else tuple(b.values[prm.name].shape)
+            self.results.append((adj.grads.get(prm.name), shape, mt))
+        self.reusable = not adj.tapes
+        self.plan = None
+
+    def __call__(self, values: dict, cotangents, outputs=None) -> tuple:
+        import mlx.core as mx
+        cts = cotangent_dict(cotangents, self.outputs, self.kernel.name)
+        values = dict(values)
+        for o, ct_name in self.adj.cotangents.items():
+            c = cts.get(o)
+            if c is None:
+                shape, t = self.zeros[ct_name]
+                c = np.zeros(shape, t.np)
+            values[ct_name] = c
+        outputs = self.grad_outputs + (outputs or [])
+        outs = []
+        if outputs:
+            if self.backend == "sim":
+                outs, _ = self.adj_spec.launch_sim(values, outputs, self.grid, self.threadgroup, self.checked, 0)
+            else:
+                plan = self.plan if self.reusable else None
+                if plan is None:
+                    from ..protocol import BoundLaunch
+                    bl = BoundLaunch(None, self.adj_spec.key, values, outputs, self.grid, self.threadgroup,
+                                     self.backend)
+                    plan = self.adj_spec.gpu_plan(bl, self.backend)
+                    if self.reusable:
+                        self.plan = plan
+                outs = plan(values, 0)
+        by_name = {n: o for (n, _, _), o in zip(outputs, outs)}
+        result = []
+        for r in self.results:
+            if r is None:
+                result.append(None)
+                continue
+            gname, shape, mt = r
+            g = by_name.get(gname)
+            if g is None:
+                result.append(mx.zeros(shape, dtype=mt))
+            else:
+                g = g.reshape(shape)
+                result.append(g if g.dtype == mt else g.astype(mt))
+        return tuple(result)
+
+
+def _thin_key(kernel, args, kwargs, cotangents, grid, threadgroup, backend, out, checked, aggregate):
+    """A hashable signature of a vjp call: array dtypes and shapes, scalar types, constexpr
+    values, cotangent signatures and the launch settings (None when some argument has none)."""
+    from ..protocol import arg_signature, backend_token
+    if out is not None:
+        return None
+    consts = kernel.__dict__.get("_vjp_consts")
+    if consts is None:
+        consts = kernel._vjp_consts = {p.name for p, (k, _) in zip(kernel.params, kernel.kinds) if k == "constexpr"}
+    key = []
+    for name, a in list(zip([p.name for p in kernel._in_params], args)) + sorted(kwargs.items()):
+        sig = ("const", repr(a)) if name in consts else arg_signature(a)
+        if sig is None:
+            return None
+        key.append((name, sig))
+    if isinstance(cotangents, dict):
+        cts = tuple((n, arg_signature(c)) for n, c in sorted(cotangents.items()))
+    else:
+        cts = tuple(arg_signature(c) for c in (cotangents if isinstance(cotangents, (tuple, list)) else (cotangents,)))
+    key = (tuple(key), cts, grid, threadgroup, backend_token(backend), checked, aggregate)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def vjp(kernel, *args, cotangents=None, grid=None, threadgroup=None, backend="auto", out=None,
         checked=None, aggregate: bool = True, **kwargs):
     """The vector-Jacobian product of ``kernel`` at ``args`` with ``cotangents``, by its
     generated adjoint kernel; one entry per (non-output) parameter: an array for float
     arrays, a 0-d array for float scalars, ``None`` for integer arguments and constexprs."""
-    import mlx.core as mx
     if cotangents is None:
         raise KernelLaunchError(f"{kernel.name}.vjp needs cotangents=", hint="one array per output, shaped like it")
+    thin = kernel.__dict__.setdefault("_vjp_thin", {})
+    key = _thin_key(kernel, args, kwargs, cotangents, grid, threadgroup, backend, out, checked, aggregate)
+    call = thin.get(key) if key is not None else None
+    if call is not None:
+        values = dict(call.defaults)
+        values.update(zip([p.name for p in kernel._in_params], args))
+        values.update(kwargs)
+        return call(values, cotangents)
     b = Bound(kernel, args, kwargs, grid, threadgroup, backend, out, checked)
-    adj, adj_spec = adjoint_of(b.spec, aggregate, backend=b.backend)
-    cts = cotangent_dict(cotangents, b.outputs, kernel.name)
-    values = dict(b.values)
-    for o, ct_name in adj.cotangents.items():
-        c = cts.get(o)
-        if c is None:
-            shape = next(s for n, s, _ in b.outputs if n == o)
-            t = next(t for n, _, t in b.outputs if n == o)
-            c = np.zeros(shape, t.np)
-        values[ct_name] = c
-    grad_outputs = []
-    tape_names = {name for name, _, _ in adj.tapes}
-    for p in adj.ir.outputs:
-        if p.name in tape_names:
-            continue
-        fwd_name = next(n for n, g in adj.grads.items() if g == p.name)
-        fwd_p = b.spec.ir.param(fwd_name)
-        shape = tuple(int(s) for s in b.values[fwd_name].shape) if fwd_p.kind == "buffer" else (1,)
-        grad_outputs.append((p.name, shape or (1,), p.type))
-    grad_outputs += tape_outputs(adj, adj_spec, b)
-    outs = []
-    if grad_outputs:
-        outs = run_adjoint(adj, adj_spec, values, grad_outputs, b.grid, b.threadgroup, b.backend, b.checked)
-    by_name = {n: o for (n, _, _), o in zip(grad_outputs, outs)}
-    result = []
-    for p in b.params:
-        kind = b.kinds[p.name]
-        v = b.values.get(p.name)
-        if kind == "constexpr":
-            result.append(None)
-            continue
-        fp = b.spec.ir.param(p.name)
-        if fp is None or not fp.type.is_float:
-            result.append(None)
-            continue
-        g = by_name.get(adj.grads.get(p.name))
-        mt = T.to_mlx(fp.type)
-        if fp.kind == "scalar":
-            result.append(g.reshape(()).astype(mt) if g is not None else mx.array(0.0, dtype=mt))
-            continue
-        shape = tuple(v.shape)
-        result.append(g.reshape(shape).astype(mt) if g is not None else mx.zeros(shape, dtype=mt))
-    return tuple(result)
+    call = VJPCall(kernel, b, aggregate)
+    if key is not None and call.reusable:
+        if len(thin) > 64:
+            thin.clear()
+        thin[key] = call
+    return call(b.values, cotangents, tape_outputs(call.adj, call.adj_spec, b))
 
 
 def vjp_source(kernel, *args, backend: str = "metal", aggregate: bool = True, out=None, **kwargs) -> str:
