@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Span
-from .types import ScalarType, VectorType
+from .types import MatrixType, ScalarType, VectorType
 
 # The 20 thread attributes MLX knows, with their MSL types (uint3 or uint).
 THREAD_ATTRIBUTES: dict[str, str] = {
@@ -237,6 +237,65 @@ class BufArg(Expr):
         return None
 
 
+# ----------------------------------------------------------------------------- SIMD-group matrices
+# Metal's simdgroup_matrix<T, 8, 8> (type ``MatrixType``): a value every thread of a
+# SIMD-group holds two elements of. The MSL printer prints these nodes as Metal does;
+# the simulator and the CUDA printer see them after ``passes.simdgroup_matrix.lower``,
+# which turns a matrix into each thread's two elements (a 2-vector) and leaves only
+# ``MatrixMul`` (a SIMD-group collective) as a node of its own.
+
+@dataclass(eq=False)
+class MatrixFill(Expr):
+    """``make_filled_simdgroup_matrix<T, 8, 8>(value)``: every element ``value``; with
+    ``diagonal=True``, ``simdgroup_matrix<T, 8, 8>(value)``: ``value`` on the diagonal, 0
+    elsewhere. ``value`` has the element type."""
+    value: Expr
+    type: MatrixType
+    diagonal: bool = False
+
+
+@dataclass(eq=False)
+class MatrixLoad(Expr):
+    """``simdgroup_load``: element (r, c) is ``buf[index + r * stride + c]``, or with
+    ``transpose`` ``buf[index + c * stride + r]``. ``index`` is the linear element index
+    of the matrix's first element (pointer offset and ``matrix_origin`` applied);
+    ``stride`` is ``elements_per_row`` (int64). The element type is the buffer's."""
+    buf: str
+    index: Expr
+    stride: Expr
+    type: MatrixType
+    transpose: bool = False
+
+
+@dataclass(eq=False)
+class MatrixMul(Expr):
+    """``a * b + c`` (``simdgroup_multiply_accumulate``; ``c`` None: ``simdgroup_multiply``).
+    Products are exact and the sum over k = 0..7 runs in order in float64 from c's
+    element, rounded once to float32 and then to the result's element type."""
+    a: Expr
+    b: Expr
+    c: Expr | None
+    type: MatrixType | VectorType
+
+
+@dataclass(eq=False)
+class MatrixElements(Expr):
+    """``m.thread_elements()`` as a value: this thread's two elements, a ``vec<T, 2>``."""
+    matrix: Expr
+
+    @property
+    def type(self):
+        return self.matrix.type.per_thread
+
+
+@dataclass(eq=False)
+class MatrixFromElements(Expr):
+    """The matrix whose thread elements are ``value`` (a ``vec<T, 2>``): what writing
+    ``m.thread_elements()`` (or one of its elements) makes of ``m``."""
+    value: Expr
+    type: MatrixType
+
+
 # ----------------------------------------------------------------------------- statements
 
 @dataclass(eq=False)
@@ -264,6 +323,17 @@ class Store(Stmt):
     buf: str
     index: Expr
     value: Expr
+
+
+@dataclass(eq=False)
+class MatrixStore(Stmt):
+    """``simdgroup_store(value, buf + index, stride, 0, transpose)``: the addressing of
+    :class:`MatrixLoad`."""
+    value: Expr
+    buf: str
+    index: Expr
+    stride: Expr
+    transpose: bool = False
 
 
 @dataclass(eq=False)
@@ -519,6 +589,16 @@ def _e(x) -> str:
         return f"{x.func}({', '.join(_e(a) for a in x.args)})"
     if isinstance(x, BufArg):
         return x.buf if x.offset is None else f"{x.buf} + {_e(x.offset)}"
+    if isinstance(x, MatrixFill):
+        return f"{'diagonal' if x.diagonal else 'filled'}_{x.type.name}({_e(x.value)})"
+    if isinstance(x, MatrixLoad):
+        return f"simdgroup_load({x.buf} + {_e(x.index)}, {_e(x.stride)}{', transpose' if x.transpose else ''})"
+    if isinstance(x, MatrixMul):
+        return f"({_e(x.a)} @ {_e(x.b)}" + (f" + {_e(x.c)})" if x.c is not None else ")")
+    if isinstance(x, MatrixElements):
+        return f"{_e(x.matrix)}.thread_elements()"
+    if isinstance(x, MatrixFromElements):
+        return f"{x.type.name}.from_elements({_e(x.value)})"
     return f"<{type(x).__name__}>"
 
 
@@ -536,6 +616,9 @@ def _s(s, ind: str, out: list[str]) -> None:
         out.append(f"{ind}{s.space} {s.elem.name} {s.name}{list(s.shape)}")
     elif isinstance(s, ViewDecl):
         out.append(f"{ind}{s.space} {s.elem.name}* {s.name} = view of {s.buf}")
+    elif isinstance(s, MatrixStore):
+        out.append(f"{ind}simdgroup_store({_e(s.value)}, {s.buf} + {_e(s.index)}, {_e(s.stride)}"
+                   f"{', transpose' if s.transpose else ''})")
     elif isinstance(s, If):
         out.append(f"{ind}if {_e(s.cond)}:")
         block(s.then)

@@ -88,6 +88,38 @@ class VectorType:
         return self.name
 
 
+@dataclass(frozen=True)
+class MatrixType:
+    """Metal's ``simdgroup_matrix<T, 8, 8>``: an 8x8 matrix held by the 32 threads of a
+    SIMD-group together, two elements per thread (``thread_elements()``; the layout is in
+    :mod:`metalbench.simdgroup_matrix`). Not a vector: it has no operators, only the
+    simdgroup matrix functions (IR nodes ``MatrixLoad``, ``MatrixMul``, ...).
+
+    >>> MatrixType(float16).msl, MatrixType(float32).per_thread.name
+    ('simdgroup_half8x8', 'float2')
+    """
+
+    elem: ScalarType
+    rows: int = 8
+    cols: int = 8
+
+    @property
+    def name(self) -> str:
+        return f"simdgroup_{self.elem.msl}{self.rows}x{self.cols}"
+
+    @property
+    def msl(self) -> str:
+        return self.name
+
+    @property
+    def per_thread(self) -> VectorType:
+        """What one thread holds: ``vec<T, 2>`` (its ``thread_elements()``)."""
+        return VECTORS[f"{self.elem.msl}2"]
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 Type = "ScalarType | VectorType"
 
 bool_ = ScalarType("bool", "bool", "bool", np.dtype(np.bool_), "b", 8, 0)
@@ -125,6 +157,9 @@ VECTOR_ELEMS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64,
 VECTORS = {f"{e.msl}{n}": VectorType(e, n) for e in VECTOR_ELEMS for n in (2, 3, 4)}
 
 uint3 = VECTORS["uint3"]
+
+# simdgroup_matrix element types (Metal: float, half, bfloat) and their typedef names.
+MATRICES = {f"simdgroup_{e.msl}8x8": MatrixType(e) for e in (float32, float16, bfloat16)}
 
 
 class TypeError_(TypeError):
@@ -186,6 +221,8 @@ def lookup(name: str):
         return BY_MSL[name]
     if name in VECTORS:
         return VECTORS[name]
+    if name in MATRICES:
+        return MATRICES[name]
     raise KeyError(name)
 
 
@@ -219,6 +256,9 @@ def binary_result(a, b):
     >>> binary_result(int32, uint32).name, binary_result(float16, float32).name
     ('uint32', 'float32')
     """
+    if isinstance(a, MatrixType) or isinstance(b, MatrixType):
+        raise TypeError_("simdgroup matrices have no arithmetic operators; use simdgroup_multiply "
+                         "or simdgroup_multiply_accumulate")
     if isinstance(a, VectorType) or isinstance(b, VectorType):
         va = a if isinstance(a, VectorType) else None
         vb = b if isinstance(b, VectorType) else None

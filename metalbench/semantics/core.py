@@ -99,6 +99,9 @@ class CoreSemantics:
         span = span or e.span
         if e.type is None:
             raise self.error("this has no value (a call that returns nothing)", span)
+        if isinstance(t, T.MatrixType) or isinstance(e.type, T.MatrixType):
+            raise self.error(f"cannot convert {getattr(e.type, 'msl', e.type)} to {getattr(t, 'msl', t)}", span,
+                             hint="simdgroup matrices convert only through their thread_elements()")
         if isinstance(e.type, T.VectorType):
             if isinstance(t, T.ScalarType):
                 raise self.error(f"cannot convert vector {e.type.name} to scalar {t.name}", span,

@@ -35,6 +35,7 @@ from .gen_hoist import Hoisting, _Hoist
 from .gen_linear import LinearAccess
 from .gen_loops import Loops, _Loop
 from .gen_memory import MemoryAccess
+from .matrix import MatrixGen
 
 @dataclass
 class Program:
@@ -51,7 +52,7 @@ class _Scope:
         self.bufs: dict[str, tuple] = {}  # name -> (kind, pyname, size-expr, space, elem)
 
 
-class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting):
+class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
     """The generator: state, program assembly, statements and blocks here; expressions,
     memory access, loops, lane-linear analysis and hoisting in its mixins (gen_*.py)."""
 

@@ -24,7 +24,7 @@ def _pure(e, checked=False) -> bool:
     for n in ir.walk(e):
         if checked and isinstance(n, ir.BinOp) and n.op in ("/", "%") and T.elem_of(n.type).is_int:
             return False
-        if isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall)):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall, ir.MatrixMul)):
             return False
         if isinstance(n, ir.Call) and registry.get(n.name).kind == "simd":
             return False

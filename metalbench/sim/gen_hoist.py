@@ -45,7 +45,7 @@ class Hoisting:
             for n in ir.walk(e):
                 if isinstance(n, ir.Var):
                     names.add(n.name)
-                elif isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall, ir.Call, ir.StrideOf, ir.BufArg)):
+                elif isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall, ir.Call, ir.StrideOf, ir.BufArg, ir.MatrixMul)):
                     ok = False
             f = self._facts[id(e)] = (ok, frozenset(names), e)
         return f[0], f[1]

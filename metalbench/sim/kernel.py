@@ -24,6 +24,7 @@ from .. import ir
 from ..errors import KernelCheckError, KernelLaunchError
 from . import atomics, memory, runtime, simd
 from ..builtins import registry
+from ..passes.simdgroup_matrix import lower as lower_matrices
 from .checks import DivergentBarrier, Finding, LaunchChecker, make_error, max_steps
 from .chunk import Chunk, Launch
 from .codegen import Program, generate
@@ -178,7 +179,7 @@ class SimKernel:
 
 def compile_kernel(kernel: ir.KernelIR) -> SimKernel:
     """Compile ``kernel`` into a runnable :class:`SimKernel` (the caller caches it)."""
-    return SimKernel(kernel)
+    return SimKernel(lower_matrices(kernel))
 
 
 def _oob_error(kernel, prog, e: OutOfBounds, c: Chunk) -> KernelCheckError:
