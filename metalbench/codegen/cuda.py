@@ -48,7 +48,9 @@ from .. import ir
 from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
+from ..passes.simdgroup_matrix import lower as lower_matrices
 from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, render_with
+from .matrix import CUDAMatrixMixin
 
 __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INPUT", "SHIM_INCLUDE"]
 
@@ -290,7 +292,7 @@ ATTRIBUTES_EXACT = {a: _EXACT_OVERRIDES.get(a, (ty, ex.replace(_TID, "mb_tid()")
 assert not any(GRID_INPUT in ex for _, ex in ATTRIBUTES_EXACT.values())
 
 
-class CUDAPrinter(CPrinter):
+class CUDAPrinter(CUDAMatrixMixin, CPrinter):
     """The CUDA dialect's non-tabular parts. ``exact_grid=True`` prints the variant for
     grids that are whole threadgroups (no launch guard, no ``mb_grid`` input)."""
 
@@ -453,6 +455,7 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False) -> Rendered:
     >>> render(k).body.splitlines()[-1]
     'mb_atomic_max_float(&o[0u], 1.5f);'
     """
+    kernel = lower_matrices(kernel)      # a simdgroup matrix is each thread's two elements
     p = CUDAPrinter(kernel, exact_grid)
     lines = p.body_lines()    # printing decides the helpers and extra inputs
     return render_with(p, kernel, p.prelude() + lines,

@@ -27,6 +27,7 @@ from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
 from .c_like import (ASSIGN, CPrinter, Dialect, Rendered, atomic_buffers,
                      render_with)
+from .matrix import MSLMatrixMixin
 
 __all__ = ["render", "Rendered", "MSLPrinter", "MSL"]
 
@@ -90,7 +91,7 @@ _ATOMIC_FETCH = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_ex
                  "xor": "atomic_fetch_xor_explicit", "exchange": "atomic_exchange_explicit"}
 
 
-class MSLPrinter(CPrinter):
+class MSLPrinter(MSLMatrixMixin, CPrinter):
     """The Metal dialect's non-tabular parts: atomics, SIMD-group calls, math helpers."""
 
     dialect = MSL
