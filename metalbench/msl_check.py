@@ -68,7 +68,8 @@ def _includes() -> str:
         d = tempfile.mkdtemp(prefix="metalbench_msl_")
         os.makedirs(os.path.join(d, "mlx/backend/metal/kernels"))
         for h in ("metal_stdlib", "metal_math", "metal_simdgroup", "metal_atomic", "metal_compute",
-                  "metal_integer", "metal_common", "metal_geometric", "metal_relational", "metal_matrix"):
+                  "metal_integer", "metal_common", "metal_geometric", "metal_relational", "metal_matrix",
+                  "metal_simdgroup_matrix"):
             Path(d, h).write_text(f'#include "{_SHIM_DIR / "metal_shim.h"}"\n')
         Path(d, "mlx/backend/metal/kernels/utils.h").write_text(
             f'#include "{_SHIM_DIR / "mlx_utils_shim.h"}"\n')

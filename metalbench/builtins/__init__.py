@@ -13,8 +13,8 @@ For example::
     >>> [t.name for t in sig.params], sig.result.name
     (['uint32', 'uint32'], 'uint32')
 
-Declarations live by group in ``floatmath.py``, ``integer.py``, ``simd.py`` and
-``nodes.py`` (atomics, barriers, arrays, select: builtins lowered to their own IR
+Declarations live by group in ``floatmath.py``, ``integer.py``, ``simd.py``,
+``simdgroup_matrix.py`` and ``nodes.py`` (atomics, barriers, arrays, select: builtins lowered to their own IR
 nodes, with the one atomic element-type rule). ``python -m metalbench.builtins``
 regenerates what derives from the registry (``docs/language.md``, the Metal shim,
 the JupyterLab extension's word list); ``tests/test_registry*.py`` check them.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from .core import (GROUPS, Builtin, BuiltinTypeError, RegistrationError, Rule, Signature, add_builtin,
                    registry)
-from . import floatmath, integer, simd, nodes  # noqa: F401,E402 - the declarations register themselves
+from . import floatmath, integer, simd, simdgroup_matrix, nodes  # noqa: F401,E402 - they register themselves
 from .nodes import ATOMIC_ELEMS, atomic_error, check_atomic
 
 __all__ = ["registry", "Builtin", "Signature", "Rule", "RegistrationError", "BuiltinTypeError", "GROUPS",

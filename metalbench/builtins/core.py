@@ -27,7 +27,8 @@ from .. import types as T
 from ..errors import KernelTypeError
 
 # The groups, in the order the language reference lists them.
-GROUPS = ("Float math", "Float classification", "Numeric", "Integer", "Geometric", "SIMD-group", "Atomics",
+GROUPS = ("Float math", "Float classification", "Numeric", "Integer", "Geometric", "SIMD-group",
+          "SIMD-group matrices", "Atomics",
           "Memory and synchronisation", "Selection")
 
 

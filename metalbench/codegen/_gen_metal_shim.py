@@ -157,6 +157,8 @@ struct simd_vote {
 {simd}
 simd_vote simd_active_threads_mask(); bool quad_all(bool); bool quad_any(bool); bool quad_is_first();
 
+{matrix}
+
 // ---- barriers
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4,
                        mem_threadgroup_imageblock = 8, mem_object_data = 16 };
@@ -285,7 +287,8 @@ def _simd() -> str:
 
 def generate() -> str:
     head = HEAD.replace("{constants}", _constants())
-    tail = TAIL.replace("{math}", _math()).replace("{simd}", _simd())
+    from ..builtins.simdgroup_matrix import shim_declarations
+    tail = TAIL.replace("{math}", _math()).replace("{simd}", _simd()).replace("{matrix}", shim_declarations())
     return head + "".join(vec_spec(n) for n in (2, 3, 4)) + tail
 
 

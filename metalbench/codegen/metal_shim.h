@@ -319,6 +319,22 @@ template <class T> T simd_shuffle_and_fill_down(T, T, ushort);
 bool simd_all(bool); bool simd_any(bool); simd_vote simd_ballot(bool); bool simd_is_first();
 simd_vote simd_active_threads_mask(); bool quad_all(bool); bool quad_any(bool); bool quad_is_first();
 
+// ---- SIMD-group matrices (generated from the builtin registry)
+template <class T, int Cols, int Rows> struct simdgroup_matrix {
+  simdgroup_matrix() = default;
+  simdgroup_matrix(T diagonal_value);
+  vec<T, 2>& thread_elements();
+  const vec<T, 2>& thread_elements() const;
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+template <class T, int C, int R> simdgroup_matrix<T, C, R> make_filled_simdgroup_matrix(T);
+template <class T, int C, int R> void simdgroup_load(simdgroup_matrix<T, C, R>&, const T*, ulong elements_per_row = C, ulong2 matrix_origin = 0, bool transpose_matrix = false);
+template <class T, int C, int R> void simdgroup_store(simdgroup_matrix<T, C, R>, T*, ulong elements_per_row = C, ulong2 matrix_origin = 0, bool transpose_matrix = false);
+template <class T, class U, class V, class W, int K, int M, int N> void simdgroup_multiply_accumulate(simdgroup_matrix<T, K, N>&, const simdgroup_matrix<U, K, M>&, const simdgroup_matrix<V, M, N>&, const simdgroup_matrix<W, K, N>&);
+template <class T, class U, class V, int K, int M, int N> void simdgroup_multiply(simdgroup_matrix<T, K, N>&, const simdgroup_matrix<U, K, M>&, const simdgroup_matrix<V, M, N>&);
+
 // ---- barriers
 enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4,
                        mem_threadgroup_imageblock = 8, mem_object_data = 16 };
