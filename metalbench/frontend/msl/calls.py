@@ -7,6 +7,7 @@ from ... import types as T
 from ...builtins import registry
 from ...errors import KernelNameError
 from .mlx_utils import UTILS
+from .simdgroup import MATRIX_CALLS
 from .symbols import _ATOMIC_FNS, Buf, _NAMESPACES, _type_of_descriptor, _TypeName
 
 
@@ -61,6 +62,10 @@ class CallsMixin:
                 return self.sem.const(0, t, sp) if isinstance(t, T.ScalarType) else \
                     self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
             return self.cast_to(t, [self.expr(a) for a in argn], node)
+        if name in MATRIX_CALLS:
+            return self.matrix_call(name, argn, targs, node, stmt)
+        if fn.type == "field_expression" and self.elements_call(node):
+            return self.elements_value(node)
         if name in ("threadgroup_barrier", "simdgroup_barrier"):
             if not stmt:
                 self.type_err(node, f"{name} is a statement, not a value")

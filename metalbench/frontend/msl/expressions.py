@@ -52,6 +52,8 @@ class ExpressionsMixin:
             return self.sem.component(base, comps, sp)
         if k == "subscript_expression":
             base = node.child_by_field_name("argument")
+            if base.type != "identifier" and self.elements_call(base):
+                return self.matrix_subscript(node)
             if base.type == "identifier":
                 sym = self.lookup(self.text(base))
                 if isinstance(sym, ShapeArr):
@@ -299,6 +301,8 @@ class ExpressionsMixin:
     def cast_to(self, t, args, node):
         """``T(args)``, ``(T)x``, ``static_cast<T>(x)`` (see :meth:`Semantics.cast`)."""
         sp = self.sp(node)
+        if isinstance(t, T.MatrixType):
+            return self.matrix_construct(t, args, node)
         if isinstance(t, T.VectorType):
             return self.vec_cons(t, args, node)
         if len(args) != 1:

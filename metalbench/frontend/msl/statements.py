@@ -348,6 +348,8 @@ class StatementsMixin:
                     val = self.sem.convert(self.expr(items[0]), t) if items else self.sem.const(0, t, sp)
             elif init.type == "argument_list":  # float x(1.0f);
                 val = self.expr(init.named_children[0])
+                if isinstance(t, T.MatrixType):
+                    val = self.matrix_construct(t, [val], init)
             else:
                 val = self.expr(init)
             if t == "auto":
@@ -516,6 +518,8 @@ class StatementsMixin:
         k = lhs.type
         if k == "parenthesized_expression":
             return self.assign(lhs.named_children[0], op, rhs_node, sp, rhs)
+        if k == "subscript_expression" and self.elements_call(lhs.child_by_field_name("argument")):
+            return self.matrix_element_assign(lhs, op, rhs_node, sp, rhs)
         if k == "identifier":
             name = self.text(lhs)
             sym = self.lookup(name)

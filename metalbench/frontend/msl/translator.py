@@ -14,6 +14,7 @@ from .calls import CallsMixin
 from .expressions import ExpressionsMixin
 from .header import HeaderMixin
 from .memory import MemoryMixin
+from .simdgroup import MATRIX_TEMPLATES, SimdgroupMatrixMixin
 from .mlx_utils import MLXUtilsMixin
 from .parse import _KEYWORD_CAST_TYPES, _parse
 from .preprocess import Preprocessor
@@ -21,7 +22,8 @@ from .statements import StatementsMixin
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
-class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin):
+class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
+                 SimdgroupMatrixMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):
@@ -126,6 +128,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             if nm in ("atomic", "metal::atomic") and len(targs) == 1:
                 t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
                 return t, True
+            if nm.replace(" ", "") in MATRIX_TEMPLATES:
+                return self.matrix_type(node, targs), False
             if nm in ("vec", "metal::vec") and len(targs) == 2:
                 t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
                 n = const_value(self.expr(targs[1]))
