@@ -108,7 +108,33 @@ RELATIONAL = MSLCase(
     lambda x: [x + 2.5 + (x > -2) * (x + 2.5 > -2) + (x > 0)],
     atol=1e-5)
 
-CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL]
+VECTOR_ARRAYS = MSLCase(
+    "vector_arrays",
+    """
+    uint i = thread_position_in_grid.x;
+    uint l = thread_position_in_threadgroup.x;
+    float4 acc[2] = {float4(0.0f), {1.0f, 2.0f, 3.0f, 4.0f}};
+    float3 m3[3];                                  // 3-vectors take 4 elements each
+    threadgroup float4 tile[32];
+    for (int k = 0; k < 3; ++k) m3[k] = float3(float(k));
+    acc[0] += float4(x[i]);
+    acc[1].y = 10.0f;                              // a member of an array element
+    acc[0].zw *= 2.0f;
+    tile[l] = acc[0] + acc[1];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float4 t = tile[31 - l];
+    const device float4* x4 = (const device float4*)big;
+    device float2* o2 = (device float2*)out2;
+    o2[i].y = x4[i].w;
+    o2[i].x = m3[2].z;
+    out[i] = t.x + t.y + t.z + t.w;
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32), "big": RNG.standard_normal(128).astype(np.float32)},
+    [("out", (32,), np.float32), ("out2", (64,), np.float32)],
+    lambda x, big: [6 * x[::-1] + 18, np.stack([np.full(32, 2.0), big.reshape(32, 4)[:, 3]], 1).reshape(-1)],
+    atol=1e-5)
+
+CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS]
 IDS = [c.name for c in CASES]
 
 

@@ -80,13 +80,11 @@ class View:
         >>> View("x", "device", T.VECTORS["float3"], ir.Const(0, T.int32)).step
         4
         """
-        if self.inner:
-            n = 1
-            for d in self.inner:
-                n *= int(d)
-            return n
         w = self.width
-        return 4 if w == 3 and not self.packed else w
+        n = 4 if w == 3 and not self.packed else w
+        for d in self.inner:
+            n *= int(d)
+        return n
 
 
 def _zero(e) -> bool:

@@ -107,6 +107,8 @@ class MemoryMixin:
     # -- pointer values ------------------------------------------------------------------
     def sym_view(self, sym, node) -> View:
         sp = self.sp(node)
+        if isinstance(sym, Ptr) and sym.off is None:       # an array of vectors: a fixed view
+            return sym.view
         if isinstance(sym, Ptr):
             return replace(sym.view, offset=ir.Var(sym.off.name, sym.off.type, span=sp))
         return self.sem.view_of(sym.name, sym.elem, sym.space, sym.shape, const=sym.const,

@@ -259,6 +259,8 @@ class StatementsMixin:
         if d.type == "init_declarator":
             init = d.child_by_field_name("value")
             d = d.child_by_field_name("declarator")
+        if d.type == "array_declarator" and isinstance(base, T.VectorType):
+            return self.vector_array_decl(d, init, base, space, top, sp)
         if d.type == "array_declarator":
             dims = []
             inner = d
@@ -374,6 +376,55 @@ class StatementsMixin:
         self.scopes[-1][name] = v
         return [ir.Decl(v, val, span=sp)]
 
+    def vector_array_decl(self, d, init, t, space, top, sp):
+        """``float4 acc[N][M] = {...};``: a scalar array with a vector view over it (a
+        3-vector takes 4 elements, as Metal lays it out)."""
+        dims, inner = [], d
+        while inner.type == "array_declarator":
+            size = inner.child_by_field_name("size")
+            v = const_value(self.expr(size)) if size is not None else None
+            if v is None or int(v) <= 0:
+                self.type_err(size or inner, "array sizes must be positive compile-time constants")
+            dims.insert(0, int(v))
+            inner = inner.child_by_field_name("declarator")
+        name = self.text(inner)
+        sp_name = space or "thread"
+        if top or sp_name not in ("thread", "threadgroup"):
+            self.unsupported(d, f"a {sp_name if not top else 'header'} array of vectors")
+        step = 4 if t.n == 3 else t.n
+        total = step
+        for x in dims:
+            total *= x
+        irname = self.fresh(name)
+        a = ir.ArrayDecl(irname, sp_name, t.elem, (total,), None, span=sp)
+        view = self.sem.view_of(irname, t.elem, sp_name, span=sp)
+        from dataclasses import replace as _r
+        view = _r(view, type=t, inner=tuple(dims[1:]))
+        self.scopes[-1][name] = Ptr(view, None)
+        if sp_name == "threadgroup":
+            if init is not None:
+                self.type_err(d, "threadgroup arrays cannot have initialisers (Metal)")
+            self.tg_arrays.append(a)
+            return []
+        out = [a]
+        if init is not None:
+            if init.type != "initializer_list":
+                self.type_err(init, "array initialisers are {...} lists")
+            a.init = [coerce_value(0, t.elem)] * total       # the elements not listed are zero
+            flat = view
+            for _ in dims[1:]:
+                flat = _r(flat, inner=flat.inner[1:])
+            items = init.named_children
+            if len(dims) > 1:
+                self.unsupported(init, "an initialiser of a multi-dimensional array of vectors")
+            for k, item in enumerate(items):
+                if item.type == "initializer_list":
+                    val = self.sem.vector(t, [self.expr(c) for c in item.named_children], self.sp(item))
+                else:
+                    val = self.sem.convert(self.expr(item), t, self.sp(item))
+                out.extend(self.sem.view_store(flat, ir.Const(k, T.int32, span=sp), val, sp))
+        return out
+
     def reference_decl(self, d, init, base, sp):
         """``device float& r = out[i];`` (an element: its position fixed now) or
         ``float& r = a;`` (another name for a local variable)."""
@@ -421,6 +472,24 @@ class StatementsMixin:
         self.scopes[-1][name] = Ptr(replace(v, offset=off, const=v.const or is_const), off)
         return [ir.Decl(off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
 
+    def element_member_assign(self, base, comps, op, value, lhs, sp):
+        """``p[i].x = v``, ``vals[k].xy += w``: stores to the components of a vector element."""
+        v, i = self.location(base)
+        if v.width == 1:
+            self.type_err(lhs, f"'{self.text(base)[:40]}' is a scalar; it has no member '{comps}'")
+        cur = self.sem.component(self.sem.view_load(v, i, sp), comps, sp)
+        newv = self.sem.once(value(cur, cur.type), sp)
+        from dataclasses import replace as _r
+        flat = _r(v, type=v.elem, packed=True, inner=())
+        at = self.sem.once(self.sem.binop("*", self.sem.index(i, sp), ir.Const(v.step, T.int32), sp), sp) \
+            if v.step != 1 else i
+        out = []
+        for j, c in enumerate(cur.components if isinstance(cur, ir.Swizzle) else comps):
+            k = "xyzw".index(c)
+            part = newv if len(comps) == 1 else self.sem.component(newv, "xyzw"[j], sp)
+            out.extend(self.sem.view_store(flat, self.sem.binop("+", at, ir.Const(k, T.int32), sp), part, sp))
+        return out
+
     def vector_assign(self, var, lhs, value, sp):
         """``v[i] = x`` (also ``+=`` ...) on a vector variable: the vector rebuilt with
         component ``i`` replaced (selected per component for a run-time ``i``)."""
@@ -444,6 +513,8 @@ class StatementsMixin:
 
     def pointer_assign(self, ptr, lhs, op, rhs_node, sp):
         """``p = q``, ``p += n``, ``p -= n``, ``++p`` on a pointer variable."""
+        if ptr.off is None:
+            self.type_err(lhs, f"'{self.text(lhs)}' is an array; it cannot be assigned")
         if op is None:
             if self.ptr_rank(rhs_node) is None:
                 self.type_err(rhs_node, f"'{self.text(rhs_node)[:40]}' is not a pointer into a buffer or array")
@@ -560,6 +631,10 @@ class StatementsMixin:
         if k == "field_expression":
             base = lhs.child_by_field_name("argument")
             comps = self.text(lhs.child_by_field_name("field"))
+            if base.type in ("subscript_expression", "pointer_expression") and not (
+                    base.type == "subscript_expression"
+                    and isinstance(self.lookup(self.text(base.child_by_field_name("argument"))), ir.Var)):
+                return self.element_member_assign(base, comps, op, value, lhs, sp)
             var = self.expr(base)
             if not isinstance(var, ir.Var) or not isinstance(var.type, T.VectorType):
                 self.unsupported(lhs, "assignment to this member")
