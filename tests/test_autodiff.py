@@ -318,6 +318,77 @@ def test_unread_float_argument_gets_zeros():
     assert np.array(gx).tolist() == [2.0] * 8 and np.array(gy).tolist() == [0.0] * 8
 
 
+# ----------------------------------------------------------------------------- threadgroup memory, phases
+
+@mb.kernel
+def blur3(x, out: mb.Out):
+    # a tile with a halo in threadgroup memory; the barrier splits loading from computing
+    tile = threadgroup_array(66, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    n = x.size
+    tile[l + 1] = x[i] if i < n else 0.0
+    if l == 0:
+        tile[0] = x[i - 1] if i >= 1 and i - 1 < n else 0.0
+    if l == 63:
+        tile[65] = x[i + 1] if i + 1 < n else 0.0
+    threadgroup_barrier()
+    if i < n:
+        out[i] = 0.25 * tile[l] + 0.5 * metal.sin(tile[l + 1]) + 0.25 * tile[l + 2] * tile[l]
+
+
+def blur3_mx(x):
+    p = mx.pad(x, [(1, 1)])
+    return 0.25 * p[:-2] + 0.5 * mx.sin(p[1:-1]) + 0.25 * p[2:] * p[:-2]
+
+
+@mb.kernel
+def block_norms(x, w: float, out: mb.Out(shape=(1,))):
+    # three phases: squares into threadgroup memory, a tree step, one thread sums with a loop
+    part = threadgroup_array(64, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    part[l] = x[i] * x[i] * w if i < x.size else 0.0
+    threadgroup_barrier()
+    half = 0.0
+    if l < 32:
+        half = part[l] + metal.exp(-part[l + 32])
+    threadgroup_barrier()
+    if l < 32:
+        part[l] = half
+    threadgroup_barrier()
+    if l == 0:
+        s = 0.0
+        for k in range(32):
+            s += metal.sqrt(part[k] + 1.0)
+        atomic_add(out, 0, s)
+
+
+def block_norms_mx(x, w):
+    n = x.shape[0]
+    p = mx.pad(x * x * w, [(0, (-n) % 64)]).reshape(-1, 64)
+    half = p[:, :32] + mx.exp(-p[:, 32:])
+    return mx.sum(mx.sqrt(half + 1.0), keepdims=True).reshape(1)
+
+
+@pytest.mark.parametrize("n", [64, 200])
+def test_threadgroup_memory_phases(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    ct = rng.standard_normal(n).astype(np.float32)
+    g = -(-n // 64) * 64
+    gx, = blur3.vjp(x, cotangents=ct, grid=g, threadgroup=64, backend=BACKEND)
+    want, = mlx_vjp(lambda a: [blur3_mx(a)], [x], [ct])
+    close(gx, want)
+    fwd = block_norms(x, 0.7, grid=g, threadgroup=64, init_value=0, backend=BACKEND)
+    close(fwd, block_norms_mx(mx.array(x), 0.7), rtol=1e-4)
+    gx, gw = block_norms.vjp(x, 0.7, cotangents=np.array([1.5], np.float32), grid=g, threadgroup=64,
+                             backend=BACKEND)
+    wx, ww = mlx_vjp(lambda a, w: [block_norms_mx(a, w)], [x, np.float32(0.7)], [np.array([1.5], np.float32)])
+    close(gx, wx)
+    close(gw, ww, rtol=1e-4, atol=1e-4)
+
+
 # ----------------------------------------------------------------------------- mlx_function
 
 def test_mlx_function_grad_on_sim():

@@ -9,6 +9,9 @@ Three rewrites, each keeping the kernel's meaning:
   less simple), so every thread reaches the end of the body;
 - ``continue`` in a ``for`` loop is removed the same way, per iteration.
 
+Threadgroup memory is allowed when barriers split the body into phases (a barrier
+at the top level of the body, not under a condition or in a loop).
+
 Constructs outside the differentiable subset raise :class:`NotDifferentiableError`
 at their line, naming the construct and what to do instead::
 
@@ -94,13 +97,14 @@ def check_subset(stmts, kernel: ir.KernelIR | None) -> None:
         if isinstance(s, ir.Break):
             raise unsupported("break", s, why="it makes the trip count depend on values computed in the loop",
                               hint="loop over the full range and guard the body with an if")
-        if isinstance(s, ir.Barrier):
-            raise unsupported(f"{s.scope}_barrier", s, why="kernels with barriers (threadgroup memory) are "
-                              "not differentiated yet", hint="write the kernel without threadgroup memory")
-        if isinstance(s, ir.ArrayDecl):
-            what = "threadgroup memory" if s.space == "threadgroup" else f"the {s.space} array {s.name!r}"
-            raise unsupported(what, s, hint="keep values in local variables (one per thread)" if s.space == "thread"
-                              else "write the kernel without threadgroup memory")
+        if isinstance(s, ir.Barrier) and s.scope != "threadgroup":
+            raise unsupported(f"{s.scope}_barrier", s, hint="use threadgroup_barrier between phases")
+        if isinstance(s, ir.ArrayDecl) and s.space != "threadgroup":
+            raise unsupported(f"the {s.space} array {s.name!r}", s, hint="keep values in local variables (one per "
+                              "thread), or share them through threadgroup memory")
+        if isinstance(s, ir.Atomic) and kernel is not None and kernel.param(s.buf) is None:
+            raise unsupported(f"atomic_{s.op} on the array {s.buf!r}", s,
+                              hint="atomics into outputs are differentiable (atomic_add, atomic_sub)")
         if isinstance(s, ir.For):
             if not isinstance(s.step, ir.Const):
                 raise unsupported("a loop with a step that is not a constant", s,
