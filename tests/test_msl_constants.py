@@ -249,3 +249,19 @@ def test_compile_options_validated_as_mlx(opts, ok):
     else:
         with pytest.raises(ValueError):
             make()
+
+
+def test_static_assert_and_barrier_flags():
+    from metalbench import ir
+    from metalbench import types as T
+    from metalbench.frontend.msl import translate_kernel
+    body = ("static_assert(N % 4 == 0, \"N\");\n"
+            "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);\n"
+            "threadgroup_barrier(mem_flags::mem_none);\nout[0] = 1;")
+    k = translate_kernel("b", body, "static_assert(sizeof(float) == 4);", inputs=[],
+                         outputs=[("out", T.float32, 1)], template=[("N", 8)])
+    assert [s.flags for s in k.body if isinstance(s, ir.Barrier)] == [("mem_device", "mem_threadgroup"),
+                                                                     ("mem_none",)]
+    with pytest.raises(MetalbenchError) as ei:
+        translate_kernel("b", body, inputs=[], outputs=[("out", T.float32, 1)], template=[("N", 6)])
+    assert "static_assert failed" in str(ei.value) and "line 1" in str(ei.value)

@@ -90,6 +90,9 @@ class HeaderMixin:
             return
         if k == "expression_statement" and not node.named_children:
             return
+        if k == "static_assert_declaration":
+            self.static_assert(node)
+            return
         self.unsupported(node, f"'{self.text(node).split(chr(10))[0][:40]}' in the header")
 
     def add_funcdef(self, node, tps):

@@ -2,6 +2,7 @@
 expression statements and assignments, ``if``/``for``/``while``/``do``, ``return``."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ... import ir
@@ -120,6 +121,8 @@ class StatementsMixin:
             return []
         if k == "switch_statement":
             return self.switch(node)
+        if k == "static_assert_declaration":
+            return self.static_assert(node)
         if k in ("goto_statement", "labeled_statement", "try_statement",
                  "throw_statement"):
             self.unsupported(node, f"'{k.replace('_statement', '')}'")
@@ -205,6 +208,17 @@ class StatementsMixin:
         finally:
             self.scopes.pop()
         return out + [ir.While(ir.Const(False, T.bool_), body, do_while=True, span=sp)]
+
+    def static_assert(self, node):
+        """``static_assert(cond, "message")``: checked now, as the compiler does."""
+        cond = node.child_by_field_name("condition")
+        v = const_value(self.sem.to_bool(self.expr(cond)))
+        if v is None:
+            self.type_err(cond, "static_assert needs a compile-time constant condition")
+        if not v:
+            msg = node.child_by_field_name("message")
+            self.type_err(node, "static_assert failed" + (f": {self.text(msg)}" if msg is not None else ""))
+        return []
 
     def new_var(self, base, t, init, sp, out):
         v = ir.Var(self.fresh(base), t, span=sp)
@@ -570,8 +584,11 @@ class StatementsMixin:
         if k == "call_expression":
             fname = self.callee_name(node.child_by_field_name("function"))
             if fname in ("threadgroup_barrier", "simdgroup_barrier"):
-                flags = tuple(self.text(a).split("::")[-1].strip()
-                              for a in node.child_by_field_name("arguments").named_children)
+                # mem_flags::mem_device | mem_flags::mem_threadgroup: every flag named
+                flags = tuple(dict.fromkeys(
+                    f for a in node.child_by_field_name("arguments").named_children
+                    for f in re.findall(r"\bmem_(?:none|device|threadgroup|texture|threadgroup_imageblock|object_data)\b",
+                                        self.text(a))))
                 return [ir.Barrier(fname.split("_")[0], flags or ("mem_none",), span=sp)]
             e = self.expr(node, stmt=True)
             return [ir.ExprStmt(e, span=sp)] if e is not None else []
