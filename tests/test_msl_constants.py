@@ -159,11 +159,13 @@ IDS = [c.name for c in CASES]
 
 
 @pytest.mark.parametrize("c", CASES, ids=IDS)
+@pytest.mark.filterwarnings("ignore::metalbench.frontend.msl.preprocess.MacroWarning")
 def test_sim_matches_numpy(c):
     run_sim(c)
 
 
 @pytest.mark.parametrize("c", CASES, ids=IDS)
+@pytest.mark.filterwarnings("ignore::metalbench.frontend.msl.preprocess.MacroWarning")
 def test_round_trip(c):
     run_roundtrip(c)
 
@@ -265,3 +267,13 @@ def test_static_assert_and_barrier_flags():
     with pytest.raises(MetalbenchError) as ei:
         translate_kernel("b", body, inputs=[], outputs=[("out", T.float32, 1)], template=[("N", 6)])
     assert "static_assert failed" in str(ei.value) and "line 1" in str(ei.value)
+
+
+def test_if_on_a_template_parameter_warns_with_its_line():
+    from metalbench.frontend.msl.preprocess import MacroWarning
+    k = mb.metal_kernel(name="tmpl_if", input_names=["x"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x;\nout[i] = 1.0f;\n#if D > 2\nout[i] = 2.0f;\n#endif")
+    with pytest.warns(MacroWarning, match="line 3: 'D' in #if is a template parameter"):
+        (out,) = k(inputs=[mx.zeros((4,))], template=[("D", 4)], grid=(4, 1, 1), threadgroup=(4, 1, 1),
+                   output_shapes=[(4,)], output_dtypes=[mx.float32], backend="sim")
+    assert np.array(out).tolist() == [1.0] * 4          # D reads as 0: the branch is not compiled

@@ -34,6 +34,7 @@ Macros defined in the header are visible in the body (MLX puts the header first)
 from __future__ import annotations
 
 import re
+import warnings
 
 from ...errors import KernelSyntaxError, Source, Span
 
@@ -52,6 +53,10 @@ _TOKEN = re.compile(r"""
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 
 _STANDARD_INCLUDE = re.compile(r"^<metal_\w+>$|^[<\"](?:mlx/backend/metal/kernels/)?utils\.h[>\"]$")
+
+
+class MacroWarning(UserWarning):
+    """A ``#if`` reads a kernel template parameter, which the preprocessor sees as 0."""
 
 
 class Tok:
@@ -96,8 +101,10 @@ class Preprocessor:
 
     ``math_mode``: MLX's compile option (``"fast"`` defines ``__FAST_MATH__``)."""
 
-    def __init__(self, math_mode: str = "safe"):
+    def __init__(self, math_mode: str = "safe", template_names=()):
         self.macros: dict[str, Macro] = {}
+        self.template_names = set(template_names)   # for the warning when #if reads one
+        self._where = ""
         for name, val in (("__METAL_VERSION__", str(METAL_VERSION)), ("__cplusplus", "201402L"),
                           ("__METAL__", "1"), ("__cpp_variable_templates", "201304L")):
             self.macros[name] = Macro(name, None, tokenize(val))
@@ -129,6 +136,7 @@ class Preprocessor:
                     out.extend(self._expand_block(pending, src, pending_first))
                     pending = []
                 try:
+                    self._where = f"{src.name}, line {src.first_line + i}"
                     self._directive(logical.lstrip()[1:].strip(), stack, active)
                 except _Err as e:
                     col = len(logical) - len(logical.lstrip())
@@ -416,6 +424,11 @@ class Preprocessor:
         items = [t for t in self._expand(resolved) if t.kind != "ws"]
         if not items:
             raise _Err("#if needs an expression")
+        seen = [t.text for t in items if t.kind == "id" and t.text in self.template_names]
+        if seen:
+            warnings.warn(f"{self._where}: '{seen[0]}' in #if is a template parameter, not a macro: the "
+                          "preprocessor reads it as 0, as Metal's does; test it with a plain if (the compiler "
+                          "removes the dead branch), or #define it in the header", MacroWarning, stacklevel=2)
         return _IfExpr(items).value()
 
 

@@ -255,7 +255,7 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     # MLX passes x_shape & co. when the text mentions them (a substring test on the raw body)
     shape_use = {n: (n + "_shape" in source, n + "_strides" in source, n + "_ndim" in source)
                  for n, _, _ in inputs}
-    pp = Preprocessor(math_mode)          # the header's macros are visible in the body
+    pp = Preprocessor(math_mode, [k for k, _ in template])   # the header's macros reach the body
     header = pp.run(header, hsrc) if header else header
     source = pp.run(source, src)
     try:
