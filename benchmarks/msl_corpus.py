@@ -20,21 +20,26 @@ The corpus lives outside the repository (it is other people's code). Its layout:
   - ``expect`` (optional): ``"mismatch"`` for a kernel with a genuine bug (its mismatch is
     the right answer, checked or not), with a ``why``;
   - ``checked`` (optional): ``"oob"`` for a kernel that reads past a buffer (a bug, or a read
-    masked away afterwards as in the MLX docs' grid_sample), ``"race"`` for one that orders
-    threadgroup memory with ``mem_flags::mem_none``: with ``--checked`` the right outcome is
-    that report (``expected``); none is ``missed-oob`` / ``missed-race``.
+    masked away afterwards as in the MLX docs' grid_sample), ``"race"`` for one with a genuine
+    threadgroup data race (e.g. shared memory ordered only by ``mem_flags::mem_none``): with
+    ``--checked`` the right outcome is that report (``expected``); none is ``missed-oob`` /
+    ``missed-race``.
 
 * ``CORPUS_DIR/mlx_tests/`` -- MLX's ``python/tests/test_fast.py`` and ``mlx_tests.py``
   (``--mlx-tests`` runs the custom-kernel tests there).
 
 Nothing is rewritten: the runner points ``mx.fast.metal_kernel`` at ``mb.metal_kernel``
 (every launch on ``backend="sim"``), says Metal is available (``mx.metal.is_available``,
-``mx.is_available(mx.gpu)``) and CUDA is not, so the code takes its Metal path, then
-imports each case file in a subprocess (with a timeout) and compares.
+``mx.is_available(mx.gpu)``, and for case files ``mx.default_device()`` answers the GPU) and
+CUDA is not, so the code takes its Metal path, then imports each case file in a subprocess
+(with a timeout) and compares.
 
 Outcomes: ``pass``; ``mismatch`` (ran, wrong numbers: max abs error shown); ``error``
-(exception class + first line; ``where`` is the innermost metalbench frame); ``timeout``;
-``expected`` (a known-buggy kernel behaved as its ``expect`` says).
+(exception class + first line; ``where`` is the innermost metalbench frame; ``CaseError``
+when a case launched no kernel at all, a broken case); ``timeout``; ``expected`` (a
+known-buggy kernel behaved as its ``expect``/``checked`` says). Kernels are counted by
+(name, names, source, header): a kernel passes when every case launching it passes; one
+built but never launched (an earlier kernel failed first) counts as failing.
 """
 
 import argparse
