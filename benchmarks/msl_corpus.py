@@ -153,9 +153,12 @@ def compare(out, ref, atol, rtol):
         o64, r64 = o.astype(np.float64), r.astype(np.float64)
         if not np.allclose(o64, r64, atol=atol, rtol=rtol, equal_nan=True):
             bad = ~np.isclose(o64, r64, atol=atol, rtol=rtol, equal_nan=True)
-            err = np.nanmax(np.abs(o64 - r64)) if np.isfinite(o64).any() else float("nan")
-            return False, (f"output {i}: {int(bad.sum())}/{bad.size} elements differ, max abs err {err:.3g} "
-                           f"(first at {np.unravel_index(np.argmax(bad), bad.shape)}: "
+            diff = np.abs(o64 - r64)[bad]
+            err = np.nanmax(diff) if np.isfinite(diff).any() else float("nan")
+            nan = int((np.isnan(o64) & ~np.isnan(r64)).sum())
+            return False, (f"output {i}: {int(bad.sum())}/{bad.size} elements differ"
+                           + (f" ({nan} NaN where the reference is a number)" if nan else "")
+                           + f", max abs err {err:.3g} (first at {tuple(int(v) for v in np.unravel_index(np.argmax(bad), bad.shape))}: "
                            f"{o64[bad][0]:.6g} vs {r64[bad][0]:.6g})")
         worst = max(worst, float(np.nanmax(np.abs(o64 - r64))) if o64.size else 0.0)
     return True, f"max abs err {worst:.3g}"
@@ -353,7 +356,8 @@ def main(argv=None):
                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                        "command": "python benchmarks/msl_corpus.py " + " ".join(sys.argv[1:] if argv is None else argv)},
               "results": results}
-    stem = Path(args.out) if args.out else corpus / ("msl_report" + ("_checked" if args.checked else ""))
+    stem = Path(args.out) if args.out else corpus / ("msl_report" + ("_checked" if args.checked else "")
+                                                     + ("_filtered" if args.filter else ""))
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     md = render(report)
     stem.with_suffix(".md").write_text(md)

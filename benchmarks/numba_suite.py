@@ -636,7 +636,7 @@ def main(argv=None):
                       "command": "python benchmarks/numba_suite.py " + " ".join(sys.argv[1:] if argv is None else argv),
                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     report["meta"]["shim"] = args.shim
-    name = "numba_report" + ("_shim" if args.shim else "")
+    name = "numba_report" + ("_shim" if args.shim else "") + ("_filtered" if args.filter else "")
     (out / f"{name}.json").write_text(json.dumps(report, indent=1))
     md = render(report)
     (out / f"{name}.md").write_text(md)
