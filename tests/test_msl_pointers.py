@@ -258,3 +258,66 @@ def test_unsupported_pointer_uses_name_the_construct_and_line(src, line, words):
     msg = _error(src)
     assert words in msg
     assert f"line {line}" in msg or f":{line}:" in msg or f" {line} |" in msg, msg
+
+
+# ----------------------------------------------------------------------------- random pointer programs
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_OPS = st.lists(st.tuples(st.sampled_from(["+=", "-=", "read", "read_neg", "write", "cast_read", "inc"]),
+                          st.integers(0, 5)), min_size=1, max_size=12)
+
+
+def _program(ops):
+    """An MSL body that walks a pointer over x (and one over out) with the ops, and the
+    NumPy model of what it computes; every access stays in bounds."""
+    lines = ["uint t = thread_position_in_grid.x;", "auto p = x + 8 * t + 8;", "device float* o = out + 4 * t;",
+             "float acc = 0.0f;"]
+    pos, model, writes = 8, [], 0
+    for op, k in ops:
+        if op == "+=" and pos + k < 16:
+            lines.append(f"p += {k};")
+            pos += k
+        elif op == "-=" and pos - k >= 0:
+            lines.append(f"p -= {k}u;")
+            pos -= k
+        elif op == "inc" and pos + 1 < 16:
+            lines.append("p++;")
+            pos += 1
+        elif op == "read" and pos + k < 16:
+            lines.append(f"acc += p[{k}];")
+            model.append(("r", pos + k))
+        elif op == "read_neg" and pos - k >= 0:
+            lines.append(f"acc += *(p - {k});")
+            model.append(("r", pos - k))
+        elif op == "cast_read" and pos % 2 == 0 and pos + 2 <= 16:
+            lines.append("acc += ((const device float2*)p)[0].y;")
+            model.append(("r", pos + 1))
+        elif op == "write" and writes < 3:
+            lines.append(f"*o++ = acc + {k}.0f;")
+            model.append(("w", k))
+            writes += 1
+    lines.append("*o = acc;")
+    return "\n".join(lines), model
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_OPS)
+def test_random_pointer_walks_match_a_model(ops):
+    src, model = _program(ops)
+    x = np.arange(8 * 4 + 16, dtype=np.float32) * 0.5
+    want = np.full((4, 4), np.nan, np.float32)
+    for t in range(4):
+        acc, w = 0.0, 0
+        for kind, v in model:
+            if kind == "r":
+                acc += x[8 * t + v]
+            else:
+                want[t, w] = acc + v
+                w += 1
+        want[t, w] = acc
+    k = mb.metal_kernel(name="walk", input_names=["x"], output_names=["out"], source=src)
+    (out,) = k(inputs=[mx.array(x)], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(16,)],
+               output_dtypes=[mx.float32], init_value=float("nan"), backend="sim", checked=True)
+    np.testing.assert_allclose(np.array(out).reshape(4, 4), want, rtol=1e-6)
