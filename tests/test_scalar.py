@@ -166,3 +166,48 @@ def test_half_and_bfloat_arithmetic_round_the_exact_result():
             got = S.binop(op, a, b, t)
             want = S.binop(op, a.astype(np.float64), b.astype(np.float64), T.float64)
             assert (got == S.cast(want, T.float64, t)).all(), (t, op)
+
+
+# ----------------------------------------------------------------------------- the printed CUDA
+
+EDGE_BODY = ("uint i = thread_position_in_grid.x;\n"
+             "o[i * 6 + 0] = a[i] << b[i]; o[i * 6 + 1] = a[i] >> b[i]; o[i * 6 + 2] = a[i] / b[i];\n"
+             "o[i * 6 + 3] = a[i] % b[i]; o[i * 6 + 4] = int(uchar(f[i])); o[i * 6 + 5] = int(short(f[i]));")
+EDGE_A = np.array([1, -7, -2**31, 5, 300, -1], np.int32)
+EDGE_B = np.array([33, 2, -1, 0, 32, -1], np.int32)
+EDGE_F = np.array([300.5, -3.5, np.nan, 1e10, -40000.0, 255.9], np.float32)
+
+
+def _edge_want():
+    want = []
+    for a, b, f in zip(EDGE_A, EDGE_B, EDGE_F):
+        want += [S.binop(op, a, b, T.int32) for op in ("<<", ">>", "/", "%")]
+        want += [S.cast(S.cast(f, T.float32, T.uint8), T.uint8, T.int32),
+                 S.cast(S.cast(f, T.float32, T.int16), T.int16, T.int32)]
+    return [int(w) for w in want]
+
+
+def _edge_run(backend):
+    k = mb.metal_kernel(name="edges", input_names=["a", "b", "f"], output_names=["o"], source=EDGE_BODY)
+    (o,) = k(inputs=[mx.array(EDGE_A), mx.array(EDGE_B), mx.array(EDGE_F)], grid=(6, 1, 1), threadgroup=(6, 1, 1),
+             output_shapes=[(36,)], output_dtypes=[mx.int32], backend=backend)
+    return np.array(o).tolist()
+
+
+def test_edge_cases_on_the_simulator_follow_the_table():
+    assert _edge_run("sim") == _edge_want()
+
+
+def test_printed_cuda_spells_the_table_where_cuda_differs():
+    from metalbench.codegen import cuda
+    k = mb.metal_kernel(name="edges", input_names=["a", "b", "f"], output_names=["o"], source=EDGE_BODY)
+    body = cuda.render(k.ir([EDGE_A, EDGE_B, EDGE_F], [(36,)], [mx.int32])).body
+    assert "a[i] << (b[i] & 31)" in body and "mb_idiv(a[i], b[i])" in body and "mb_imod(a[i], b[i])" in body
+    assert "mb_f2narrow<uint8_t>(f[i], 0, 255)" in body and "mb_f2narrow<int16_t>(f[i], -32768, 32767)" in body
+
+
+@pytest.mark.gpu
+def test_edge_cases_on_the_gpu_follow_the_table():
+    """Shift counts past the width, division by zero and MIN / -1, narrow float -> int
+    conversions: the GPU gives the table's values (through the printer's helpers)."""
+    assert _edge_run("cuda") == _edge_want()

@@ -49,7 +49,7 @@ from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
 from ..passes.simdgroup_matrix import lower as lower_matrices
-from .c_like import ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, render_with
+from .c_like import ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, render_with
 from .matrix import CUDAMatrixMixin
 
 __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INPUT", "SHIM_INCLUDE"]
@@ -292,6 +292,26 @@ ATTRIBUTES_EXACT = {a: _EXACT_OVERRIDES.get(a, (ty, ex.replace(_TID, "mb_tid()")
 assert not any(GRID_INPUT in ex for _, ex in ATTRIBUTES_EXACT.values())
 
 
+_IDIV = """// integer / as metalbench.scalar defines it: x / 0 is 0, MIN / -1 wraps to MIN
+template <class T> __device__ inline T mb_idiv(T a, T b) {
+    if (b == T(0)) return T(0);
+    if (T(-1) < T(0) && b == T(-1)) return static_cast<T>(0ull - static_cast<unsigned long long>(a));
+    return a / b;
+}"""
+_IMOD = """// integer % as metalbench.scalar defines it: x % 0 is 0, x % -1 is 0
+template <class T> __device__ inline T mb_imod(T a, T b) {
+    if (b == T(0) || (T(-1) < T(0) && b == T(-1))) return T(0);
+    return a % b;
+}"""
+_F2NARROW = """// float -> char/short: truncate and saturate to the type's range, NaN -> 0 (metalbench.scalar)
+template <class T, class F> __device__ inline T mb_f2narrow(F x, int lo, int hi) {
+    if (x != x) return T(0);
+    if (x <= F(lo)) return T(lo);
+    if (x >= F(hi)) return T(hi);
+    return static_cast<T>(static_cast<int>(x));
+}"""
+
+
 class CUDAPrinter(CUDAMatrixMixin, CPrinter):
     """The CUDA dialect's non-tabular parts. ``exact_grid=True`` prints the variant for
     grids that are whole threadgroups (no launch guard, no ``mb_grid`` input)."""
@@ -352,9 +372,31 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
     def vector_select(self, e):
         return f"mb_select({self.expr(e.cond, ASSIGN)}, {self.expr(e.a, ASSIGN)}, {self.expr(e.b, ASSIGN)})"
 
+    # -- C arithmetic with the scalar table's answers where CUDA's differ (metalbench.scalar):
+    # PTX clamps shift counts (x << 33 is 0) where the table masks them (x << 1), and
+    # integer division by zero gives -1 where the table gives 0
+    def e_BinOp(self, e):
+        t = e.a.type
+        if isinstance(t, T.ScalarType) and t.is_int and isinstance(e.type, T.ScalarType):
+            b = e.b
+            if e.op in ("<<", ">>") and not (isinstance(b, ir.Const) and 0 <= int(b.value) < t.bits):
+                return (f"{self.expr(e.a, MUL)} {e.op} ({self.expr(b, UNARY)} & {t.bits - 1})",
+                        BINARY_PREC[e.op])
+            if e.op in ("/", "%") and not (isinstance(b, ir.Const) and int(b.value) not in (0, -1)):
+                fn = self.need("mb_idiv" if e.op == "/" else "mb_imod", _IDIV if e.op == "/" else _IMOD)
+                return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
+        return super().e_BinOp(e)
+
     def cast(self, t, value) -> str:
         src = value.type
         inner = self.expr(value)
+        if isinstance(t, T.ScalarType) and isinstance(src, T.ScalarType) and src.is_float and t.is_int \
+                and t.bits < 32:
+            # cvt saturates to 32 bits; narrower types saturate to their own range (table)
+            fn = self.need("mb_f2narrow", _F2NARROW)
+            lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
+            x = inner if src.name in ("float32", "float64") else f"static_cast<float>({inner})"
+            return f"{fn}<{self.tname(t)}>({x}, {lo}, {hi})"
         if isinstance(t, T.ScalarType) and isinstance(src, T.ScalarType):
             halfish = {"float16", "bfloat16"}
             if src.name == "float64" and t.name in halfish:

@@ -107,15 +107,6 @@ def contig(v):
     return o
 
 
-def count(m, n: int) -> int:
-    """Number of active lanes of ``m`` in a chunk of ``n`` lanes."""
-    if m is None:
-        return n
-    if m is False:
-        return 0
-    return int(np.count_nonzero(m))
-
-
 class RunawayLoop(Exception):
     """A loop ran past its step budget (``METALBENCH_MAX_STEPS``); ``k`` is its node."""
 
