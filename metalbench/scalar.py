@@ -15,7 +15,9 @@ The rules (the semantics contract of docs/architecture.md, as GPUs behave):
   do (``x << 33`` on a 32-bit ``x`` is ``x << 1``); ``>>`` is arithmetic on signed types;
 - float -> integer truncates toward zero and saturates to the destination's range
   (NaN gives 0), for every integer width, ``long``/``ulong`` included (``long(1e30)`` is
-  2**63-1, as PTX's ``cvt.rzi`` and Metal give);
+  2**63-1, as PTX's ``cvt.rzi`` and Metal give; C leaves out-of-range conversions
+  undefined, and x86's ``cvttsd2si`` answers INT64_MIN to all of them, so gcc-compiled
+  C is no oracle there; the CUDA printer saturates 8- and 16-bit destinations itself);
 - integer -> integer wraps; anything -> bool is ``!= 0`` (NaN is true);
 - float -> float rounds to nearest even, once (``double`` -> ``bfloat`` too); integer ->
   ``bfloat`` rounds through ``float`` (as Metal's and CUDA's bfloat conversions do);
