@@ -222,10 +222,8 @@ class Gen:
                     op = "+"
                 else:
                     return Node("bin", promote(a.type), op, [a, b])
-            if self.gpu_safe and ct.is_float and op in ("+", "-") and any(
-                    k.kind == "bin" and k.op == "*" and k.type.is_float for k in (a, b)):
-                op = "-" if op == "+" else "+"
-                a = Node("cast", a.type, kids=[a], spelling="static")   # a cast stops contraction
+            if self.gpu_safe and ct.is_float and op in ("+", "-") and any(_is_float_mul(k) for k in (a, b)):
+                op = "/"          # GPUs contract a*b+c into an FMA: no product feeds + or - here
             return Node("bin", ct, op, [a, b])
         if kind == "cmp":
             a, b = self.expr(depth + 1), self.expr(depth + 1)
@@ -257,6 +255,13 @@ def literal_ok(n) -> bool:
     v = float(n.value)
     with np.errstate(over="ignore"):
         return v != v or float(np.float32(v)) == v
+
+
+def _is_float_mul(n) -> bool:
+    """A float product, possibly under casts to its own type (which the IR drops)."""
+    while n.kind == "cast" and n.kids[0].type == n.type:
+        n = n.kids[0]
+    return n.kind == "bin" and n.op == "*" and n.type.is_float
 
 
 def walk(n):

@@ -40,7 +40,7 @@ def test_single_operations_agree(data):
     _fail(SD.batch(SD.HypothesisDraw(data), n_exprs=N_EXPRS, max_depth=1))
 
 
-@settings(**SETTINGS)
+@settings(**{**SETTINGS, "max_examples": int(CAMPAIGN) if CAMPAIGN else 4})
 @given(st.data())
 def test_with_double_folding_simulator_and_gcc_agree(data):
     """float64 among the types (the simulator's; Metal has none): C's double is the oracle."""
