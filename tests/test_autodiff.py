@@ -469,3 +469,47 @@ def test_repeated_calls_reuse_the_prepared_vjp_with_new_values():
         wx, wc = mlx_vjp(lambda p, q: [poly_rows_mx(p, q, K)], [x, c], [np.ones(40, np.float32)])
         close(gx, wx, rtol=1e-3, atol=1e-4)
         close(gc, wc, rtol=1e-3, atol=1e-4)
+
+
+@mb.kernel
+def overwrite(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    out[i] = x[i] * 10.0              # overwritten below: contributes nothing
+    out[i] = x[i] * x[i]
+    safe = x[i] / (x[i] - 1.0) if x[i] != 1.0 else 0.0   # lazy: the division is not taken at 1
+    if i == 0:
+        out[i] = safe
+
+
+def test_overwritten_store_and_lazy_select_with_a_division():
+    x = np.array([1.0, 2.0, 3.0, 0.5], np.float32)
+    gx, = overwrite.vjp(x, cotangents=np.ones(4, np.float32), grid=4, backend=BACKEND)
+    # out[0] = 0 (x = 1 takes the else side: no NaN from 1/0), out[i] = x^2 elsewhere
+    close(gx, [0.0, 4.0, 6.0, 1.0])
+
+
+@mb.kernel
+def overwrites(x, out: mb.Out):
+    i = thread_position_in_grid.x
+    v = x[i]
+    if v > 0.5:
+        out[i] = v * 3.0              # overwritten by the unconditional store below
+    out[i] = v * v
+    if i % 2 == 0:
+        out[i] = metal.sin(v)         # overwrites it for even threads
+    for k in range(3):
+        if v < -0.5:
+            out[i] = v * float(k)     # the last iteration's store wins
+
+
+def overwrites_np(x):
+    g = 2 * x
+    even = np.arange(x.size) % 2 == 0
+    g = np.where(even, np.cos(x), g)
+    return np.where(x < -0.5, 2.0, g)
+
+
+def test_stores_that_overwrite_stores():
+    x = np.random.default_rng(4).uniform(-1, 1, 64).astype(np.float32)
+    gx, = overwrites.vjp(x, cotangents=np.ones(64, np.float32), grid=64, backend=BACKEND)
+    close(gx, overwrites_np(x))

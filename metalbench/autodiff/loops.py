@@ -139,7 +139,7 @@ class Loops:
             moves += self.accumulate(c.last, g)
         core = replay + moves + body_rev
         # adjoints of values outside the loop accumulate across iterations: live after it
-        core, live = dce(core, set(self.adjoint_names))
+        core, live = dce(core, set(self.adjoint_names) | self.flag_names)
         needed = [c for c in p.carried if c.L.name in live]
         it = self.new_var("it", p.n.type)
         restore: list = []

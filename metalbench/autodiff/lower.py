@@ -11,8 +11,8 @@ from .. import ir
 from .. import types as T
 from . import formula as B
 from .prepare import NotDifferentiableError, assigned_names, unsupported
-from .program import (Carried, PAssign, PBarrier, PFor, PIf, PLoad, PScatter, PTGLoad, PTGStore, cse_key, eager,
-                      same_atom)
+from .program import (Carried, PAssign, PBarrier, PFor, PIf, PLoad, PScatter, PTGLoad, PTGStore, StoreGroup,
+                      cse_key, safe_everywhere, same_atom)
 from .rules import builtin_rule, rule_of_operator
 
 
@@ -163,7 +163,7 @@ class Lowering:
             return self.bind(ir.Call(e.name, args, e.type, span=e.span), out, True, e.name)
         if isinstance(e, ir.Select):
             c = self.atom(e.cond, out, "c")
-            if eager(e.a) and eager(e.b):
+            if safe_everywhere(e.a) and safe_everywhere(e.b):
                 return self.bind(ir.Select(c, self.atom(e.a, out), self.atom(e.b, out), e.type, span=e.span),
                                  out, True, base)
             sides = []
@@ -202,10 +202,22 @@ class Lowering:
     def block(self, stmts: list) -> list:
         out: list = []
         self.cse.append({})
+        self.blocks.append(len(self.block_of))
+        self.block_of[id(out)] = self.blocks[-1]
+        for name in self.pending_defs:          # a loop's carried values change per iteration
+            self.def_block[name] = (self.blocks[-1], self.depth)
+        self.pending_defs = []
         for s in stmts:
             self.stmt(s, out)
+        self.blocks.pop()
         self.cse.pop()
         return out
+
+    def index_block(self, idx) -> tuple[int, int]:
+        """(block, loop depth) where index atom ``idx`` is defined (0, 0 at the top)."""
+        if isinstance(idx, ir.Var) and idx.name in self.def_block:
+            return self.def_block[idx.name]
+        return 0, 0
 
     def stmt(self, s, out: list) -> None:
         if isinstance(s, ir.Decl):
@@ -255,12 +267,22 @@ class Lowering:
         p = self.k.param(buf)
         if p is None or not p.is_output:
             raise unsupported(f"writing {buf!r}", node, hint="write outputs only")
-        if not p.type.is_float or not self.active(value):
+        if not p.type.is_float:
             return
         idx = self.atom(index, out, "j")
-        val = self.atom(value, out, "v")
-        if self.is_active(val):
-            out.append(PScatter(buf, idx, val, sign, node.span))
+        key = ("store", buf, cse_key(idx, self.tg_decls))
+        store = isinstance(node, ir.Store)
+        group = None
+        if key[2] is not None:
+            group = self.store_groups.get(key)
+            if group is None:
+                group = self.store_groups[key] = StoreGroup(key, *self.index_block(idx))
+        val = self.atom(value, out, "v") if self.active(value) else B.const(0, p.type)
+        # an inactive store still overwrites: it takes the cotangent (and passes it nowhere)
+        ps = PScatter(buf, idx, val, sign, node.span, store=store, depth=self.depth, group=group)
+        out.append(ps)
+        if group is not None:
+            group.sites.append(ps)
 
     def if_(self, s: ir.If, out: list) -> None:
         c = self.atom(s.cond, out, "c")
@@ -300,8 +322,10 @@ class Lowering:
             entry = self.env.get(name)
             L = self.new_var(f"{name}_L", types[name], name in self.name_active or self.is_active(entry))
             carried.append(Carried(name, L, entry))
+            self.pending_defs.append(L.name)
         saved = dict(self.env)
         lv = self.new_var(s.var.name, vt)
+        self.pending_defs.append(lv.name)
         self.env[s.var.name] = lv
         for c in carried:
             self.env[c.name] = c.L

@@ -41,6 +41,21 @@ class PScatter:
     value: ir.Expr
     sign: int
     span: object = None
+    store: bool = True          # a plain store (False: an atomic add, which does not overwrite)
+    depth: int = 0
+    group: object = None        # the StoreGroup of the stores to the same (output, index value)
+
+
+@dataclass(eq=False)
+class StoreGroup:
+    """Stores to one output at one index value (the same index variable): in the reverse
+    sweep, the first one met (the last one executed) takes the cotangent; a ``claimed``
+    flag, reset where the index is defined, keeps the earlier ones out."""
+    key: tuple
+    block: int                   # the block (of the primal program) defining the index
+    depth: int                   # its loop depth
+    sites: list = field(default_factory=list)
+    flag: ir.Var | None = None
 
 
 @dataclass(eq=False)
@@ -165,6 +180,19 @@ def eager(e) -> bool:
         if isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall)):
             return False
         if isinstance(n, ir.Call) and n.name in registry and registry.get(n.name).kind == "simd":
+            return False
+    return True
+
+
+def safe_everywhere(e) -> bool:
+    """True when ``e`` may be evaluated, and differentiated, where the forward kernel did
+    not evaluate it (the untaken side of a select): additions, subtractions,
+    multiplications, casts and comparisons of values at hand. A division or a function
+    could give inf there and turn a zero adjoint into NaN; a read could be out of bounds."""
+    for n in ir.walk(e):
+        if isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall, ir.Call)):
+            return False
+        if isinstance(n, ir.BinOp) and n.op in ("/", "%"):
             return False
     return True
 

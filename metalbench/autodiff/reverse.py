@@ -78,10 +78,18 @@ class Generator(Lowering, Loops):
         self.phase = 0
         self.tg_store_phases: dict[str, set] = {}
         self.tg_loop_loads: list[tuple] = []        # (phase, array, node) of loads replayed in loops
+        # blocks of the primal program: which block defines each variable (for store groups)
+        self.blocks: list[int] = []
+        self.block_of: dict[int, int] = {}          # id(primal statement list) -> block number
+        self.def_block: dict[str, tuple] = {}       # variable -> (block, loop depth)
+        self.pending_defs: list[str] = []
+        self.store_groups: dict[tuple, object] = {}
+        self.flag_names: set[str] = set()           # live across reversed loops, like adjoints
 
     def new_var(self, base: str, t, active: bool = False) -> ir.Var:
         v = ir.Var(self.namer(base), t)
         self.vars[v.name] = v
+        self.def_block[v.name] = (self.blocks[-1] if self.blocks else 0, self.depth)
         if active:
             self.active_vars.add(v.name)
         return v
@@ -209,12 +217,34 @@ class Generator(Lowering, Loops):
         return out + (self.zero(p.var) if p.depth > 0 else [])
 
     def rev_scatter(self, p: PScatter) -> list:
-        out_t = self.k.param(p.buf).type
-        ct = ir.Load(self.ct_param(p.buf), p.index, out_t, span=p.span)
-        contrib = B.cast(p.value.type, ct)
-        if p.sign < 0:
-            contrib = B.neg(contrib)
-        return self.accumulate(p.value, contrib)
+        out = []
+        if self.is_active(p.value):
+            out_t = self.k.param(p.buf).type
+            ct = ir.Load(self.ct_param(p.buf), p.index, out_t, span=p.span)
+            contrib = B.cast(p.value.type, ct)
+            if p.sign < 0:
+                contrib = B.neg(contrib)
+            out = self.accumulate(p.value, contrib)
+        f = p.group.flag if p.group is not None else None
+        if f is None:
+            return out
+        # the last store executed takes the cotangent; an atomic add before it gets none
+        claim = [ir.Assign(f, B.const(True, T.bool_), span=p.span)] if p.store else []
+        return if_stmt(ir.UnOp("!", f, T.bool_, span=p.span), out + claim, [], p.span)
+
+    def store_flags(self) -> None:
+        """A ``claimed`` flag for each group of stores one of which may overwrite another:
+        several sites, or a store in a loop the index does not change in."""
+        for g in self.store_groups.values():
+            stores = [s for s in g.sites if s.store]
+            if stores and (len(g.sites) > 1 or any(s.depth > g.depth for s in stores)):
+                g.flag = self.new_var("claimed", T.bool_)
+                self.flag_names.add(g.flag.name)
+
+    def flag_resets(self, prog: list) -> list:
+        b = self.block_of.get(id(prog))
+        return [ir.Assign(g.flag, B.const(False, T.bool_)) for g in self.store_groups.values()
+                if g.flag is not None and g.block == b]
 
     def rev_if(self, p: PIf) -> list:
         sides = []
@@ -230,7 +260,7 @@ class Generator(Lowering, Loops):
         return if_stmt(p.cond, sides[0], sides[1], p.span)
 
     def rev(self, prog: list) -> list:
-        out = []
+        out = self.flag_resets(prog)
         for p in reversed(prog):
             if isinstance(p, PAssign):
                 out += self.rev_assign(p)
@@ -330,6 +360,7 @@ class Generator(Lowering, Loops):
                 raise unsupported(f"reading the threadgroup array {buf!r} in a loop of a phase a later phase "
                                   "overwrites", node, why="the reverse sweep replays the loop after the later phase",
                                   hint="copy the values into a local variable outside the loop, or use another array")
+        self.store_flags()
         rev = self.rev(prog)
         flush = self.scalar_flush()
         fwd = self.fwd(prog)
