@@ -209,6 +209,18 @@ class BackendUnavailableError(MetalbenchError):
     """The requested backend cannot run on this machine."""
 
 
+class OutOfBoundsWarning(UserWarning):
+    """An unchecked simulator launch accessed memory outside a buffer or array. It ran as
+    a GPU would (reads outside gave 0, writes and atomics outside were dropped); the
+    warning counts them per buffer. ``checked=True`` reports them as findings."""
+
+
+class KernelCheckWarning(UserWarning):
+    """A lower-severity finding of the checked simulator: the kernel works on a GPU but
+    is fragile (several threads writing the same value to one element), or a
+    finding the launch could not raise (see its message)."""
+
+
 # ----------------------------------------------------------------------------- tracebacks
 # (workbench) A MetalbenchError is about the user's kernel or call, so the user needs their
 # own frame and the message, not the 15 frames of front end and printer it passed through.

@@ -40,23 +40,32 @@ def _apply(op, cur, v):
     return uf(cur, v).astype(cur.dtype, copy=False)
 
 
-def atomic(op, data, addr, args, m, L, k, used=True):
+def atomic(op, data, addr, args, m, L, k, used=True, rel=None, n=None, ob=None):
     """Run atomic ``op`` on ``data[addr]`` for the active lanes of ``m``; return the old
     values per lane (0 on inactive lanes). ``args`` is ``[value]``, ``[expected,
     desired]`` for cas and ``[]`` for load. With ``used=False`` the old values are not
-    computed (an atomic in statement position), which is the fast ``ufunc.at`` path."""
+    computed (an atomic in statement position), which is the fast ``ufunc.at`` path.
+    ``rel``/``n``: the index within its array and the array's size (default: ``addr`` in
+    ``data``); a lane outside does nothing and gets 0, counted in ``ob`` (an
+    :class:`~metalbench.sim.memory.OOBCount`; without one it raises ``OutOfBounds``)."""
     dt = data.dtype
     if m is False:
         return dt.type(0)
+    if rel is None:
+        rel, n = addr, data.size
     lanes = None if m is None else np.flatnonzero(m)
-    n = L if lanes is None else lanes.size
-    try:
-        a = _lanes(addr, lanes, n, np.int64)
-        if n and (a.min() < 0 or a.max() >= data.size):
-            raise IndexError
-        old = _run(op, data, a, [_lanes(x, lanes, n, dt).astype(dt, copy=False) for x in args], used)
-    except IndexError:
-        raise OutOfBounds(k, addr, None, data.size) from None
+    cnt = L if lanes is None else lanes.size
+    r = _lanes(rel, lanes, cnt)
+    if cnt and (int(r.min()) < 0 or int(r.max()) >= n):
+        bad = (r < 0) | (r >= n)
+        if ob is None:
+            raise OutOfBounds(k, addr, None, n)
+        ob.add(k, int(np.count_nonzero(bad)), r[np.flatnonzero(bad)[0]], n)
+        keep = np.flatnonzero(~bad)
+        lanes = keep if lanes is None else lanes[keep]
+        cnt = lanes.size
+    a = _lanes(addr, lanes, cnt, np.int64)
+    old = _run(op, data, a, [_lanes(x, lanes, cnt, dt).astype(dt, copy=False) for x in args], used)
     if old is None:
         return dt.type(0)
     if lanes is None:

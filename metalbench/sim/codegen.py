@@ -166,6 +166,7 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
         if self.uses_simd:
             pro.append("    _sg = _c.simd()")
         pro.append("    _ck = _c.checker")
+        pro.append("    _ob = getattr(_c, 'oob', None)")
         if self.uses_lin:
             pro.append("    _lin0 = _c.g0 * _c.launch.TG")
         pro.append("    _MAXS = getattr(_c, 'max_steps', 20000000)")

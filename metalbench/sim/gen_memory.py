@@ -48,21 +48,27 @@ class MemoryAccess:
             idx = self.tmp(idx, "x")
         return idx
 
-    def _tg_addr(self, e, size):
-        """The flat address of element ``e`` of a threadgroup array in each lane's group.
-        In a loop, an invariant address is computed before it, and ``A + s`` (``A``
-        invariant, ``s`` uniform) becomes one add on a precomputed ``_gb + A`` when
-        ``A + s`` provably does not wrap (else the exact wrapped form)."""
+    def _tg_rel(self, e, size):
+        """The index ``e`` into a threadgroup array of ``size`` elements per group, for an
+        unchecked access: ``(rel, fast)``. ``rel`` is the index expression (the general
+        access, :func:`~metalbench.sim.memory.ld_tg`, bounds-checks it per lane). In a loop,
+        ``fast`` may be ``(addr, o, ok, a, s)``: the flat addresses, their first one when
+        the lanes' addresses are ``o + lane`` (else None: a gather), and ``ok``, true when
+        every lane's index is inside the array (found once per loop entry or with a scalar
+        test); else the index is ``a + s`` (``a`` a lane vector, ``s`` an int) and a slice
+        is still taken when the *active* lanes' indices are inside. An invariant address
+        is computed before the loop, and ``A + s`` (``A`` invariant, ``s`` uniform) becomes
+        one add on a precomputed ``_gb + A``."""
         gb = f"_gb{size}"
-        # returns (address, o): o an expression for an int (or None) such that the
-        # addresses are o + lane (found once per loop entry): the access can be a slice
         if not self.hoists or self.checked or self._hoisting:
-            return f"{gb} + {self.ex(e)}", None
+            return self.ex(e), None
         h = self._invariant_ctx(e)
         if h is not None:
-            hv = self._hoist(h, lambda: f"{gb} + {self.ex(e)}")
+            iv = self._hoist(h, lambda: self.ex(e))
+            hv = self._hoist(h, lambda: f"{gb} + {iv}")
+            hb = self._hoist(h, lambda: f"_mem.inside_any({iv}, {size})")
             hc = self._hoist(h, lambda: f"_rt.contig({hv})")
-            return hv, hc
+            return iv, (hv, hc, hb, iv, "0")
         t = e.type
         if isinstance(e, ir.BinOp) and e.op in ("+", "-") and isinstance(t, T.ScalarType) and t.is_int \
                 and e.a.type == t and e.b.type == t:
@@ -75,14 +81,22 @@ class MemoryAccess:
                 gv = self._hoist(ha, lambda: f"{gb} + {an}")
                 sp = self._hoist(ha, lambda: f"_rt.span({an})")
                 gc = self._hoist(ha, lambda: f"_rt.contig({gv})")
-                info = np.iinfo(t.np)
                 s = self.tmp(f"int({self.ex(b)})", "s")
                 if e.op == "-":
                     s = self.tmp(f"-{s}", "s")
-                ok = self.tmp(f"{info.min} <= {sp}[0] + {s} and {sp}[1] + {s} <= {info.max}", "ok")
-                return (f"(({gv} + {s}) if {ok} else {gb} + {self.ex(e)})",
-                        f"(({gc} + {s}) if {ok} and {gc} is not None else None)")
-        return f"{gb} + {self.ex(e)}", None
+                # inside the array: the exact sum is in 0 .. size-1, so it did not wrap either
+                ok = self.tmp(f"0 <= {sp}[0] + {s} and {sp}[1] + {s} < {size}", "ok")
+                o = self.tmp(f"(({gc} + {s}) if {gc} is not None else None)", "o")
+                return self.ex(e), (f"({gv} + {s})", o, ok, an, s)
+        return self.ex(e), None
+
+    def _tg_fast(self, fast, size, general):
+        """The access through ``fast`` (see :meth:`_tg_rel`): ``general(o)`` is the helper
+        call taking the slice start (or None), ``py.take``/``st`` on the addresses when
+        every lane is inside; a slice when only the active lanes are."""
+        addr, o, ok, a, s = fast
+        act = f"({o} if {o} is not None and _mem.inside_active({a}, {s}, {size}, {self.m}) else None)"
+        return general(o, addr), general(act, None), ok
 
     def load(self, e):
         kind, py, size, space, _ = self._buf(e.buf)
@@ -92,21 +106,25 @@ class MemoryAccess:
             if f is not None:
                 self._check_lin(f, py, size, e.index, k)
                 return self.tmp(f"_mem.ld_lin({py}, {f[0]}, _L, {self.m}) if {self._lin_cond(f, size)} "
-                                f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k})")
+                                f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k}, _ob)")
         if kind == "tg" and not self.checked:
-            addr, o = self._tg_addr(e.index, size)
-            if o is None:
-                return self.tmp(f"_mem.ld({py}, {addr}, {self.m}, {k})")
-            return self.tmp(f"_mem.ld_seg({py}, {o}, _L, {self.m}, {k}, lambda: {addr})")
+            rel, fast = self._tg_rel(e.index, size)
+            general = f"_mem.ld_tg({py}, _gb{size}, {rel}, {size}, {self.m}, {k}, _ob)"
+            if fast is None:
+                return self.tmp(general)
+            proven, active, ok = self._tg_fast(fast, size, lambda o, addr: (
+                f"_mem.ld_seg({py}, {o}, _L, {self.m}, lambda: "
+                + (f"{py}.take({addr}))" if addr is not None else f"{general})")))
+            return self.tmp(f"({proven} if {ok} else {active})")
         idx = self._index(e.index)
         a = self._check(kind, py, size, idx, k)
         if kind in ("dev", "glob"):
-            return self.tmp(f"_mem.ld({py}, {idx}, {self.m}, {k})")
+            return self.tmp(f"_mem.ld({py}, {idx}, {self.m}, {k}, _ob)")
         if kind == "tg":
-            return self.tmp(f"_mem.ld({py}, {a or f'_gb{size} + {idx}'}, {self.m}, {k})")
+            return self.tmp(f"_mem.ld({py}, {a}, {self.m}, {k}, _ob)")
         if kind == "loc":
-            return self.tmp(f"_mem.ld_loc({py}, {idx}, {self.m}, _lane, {k})")
-        return self.tmp(f"_mem.ld_ref({py}, {idx}, {self.m}, {k})")
+            return self.tmp(f"_mem.ld_loc({py}, {idx}, {self.m}, _lane, {k}, _ob)")
+        return self.tmp(f"_mem.ld_ref({py}, {idx}, {self.m}, {k}, _ob)")
 
     def store(self, s):
         kind, py, size, space, _ = self._buf(s.buf)
@@ -120,43 +138,54 @@ class MemoryAccess:
                 self.emit(f"if {self._lin_cond(f, size)}:")
                 self.emit(f"    _mem.st_lin({py}, {f[0]}, _L, {v}, {self.m})")
                 self.emit("else:")
-                self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k})")
+                self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k}, _ob)")
                 return
         if kind == "tg" and not self.checked:
-            addr, o = self._tg_addr(s.index, size)
-            if o is None:
-                self.emit(f"_mem.st({py}, {addr}, {self.ex(s.value)}, {self.m}, {k})")
+            rel, fast = self._tg_rel(s.index, size)
+            if fast is None:
+                self.emit(f"_mem.st_tg({py}, _gb{size}, {rel}, {size}, {self.ex(s.value)}, {self.m}, {k}, _ob)")
                 return
-            v = self.tuple_or(self.ex(s.value))
-            self.emit(f"_mem.st_seg({py}, {o}, _L, {v}, {self.m}, {k}, lambda: {addr})")
+            v = self._name(self.tuple_or(self.ex(s.value)))
+            general = f"_mem.st_tg({py}, _gb{size}, {rel}, {size}, {v}, {self.m}, {k}, _ob)"
+            proven, active, ok = self._tg_fast(fast, size, lambda o, addr: (
+                f"_mem.st_seg({py}, {o}, _L, {v}, {self.m}, lambda: "
+                + (f"_mem.st({py}, {addr}, {v}, {self.m}, {k}))" if addr is not None else f"{general})")))
+            self.emit(f"if {ok}:")
+            self.emit(f"    {proven}")
+            self.emit("else:")
+            self.emit(f"    {active}")
             return
         idx = self._index(s.index)
         v = self.ex(s.value)
         a = self._check(kind, py, size, idx, k)
         if kind in ("dev", "glob"):
-            self.emit(f"_mem.st({py}, {idx}, {v}, {self.m}, {k})")
+            self.emit(f"_mem.st({py}, {idx}, {v}, {self.m}, {k}, _ob)")
         elif kind == "tg":
-            self.emit(f"_mem.st({py}, {a or f'_gb{size} + {idx}'}, {v}, {self.m}, {k})")
+            self.emit(f"_mem.st({py}, {a}, {v}, {self.m}, {k}, _ob)")
         elif kind == "loc":
-            self.emit(f"_mem.st_loc({py}, {idx}, {v}, {self.m}, _lane, {k})")
+            self.emit(f"_mem.st_loc({py}, {idx}, {v}, {self.m}, _lane, {k}, _ob)")
         else:
-            self.emit(f"_mem.st_ref({py}, {idx}, {v}, {self.m}, {k})")
+            self.emit(f"_mem.st_ref({py}, {idx}, {v}, {self.m}, {k}, _ob)")
 
     def atomic(self, e, used=True):
         kind, py, size, space, _ = self._buf(e.buf)
         k = self.node(e, e.buf, space, "atomic")
         idx = self._index(e.index)
+        if not idx.isidentifier():
+            idx = self.tmp(idx, "x")
         args = [self.ex(a) for a in e.args]
         a_ = self._check(kind, py, size, idx, k)
+        # (storage, flat address, index within the array, the array's size)
         if kind == "tg":
-            data, addr = py, a_ or f"_gb{size} + {idx}"
+            data, addr, rel, n = py, a_ or f"_gb{size} + {idx}", idx, size
         elif kind == "ref":
-            data, addr = f"{py}.flat", f"{py}.addr({idx})"
+            data, addr, rel, n = f"{py}.flat", f"{py}.addr({idx})", f"{py}.off + {idx}", f"{py}.n"
         elif kind == "loc":
-            data, addr = f"{py}.reshape(-1)", f"{idx} * _L + _lane"
+            data, addr, rel, n = f"{py}.reshape(-1)", f"{idx} * _L + _lane", idx, size
         else:
-            data, addr = py, idx
-        call = f"_at.atomic({e.op!r}, {data}, {addr}, [{', '.join(args)}], {self.m}, _L, {k}, {used})"
+            data, addr, rel, n = py, idx, "None", "None"
+        call = (f"_at.atomic({e.op!r}, {data}, {addr}, [{', '.join(args)}], {self.m}, _L, {k}, {used}, "
+                f"{rel}, {n}, _ob)")
         if used:
             return self.tmp(call)
         self.emit(call)

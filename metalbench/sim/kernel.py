@@ -28,7 +28,9 @@ from ..passes.simdgroup_matrix import lower as lower_matrices
 from .checks import DivergentBarrier, Finding, LaunchChecker, make_error, max_steps
 from .chunk import Chunk, Launch
 from .codegen import Program, generate
-from .memory import OutOfBounds
+from .memory import OOBCount, OutOfBounds
+from .notices import oob_message, warn_user
+from ..errors import OutOfBoundsWarning
 from .stats import SimStats
 
 # Lanes per chunk: big enough that per-statement Python overhead vanishes, small enough
@@ -136,9 +138,11 @@ class SimKernel:
         """Run the kernel over ``grid`` threads in threadgroups of ``threadgroup``.
 
         ``args`` maps every parameter to a :class:`Buffer` (or a NumPy array) or a
-        NumPy scalar. Raises ``KernelCheckError`` on an out-of-bounds access (always
-        when NumPy notices it; on every load/store with ``checked=True`` or
-        ``METALBENCH_CHECKED=1``) and, when checked, on a divergent barrier."""
+        NumPy scalar. Unchecked, the launch behaves like a GPU: an out-of-bounds read
+        gives 0 and an out-of-bounds write or atomic is dropped, and one
+        ``OutOfBoundsWarning`` counts them. With ``checked=True`` (or
+        ``METALBENCH_CHECKED=1``) findings (out-of-bounds, races, divergent barriers,
+        ...) raise ``KernelCheckError``."""
         t0 = time.perf_counter()
         checked = checked or os.environ.get("METALBENCH_CHECKED", "") not in ("", "0")
         lg = self._launch(grid, threadgroup, checked)
@@ -149,12 +153,16 @@ class SimKernel:
                          threadgroups=lg.n_groups, chunks=0, seconds=0.0)
         lc = LaunchChecker(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name) if checked else None
         steps = max_steps(checked)
+        ob = None if checked else OOBCount()
         with np.errstate(all="ignore"):
             for g0 in range(0, lg.n_groups, per):
                 c = Chunk(lg, g0, min(per, lg.n_groups - g0))
                 c.bufs, c.meta, c.scalars = bufs, meta, scalars
                 c.max_steps = steps
                 c.checker = lc.chunk(c) if checked else None
+                if ob is not None:
+                    ob.L = c.L
+                c.oob = ob
                 try:
                     fn(c)
                     if checked:
@@ -173,6 +181,8 @@ class SimKernel:
             err = lc.error()
             if err is not None:
                 raise err
+        if ob is not None and ob.counts:
+            warn_user(oob_message(self.ir.name, prog.nodes, ob), OutOfBoundsWarning)
         stats.seconds = time.perf_counter() - t0
         return stats
 
