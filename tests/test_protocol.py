@@ -199,9 +199,10 @@ def test_cuda_jit_thin_path_updates_in_place(monkeypatch):
         saxpy_numba[2, 32](2.0, y, x, d_out)
         monkeypatch.setattr(saxpy_numba, "bind_inplace", lambda *a, **k: (_ for _ in ()).throw(AssertionError()))
         saxpy_numba[2, 32](2.0, y, x, out)
-        np.testing.assert_allclose(out, 2 * y + x, rtol=1e-6)
+        f64 = np.float64       # Numba computes a * x[i] + y[i] in float64 (a Python float is a double)
+        np.testing.assert_allclose(out, (2 * y.astype(f64) + x).astype(np.float32), rtol=1e-6)
         saxpy_numba[2, 32](3.0, x, y, d_out)
-        np.testing.assert_allclose(d_out.copy_to_host(), 3 * x + y, rtol=1e-6)
+        np.testing.assert_allclose(d_out.copy_to_host(), (3 * x.astype(f64) + y).astype(np.float32), rtol=1e-6)
         with pytest.raises(AssertionError):               # another shape binds
             saxpy_numba[2, 32](2.0, y[:30], x[:30], out[:30])
     finally:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import warnings
 
 import numpy as np
 
@@ -30,12 +29,14 @@ from .. import ir
 from .. import launch as L
 from .. import runtime
 from .. import types as T
-from ..errors import KernelLaunchError, KernelSyntaxError, MetalbenchError, trim_traceback, user_facing
+from ..errors import (KernelLaunchError, KernelSyntaxError, KernelTypeError, MetalbenchError, trim_traceback,
+                      user_facing)
 from ..frontend import python as F
 from ..kernel import Func, Kernel, _spec_key
 from ..protocol import BoundLaunch, Specialization, backend_token, signatures
 from ..semantics import NUMBA
-from . import inplace
+from . import inplace, metal64
+from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .intrinsics import attach_const_arrays
 
@@ -58,10 +59,6 @@ def get_backend() -> str:
     return L.resolve_backend(_state["backend"] or "auto")
 
 
-class _Float64Warning(UserWarning):
-    pass
-
-
 def _host_array(v, name):
     """(NumPy storage the kernel reads and writes, ScalarType it has on the device)."""
     if isinstance(v, DeviceNDArray):
@@ -70,10 +67,6 @@ def _host_array(v, name):
         a = v
     else:
         a = runtime.to_numpy(v)
-    if a.dtype == np.float64:
-        warnings.warn(f"array argument {name!r} is float64; it runs as float32 (Metal has no double) and the "
-                      "results are converted back", _Float64Warning, stacklevel=4)
-        return a, T.float32
     try:
         return a, T.from_numpy(a.dtype)
     except T.TypeError_ as e:
@@ -81,15 +74,15 @@ def _host_array(v, name):
 
 
 def _scalar_type(v, name):
+    """A scalar argument's type as ``numba.typeof`` gives it: int64, float64, bool, or
+    the NumPy scalar's dtype."""
     if isinstance(v, (bool, np.bool_)):
         return T.bool_
     if isinstance(v, (int, np.integer)) and not isinstance(v, np.generic):
-        return T.literal_int_type(int(v))
+        return T.int64 if -(2**63) <= int(v) < 2**63 else T.uint64
     if isinstance(v, float):
-        return T.float32
+        return T.float64
     if isinstance(v, np.generic):
-        if v.dtype == np.float64:
-            return T.float32
         try:
             return T.from_numpy(v.dtype)
         except T.TypeError_:
@@ -124,13 +117,31 @@ class CUDAKernel(Kernel):
     >>> inc[1, 32](x)                               # doctest: +SKIP
     """
 
-    def __init__(self, fn, backend=None, checked=None):
+    def __init__(self, fn, backend=None, checked=None, sigs=None):
         super().__init__(fn)
         for p in self.params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise KernelSyntaxError(f"@cuda.jit kernel {self.name}: *args/**kwargs parameters are not supported")
         self._backend = backend
         self._checked = checked
+        self.signatures = [nbt.parse_signature(s) for s in (sigs or [])]
+        self._device = None
+        for sig in self.signatures:
+            if len(sig.args) != len(self.params):
+                raise KernelLaunchError(f"@cuda.jit signature {sig} has {len(sig.args)} argument(s); "
+                                        f"{self.name} takes {len(self.params)}")
+
+    @property
+    def py_func(self):
+        """The Python function (Numba's ``.py_func``)."""
+        return self.fn
+
+    def as_device_function(self) -> "DeviceFunction":
+        """This kernel's function as a device function (what a call from a kernel means)."""
+        if self._device is None:
+            sig = self.signatures[0] if len(self.signatures) == 1 else None
+            self._device = DeviceFunction(self.fn, sig=sig)
+        return self._device
 
     def __repr__(self) -> str:
         return f"<metalbench.cuda kernel {self.name}({', '.join(p.name for p in self.params)})>"
@@ -166,9 +177,8 @@ class CUDAKernel(Kernel):
     @property
     def __metalbench_intrinsic__(self):
         def hook(tr, call):
-            raise KernelSyntaxError(f"launching or calling the kernel {self.name} from a kernel is not supported "
-                                    "(recursion or dynamic parallelism)", tr.span(call),
-                                    hint="call @cuda.jit(device=True) functions from kernels")
+            # As in numba-cuda, a @cuda.jit function called from a kernel is a device function.
+            return tr.device_call(self.as_device_function(), call)
         return hook
 
     # -- binding -----------------------------------------------------------------------
@@ -191,7 +201,33 @@ class CUDAKernel(Kernel):
                 t = _scalar_type(v, name)
                 values[name] = (v, None, t)
                 specs.append(F.ArgSpec(name, "scalar", t, 0))
+        if self.signatures:
+            self._apply_signature(values, specs)
         return values, specs
+
+    def _apply_signature(self, values, specs):
+        """With ``@cuda.jit(signature)``: scalars take the signature's types (as Numba
+        converts them); arrays must have its dtype and dimensions. Several signatures:
+        the first that matches exactly, else the first the arguments convert to."""
+        best = None
+        for sig in self.signatures:
+            score = _match(sig, specs)
+            if score is not None and (best is None or score < best[0]):
+                best = (score, sig)
+        if best is None:
+            got = ", ".join(f"{s.type.name}{'[' + ', '.join(':' * s.ndim) + ']' if s.kind == 'buffer' else ''}"
+                            for s in specs)
+            raise SignatureMismatch(
+                f"{self.name}: no signature matches the arguments ({got}); declared: "
+                + "; ".join(str(s) for s in self.signatures),
+                hint="pass arrays of the declared dtypes, or drop the signature to specialise on the arguments")
+        sig = best[1]
+        for k, (spec, at) in enumerate(zip(specs, sig.args)):
+            t = nbt.scalar_of(at)
+            if spec.kind == "scalar" and t is not None and t != spec.type:
+                specs[k] = F.ArgSpec(spec.name, "scalar", t, 0)
+                v = values[spec.name]
+                values[spec.name] = (v[0], None, t)
 
     def bind(self, *args, grid=None, threadgroup=None, backend=None, checked=None, **kwargs) -> BoundLaunch:
         """MLX-style binding (what check, bench and sweep use): the launch runs on copies
@@ -279,6 +315,31 @@ class CUDAKernel(Kernel):
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+class SignatureMismatch(KernelLaunchError, TypeError):
+    """No declared signature of a ``@cuda.jit(sig)`` kernel fits the arguments (Numba
+    raises a TypeError here)."""
+
+
+def _match(sig, specs):
+    """How well ``specs`` fit Numba signature ``sig``: None if not at all, else a score
+    (0: exact; more: scalars converted)."""
+    score = 0
+    for spec, at in zip(specs, sig.args):
+        if isinstance(at, nbt.Array):
+            t = nbt.scalar_of(at.dtype)
+            if spec.kind != "buffer" or t != spec.type or at.ndim != spec.ndim:
+                return None
+        else:
+            t = nbt.scalar_of(at)
+            if spec.kind != "scalar" or t is None:
+                return None
+            if t != spec.type:
+                if spec.type.is_float and not t.is_float:
+                    return None
+                score += 1
+    return score
+
+
 def _copy(a):
     if isinstance(a, DeviceNDArray):
         return np.array(runtime.to_numpy(a._data), copy=True)
@@ -313,16 +374,39 @@ class InplaceSpecialization(Specialization):
         return None
 
     def merge_plans(self):
-        return _functional(self, self.name)
+        """(the functionalized specialisation for Metal, merge plans): what export prints."""
+        return _functional(self, self.name, "metal")
 
     # What MLX receives on a GPU backend is the functionalized kernel.
     def rendered(self, backend: str, exact_grid: bool = False):
-        return _functional(self, self.name)[0].rendered(backend, exact_grid)
+        with _numba_double_hint(backend):
+            return _functional(self, self.name, backend)[0].rendered(backend, exact_grid)
 
     def source(self, backend: str = "metal") -> str:
         if backend == "sim":
             return super().source("sim")
-        return _functional(self, self.name)[0].source(backend)
+        with _numba_double_hint(backend):
+            return _functional(self, self.name, backend)[0].source(backend)
+
+
+class _numba_double_hint:
+    """On metal, the no-double error of a Numba kernel says where float64 comes from."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, e, tb):
+        if self.backend == "metal" and isinstance(e, KernelTypeError) and "float64" in e.message \
+                and not getattr(e, "_numba_hint", False):
+            e.hint = ("Numba types Python floats, float literals and float() as float64: write float32(...) "
+                      "(float32(0.5), float32(x)) and pass float32 arrays to compute in float32 on Metal, or "
+                      "run on backend='sim' or 'cuda', where float64 is exact")
+            e._numba_hint = True
+            e.args = (e._format(),)
+        return False
 
 
 class _Launcher:
@@ -383,13 +467,23 @@ def _write_back(v, a: np.ndarray, new: np.ndarray):
     np.copyto(a, new, casting="unsafe")
 
 
-def _functional(sp: Specialization, name: str):
+def _functional(sp: Specialization, name: str, backend: str | None = None):
+    """(the functionalized specialisation, merge plans); for ``metal``, with float64
+    scalars computed in float32 (:mod:`.metal64`; float64 data is an error there)."""
     got = sp.artifacts.get("numba_functional")
     if got is None:
         kir2, plans = inplace.functionalize(sp.ir, name)
         fsp = Specialization(sp.key + ("functional",), kir2, sp.specs, name=name)
         got = sp.artifacts["numba_functional"] = (fsp, plans)
-    return got
+    if backend != "metal" or not metal64.uses_float64(got[0].ir):
+        return got
+    metal = sp.artifacts.get("numba_functional_metal")
+    if metal is None:
+        kir3, where = metal64.demote_float64(got[0].ir)
+        metal = sp.artifacts["numba_functional_metal"] = (
+            Specialization(sp.key + ("functional", "metal"), kir3, sp.specs, name=name), got[1])
+        metal64.warn_demoted(name, where)
+    return metal
 
 
 def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backend: str):
@@ -398,7 +492,8 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
 
     What depends only on the launch's shapes (output specs, the prepared MLX call) is
     kept per (backend, grid, threadgroup, shapes of the written arguments)."""
-    fsp, plans = _functional(sp, name)
+    with _numba_double_hint(backend):
+        fsp, plans = _functional(sp, name, backend)
     key = ("functional launch", backend, grid, tg, tuple(values[pl.param][1].shape for pl in plans))
     prepared = sp.artifacts.get(key)
     if prepared is None:
@@ -428,7 +523,18 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
 
 
 class DeviceFunction(Func):
-    """``@cuda.jit(device=True)``: a device function callable from kernels (like ``@mb.func``)."""
+    """``@cuda.jit(device=True)``: a device function callable from kernels (like ``@mb.func``).
+    With a signature (``@cuda.jit("float32(float32, int32)", device=True)``) its arguments
+    and result convert to the declared types, as Numba does."""
+
+    def __init__(self, fn=None, sig=None, **kw):
+        super().__init__(fn, **kw)
+        self.numba_signature = nbt.parse_signature(sig) if sig is not None else None
+
+    @property
+    def py_func(self):
+        """The Python function (Numba's ``.py_func``)."""
+        return self.fn
 
     def __repr__(self) -> str:
         return f"<metalbench.cuda device function {self.__name__}>"
@@ -439,9 +545,11 @@ _JIT_OPTIONS = {"device", "inline", "debug", "opt", "fastmath", "cache", "linein
 
 
 def jit(func_or_sig=None, device=False, **options):
-    """Numba's ``cuda.jit``: ``@cuda.jit``, ``@cuda.jit("void(float32[:])")``,
-    ``@cuda.jit(device=True)``. Signatures are accepted and ignored (kernels specialise
-    lazily on the argument dtypes); ``backend=``/``checked=`` choose where it runs.
+    """Numba's ``cuda.jit``: ``@cuda.jit``, ``@cuda.jit("void(float32[:], int32)")`` (also a
+    signature object, ``void(float32[:], int32)``, or a list of them), ``@cuda.jit(device=True)``.
+    Without a signature a kernel specialises lazily on its arguments' types; with one,
+    scalars take the declared types and arrays must match. ``backend=``/``checked=``
+    choose where it runs.
 
     >>> @jit(device=True)
     ... def sq(v):
@@ -455,10 +563,19 @@ def jit(func_or_sig=None, device=False, **options):
     backend = options.get("backend")
     checked = options.get("checked")
 
+    sigs = None
+    if func_or_sig is not None and nbt.is_signature(func_or_sig):
+        sigs = list(func_or_sig) if isinstance(func_or_sig, list) else [func_or_sig]
+        sigs = [nbt.parse_signature(s) for s in sigs]
+
     def wrap(fn):
+        if isinstance(fn, (CUDAKernel, DeviceFunction)):
+            fn = fn.fn
         if device:
-            return DeviceFunction(fn)
-        return CUDAKernel(fn, backend=backend, checked=checked)
+            if sigs and len(sigs) > 1:
+                raise TypeError("a device function takes one signature")
+            return DeviceFunction(fn, sig=sigs[0] if sigs else None)
+        return CUDAKernel(fn, backend=backend, checked=checked, sigs=sigs)
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)) \
             and inspect.isfunction(func_or_sig):
         return wrap(func_or_sig)

@@ -135,11 +135,13 @@ def _grid_like(kind: str):
         if n not in (1, 2, 3):
             raise tr.err(KernelTypeError, f"cuda.{kind}(ndim) takes 1, 2 or 3, got {n}", call)
         attr = "thread_position_in_grid" if kind == "grid" else "threads_per_grid"
-        comps = [_attr_int(tr, attr, c, call) for c in "xyz"[:n]]
+        # int64, as Numba types cuda.grid (so index arithmetic never wraps at 2**31)
+        sp = tr.span(call)
+        comps = [tr.sem.cast(T.int64, _attr_int(tr, attr, c, call), sp) for c in "xyz"[:n]]
         if n == 1:
             return comps[0]
         # A vector so that `x, y = cuda.grid(2)` unpacks through the front end's tuple assignment.
-        return tr.sem.vector(T.vector_of(T.int32, n), comps, tr.span(call))
+        return tr.sem.vector(T.vector_of(T.int64, n), comps, sp)
     return fn
 
 
@@ -151,27 +153,22 @@ gridsize = _Intrinsic("gridsize", _grid_like("gridsize"))
 
 def numba_dtype(obj):
     """The ScalarType meant by a dtype in a Numba program: NumPy dtypes and scalar types,
-    Python ``float``/``int``, and Numba's type objects (``numba.float32``), recognised by
-    module and name without importing numba. float64 becomes float32 (no double on the GPU).
+    Python ``float``/``int`` (float64/int64, as in Numba), metalbench's Numba types
+    (``cuda.float32``) and numba's own type objects, recognised by module and name.
 
-    >>> numba_dtype(np.float64).name, numba_dtype("int32").name
-    ('float32', 'int32')
+    >>> numba_dtype(np.float64).name, numba_dtype("int32").name, numba_dtype(float).name
+    ('float64', 'int32', 'float64')
     """
     from ..frontend.python import resolve_dtype
     mod = type(obj).__module__ or ""
     if mod.startswith("numba"):
         obj = getattr(obj, "name", str(obj))
-    if isinstance(obj, str) and obj in ("float64", "double", "f8"):
-        return T.float32
+    if isinstance(obj, str) and obj in ("double", "f8"):
+        return T.float64
     if obj is float:
-        return T.float32
+        return T.float64
     if obj is int:
         return T.int64
-    try:
-        if not isinstance(obj, (str, T.ScalarType)) and np.dtype(obj) == np.float64:
-            return T.float32
-    except Exception:
-        pass
     return resolve_dtype(obj)
 
 
@@ -399,6 +396,55 @@ def _cas_loop(tr, call, what, info, idx, new_of_old):
     return ir.Var(old.name, t, span=sp)
 
 
+def _atomic_float_minmax(kind: str, what: str):
+    """Numba's float atomic max/min and nanmax/nanmin, as a compare-and-swap loop that
+    returns the old value:
+
+    - ``max``/``min``: nothing changes when the value or the stored element is NaN;
+    - ``nanmax``/``nanmin``: a NaN value changes nothing, a stored NaN is replaced.
+
+    Integers use the hardware atomic (NaN cannot occur)."""
+    op = "max" if kind.endswith("max") else "min"
+    rmw = _atomic_rmw(op, what)
+
+    def fn(tr, call):
+        arr, idx_node, val = _args(tr, call, ["ary", "idx", "val"], f"atomic.{what}")
+        info = tr.buffer_of(arr)
+        if not info.elem.is_float:
+            return rmw(tr, call)
+        info, idx = _atomic_target(tr, arr, idx_node, call, op, what)
+        sem, sp, t = tr.sem, tr.span(call), info.elem
+        it = _temp(tr, "_mb_ai", call, idx.type)
+        vt = _temp(tr, "_mb_av", call, t)
+        old = _temp(tr, "_mb_old", call, t)
+        prev = _temp(tr, "_mb_prev", call, t)
+        isnan = lambda e: ir.Call("isnan", [e], T.bool_, span=sp)     # noqa: E731
+        better = sem.binop(">" if op == "max" else "<", vt, old, sp)
+        if kind.startswith("nan"):
+            stop = sem.logical("or", isnan(vt), sem.unop("!", sem.logical("or", isnan(old), better, sp), sp), sp)
+        else:
+            stop = sem.logical("or", sem.logical("or", isnan(vt), isnan(old), sp), sem.unop("!", better, sp), sp)
+        bits = T.BY_NAME[f"uint{t.bits}"]
+        same = sem.binop("==", sem.bitcast(bits, prev, sp), sem.bitcast(bits, old, sp), sp)
+        cas = ir.Atomic("cas", info.name, it, [old, vt], t, span=sp)
+        loop = ir.While(sem.bool_const(True, sp), [
+            ir.If(stop, [ir.Break(span=sp)], span=sp),
+            ir.Assign(prev, cas, span=sp),
+            ir.If(same, [ir.Break(span=sp)], span=sp),
+            ir.Assign(old, prev, span=sp),
+        ], span=sp)
+        first = _temp(tr, "_mb_first", call, t)
+        tr._pending_list.extend([
+            ir.Assign(it, idx, span=sp),
+            ir.Assign(vt, tr.conv(tr.expr(val), t), span=sp),
+            ir.Assign(old, _atomic(tr, "load", info, it, [], call, what), span=sp),
+            ir.Assign(first, old, span=sp),
+            loop,
+        ])
+        return ir.Var(first.name, t, span=sp)   # Numba returns the value it first read
+    return fn
+
+
 def _atomic_incdec(kind):
     def fn(tr, call):
         sem = tr.sem
@@ -441,9 +487,9 @@ class _AtomicNS(_Placeholder):
         for name, op in (("add", "add"), ("sub", "sub"), ("and_", "and"), ("or_", "or"), ("xor", "xor"),
                          ("exch", "exchange"), ("max", "max"), ("min", "min")):
             setattr(self, name, _Intrinsic(f"atomic.{name}", _atomic_rmw(op, name)))
-        # Numba's nanmax/nanmin differ only for NaN inputs.
-        self.nanmax = _Intrinsic("atomic.nanmax", _atomic_rmw("max", "nanmax"))
-        self.nanmin = _Intrinsic("atomic.nanmin", _atomic_rmw("min", "nanmin"))
+        # On floats Numba's max/min keep the stored value when either is NaN; nanmax/nanmin skip a NaN value.
+        for name in ("max", "min", "nanmax", "nanmin"):
+            setattr(self, name, _Intrinsic(f"atomic.{name}", _atomic_float_minmax(name, name)))
         self.inc = _Intrinsic("atomic.inc", _atomic_incdec("inc"))
         self.dec = _Intrinsic("atomic.dec", _atomic_incdec("dec"))
         self.cas = _Intrinsic("atomic.cas", _atomic_cas(True))

@@ -117,7 +117,8 @@ class CallSemantics:
             name = e.type.name if e.type is not None else "void"
             raise self.error(f"array index must be an integer, got {name}", span,
                              hint="convert with int32(...) or uint32(...)")
-        return self.convert(e, self.rules.promote(e.type), span)
+        # C's promotion whatever the rules: an index's value, not its arithmetic, matters here
+        return self.convert(e, T.promote_int(e.type), span)
 
     def linear_index(self, idxs: list, dims: list, span=None) -> ir.Expr:
         """The element index of ``a[i0, i1, ...]`` on a row-major array whose dimensions

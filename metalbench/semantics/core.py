@@ -214,10 +214,14 @@ class CoreSemantics:
         self._need_value(b, span)
         if op in SHIFT_OPS:
             return self._shift(op, a, b, span)
-        t = self.common_type(a.type, b.type, span)
         if op in ir.COMPARE_OPS:
+            try:
+                t = self.rules.compare_type(a.type, b.type)
+            except T.TypeError_ as e:
+                raise self.error(str(e), span)
             rt = T.bool_ if isinstance(t, T.ScalarType) else T.vector_of(T.bool_, t.n)
             return self.fold(ir.BinOp(op, self.convert(a, t), self.convert(b, t), rt, span=span))
+        t = self.common_type(a.type, b.type, span)
         if op == "/":
             return self.rules.divide(self, a, b, t, span)
         if op == "//":
@@ -259,6 +263,9 @@ class CoreSemantics:
         self._need_value(a, span)
         if op in ("!", "not"):
             return self.fold(ir.UnOp("!", self.to_bool(a, span), T.bool_, span=span))
+        special = self.rules.unop(self, op, a, span)
+        if special is not None:
+            return special
         t = self.rules.promote(a.type)
         if op == "+":
             return self.convert(a, t, span)

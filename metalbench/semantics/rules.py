@@ -10,9 +10,10 @@ rule set supplies the language-dependent decisions. Three are defined:
   division (two integers give a float), ``//`` truncates on integers (as C) and
   floors on floats, ``%`` on floats is ``fmod``, ``**`` unrolls small integer
   powers, ``&``, ``|``, ``^`` of two bools stay bool.
-- :data:`NUMBA` — the Numba layer. Today identical to :data:`DSL` but for the
-  atomic rules Numba has (``cas`` on integers only, ``inc``/``dec`` on uint32);
-  a later change fills in Numba's typing (see :class:`NumbaRules`).
+- :data:`NUMBA` — the Numba layer (``@cuda.jit``): Numba's typing
+  (:mod:`metalbench.semantics.numba_rules`): int64 integer and float64 float literals,
+  integer arithmetic in 64 bits, NumPy-like mixing of ints and floats, true ``/``,
+  floor ``//`` and ``%``, Python's ``round`` (ties to even), Numba's atomic rules.
 
 A rule set is an object with the methods of :class:`RuleSet`; the type-level
 methods answer questions, the operator methods (``divide``, ``floor_divide``,
@@ -71,6 +72,16 @@ class RuleSet:
         :class:`metalbench.types.TypeError_` for incompatible vectors."""
         return T.binary_result(a, b)
 
+    def compare_type(self, a, b):
+        """The type both sides of a comparison convert to (C: the usual arithmetic
+        conversions, as :meth:`arith`)."""
+        return self.arith(a, b)
+
+    def python_cast_type(self, obj):
+        """The type Python's ``float``/``int``/``bool`` convert to (``float(x)``): float32,
+        int32, bool here."""
+        return {float: T.float32, int: T.int32, bool: T.bool_}[obj]
+
     def join(self, a, b):
         """The type of a local variable assigned values of types ``a`` and ``b`` (the
         DSL types locals by unification): their common type; two bools stay bool;
@@ -104,6 +115,19 @@ class RuleSet:
     def round(self, sem, x, span):
         """Python's ``round(x)``; in MSL ``round`` is the builtin (ties away from zero)."""
         return sem.builtin("round", [x], span)
+
+    def unop(self, sem, op, a, span):
+        """A language-specific unary operator, or None for C's (the default)."""
+        return None
+
+    def round_ndigits(self, sem, x, n: int, span):
+        """Python's ``round(x, n)`` (not in C/MSL or the DSL)."""
+        raise sem.error("round(x, ndigits) is not supported; round(x) is", span)
+
+    def minmax(self, sem, name: str, args: list, span):
+        """``min``/``max`` of several values in the language's way, or None for the
+        builtin's (C's ``fmin``/``fmax`` typing), the default."""
+        return None
 
     # -- atomics -------------------------------------------------------------------------
     def atomic_error(self, op: str, elem, what: str) -> str | None:
@@ -171,32 +195,7 @@ class DSLRules(MSLRules):
         return sem.builtin("round", [x], span)
 
 
-class NumbaRules(DSLRules):
-    """The Numba layer's rules (``@cuda.jit`` kernels).
-
-    A stub: it follows :class:`DSLRules` except for Numba's atomic rules. To follow
-    Numba fully, override (once float64 is a type):
-
-    - :meth:`int_literal_type` -> ``int64`` and :meth:`float_literal_type` -> ``float64``;
-    - :meth:`arith` with Numba's promotion (int64 with uint64 gives float64; integer
-      scalars are int64);
-    - :meth:`divide`: two integers give float64;
-    - :meth:`floor_divide` and :meth:`remainder`: Python's floor division and modulo
-      (result has the sign of the divisor) for integers and floats;
-    - :meth:`round`: ties to even (``rint``), returning an integer for one argument.
-    """
-
-    name = "numba"
-    dialect = "numba"
-
-    def atomic_error(self, op: str, elem, what: str) -> str | None:
-        """As :class:`RuleSet`, and Numba's own limits: ``cas`` needs integers; ``inc`` and
-        ``dec`` (which the Numba layer builds from a compare-exchange loop) need uint32."""
-        if op in ("inc", "dec"):
-            return None if elem == T.uint32 else f"{what} needs uint32 elements (as in Numba), not {elem.name}"
-        if op == "cas" and not elem.is_int:
-            return f"{what} needs integer elements (int32 or uint32), not {elem.name}"
-        return super().atomic_error(op, elem, what)
+from .numba_rules import NumbaRules  # noqa: E402  (it subclasses DSLRules)
 
 
 MSL = MSLRules()

@@ -132,7 +132,10 @@ def _run(op, data, a, args, used):
                 cur = data[aa]
                 old_s[idx] = cur
                 if op == "cas":
-                    ok = cur == sargs[0][idx]
+                    # compare-exchange compares the bits (NaN matches NaN, -0.0 is not 0.0), as GPUs do
+                    exp = sargs[0][idx]
+                    ok = cur.view(f"u{dt.itemsize}") == exp.view(f"u{dt.itemsize}") if dt.kind == "f" \
+                        else cur == exp
                     data[aa] = np.where(ok, sargs[1][idx], cur)
                 else:
                     data[aa] = _apply(op, cur, sargs[0][idx])

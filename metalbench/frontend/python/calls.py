@@ -39,23 +39,11 @@ class CallsMixin:
         if isinstance(obj, dsl.Builtin):
             name = obj.dsl_name
         elif isinstance(obj, dsl.DType) or obj in _PY_CASTS or (isinstance(obj, type) and issubclass(obj, np.generic)):
-            t = resolve_dtype(obj)
+            t = self.sem.rules.python_cast_type(obj) if obj in _PY_CASTS else resolve_dtype(obj)
             if t is None:
                 raise self.err(KernelTypeError, f"{ast.unparse(node.func)} is not a supported type", node,
-                               hint="Metal has no float64; use float32")
-            if len(node.args) != 1 or node.keywords:
-                raise self.err(KernelTypeError, f"{ast.unparse(node.func)}(x) converts one value", node)
-            arg = node.args[0]
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and t.is_float:
-                # float("inf"), float("-inf"), float("nan"): Python's spellings of the constants
-                try:
-                    return ir.Const(float(arg.value), t, span=sp)
-                except ValueError:
-                    raise self.err(KernelTypeError, f"float({arg.value!r}) is not a number", node) from None
-            v = self.expr(arg)
-            # On a vector, a dtype converts component-wise: float32(int2_value) is a float2.
-            tt = T.vector_of(t, v.type.n) if isinstance(v.type, T.VectorType) else t
-            return self.sem.cast(tt, v, sp)
+                               hint="use float32, float64, int32, ...")
+            return self.cast_call(t, node, ast.unparse(node.func))
         elif isinstance(obj, str) and obj in T.VECTORS:
             name = obj
         elif obj is len:
@@ -99,11 +87,20 @@ class CallsMixin:
             a, b, c = (self.expr(x) for x in node.args)
             return self.sem.select(c, b, a, sp)
         args = [self.expr(a) for a in node.args]
+        if name in ("min", "max") and obj in (_pybuiltins.min, _pybuiltins.max) and len(args) >= 2:
+            r = self.sem.rules.minmax(self.sem, name, args, sp)
+            if r is not None:
+                return r
         if name in ("min", "max") and len(args) > 2:
             r = self.builtin_call(name, args[:2], node)
             for a in args[2:]:
                 r = self.builtin_call(name, [r, a], node)
             return r
+        if name == "round" and len(args) == 2 and obj is _pybuiltins.round:
+            n = self.static_value(node.args[1])
+            if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+                raise self.err(KernelTypeError, "round(x, ndigits) needs ndigits known at compile time", node)
+            return self.sem.rules.round_ndigits(self.sem, args[0], int(n), sp)
         if name == "round" and len(args) == 2:
             raise self.err(KernelTypeError, "round(x, ndigits) is not supported; round(x) is", node)
         if name == "round" and obj is _pybuiltins.round:
@@ -112,6 +109,23 @@ class CallsMixin:
         if name == "pow" and len(args) == 2:
             return self.binop("**", args[0], args[1], node)
         return self.builtin_call(name, args, node)
+
+    def cast_call(self, t: T.ScalarType, node: ast.Call, what: str) -> ir.Expr:
+        """``t(x)``: ``x`` converted to ``t`` (C's conversion); on a vector, component-wise
+        (``float32(int2_value)`` is a float2). Also the Numba type objects' hook."""
+        sp = self.span(node)
+        if len(node.args) != 1 or node.keywords:
+            raise self.err(KernelTypeError, f"{what}(x) converts one value", node)
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and t.is_float:
+            # float("inf"), float("-inf"), float("nan"): Python's spellings of the constants
+            try:
+                return ir.Const(float(arg.value), t, span=sp)
+            except ValueError:
+                raise self.err(KernelTypeError, f"float({arg.value!r}) is not a number", node) from None
+        v = self.expr(arg)
+        tt = T.vector_of(t, v.type.n) if isinstance(v.type, T.VectorType) else t
+        return self.sem.cast(tt, v, sp)
 
     def builtin_call(self, name: str, args: list[ir.Expr], node) -> ir.Expr:
         """A call of builtin ``name`` (see :meth:`Semantics.builtin`); used by the Numba hooks."""

@@ -127,7 +127,7 @@ class ExpressionsMixin:
     def const(self, value, node) -> ir.Expr:
         """A Python number as a constant: ``int`` and ``float`` literals are typed by the
         rules (int32/int64/uint64 by size, float32), NumPy scalars keep their dtype
-        (float64 becomes float32)."""
+        (float64 is a float literal: float32 in the DSL, float64 for Numba)."""
         sp = self.span(node)
         if isinstance(value, (bool, np.bool_)):
             return self.sem.bool_const(value, sp)
@@ -136,12 +136,12 @@ class ExpressionsMixin:
         if isinstance(value, float):
             # a literal in the source rounds once, from its text, to float32 (as clang
             # reads `0.1f`); Python's double would round twice
-            if isinstance(node, ast.Constant):
+            if isinstance(node, ast.Constant) and self.sem.rules.float_literal_type() != T.float64:
                 exact = literals.parse_python_float(ast.get_source_segment(self.src.text, node) or "")
                 value = value if exact is None else exact
             return self.sem.float_literal(value, sp)
         if isinstance(value, np.generic):
-            t = resolve_dtype(value.dtype) if value.dtype != np.float64 else T.float32
+            t = resolve_dtype(value.dtype) if value.dtype != np.float64 else self.sem.rules.float_literal_type()
             if t is None:
                 raise self.err(KernelTypeError, f"unsupported constant type {value.dtype}", node)
             return self.sem.const(value.item(), t, sp)

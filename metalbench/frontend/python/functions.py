@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, MetalbenchError
 from .parse import node_span
+from .expressions import _NOT_STATIC
 from .specs import Binding, BufInfo
 
 
@@ -16,23 +19,37 @@ class FunctionsMixin:
     """Device-function calls: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
 
     def device_call(self, func, node: ast.Call) -> ir.Expr:
-        if node.keywords:
-            raise self.err(KernelTypeError, f"{func.__name__}() takes positional arguments only", node)
         parsed = func.parsed()
         params = parsed.fdef.args
         names = [a.arg for a in params.args]
         defaults = params.defaults
         nreq = len(names) - len(defaults)
-        if not nreq <= len(node.args) <= len(names):
+        given: dict = {}
+        if len(node.args) > len(names):
             raise self.err(KernelTypeError, f"{func.__name__}() takes {len(names)} argument(s), got {len(node.args)}",
                            node)
+        for pname, a in zip(names, node.args):
+            given[pname] = a
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in names or kw.arg in given:
+                raise self.err(KernelTypeError, f"{func.__name__}() got an unexpected or repeated keyword "
+                                                f"argument {kw.arg!r}", node)
+            given[kw.arg] = kw.value
+        missing = [n for n in names[:nreq] if n not in given]
+        if missing:
+            raise self.err(KernelTypeError, f"{func.__name__}() is missing argument(s): {', '.join(missing)}", node)
+        # A declared signature (Numba's `@cuda.jit("float32(float32)", device=True)`): arguments
+        # and the result convert to its types.
+        sig = getattr(func, "numba_signature", None)
+        declared = [getattr(t, "__metalbench_dtype__", None) for t in sig.args] if sig is not None else []
+        ret_hint = getattr(sig.return_type, "__metalbench_dtype__", None) if sig is not None else None
         args: list[ir.Expr] = []
         bindings: dict[str, Binding] = {}
         fparams: list[ir.FuncParam] = []
         key: list = [id(func)]
         for i, pname in enumerate(names):
-            if i < len(node.args):
-                a = node.args[i]
+            if pname in given:
+                a = given[pname]
                 info = None
                 if isinstance(a, ast.Name):
                     b = self.lookup(a.id, a)
@@ -45,9 +62,18 @@ class FunctionsMixin:
                     args.append(ir.BufArg(info.name, span=self.span(a)))
                     key.append(("buf", info.elem.name, info.space, info.ndim, info.shape))
                     continue
+                obj = self._static_object(a)
+                if obj is not None:
+                    # A function, type or intrinsic passed as a value: the callee is
+                    # specialised on it, as Numba does.
+                    bindings[pname] = Binding("pyobj", obj)
+                    key.append(("obj", id(obj)))
+                    continue
                 e = self.expr(a)
                 if e.type is None:
                     raise self.err(KernelTypeError, "this argument has no value", a)
+                if i < len(declared) and declared[i] is not None:
+                    e = self.sem.convert(e, declared[i], self.span(a))
                 if isinstance(e, ir.Const) and not isinstance(e.type, T.VectorType):
                     # Compile-time arguments specialise the function (like constexpr).
                     bindings[pname] = Binding("const", e.value)
@@ -71,7 +97,7 @@ class FunctionsMixin:
             self.m.in_progress.add(key)
             try:
                 self.m.names.update(names)
-                sub = type(self)(self.m, parsed, False, bindings)
+                sub = type(self)(self.m, parsed, False, bindings, ret_hint=ret_hint)
                 try:
                     body = sub.translate()
                 except MetalbenchError as e:
@@ -83,3 +109,16 @@ class FunctionsMixin:
             self.m.functions[key] = fn_ir
             self.m.order.append(fn_ir)
         return ir.FuncCall(fn_ir.name, args, fn_ir.ret, span=self.span(node))
+
+    def _static_object(self, node):
+        """The compile-time object ``node`` names when it is one a device function can be
+        specialised on (a function, a type, an intrinsic), else None (numbers, arrays and
+        thread attributes are values)."""
+        from ... import dsl
+        obj = self._maybe_static(node)
+        if obj is _NOT_STATIC or obj is None:
+            return None
+        if isinstance(obj, (bool, int, float, complex, np.generic, np.ndarray, str, tuple, dsl.ThreadAttribute)) \
+                or hasattr(obj, "__metalbench_value__"):
+            return None
+        return obj

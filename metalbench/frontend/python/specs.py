@@ -116,6 +116,9 @@ def resolve_dtype(obj) -> T.ScalarType | None:
         return obj.type
     if isinstance(obj, T.ScalarType):
         return obj
+    hook = getattr(obj, "__metalbench_dtype__", None)   # Numba's type objects (numba_compat.nbtypes)
+    if isinstance(hook, T.ScalarType):
+        return hook
     if obj in _PY_CASTS:
         return _PY_CASTS[obj]
     if isinstance(obj, str):

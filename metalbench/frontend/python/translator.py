@@ -7,6 +7,8 @@ import ast
 import builtins as _pybuiltins
 from typing import Any
 
+import numpy as np
+
 from ... import dsl
 from ... import ir
 from ...errors import (ControlFlow, KernelNameError, KernelTypeError, MetalbenchError, Span,
@@ -33,18 +35,26 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
         self.var_types: dict[str, Any] = {}
         self.annotated: dict[str, Any] = {}
         self.ret_type = ret_hint
+        self.ret_declared = ret_hint is not None     # a declared result type (a Numba signature) stays
         self._pending_list: list = []
         self._names: dict = {}
         self.sem = Semantics(module.rules, once=self._once)
-        # Parameters the body assigns to are copied into locals first: MLX passes
-        # scalars as `constant T&`, and a device function's parameters are values.
+        # Parameters the body assigns to are local variables initialised from the parameter
+        # (MLX passes scalars as `constant T&`, and a device function's parameters are
+        # values): `x += 1` changes the copy, and the copy is typed like any local (the
+        # parameter's type joined with what is assigned).
         assigned = {n.id for n in ast.walk(parsed.fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        self.prologue: list[ir.Stmt] = []
+        self.param_copies: dict[str, ir.Var] = {}
         for pname, b in list(bindings.items()):
-            if b.kind == "var" and pname in assigned:
-                local = ir.Var(self.fresh(pname + "_", ("param", pname)), b.value.type)
-                self.prologue.append(ir.Decl(local, ir.Var(b.value.name, b.value.type)))
-                self.params[pname] = Binding("var", local)
+            if pname not in assigned:
+                continue
+            if b.kind == "var":
+                self.param_copies[pname] = b.value
+                del self.params[pname]
+            elif b.kind == "const" and isinstance(b.value, (bool, int, float, np.generic)):
+                # a compile-time argument the body changes: a local starting at that value
+                self.param_copies[pname] = b.value
+                del self.params[pname]
 
     def fresh(self, base: str, key) -> str:
         """A C name for ``key``, unique in the kernel and the same on every typing pass."""
@@ -60,7 +70,12 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
             self.vars: dict[str, ir.Var] = {}
             self.hoisted: list[ir.Stmt] = []
             self.loop_depth = 0
-            body = self.block(self.p.fdef.body)
+            self._once_counts: dict = {}
+            prologue = []
+            for n, p in self.param_copies.items():
+                init = ir.Var(p.name, p.type) if isinstance(p, ir.Var) else self.const(p, self.p.fdef)
+                prologue.append(ir.Assign(self.local_var(n, init.type, self.p.fdef), init))
+            body = prologue + self.block(self.p.fdef.body)
             changed = False
             for name, t in self.assigned.items():
                 if name in self.annotated:
@@ -68,7 +83,7 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
                 if self.var_types.get(name) != t:
                     self.var_types[name] = t
                     changed = True
-            if self.ret_types:
+            if self.ret_types and not self.ret_declared:
                 rt = self.ret_types[0]
                 for t in self.ret_types[1:]:
                     rt = self._join(rt, t)
@@ -77,7 +92,7 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
                     changed = True
             if not changed:
                 decls = [ir.Decl(v, span=None) for v in self.vars.values()]
-                return self.hoisted + self.prologue + decls + body
+                return self.hoisted + decls + body
         raise KernelTypeError("could not settle the types of the local variables",
                               node_span(self.src, self.p.fdef))
 
@@ -132,8 +147,12 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
     def _once(self, e: ir.Expr, span: Span) -> ir.Var:
         """The semantic layer's ``once`` hook: ``e`` stored in a temporary (declared with
         the locals, assigned just before the statement that uses it)."""
-        key = ("once", span.line, span.col, span.end_line, span.end_col)
-        tmp = self.local_var(self.fresh("_p", key), e.type, span)
+        # The n-th temporary of this span (several per construct: x // y needs x and y once);
+        # the same on every typing pass, so its name and type settle.
+        base = (span.line, span.col, span.end_line, span.end_col)
+        n = self._once_counts.get(base, 0)
+        self._once_counts[base] = n + 1
+        tmp = self.local_var(self.fresh("_p", ("once",) + base + (n,)), e.type, span)
         self._pending_list.append(ir.Assign(tmp, e, span=span))
         return ir.Var(tmp.name, e.type, span=span)
 

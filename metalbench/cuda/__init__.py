@@ -20,19 +20,27 @@ Choose the backend with ``cuda.set_backend("sim")``, ``add.configure(backend="si
 ``METALBENCH_BACKEND=sim``. Unsupported Numba features (grid-wide sync, dynamic shared
 memory, runtime-sized local arrays, recursion) raise ``KernelSyntaxError`` at the line.
 """
-from .numba_compat.devicearray import (DeviceNDArray, device_array, device_array_like, is_cuda_array,
+from ..numba_compat.devicearray import (DeviceNDArray, device_array, device_array_like, is_cuda_array,
                                        managed_array, mapped_array, pinned_array, pinned_array_like, to_device)
-from .numba_compat.host import CUDAKernel, DeviceFunction, get_backend, jit, set_backend
-from .numba_compat.intrinsics import (activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
+from ..numba_compat.host import CUDAKernel, DeviceFunction, get_backend, jit, set_backend
+from ..numba_compat.intrinsics import (activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
                                       cg, const, grid, gridDim, gridsize, laneid, lanemask_lt, local, shared,
                                       shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads,
                                       syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
                                       threadfence, threadfence_block, threadfence_system, threadIdx, warpsize)
-from .numba_compat.runtime_stubs import (Device, Event, Stream, close, current_context, default_stream,
+from ..numba_compat.runtime_stubs import (Device, Event, Stream, close, current_context, default_stream,
                                          defer_cleanup, detect, event, event_elapsed_time, get_current_device,
                                          gpus, is_available, legacy_default_stream, list_devices,
                                          per_thread_default_stream, profile_start, profile_stop, select_device,
                                          stream, synchronize)
+
+from ..numba_compat.nbtypes import (b1, bool_, boolean, byte, c8, c16, char, complex64, complex128, double, f2,
+                                    f4, f8, float16, float32, float64, float_, from_dtype, i1, i2, i4, i8, int8,
+                                    int16, int32, int64, int_, intc, intp, long_, longlong, none, short, typeof,
+                                    u1, u2, u4, u8, uchar, uint, uint8, uint16, uint32, uint64, uintc, uintp,
+                                    ulong, ulonglong, ushort, void)
+from ..numba_compat.nbtypes import bfloat16  # noqa: F401  (numba.cuda.types has it)
+from . import types  # noqa: E402  (``from metalbench.cuda import types``, ``numba.types``)
 
 # Numba exposes `cuda.local.array` and `cuda.const.array_like`; `local` is also a module name here.
 __all__ = [n for n in dir() if not n.startswith("_")]
