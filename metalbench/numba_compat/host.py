@@ -62,7 +62,7 @@ def get_backend() -> str:
 def _host_array(v, name):
     """(NumPy storage the kernel reads and writes, ScalarType it has on the device)."""
     if isinstance(v, DeviceNDArray):
-        a = v._data
+        a = v._host if v._host is not None else v._meta    # device mode: its layout (never read)
     elif isinstance(v, np.ndarray):
         a = v
     else:
@@ -93,14 +93,46 @@ def _scalar_type(v, name):
                             "arrays, mx.array) and numbers", hint="convert it with np.asarray(...)")
 
 
+class _SignatureFunctions(dict):
+    """Number of arguments -> a function computing the thin-path signature of a launch's
+    arguments, unrolled, device arrays first (``protocol.signatures`` for the rest)."""
+
+    def __missing__(self, n):
+        from ..protocol import arg_signature
+        names = [f"a{i}" for i in range(n)]
+        items = [f"({a}._sig if type({a}) is dna else float if type({a}) is float else sig({a}))" for a in names]
+        src = (f"def signatures_{n}(args):\n" + (f"    {', '.join(names)}, = args\n" if n else "")
+               + f"    return ({', '.join(items)}{',' if n == 1 else ''})\n")
+        env = {"dna": DeviceNDArray, "sig": arg_signature}
+        exec(compile(src, f"<metalbench cuda.jit signatures_{n}>", "exec"), env)
+        f = self[n] = env[f"signatures_{n}"]
+        return f
+
+
+_SIGS = _SignatureFunctions()
+
+
+def _signatures(args):
+    return _SIGS[len(args)](args)
+
+
+class LaunchConfigError(KernelLaunchError, ValueError):
+    """A bad launch configuration (Numba raises ValueError)."""
+
+
+class LaunchConfigTypeError(KernelLaunchError, TypeError):
+    """A launch configuration of non-integers (Numba raises TypeError)."""
+
+
 def _dims(v, what):
-    if isinstance(v, (tuple, list)):
-        d = tuple(int(x) for x in v)
-    else:
-        d = (int(v),)
-    if not 1 <= len(d) <= 3 or any(x <= 0 for x in d):
-        raise KernelLaunchError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {v!r}")
-    return d + (1,) * (3 - len(d))
+    d = list(v) if isinstance(v, (tuple, list)) else [v]
+    if not 1 <= len(d) <= 3:
+        raise LaunchConfigError(f"{what} must be a sequence of 1, 2 or 3 integers, got {d!r}")
+    if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in d):
+        raise LaunchConfigTypeError(f"{what} must be a sequence of integers, got {d!r}")
+    if any(x <= 0 for x in d):
+        raise LaunchConfigError(f"{what} must be positive integers, got {d!r}")
+    return tuple(int(x) for x in d) + (1,) * (3 - len(d))
 
 
 class CUDAKernel(Kernel):
@@ -162,12 +194,27 @@ class CUDAKernel(Kernel):
         return self
 
     def __getitem__(self, config) -> "_Launcher":
-        if not isinstance(config, tuple):
-            config = (config,)
-        if not 2 <= len(config) <= 4:
-            raise KernelLaunchError(f"launch configuration must be [griddim, blockdim] (optionally with stream "
-                                    f"and sharedmem), got {len(config)} item(s)")
-        return _Launcher(self, config[0], config[1], config[3] if len(config) > 3 else 0)
+        launchers = self.__dict__.get("_launchers")
+        if launchers is None:
+            launchers = self._launchers = {}
+        try:
+            hit = launchers.get(config)       # k[blocks, threads] in a loop: made once
+        except TypeError:                     # lists in the configuration
+            hit = None
+        if hit is not None:
+            return hit
+        cfg = config if isinstance(config, tuple) else (config,)
+        if not 2 <= len(cfg) <= 4:
+            raise LaunchConfigError(f"launch configuration must be [griddim, blockdim] (optionally with stream "
+                                    f"and sharedmem), got {len(cfg)} item(s)")
+        launcher = _Launcher(self, cfg[0], cfg[1], cfg[3] if len(cfg) > 3 else 0)
+        try:
+            if len(launchers) > 64:
+                launchers.clear()
+            launchers[config] = launcher
+        except TypeError:
+            pass
+        return launcher
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0) -> "_Launcher":
         """Numba's ``k.forall(n)(*args)``: enough 1-D blocks to cover ``n`` threads."""
@@ -282,7 +329,7 @@ class CUDAKernel(Kernel):
         A repeated launch with the same argument signature skips binding."""
         key = None
         if not kwargs and backend is None and checked is None:
-            key = (signatures(args), grid3, tg3, self._backend, _state["backend"], self._checked,
+            key = (_signatures(args), grid3, tg3, self._backend, _state["backend"], self._checked,
                    _state["checked"], backend_token(None))
             try:
                 hit = self._thin_cache.get(key)
@@ -290,6 +337,10 @@ class CUDAKernel(Kernel):
                 hit = key = None
             if hit is not None:
                 sp, bound = hit
+                thin = bound.thin
+                if thin is not None and thin(args):
+                    self.last_launch = bound.last
+                    return
                 host = {}
                 for (name, (_, _, t)), v in zip(bound.data.items(), args):
                     host[name] = (v, *_host_array(v, name)) if t is not None and \
@@ -302,7 +353,9 @@ class CUDAKernel(Kernel):
         self.launch(bound)
         if key is not None and len(bound.data) == len(args):
             bound.last = self.last_launch
-            self._thin_cache.put(key, (self.specialization(bound), bound))
+            sp = self.specialization(bound)
+            bound.thin = _thin_device_launch(sp, self.name, bound, args)
+            self._thin_cache.put(key, (sp, bound))
 
     @user_facing
     def __call__(self, *args, grid=None, threadgroup=None, backend=None, checked=None, **kwargs):
@@ -340,9 +393,21 @@ def _match(sig, specs):
     return score
 
 
+def _thin_device_launch(sp, name, bound, args):
+    """The prepared launch of repeated calls whose arrays are all device arrays on the
+    device (:class:`~metalbench.numba_compat.device_launch.ThinDeviceLaunch`), or None."""
+    if bound.backend == "sim" or bound.checked:
+        return None
+    arrays = [v for v, a, t in bound.data.values() if a is not None]
+    if not arrays or not all(type(v) is DeviceNDArray and v._host is None for v in arrays):
+        return None
+    from .device_launch import ThinDeviceLaunch
+    return ThinDeviceLaunch(sp, name, bound.data, bound.grid, bound.threadgroup, bound.backend, list(bound.data))
+
+
 def _copy(a):
     if isinstance(a, DeviceNDArray):
-        return np.array(runtime.to_numpy(a._data), copy=True)
+        return a._host_copy()
     if runtime.is_array(a):
         return np.array(runtime.to_numpy(a), copy=True)
     return a
@@ -370,6 +435,7 @@ class InplaceSpecialization(Specialization):
         """Run on ``host`` (name -> (given, NumPy storage, type)); returns SimStats or None."""
         if backend == "sim":
             return _run_sim_inplace(self, host, grid, tg, checked)
+        from .device_launch import run_functional
         run_functional(self, self.name, host, grid, tg, backend)
         return None
 
@@ -417,11 +483,11 @@ class _Launcher:
         self.griddim = _dims(griddim, "griddim")
         self.blockdim = _dims(blockdim, "blockdim")
         self.sharedmem = sharedmem
+        self.grid = tuple(a * b for a, b in zip(self.griddim, self.blockdim))
 
     def __call__(self, *args, **kwargs):
-        g = tuple(a * b for a, b in zip(self.griddim, self.blockdim))
         try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
-            self.kernel.launch_inplace(args, kwargs, g, self.blockdim)
+            self.kernel.launch_inplace(args, kwargs, self.grid, self.blockdim)
         except MetalbenchError as e:
             raise trim_traceback(e)
         return None
@@ -443,8 +509,11 @@ def _run_sim_inplace(sp: Specialization, values: dict, grid, tg, checked):
         if p.kind == "scalar":
             args[p.name] = p.type.np.type(v)
             continue
+        device = isinstance(v, DeviceNDArray) and v._host is None   # a device-mode array on the simulator
+        if device:
+            a = v._host_copy()
         s, same = _storage(a, t)
-        if not same:
+        if not same or device:
             copy_back.append((v, a, s))
         args[p.name] = runtime.sim_buffer(s, Buffer)
     stats = sp.sim().run(args, grid, tg, checked=checked)
@@ -456,6 +525,12 @@ def _run_sim_inplace(sp: Specialization, values: dict, grid, tg, checked):
 def _write_back(v, a: np.ndarray, new: np.ndarray):
     """Put ``new`` into the caller's array ``v`` (whose NumPy storage is ``a``)."""
     new = new.reshape(a.shape)
+    if isinstance(v, DeviceNDArray) and v._host is None:
+        from .devicearray import _to_mlx
+        v._write(_to_mlx(new.astype(v.dtype, copy=False), v._mx_dtype()))
+        return
+    if isinstance(v, DeviceNDArray):
+        a = v._host
     if isinstance(v, (np.ndarray, DeviceNDArray)):
         if a.flags.writeable:
             np.copyto(a, new, casting="unsafe")
@@ -468,58 +543,16 @@ def _write_back(v, a: np.ndarray, new: np.ndarray):
 
 
 def _functional(sp: Specialization, name: str, backend: str | None = None):
-    """(the functionalized specialisation, merge plans); for ``metal``, with float64
-    scalars computed in float32 (:mod:`.metal64`; float64 data is an error there)."""
-    got = sp.artifacts.get("numba_functional")
-    if got is None:
-        kir2, plans = inplace.functionalize(sp.ir, name)
-        fsp = Specialization(sp.key + ("functional",), kir2, sp.specs, name=name)
-        got = sp.artifacts["numba_functional"] = (fsp, plans)
-    if backend != "metal" or not metal64.uses_float64(got[0].ir):
-        return got
-    metal = sp.artifacts.get("numba_functional_metal")
-    if metal is None:
-        kir3, where = metal64.demote_float64(got[0].ir)
-        metal = sp.artifacts["numba_functional_metal"] = (
-            Specialization(sp.key + ("functional", "metal"), kir3, sp.specs, name=name), got[1])
-        metal64.warn_demoted(name, where)
-    return metal
+    """(the functionalized specialisation, merge plans); see
+    :func:`metalbench.numba_compat.device_launch.functional`."""
+    from .device_launch import functional
+    return functional(sp, name, frozenset(), backend)
 
 
 def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backend: str):
-    """Launch the functionalized kernel (``backend`` is "metal", "cuda", or "sim" to
-    verify the GPU scheme by execution) and write merged results into the arguments.
-
-    What depends only on the launch's shapes (output specs, the prepared MLX call) is
-    kept per (backend, grid, threadgroup, shapes of the written arguments)."""
-    with _numba_double_hint(backend):
-        fsp, plans = _functional(sp, name, backend)
-    key = ("functional launch", backend, grid, tg, tuple(values[pl.param][1].shape for pl in plans))
-    prepared = sp.artifacts.get(key)
-    if prepared is None:
-        order = [p.name for p in fsp.ir.outputs]
-        out_specs = sorted(((p.name, tuple(values[pl.param][1].shape) or (1,), p.type)
-                            for pl in plans for p in fsp.ir.outputs if p.name in pl.outputs),
-                           key=lambda o: order.index(o[0]))
-        bound = BoundLaunch(None, fsp.key, {}, out_specs, grid, tg, backend, False, 0 if out_specs else None)
-        mlx_call = fsp.gpu_plan(bound, backend) if backend != "sim" else None
-        prepared = sp.artifacts[key] = (out_specs, mlx_call, 0 if out_specs else None)
-    out_specs, mlx_call, init_value = prepared
-    inputs = {}
-    for p in fsp.ir.inputs:
-        v, a, t = values[p.name]
-        inputs[p.name] = v if p.kind == "scalar" else (a if a.dtype == t.np else a.astype(t.np))
-    if mlx_call is None:
-        outs, _ = fsp.launch_sim(inputs, out_specs, grid, tg, False, init_value)
-    else:
-        outs = mlx_call(inputs, init_value)
-    if not out_specs:
-        return
-    by_name = {o[0]: runtime.to_numpy(x) for o, x in zip(out_specs, outs)}
-    for pl in plans:
-        v, a, t = values[pl.param]
-        orig = a if a.dtype == t.np else a.astype(t.np)
-        _write_back(v, a, inplace.merge(pl, orig, by_name))
+    """See :func:`metalbench.numba_compat.device_launch.run_functional`."""
+    from .device_launch import run_functional as run
+    run(sp, name, values, grid, tg, backend)
 
 
 class DeviceFunction(Func):

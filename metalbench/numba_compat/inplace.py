@@ -120,7 +120,7 @@ def written_params(kir: ir.KernelIR) -> list[str]:
 class Plan:
     """What :func:`functionalize` did to one written parameter."""
     param: str
-    scheme: str                 # "mask" or "acc"
+    scheme: str                 # "cover", "mask" or "acc"
     outputs: list[str]
     combine: str | None = None  # for "acc": "+", "|", "^"
 
@@ -134,14 +134,21 @@ def _pure(e) -> bool:
     return True
 
 
-def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.KernelIR, list[Plan]]:
+def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
+                  cover: dict | None = None) -> tuple[ir.KernelIR, list[Plan]]:
     """Rewrite ``kir`` so that no input parameter is written (see the module docstring).
+
+    ``cover`` maps parameters to the :class:`Cover` proofs that hold for this launch:
+    those get one output, ``p__out``, written where ``p`` is stored and read where the
+    thread reads back its own stored element (scheme "cover"; the merge is the output).
 
     Returns the new kernel IR (``kir`` is not modified) and one :class:`Plan` per
     written parameter, in order. Raises :class:`KernelLaunchError` naming the parameter
     for what cannot be made exact.
     """
     kname = kernel_name or kir.name
+    cover = cover or {}
+    after_loads = set().union(*(c.after_loads for c in cover.values())) if cover else set()
     u = usage(kir)
     plans: dict[str, Plan] = {}
     names = {p.name for p in kir.params}
@@ -184,6 +191,8 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.
                 raise KernelLaunchError(f"{where}: atomics need int32, uint32 or float32 elements, not "
                                         f"{p.type.name}", hint=_HINT)
             plans[p.name] = Plan(p.name, "acc", [unique(p.name + "__acc")], combos.pop())
+        elif p.name in cover:
+            plans[p.name] = Plan(p.name, "cover", [unique(p.name + "__out")])
         else:
             plans[p.name] = Plan(p.name, "mask", [unique(p.name + "__out"), unique(p.name + "__mask")])
 
@@ -210,7 +219,9 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.
     outputs = [q for q in new_params if q.is_output]
     for pl in plans.values():
         p = kir.param(pl.param)
-        if pl.scheme == "mask":
+        if pl.scheme == "cover":
+            outputs.append(ir.Param(pl.outputs[0], "buffer", p.type, p.ndim, is_output=True, atomic=atomic_mode))
+        elif pl.scheme == "mask":
             outputs.append(ir.Param(pl.outputs[0], "buffer", p.type, p.ndim, is_output=True, atomic=atomic_mode))
             outputs.append(ir.Param(pl.outputs[1], "buffer", mask_t, p.ndim, is_output=True, atomic=atomic_mode))
         else:
@@ -245,6 +256,8 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.
                     f"index that has side effects (an atomic or a function call){_where(e)}; this is not "
                     "supported on the GPU backends", hint="compute the index into a variable first")
             orig = ir.Load(e.buf, idx, e.type, span=e.span)
+            if pl.scheme == "cover":
+                return load_out(pl.outputs[0], idx, e.span) if id(e) in after_loads else orig
             if pl.scheme == "mask":
                 cond = ir.BinOp("!=", load_out(pl.outputs[1], idx, e.span), ir.Const(0, mask_t), T.bool_, span=e.span)
                 return ir.Select(cond, load_out(pl.outputs[0], idx, e.span), orig, e.type, span=e.span)
@@ -283,6 +296,8 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None) -> tuple[ir.
             pl = plans[s.buf]
             idx = mexpr(s.index)
             value = mexpr(s.value)
+            if pl.scheme == "cover":
+                return [store_out(pl.outputs[0], idx, value, s.span)]
             pre = []
             if not isinstance(idx, (ir.Var, ir.Const)):
                 tmp = ir.Var(unique("_mb_ix"), idx.type)
@@ -341,6 +356,8 @@ def merge(plan: Plan, original: np.ndarray, outs: dict[str, np.ndarray]) -> np.n
     >>> merge(p, np.array([1, 2, 3]), {"x__out": np.array([9, 0, 7]), "x__mask": np.array([1, 0, 1])}).tolist()
     [9, 2, 7]
     """
+    if plan.scheme == "cover":
+        return outs[plan.outputs[0]].reshape(original.shape).astype(original.dtype, copy=False)
     if plan.scheme == "mask":
         out = outs[plan.outputs[0]].reshape(original.shape)
         mask = outs[plan.outputs[1]].reshape(original.shape)
@@ -352,3 +369,316 @@ def merge(plan: Plan, original: np.ndarray, outs: dict[str, np.ndarray]) -> np.n
         if plan.combine == "|":
             return original | acc
         return original ^ acc
+
+
+# ----------------------------------------------------------------------------- coverage
+
+@dataclass
+class Cover:
+    """A proof, up to launch facts, that every thread writes its own element of ``param``
+    and that the launch's threads reach every element: ``axes`` lists, per dimension
+    of the store's index, the grid axis (0, 1, 2) and the guard bounds on it. The
+    proof holds for a launch when :meth:`holds` says so; the functionalized kernel
+    then needs no mask and the merge is the output itself.
+
+    ``after_loads`` are the loads of ``param`` (``id`` of IR nodes) that come after the
+    thread's own store at the same index (they read the stored value); every other
+    load comes before any store and reads the original.
+    """
+    param: str
+    axes: list             # [(grid axis, [bound Expr, ...])] per index dimension (1 or 2)
+    after_loads: set
+
+    def holds(self, grid3, shapes: dict, scalars: dict) -> bool:
+        shape = shapes[self.param]
+        extents = (int(np.prod(shape)),) if len(self.axes) == 1 else tuple(shape)
+        for (axis, bounds), ext in zip(self.axes, extents):
+            if grid3[axis] < ext:
+                return False
+            for b in bounds:
+                v = _eval_bound(b, shapes, scalars)
+                if v is None or v < ext:
+                    return False
+        return True
+
+
+def _eval_bound(e, shapes, scalars):
+    if isinstance(e, ir.Const):
+        return e.value
+    if isinstance(e, ir.ShapeOf):
+        s = shapes.get(e.buf)
+        return None if s is None or e.dim >= len(s) else int(s[e.dim])
+    if isinstance(e, ir.Var):
+        v = scalars.get(e.name)
+        return None if v is None else v
+    if isinstance(e, ir.Cast):
+        return _eval_bound(e.value, shapes, scalars)
+    if isinstance(e, ir.BinOp) and e.op in ("*", "+", "-"):
+        a, b = _eval_bound(e.a, shapes, scalars), _eval_bound(e.b, shapes, scalars)
+        if a is None or b is None:
+            return None
+        return a * b if e.op == "*" else a + b if e.op == "+" else a - b
+    return None
+
+
+def _strip(e):
+    while isinstance(e, ir.Cast) and isinstance(e.type, T.ScalarType) and e.type.is_int:
+        e = e.value
+    return e
+
+
+def _attr_axis(e, name):
+    e = _strip(e)
+    if isinstance(e, ir.Swizzle) and len(e.components) == 1 and isinstance(e.value, ir.ThreadAttr) \
+            and e.value.name == name:
+        return "xyz".index(e.components)
+    return None
+
+
+def _axis_of(e):
+    """The grid axis whose global thread position ``e`` is, or None."""
+    e = _strip(e)
+    a = _attr_axis(e, "thread_position_in_grid")
+    if a is not None:
+        return a
+    if isinstance(e, ir.Swizzle) and len(e.components) == 1 and isinstance(e.value, ir.VecCons):
+        k = "xyzw".index(e.components)
+        return _axis_of(e.value.args[k]) if k < len(e.value.args) else None
+    if isinstance(e, ir.BinOp) and e.op == "+":      # threadIdx.x + blockIdx.x * blockDim.x
+        for tid, prod in ((e.a, e.b), (e.b, e.a)):
+            prod = _strip(prod)
+            t = _attr_axis(tid, "thread_position_in_threadgroup")
+            if t is None or not (isinstance(prod, ir.BinOp) and prod.op == "*"):
+                continue
+            for g, b in ((prod.a, prod.b), (prod.b, prod.a)):
+                if _attr_axis(g, "threadgroup_position_in_grid") == t and \
+                        _attr_axis(b, "threads_per_threadgroup") == t:
+                    return t
+    return None
+
+
+def _axis_vars(kir: ir.KernelIR) -> dict:
+    """Variables assigned once in the whole kernel, to a global thread position: name -> axis."""
+    count, value = {}, {}
+    for n in ir.walk(kir.body):
+        if isinstance(n, ir.Assign):
+            count[n.var.name] = count.get(n.var.name, 0) + 1
+            value[n.var.name] = n.value
+        elif isinstance(n, ir.Decl) and n.init is not None:
+            count[n.var.name] = count.get(n.var.name, 0) + 1
+            value[n.var.name] = n.init
+        elif isinstance(n, ir.For):
+            count[n.var.name] = count.get(n.var.name, 0) + 2
+    out = {}
+    for name, c in count.items():
+        if c == 1:
+            a = _axis_of(value[name])
+            if a is not None:
+                out[name] = a
+    return out
+
+
+def _index_axis(e, axis_vars):
+    e = _strip(e)
+    if isinstance(e, ir.Var) and e.name in axis_vars:
+        return axis_vars[e.name]
+    return _axis_of(e)
+
+
+def _bounds(cond, axis_vars, negate=False):
+    """Guard ``cond`` (or its negation) as {axis: [bound, ...]}, or None when it is not a
+    conjunction of ``position < bound`` comparisons."""
+    out: dict = {}
+    conj_op = "or" if negate else "and"
+    if isinstance(cond, ir.Logical):
+        if cond.op != conj_op:
+            return None
+        a, b = _bounds(cond.a, axis_vars, negate), _bounds(cond.b, axis_vars, negate)
+        if a is None or b is None:
+            return None
+        for k, v in b.items():
+            a.setdefault(k, []).extend(v)
+        return a
+    if not isinstance(cond, ir.BinOp):
+        return None
+    flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+    op, lhs, rhs = cond.op, cond.a, cond.b
+    if op not in flip:
+        return None
+    if _index_axis(lhs, axis_vars) is None:
+        op, lhs, rhs = flip[op], rhs, lhs
+    axis = _index_axis(lhs, axis_vars)
+    if axis is None or any(isinstance(n, (ir.Load, ir.Atomic, ir.FuncCall, ir.Call)) for n in ir.walk(rhs)):
+        return None
+    if negate:      # not (i >= b) is i < b; not (i > b) is i <= b
+        op = {">=": "<", ">": "<=", "<": None, "<=": None}[op]
+    if op == "<":
+        return {axis: [rhs]}
+    if op == "<=":
+        return {axis: [ir.BinOp("+", rhs, ir.Const(1, rhs.type), rhs.type)]}
+    return None
+
+
+def _returns(stmt) -> bool:
+    return any(isinstance(n, (ir.Return, ir.Break, ir.Continue)) for n in ir.walk(stmt))
+
+
+def _find_cover_store(body, p, axis_vars, guards):
+    """The first store to ``p`` every thread inside the guards executes: (store, guards)."""
+    for s in body:
+        if isinstance(s, ir.Store) and s.buf == p:
+            return s, guards
+        if isinstance(s, ir.If):
+            if not s.orelse and len(s.then) == 1 and isinstance(s.then[0], ir.Return):
+                g = _bounds(s.cond, axis_vars, negate=True)
+                if g is None:
+                    return None
+                guards = _merge(guards, g)
+                continue
+            if any(isinstance(n, ir.Store) and n.buf == p for n in ir.walk(s.then)):
+                g = _bounds(s.cond, axis_vars)
+                return None if g is None else _find_cover_store(s.then, p, axis_vars, _merge(guards, g))
+        if _returns(s):
+            return None
+        if any(isinstance(n, ir.Store) and n.buf == p for n in ir.walk(s)):
+            return None     # the first store is inside a loop or another construct
+    return None
+
+
+def _merge(a, b):
+    out = {k: list(v) for k, v in a.items()}
+    for k, v in b.items():
+        out.setdefault(k, []).extend(v)
+    return out
+
+
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, ir.Node):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a) if f.name != "span")
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def coverage(kir: ir.KernelIR) -> dict[str, Cover]:
+    """The written parameters whose writes provably cover the whole array (up to the
+    launch facts :meth:`Cover.holds` checks): every thread stores its own element
+    (``a[i]`` with ``i`` the thread's global position, or ``a[i, j]`` over a 2-D grid)
+    under guards ``i < bound`` only, stores only there, and reads the array only before
+    its store or at its own element after it. No atomics, no device functions.
+
+    >>> # the covered update: i = cuda.grid(1); if i < x.size: x[i] = 2 * x[i]
+    """
+    u = usage(kir)
+    axis_vars = _axis_vars(kir)
+    out = {}
+    for p in kir.params:
+        if p.kind != "buffer" or p.is_output or p.name not in u:
+            continue
+        us = u[p.name]
+        if not us.stores or us.atomics or us.functions:
+            continue
+        found = _find_cover_store(kir.body, p.name, axis_vars, {})
+        if found is None:
+            continue
+        store, guards = found
+        idx = _strip(store.index)
+        a = _index_axis(idx, axis_vars)
+        if a is not None:
+            axes = [(a, guards.get(a, []))]
+        else:           # i * p.shape[1] + j
+            if not (isinstance(idx, ir.BinOp) and idx.op == "+"):
+                continue
+            m, j = _strip(idx.a), idx.b
+            if not (isinstance(m, ir.BinOp) and m.op == "*"):
+                m, j = _strip(idx.b), idx.a
+            if not (isinstance(m, ir.BinOp) and m.op == "*"):
+                continue
+            ai, sh = _index_axis(m.a, axis_vars), _strip(m.b)
+            if ai is None:
+                ai, sh = _index_axis(m.b, axis_vars), _strip(m.a)
+            aj = _index_axis(j, axis_vars)
+            if ai is None or aj is None or ai == aj or not (isinstance(sh, ir.ShapeOf) and sh.buf == p.name
+                                                            and sh.dim == 1 and p.ndim == 2):
+                continue
+            axes = [(ai, guards.get(ai, [])), (aj, guards.get(aj, []))]
+        after = _loads_ok(kir.body, p.name, store.index)
+        if after is not None:
+            out[p.name] = Cover(p.name, axes, after)
+    return out
+
+
+def _loads_ok(body, p, index):
+    """Walk the kernel in program order: every store of ``p`` at ``index``, every load
+    before the first store anywhere, or after it at ``index``. Returns the ids of the
+    loads after a store, or None when that is not so (or ``p`` is used in a loop that
+    also stores it)."""
+    state = {"stored": False}
+    after: set = set()
+
+    def loads_in(e):
+        return [n for n in ir.walk(e) if isinstance(n, ir.Load) and n.buf == p]
+
+    def visit(stmts, in_loop):
+        for s in stmts:
+            if isinstance(s, (ir.For, ir.CFor, ir.While)):
+                inner = list(ir.walk(s))
+                if any(isinstance(n, ir.Store) and n.buf == p for n in inner):
+                    return False
+                for n in inner:
+                    if isinstance(n, ir.Load) and n.buf == p and not take(n):
+                        return False
+                continue
+            if isinstance(s, ir.Store) and s.buf == p:
+                if not _same(s.index, index):
+                    return False
+                for n in loads_in(s.index) + loads_in(s.value):
+                    if not take(n):
+                        return False
+                state["stored"] = True
+                continue
+            if isinstance(s, ir.If):
+                for n in loads_in(s.cond):
+                    if not take(n):
+                        return False
+                if visit(s.then, in_loop) is False or visit(s.orelse, in_loop) is False:
+                    return False
+                continue
+            for n in ir.walk(s):
+                if isinstance(n, ir.Load) and n.buf == p and not take(n):
+                    return False
+                if isinstance(n, ir.Store) and n.buf == p:
+                    return False
+        return True
+
+    def take(load):
+        if not state["stored"]:
+            return True
+        if _same(load.index, index):
+            after.add(id(load))
+            return True
+        return False
+
+    return after if visit(body, False) else None
+
+
+def merge_device(plan: Plan, original, outs: dict):
+    """:func:`merge` on ``mx.array``s: the in-place result computed on the device.
+
+    >>> import mlx.core as mx
+    >>> p = Plan("x", "mask", ["x__out", "x__mask"])
+    >>> merge_device(p, mx.array([1, 2, 3]), {"x__out": mx.array([9, 0, 7]), "x__mask": mx.array([1, 0, 1])}).tolist()
+    [9, 2, 7]
+    """
+    import mlx.core as mx
+    shape = original.shape
+    if plan.scheme == "cover":
+        r = outs[plan.outputs[0]].reshape(shape)
+    elif plan.scheme == "mask":
+        r = mx.where(outs[plan.outputs[1]].reshape(shape) != 0, outs[plan.outputs[0]].reshape(shape), original)
+    else:
+        acc = outs[plan.outputs[0]].reshape(shape)
+        r = original + acc if plan.combine == "+" else original | acc if plan.combine == "|" else original ^ acc
+    return r if r.dtype == original.dtype else r.astype(original.dtype)
