@@ -7,6 +7,7 @@ from ... import types as T
 from ...builtins import registry
 from ...errors import KernelNameError
 from .mlx_utils import UTILS
+from .cxx_objects import NOT_MINE
 from .simdgroup import MATRIX_CALLS
 from .symbols import _ATOMIC_FNS, Buf, _NAMESPACES, _type_of_descriptor, _TypeName
 
@@ -46,6 +47,8 @@ class CallsMixin:
             if self.ptr_rank(node) is not None:
                 self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
                               hint="index it (p[i]) or dereference it (*p)")
+            if self.reference_cast(targs[0]):            # reinterpret_cast<thread T&>(x) (cxx_assign)
+                return self.ref_cast_value(targs[0], argn[0], node)
             t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
             if name == "static_cast":
                 return self.cast_to(t, [self.expr(argn[0])], node)
@@ -64,6 +67,9 @@ class CallsMixin:
             return self.cast_to(t, [self.expr(a) for a in argn], node)
         if name in MATRIX_CALLS:
             return self.matrix_call(name, argn, targs, node, stmt)
+        r = self.cxx_call(node, fn, argn, stmt)         # member functions, objects (cxx_calls)
+        if r is not NOT_MINE:
+            return r
         if fn.type == "field_expression" and self.elements_call(node):
             return self.elements_value(node)
         if name in ("threadgroup_barrier", "simdgroup_barrier"):

@@ -44,6 +44,9 @@ class ExpressionsMixin:
         if k in ("identifier", "qualified_identifier"):
             return self.name_expr(node)
         if k == "field_expression":
+            m = self.member_value(node)          # a member of an object (cxx_assign)
+            if m is not None:
+                return m
             base = self.expr(node.child_by_field_name("argument"))
             comps = self.text(node.child_by_field_name("field"))
             if self.text(node.child_by_field_name("operator")) != "." or \
@@ -58,6 +61,8 @@ class ExpressionsMixin:
                 sym = self.lookup(self.text(base))
                 if isinstance(sym, ShapeArr):
                     return self.shape_index(sym, node)
+                if isinstance(sym, Ref) and isinstance(sym.view.type, T.VectorType):
+                    return self.ref_vector_element(sym, node)
                 if isinstance(sym, ir.Var) and isinstance(sym.type, T.VectorType):
                     return self.vector_element(ir.Var(sym.name, sym.type, span=sp),
                                                node.child_by_field_name("indices").named_children[0], sp)
@@ -148,6 +153,10 @@ class ExpressionsMixin:
             return self.expr(node.child_by_field_name("right"))
         if k == "initializer_list":
             self.type_err(node, "a {...} list needs a declared type here")
+        if k in ("compound_literal_expression", "template_function"):
+            v = self.cxx_expr(node)              # T{...}, is_same_v<A, B> (cxx_assign)
+            if v is not None:
+                return v
         if k == "sizeof_expression":
             return ir.Const(self.sizeof(node), T.uint64, span=sp)
         if k in ("lambda_expression", "new_expression", "delete_expression", "string_literal"):
@@ -260,6 +269,10 @@ class ExpressionsMixin:
 
     def name_expr(self, node):
         sp = self.sp(node)
+        if node.type == "qualified_identifier":
+            v = self.cxx_value(node)             # X::member, decltype(x)::N, ns::value (cxx_decls)
+            if v is not None:
+                return v
         txt = self.text(node).replace(" ", "")
         name = txt
         if "::" in txt:
@@ -267,9 +280,11 @@ class ExpressionsMixin:
             name = parts[-1]
             if parts[0] == "metal" and name in ("numeric_limits",):
                 self.unsupported(node, txt)
-        sym = self.lookup(name)
+        sym = self.lookup(name) if "::" not in txt or self.entity_named(node) is None else self.entity_named(node)
         if isinstance(sym, ir.Var):
             return ir.Var(sym.name, sym.type, span=sp)
+        if hasattr(sym, "cls") and hasattr(sym, "fields") or type(sym).__name__ == "PendingPtr":
+            return self.object_as_value(sym, node)          # an object (cxx_objects)
         if isinstance(sym, Ref):
             return self.sem.view_load(self.ref_view(sym, sp), ir.Const(0, T.int32, span=sp), sp)
         if isinstance(sym, ir.Const):

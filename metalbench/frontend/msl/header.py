@@ -26,6 +26,8 @@ class HeaderMixin:
     @error_net("sp")
     def top_level(self, node, code, quals):
         k = node.type
+        if self.cxx_top_level(node):       # namespaces, classes, class/alias templates (cxx_decls)
+            return
         if k in ("comment", "preproc_include", "preproc_call", "using_declaration",
                  "namespace_alias_definition", "alias_declaration"):
             if k == "alias_declaration":
@@ -66,12 +68,13 @@ class HeaderMixin:
         if k == "template_declaration":
             tps = []
             for p in node.child_by_field_name("parameters").named_children:
-                if p.type == "type_parameter_declaration":
-                    tps.append(("type", self.text(p.named_children[-1])))
-                elif p.type == "parameter_declaration":
+                if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+                    nm = p.child_by_field_name("name") or p.named_children[0]
+                    tps.append(("type", self.text(nm)))
+                elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
                     tps.append(("value", self.text(p.child_by_field_name("declarator"))))
-                else:
-                    self.unsupported(p, "this template parameter")
+                else:       # variadic and template template parameters: an error where it is called
+                    tps.append(("unsupported", self.text(p)))
             inner = [c for c in node.named_children if c.type == "function_definition"]
             if not inner and any(c.type == "declaration" and all(
                     d.type == "function_declarator" for d in c.children_by_field_name("declarator"))
@@ -100,12 +103,16 @@ class HeaderMixin:
         while decl.type in ("pointer_declarator", "reference_declarator"):
             decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
         nm = self.text(decl.child_by_field_name("declarator"))
-        self.funcdefs.setdefault(nm, []).append(
-            FuncDef(node, tps, self.cur_src, self.line_offset, self.quals))
+        fd = FuncDef(node, tps, self.cur_src, self.line_offset, self.quals)
+        fd.ns = self.global_syms.ns                 # the namespace it is declared in
+        self.funcdefs.setdefault(nm.split("::")[-1].strip(), []).append(fd)
         self.funcdef_code[id(node)] = self.code
 
     def user_call(self, name, argn, targ_nodes, node):
         cands = [f for f in self.funcdefs[name] if len(_params_of(f.node)) == len(argn)]
+        variadic = [t for f in self.funcdefs[name] for k, t in f.tparams if k == "unsupported"]
+        if not cands and variadic:
+            self.unsupported(node, f"calling '{name}', a variadic template ('{variadic[0]}')")
         if not cands:
             self.type_err(node, f"no overload of '{name}' takes {len(argn)} argument(s)")
         explicit = []
@@ -130,11 +137,18 @@ class HeaderMixin:
 
     def specialise(self, fd: FuncDef, name, args, explicit, node, lvals=None):
         sp = self.sp(node)
+        bad = [t for k, t in fd.tparams if k == "unsupported"]
+        if bad:
+            self.unsupported(node, f"calling '{name}', whose template parameter '{bad[0]}' (a variadic or "
+                                   "template template parameter)")
         lvals = lvals or [None] * len(args)
         passing = []          # per parameter: "value", "ptr", ("ref", view) or ("copy", var)
         # switch to the header's text
         saved = (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
-                 self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names)
+                 self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names,
+                 self.inline_stack, self.this_stack, self.global_syms.ns)
+        self.inline_stack, self.this_stack = [], []      # a function of its own: no enclosing member call
+        self.global_syms.ns = getattr(fd, "ns", None) or self.global_syms.root
         self.code = self.funcdef_code[id(fd.node)]
         self.quals, self.cur_src, self.line_offset = fd.quals, fd.src, fd.line_offset
         try:
@@ -256,7 +270,8 @@ class HeaderMixin:
                 self.func_order.append(f)
         finally:
             (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
-             self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names) = saved
+             self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names,
+             self.inline_stack, self.this_stack, self.global_syms.ns) = saved
         conv_args, copies = [], []
         for a, p, how in zip(args, fparams, passing):
             if how == "ptr":

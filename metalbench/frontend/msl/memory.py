@@ -66,7 +66,9 @@ class MemoryMixin:
                 return len(sym.shape) - 1 if sym.shape else 0
             if isinstance(sym, Ptr):
                 return len(sym.view.inner)
-            return None
+            return self.symbol_rank(sym)              # pointers of C++ objects (cxx_assign)
+        if k == "field_expression":
+            return self.member_rank(node)
         if k == "binary_expression":
             op = self.text(node.child_by_field_name("operator"))
             if op not in ("+", "-"):
@@ -93,6 +95,8 @@ class MemoryMixin:
             arg = node.child_by_field_name("argument" if k == "update_expression" else "left")
             return self.ptr_rank(arg) if arg.type == "identifier" else None
         if k == "call_expression":
+            if self.call_returns(node) == "ptr":       # a member function returning a pointer
+                return 0
             fn = node.child_by_field_name("function")
             if fn.type == "template_function":
                 nm = self.text(fn.child_by_field_name("name")).strip()
@@ -107,6 +111,9 @@ class MemoryMixin:
     # -- pointer values ------------------------------------------------------------------
     def sym_view(self, sym, node) -> View:
         sp = self.sp(node)
+        v = self.cxx_sym_view(sym, node)
+        if v is not None:
+            return v
         if isinstance(sym, Ptr) and sym.off is None:       # an array of vectors: a fixed view
             return sym.view
         if isinstance(sym, Ptr):
@@ -125,6 +132,8 @@ class MemoryMixin:
         element (``a[i]``, ``*p``, a reference), ``("var", var)`` for a local variable, or None."""
         while node.type == "parenthesized_expression" and node.named_children:
             node = node.named_children[-1]
+        if node.type in ("field_expression", "call_expression"):
+            return self.cxx_lvalue(node)               # members, functions returning references
         if node.type == "identifier":
             sym = self.lookup(self.text(node))
             if isinstance(sym, ir.Var):
@@ -146,6 +155,10 @@ class MemoryMixin:
             return self.pointer(node.named_children[-1])
         if k == "identifier":
             return self.sym_view(self.lookup(self.text(node)), node)
+        if k in ("field_expression", "call_expression"):
+            v = self.cxx_pointer(node)                 # members, functions returning pointers
+            if v is not None:
+                return v
         if k == "binary_expression":
             op = self.text(node.child_by_field_name("operator"))
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")

@@ -30,6 +30,10 @@ _QUAL_RE = re.compile(r"\b(device|threadgroup|constant|thread|METAL_FUNC|constex
                       r"__attribute__\(\(always_inline\)\))(?![A-Za-z0-9_])(?=\s*[A-Za-z_&*(])")
 
 
+# A member function's address-space qualifier: ``void f() const thread {``, ``T() thread : a(0)``.
+_METHOD_QUAL_RE = re.compile(r"(?<=[)\s])(thread|device|threadgroup|constant)(?=\s*(?:noexcept\b\s*)?[{:;])")
+
+
 _TEMPLATE_NAMES = {"static_cast", "reinterpret_cast", "const_cast", "mb_view", "as_type", "bit_cast", "atomic", "vec",
                    "simdgroup_matrix", "texture1d", "texture1d_array", "texture2d", "texture2d_array", "texture3d",
                    "texturecube", "texturecube_array", "texture2d_ms", "depth2d", "depth2d_array", "depthcube",
@@ -86,6 +90,12 @@ def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]
     quals: dict = {}
     out = list(text)
     quals["<"] = _swap_less(text, out, templates)
+    # a default argument `= {}` (value-initialised) reads as `= 00`; remembered under "{}"
+    quals["{}"] = set()
+    for m in re.finditer(r"=\s*(\{\s*\})(?=\s*[,)])", text):
+        if m.end(1) - m.start(1) == 2:
+            out[m.start(1):m.end(1)] = "00"
+            quals["{}"].add(m.start(1))
     _respell_keyword_casts(text, out)
 
     def blank(m):
@@ -93,8 +103,11 @@ def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]
         quals[m.start(1)] = word
         for k in range(m.start(1), m.end(1)):
             out[k] = " "
-    for m in _QUAL_RE.finditer(text):
-        blank(m)
+    # attributes keep their words: [[threadgroup(0)]], [[thread_index_in_simdgroup]]
+    attrs = [(m.start(), m.end()) for m in re.finditer(r"\[\[.*?\]\]", text, re.S)]
+    for m in list(_QUAL_RE.finditer(text)) + list(_METHOD_QUAL_RE.finditer(text)):
+        if not any(a <= m.start(1) < b for a, b in attrs):
+            blank(m)
     return "".join(out), quals
 
 
@@ -120,8 +133,10 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
     tree = _PARSER.parse(code.encode())
     shift = len(prefix)
     swapped = {k + shift for k in quals.pop("<")}
+    braces = {k + shift for k in quals.pop("{}")}
     quals = {k + shift: v for k, v in quals.items()}
     quals["<"] = swapped
+    quals["{}"] = braces
     err = _first_error(tree.root_node)
     if err is not None:
         line = err.start_point[0] - line_offset + src.first_line

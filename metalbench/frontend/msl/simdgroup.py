@@ -42,7 +42,7 @@ class SimdgroupMatrixMixin:
         if len(targs) != 3:
             self.type_err(node, "simdgroup_matrix takes three template arguments: <T, 8, 8>")
         el, _ = self.resolve_type(_type_of_descriptor(targs[0]))
-        dims = [const_value(self.expr(a)) for a in targs[1:]]
+        dims = [v.value if k == "v" else None for k, v in self.template_args(targs[1:])]
         if el not in (T.float32, T.float16, T.bfloat16):
             self.type_err(targs[0], f"simdgroup matrices hold float, half or bfloat, not {getattr(el, 'msl', el)}")
         if dims != [8, 8]:

@@ -50,13 +50,18 @@ class StatementsMixin:
         sp = self.sp(node)
         if k == "comment":
             return []
+        if k == "return_statement" and self.inline_stack:
+            return self.inline_return(node)          # a member function translated inline (cxx_calls)
+        if k == "static_assert_declaration":
+            self.static_assert(node)
+            return []
         if k == "compound_statement":
             return self.block(node)
         if k == "declaration":
             pre, st = self.with_pre(lambda: self.declaration(node))
             return pre + st
         if k == "expression_statement":
-            if not node.named_children:
+            if not node.named_children or self.void_cast(node.named_children[0]):
                 return []
             pre, st = self.with_pre(lambda: self.expr_stmt(node.named_children[0]))
             return pre + st
@@ -262,6 +267,8 @@ class StatementsMixin:
         base, atomic = self.resolve_type(tnode)
         if base is None:
             self.type_err(node, "a variable cannot be void")
+        if self.declares_objects(node, base):
+            return self.object_declaration(node, base, space)      # C++ objects (cxx_objects)
         out = []
         for d in node.children_by_field_name("declarator"):
             out.extend(self.declarator(d, base, atomic, space, is_const, top, node))
@@ -305,8 +312,6 @@ class StatementsMixin:
                 for x in dims:
                     total *= x
                 values = values + [coerce_value(0, base)] * (total - len(values))
-            if isinstance(base, T.VectorType):
-                self.unsupported(d, "an array of vectors")
             if runtime and (top or space == "constant"):
                 self.type_err(init, "constant array initialisers must be compile-time constants")
             if top or (space == "constant"):
@@ -606,6 +611,9 @@ class StatementsMixin:
         k = lhs.type
         if k == "parenthesized_expression":
             return self.assign(lhs.named_children[0], op, rhs_node, sp, rhs)
+        r = self.cxx_assign(lhs, op, rhs_node, sp, rhs)      # objects, their members (cxx_assign)
+        if r is not None:
+            return r
         if k == "subscript_expression" and self.elements_call(lhs.child_by_field_name("argument")):
             return self.matrix_element_assign(lhs, op, rhs_node, sp, rhs)
         if k == "identifier":

@@ -88,6 +88,8 @@ def _params_of(fnode):
     decl = fnode.child_by_field_name("declarator")
     while decl.type in ("pointer_declarator", "reference_declarator"):
         decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
+    if decl.type == "operator_cast":            # operator T() (a C++ conversion operator)
+        decl = decl.child_by_field_name("declarator")
     plist = decl.child_by_field_name("parameters")
     ps = [p for p in plist.named_children if p.type in ("parameter_declaration",
                                                          "optional_parameter_declaration")]

@@ -9,12 +9,17 @@ from ... import types as T
 from ...errors import (ControlFlow, KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError, Source, Span,
                         internal_error)
 from ...semantics import MSL, Semantics
-from ...semantics.folding import const_value
 from .calls import CallsMixin
 from .expressions import ExpressionsMixin
 from .header import HeaderMixin
 from .memory import MemoryMixin
 from .simdgroup import MATRIX_TEMPLATES, SimdgroupMatrixMixin
+from .cxx_assign import CxxAssignMixin
+from .cxx_calls import CxxCallsMixin
+from .cxx_decls import CxxDeclsMixin, template_names
+from .cxx_names import CxxNamesMixin
+from .cxx_templates import CxxTemplatesMixin
+from .cxx_objects import CxxObjectsMixin
 from .mlx_utils import MLXUtilsMixin
 from .parse import _KEYWORD_CAST_TYPES, _parse
 from .preprocess import Preprocessor
@@ -22,8 +27,12 @@ from .statements import StatementsMixin
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
+_CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "dependent_type", "decltype")
+
+
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
-                 SimdgroupMatrixMixin):
+                 SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
+                 CxxAssignMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):
@@ -58,6 +67,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.view_decls: list[ir.ViewDecl] = []     # reinterpreting views of the body being translated
         self.alias_names: dict = {}                 # (buffer, elem) -> view name, in that body
         self.alias_root: dict = {}                  # view name -> (buffer, space, const, elem)
+        self.cxx_init()                             # C++: namespaces, classes, objects (cxx_*.py)
 
     def sp(self, node) -> Span:
         off = self.line_offset
@@ -110,6 +120,10 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         txt = self.text(node).strip()
         if k == "primitive_type" and txt == "void":
             return None, False
+        if k in _CXX_TYPE_NODES:
+            t = self.cxx_type(node)          # classes, templates, member types, decltype, traits
+            if t is not None:
+                return t, False
         if k == "sized_type_specifier":
             txt = " ".join(txt.split())
             if txt in T.BY_MSL:
@@ -132,8 +146,10 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 return self.matrix_type(node, targs), False
             if nm in ("vec", "metal::vec") and len(targs) == 2:
                 t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
-                n = const_value(self.expr(targs[1]))
-                return T.vector_of(t, int(n)), False
+                kind, n = self.template_args([targs[1]])[0]       # a constant the grammar may read as a type
+                if kind != "v":
+                    self.type_err(targs[1], "vec<T, n> needs a number of components")
+                return T.vector_of(t, int(n.value)), False
             self.unsupported(node, f"the type '{txt}'")
         if k == "type_descriptor":
             return self.resolve_type(node.child_by_field_name("type"))
@@ -181,7 +197,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         extended back over the blanks the masking left before ``start``."""
         while start > 0 and self.code[start - 1] in " \t\r\n":
             start -= 1
-        return [q for p, q in self.quals.items() if p != "<" and start <= p < end]
+        return [q for p, q in self.quals.items() if isinstance(p, int) and start <= p < end]
 
     def translate(self, body, header, inputs, outputs, scalars, shape_use) -> ir.KernelIR:
         params = []
@@ -209,7 +225,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 syms.setdefault(k, self.sem.const(v, T.int32))
         self.kernel_syms = syms
         self.template_names = set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+)*"
-                                             r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header))
+                                             r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header)) | template_names(header)
         if header.strip():
             self.header(header)
         tree, code, quals = _parse(body, self.src, 1, wrap=True, templates=self.template_names)

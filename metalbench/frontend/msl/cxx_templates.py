@@ -1,0 +1,214 @@
+"""C++ templates in MSL: template arguments (types and constants, a constant the grammar
+reads as a type included), class template instantiation by substitution (defaults in the
+template's scope, in order; the first matching partial specialisation), deduction of
+template parameters from arguments, alias templates.
+
+    >>> from metalbench.frontend.msl import translate_kernel
+    >>> from metalbench import ir, types as T
+    >>> hdr = '''
+    ... template <typename T, int N> struct Pick { static constant constexpr const int v = 1; };
+    ... template <typename T> struct Pick<T, 8> { static constant constexpr const int v = 8; };
+    ... template <int N> using P = Pick<float, N>;'''
+    >>> k = translate_kernel("k", "out[0] = P<8>::v + P<3>::v;", hdr, inputs=[],
+    ...                      outputs=[("out", T.int32, 1)])
+    >>> print(ir.dump(k.body))
+    out[0] = 9
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from ... import ir
+from ... import types as T
+from ...errors import KernelNameError, KernelTypeError, MetalbenchError
+from ...semantics.folding import fold
+from .cxx_decls import AliasTemplate, ClassInst, ClassTemplate, PtrType, _shown, _unwrap_declarator
+from .symbols import _TypeName
+
+
+class CxxTemplatesMixin:
+    """C++ templates: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    # -- template arguments --------------------------------------------------------------
+    def template_args(self, arg_nodes) -> list:
+        """``[("t", type) | ("v", Const)]`` of template arguments written at the use site."""
+        out = []
+        for a in arg_nodes:
+            if a.type == "type_descriptor":
+                inner = a.child_by_field_name("type")
+                decl = a.child_by_field_name("declarator")
+                if decl is None and inner.type in ("type_identifier", "identifier"):
+                    sym = self.lookup(self.text(inner))
+                    if isinstance(sym, ir.Const):
+                        out.append(("v", sym))
+                        continue
+                    if isinstance(sym, ir.Var):
+                        self.type_err(a, f"template argument '{self.text(a)}' is not a compile-time constant")
+                if decl is None and inner.type == "qualified_identifier":
+                    v = self.cxx_value(inner)
+                    if v is not None:
+                        out.append(("v", v))
+                        continue
+                t = self.type_of_descriptor(a)
+                out.append(("t", t))
+                continue
+            c = fold(self.expr(a))
+            if not isinstance(c, ir.Const):
+                self.type_err(a, f"template argument '{self.text(a)}' is not a compile-time constant")
+            out.append(("v", c))
+        return out
+
+    def type_of_descriptor(self, a):
+        """The type of a ``type_descriptor`` (a pointer type as :class:`PtrType`)."""
+        inner = a.child_by_field_name("type") if a.type == "type_descriptor" else a
+        t, _ = self.resolve_type(inner)
+        decl = a.child_by_field_name("declarator") if a.type == "type_descriptor" else None
+        if decl is not None:
+            _, kinds = _unwrap_declarator(decl)
+            if "ptr" in kinds:
+                quals = self.quals_before(a.start_byte, inner.start_byte)
+                space = next((q for q in quals if q in ("device", "threadgroup", "constant", "thread")), "thread")
+                const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in a.children)
+                return PtrType(t, space, const)
+        return t
+
+    def _bind_args(self, tps, args, scope_fn, node, what):
+        """Template parameters bound to ``args`` (defaults evaluated in order, each in the
+        template's scope with the parameters bound so far): a dict name -> symbol."""
+        bind = {}
+        if len(args) > len(tps) and not any(p.kind == "pack" for p in tps):
+            self.type_err(node, f"{what} takes {len(tps)} template arguments, got {len(args)}")
+        for i, p in enumerate(tps):
+            if p.kind == "pack":
+                self.unsupported(node, f"{what}: a variadic template")
+            if i < len(args):
+                kind, v = args[i]
+            elif p.default is not None:
+                with scope_fn(bind):
+                    if p.kind == "type":
+                        kind, v = "t", self.type_of_descriptor(p.default)
+                    else:
+                        c = fold(self.expr(p.default))
+                        if not isinstance(c, ir.Const):
+                            self.type_err(p.default, "a template default must be a compile-time constant")
+                        kind, v = "v", c
+            else:
+                self.type_err(node, f"{what}: template parameter '{p.name}' has no argument")
+            if p.kind == "type":
+                if kind != "t":
+                    self.type_err(node, f"{what}: template parameter '{p.name}' takes a type, got {v.value!r}")
+                bind[p.name] = _TypeName(v)
+            else:
+                if kind != "v":
+                    self.type_err(node, f"{what}: template parameter '{p.name}' takes a value, got a type")
+                with scope_fn(bind):
+                    vt, _ = self.resolve_type(p.vtype) if p.vtype is not None else (v.type, False)
+                bind[p.name] = self.sem.const(v.value, vt) if isinstance(vt, T.ScalarType) else v
+        return bind
+
+    @staticmethod
+    def _key(bind, tps):
+        out = []
+        for p in tps:
+            s = bind[p.name]
+            out.append(("t", s.t) if isinstance(s, _TypeName) else ("v", s.type, s.value))
+        return tuple(out)
+
+    def instantiate(self, tmpl: ClassTemplate, args, node) -> ClassInst:
+        """``tmpl<args>``: the class instance (cached), from a matching partial
+        specialisation if there is one."""
+        outer_scopes = (lambda: self.class_scopes(tmpl.outer)) if tmpl.outer is not None else \
+            (lambda: [self.global_syms])
+
+        @contextmanager
+        def scope_fn(bind):
+            with self.in_ctx(tmpl.ctx, outer_scopes() + [dict(bind)], tmpl.ns):
+                yield
+        bind = self._bind_args(tmpl.tparams, args, scope_fn, node, tmpl.name)
+        key = self._key(bind, tmpl.tparams)
+        ci = tmpl.instances.get(key)
+        if ci is not None:
+            return ci
+        shown = ", ".join(getattr(v.t, "name", str(v.t)) if isinstance(v, _TypeName) else str(_shown(v.value))
+                          for v in (bind[p.name] for p in tmpl.tparams))
+        body, ctx, final = tmpl.node, tmpl.ctx, bind
+        for ptps, pargs, pnode, pctx in tmpl.partials:
+            m = self.match_partial(tmpl, ptps, pargs, pctx, [bind[p.name] for p in tmpl.tparams])
+            if m is not None:
+                body, ctx, final = pnode, pctx, m
+                break
+        ci = ClassInst(f"{tmpl.name}<{shown}>", body, ctx, tmpl.ns, tmpl.outer, final, tmpl, key)
+        tmpl.instances[key] = ci
+        site = self.sp(node)
+        self.class_members(ci)
+        for a in ci.members["asserts"]:
+            try:
+                with self.in_ctx(ci.ctx, self.class_scopes(ci), ci.ns):
+                    self.static_assert(a)
+            except MetalbenchError as e:
+                raise e.add_call_site(site)            # where the class was instantiated
+        return ci
+
+    def match_partial(self, tmpl, ptps, pargs, pctx, actual):
+        """The bindings of a partial specialisation's parameters when its pattern matches
+        the actual arguments, else None."""
+        names = {p.name for p in ptps}
+        bind: dict = {}
+        if len(pargs) != len(actual):
+            return None
+        outer = self.class_scopes(tmpl.outer) if tmpl.outer is not None else [self.global_syms]
+        for pat, act in zip(pargs, actual):
+            with self.in_ctx(pctx, outer + [dict(bind)], tmpl.ns):
+                if not self.deduce(pat, act, bind, names):
+                    return None
+        if set(bind) != names:
+            return None
+        return bind
+
+    def deduce(self, pat, act, bind, names) -> bool:
+        """Matches pattern node ``pat`` (a template argument or a parameter's type) against
+        ``act`` (a ``_TypeName`` or a ``Const``), binding the names in ``names``."""
+        if pat.type == "type_descriptor" and pat.child_by_field_name("declarator") is None:
+            pat = pat.child_by_field_name("type")
+        if pat.type in ("type_identifier", "identifier") and self.text(pat) in names:
+            nm = self.text(pat)
+            if nm in bind:
+                return self._same(bind[nm], act)
+            bind[nm] = act
+            return True
+        if pat.type == "template_type" and isinstance(act, _TypeName) and isinstance(act.t, ClassInst):
+            ent = self.entity_named(pat.child_by_field_name("name"))
+            if not isinstance(ent, ClassTemplate) or act.t.template is not ent:
+                return False
+            sub = pat.child_by_field_name("arguments").named_children
+            acts = [_TypeName(a[1]) if a[0] == "t" else ir.Const(a[2], a[1]) for a in act.t.args]
+            if len(sub) > len(acts):
+                return False
+            return all(self.deduce(p, a, bind, names) for p, a in zip(sub, acts))
+        try:                    # a concrete pattern: evaluate it (an unknown type never matches)
+            if isinstance(act, _TypeName):
+                t = self.type_of_descriptor(pat) if pat.type == "type_descriptor" else self.resolve_type(pat)[0]
+                return t == act.t
+            c = fold(self.expr(pat))
+            return isinstance(c, ir.Const) and c.value == act.value
+        except (KernelNameError, KernelTypeError):
+            return False
+
+    @staticmethod
+    def _same(a, b) -> bool:
+        if isinstance(a, _TypeName) and isinstance(b, _TypeName):
+            return a.t == b.t
+        if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+            return a.value == b.value
+        return False
+
+    def alias(self, at: AliasTemplate, args, node):
+        outer = self.class_scopes(at.outer) if at.outer is not None else [self.global_syms]
+
+        @contextmanager
+        def scope_fn(bind):
+            with self.in_ctx(at.ctx, outer + [dict(bind)], at.ns):
+                yield
+        bind = self._bind_args(at.tparams, args, scope_fn, node, at.name)
+        with scope_fn(bind):
+            return self.type_of_descriptor(at.node.child_by_field_name("type"))

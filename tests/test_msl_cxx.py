@@ -1,0 +1,350 @@
+"""C++ in MSL headers and bodies: structs, class templates with members, static members,
+member types, references, namespaces, templates' metaprogramming, arrays of structs --
+each run on the simulator against NumPy, printed back to Metal (syntax-checked and run
+again) and to CUDA (compiled)."""
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+from metalbench import msl_check
+from metalbench import types as T
+from metalbench.codegen import cuda, cuda_check, msl
+from metalbench.errors import KernelSyntaxError, KernelTypeError, MetalbenchError
+from metalbench.frontend.msl import translate_kernel
+
+RNG = np.random.default_rng(5)
+
+
+def run(header, body, inputs, out_shape, out_dtype=np.float32, template=(), grid=None, tg=None, checked=True,
+        backend="sim"):
+    names = [f"x{i}" if not isinstance(a, tuple) else a[0] for i, a in enumerate(inputs)]
+    arrays = [a if not isinstance(a, tuple) else a[1] for a in inputs]
+    k = mb.metal_kernel(name="cxx", input_names=names, output_names=["out"], source=body, header=header)
+    n = int(np.prod(out_shape))
+    (o,) = k(inputs=arrays, template=list(template), grid=grid or (n, 1, 1), threadgroup=tg or (min(n, 32), 1, 1),
+             output_shapes=[out_shape], output_dtypes=[mx.array(np.zeros(1, out_dtype)).dtype], backend=backend,
+             checked=checked)
+    return np.array(o)
+
+
+def printed_again(header, body, inputs, outputs, template=()):
+    """The kernel's IR printed as Metal (checked by the Metal shim) and CUDA (compiled)."""
+    kir = translate_kernel("cxx", body, header, inputs=inputs, outputs=outputs, template=template)
+    r = msl.render(kir)
+    assert msl_check.check(r) == [], msl_check.check(r)
+    rc = cuda.render(kir)
+    assert cuda_check.check(rc, use_nvcc=False) == []
+    return r
+
+
+# ----------------------------------------------------------------------------- structs
+
+POINT = """
+struct Point {
+  float x;
+  float y = 2.0f;
+  float2 scaled(float s) const thread { return float2(x * s, y * s); }
+  thread Point& shift(float d) thread { x += d; this->y += d; return *this; }
+};
+"""
+
+
+def test_struct_fields_defaults_methods_and_aggregate_init():
+    body = """
+    uint i = thread_position_in_grid.x;
+    Point p;
+    p.x = x0[i];
+    Point q = {x0[i] + 1.0f};            // y from its default member initialiser
+    Point r{3.0f, x0[i]};
+    float2 s = p.scaled(2.0f);
+    q.shift(1.0f);
+    Point c = r;                         // a copy
+    c.x = 0.0f;
+    out[i] = s.x + 10.0f * s.y + 100.0f * q.x + 1000.0f * q.y + r.x + r.y + c.x + c.y;
+    """
+    x = RNG.standard_normal(32).astype(np.float32)
+    o = run(POINT, body, [x], (32,))
+    want = 2 * x + 10 * 4 + 100 * (x + 2) + 1000 * 3 + 3 + x + 0 + x
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-3)
+    printed_again(POINT, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+
+
+CLASS_TEMPLATE = """
+namespace lib {
+template <typename T, int N, int STRIDE = N * 2>
+struct Window {
+  static constant constexpr const int size = N;
+  static constant constexpr const int stride = STRIDE;
+  typedef T value_type;
+  using acc_t = float;
+
+  const device T* src;
+  acc_t acc[N] = {0};
+
+  METAL_FUNC Window(const device T* p, int start) thread : src(p + start) {}
+
+  METAL_FUNC void load(int k) thread {
+    for (int j = 0; j < N; ++j) {
+      acc[j] += static_cast<acc_t>(src[k * stride + j]);
+    }
+  }
+  METAL_FUNC acc_t total() const thread {
+    acc_t s = 0;
+    for (int j = 0; j < size; ++j) {
+      s += this->acc[j];
+    }
+    return s;
+  }
+  METAL_FUNC void next() thread { src += stride * 2; }
+};
+}  // namespace lib
+using namespace lib;
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_class_template_with_members_statics_and_a_moving_pointer(dtype):
+    body = """
+    uint i = thread_position_in_grid.x;
+    using W = lib::Window<T, 3>;
+    thread W w(x0, int(i));
+    w.load(0);
+    w.next();
+    w.load(1);
+    typename W::value_type first = x0[i];
+    out[i] = w.total() + float(W::size) * 100.0f + float(first) * 0.0f + float(decltype(w)::stride);
+    """
+    x = RNG.standard_normal(64).astype(dtype)
+    o = run(CLASS_TEMPLATE, body, [x], (8,), template=[("T", mx.array(x[:1]).dtype)])
+    xf = x.astype(np.float64)
+    want = [xf[i:i + 3].sum() + xf[i + 12 + 6:i + 12 + 9].sum() + 300 + 6 for i in range(8)]
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-4)
+    printed_again(CLASS_TEMPLATE, body, [("x0", T.lookup(np.dtype(dtype).name), 1)], [("out", T.float32, 1)],
+                  template=[("T", T.lookup(np.dtype(dtype).name))])
+
+
+METAPROGRAMMING = """
+template <typename T, T v>
+struct integral_constant {
+  static constexpr constant T value = v;
+  using value_type = T;
+  using type = integral_constant;
+  METAL_FUNC constexpr operator value_type() const thread noexcept { return value; }
+};
+template <int val>
+using Int = integral_constant<int, val>;
+
+template <typename T, int A, int B>
+struct Pick { static_assert(A > 0, "A must be positive"); static constant constexpr const int v = A; };
+template <typename T, int A>
+struct Pick<T, A, 8> { static constant constexpr const int v = 8 * A; };
+
+template <typename StrX, typename StrY>
+METAL_FUNC float gather(const device float* src, StrX sx, StrY sy, int i, int j) {
+  return src[i * sx + j * sy];
+}
+"""
+
+
+def test_integral_constants_partial_specialisation_and_deduced_templates():
+    body = """
+    uint i = thread_position_in_grid.x;
+    float a = gather(x0, Int<4>{}, Int<1>{}, int(i) / 4, int(i) % 4);   // integral_constant arguments
+    float b = gather(x0, 4, 1, int(i) / 4, int(i) % 4);                  // int arguments
+    constexpr int s = Int<3>::value + Pick<float, 2, 8>::v + Pick<half, 5, 1>::v;
+    out[i] = a + b + float(s) + float(Int<7>{});
+    """
+    x = RNG.standard_normal(16).astype(np.float32)
+    o = run(METAPROGRAMMING, body, [x], (16,))
+    np.testing.assert_allclose(o, 2 * x + 3 + 16 + 5 + 7, rtol=1e-6)
+
+
+def test_static_assert_failing_names_its_message_and_line():
+    with pytest.raises(KernelTypeError, match="static_assert failed: A must be positive") as e:
+        translate_kernel("k", "out[0] = Pick<float, 0, 1>::v;", METAPROGRAMMING, inputs=[],
+                         outputs=[("out", T.int32, 1)])
+    assert "header, line 13" in str(e.value) and "source, line 1" in str(e.value)
+
+
+REFERENCES = """
+struct Acc {
+  float v[4];
+  thread float& at(int k) thread { return v[k]; }
+  const thread float& at(int k) const thread { return v[k]; }
+  thread float* data() thread { return reinterpret_cast<thread float*>(v); }
+};
+template <typename T>
+METAL_FUNC void add_to(thread T& dst, T value) { dst += value; }
+METAL_FUNC void twice(thread Acc& a) {
+  for (int k = 0; k < 4; ++k) {
+    a.at(k) *= 2.0f;
+  }
+}
+"""
+
+
+def test_references_to_members_elements_and_objects():
+    body = """
+    uint i = thread_position_in_grid.x;
+    Acc a = {{x0[i], 1.0f, 2.0f, 3.0f}};
+    a.at(1) = x0[i] * 3.0f;
+    add_to(a.at(2), 5.0f);
+    thread float& r = a.v[3];
+    r = 7.0f;
+    twice(a);
+    a.data()[0] += 1.0f;
+    out[i] = a.at(0) + 10.0f * a.at(1) + 100.0f * a.at(2) + 1000.0f * a.data()[3];
+    """
+    x = RNG.standard_normal(32).astype(np.float32)
+    o = run(REFERENCES, body, [x], (32,))
+    np.testing.assert_allclose(o, (2 * x + 1) + 10 * 6 * x + 100 * 14 + 1000 * 14, rtol=1e-5, atol=1e-2)
+    printed_again(REFERENCES, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+
+
+EARLY_RETURN = """
+struct Finder {
+  const device float* data;
+  int n;
+  int first_above(float t) const thread {
+    for (int k = 0; k < n; ++k) {
+      if (data[k] > t) {
+        return k;
+      }
+    }
+    return -1;
+  }
+};
+"""
+
+
+def test_a_member_function_returning_from_inside_a_loop():
+    body = """
+    uint i = thread_position_in_grid.x;
+    Finder f = {x0, 16};
+    out[i] = f.first_above(x1[i]);
+    """
+    x = RNG.standard_normal(16).astype(np.float32)
+    t = np.sort(RNG.standard_normal(32).astype(np.float32))
+    o = run(EARLY_RETURN, body, [x, t], (32,), out_dtype=np.int32)
+    want = [next((k for k in range(16) if x[k] > tt), -1) for tt in t]
+    np.testing.assert_array_equal(o, want)
+    printed_again(EARLY_RETURN, body, [("x0", T.float32, 1), ("x1", T.float32, 1)], [("out", T.int32, 1)])
+
+
+ARRAYS = """
+struct Cell {
+  float v;
+  int count = 0;
+  float2 g;
+};
+"""
+
+
+def test_arrays_of_structs_in_thread_and_threadgroup_memory():
+    body = """
+    uint i = thread_position_in_grid.x;
+    uint l = thread_position_in_threadgroup.x;
+    threadgroup Cell shared[32];
+    shared[l].v = x0[i];
+    shared[l].count = int(l);
+    shared[l].g = float2(1.0f, 2.0f);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    Cell mine[2];
+    mine[0] = shared[(l + 1) % 32];
+    mine[1].v = 5.0f;
+    out[i] = mine[0].v + 10.0f * float(mine[0].count) + mine[0].g.y + mine[1].v + float(mine[1].count);
+    """
+    x = RNG.standard_normal(64).astype(np.float32)
+    o = run(ARRAYS, body, [x], (64,))
+    l = np.arange(64) % 32
+    nb = (l + 1) % 32
+    want = x[(np.arange(64) // 32) * 32 + nb] + 10 * nb + 2 + 5
+    np.testing.assert_allclose(o, want, rtol=1e-6)
+    printed_again(ARRAYS, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+
+
+def test_a_struct_copied_through_reinterpreted_pointers_copies_its_bytes():
+    header = """
+template <typename T, int N>
+struct Mover {
+  struct alignas(N * sizeof(T)) Chunk { uint8_t v[sizeof(T) * N]; };
+  METAL_FUNC static void copy(threadgroup T* dst, const device T* src) {
+    *((threadgroup Chunk*)(dst)) = *((const device Chunk*)(src));
+  }
+};
+"""
+    body = """
+    uint l = thread_position_in_threadgroup.x;
+    threadgroup half tile[64];
+    Mover<half, 4>::copy(tile + 4 * l, x0 + 4 * l);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[l] = tile[63 - l];
+    """
+    x = RNG.standard_normal(64).astype(np.float16)
+    o = run(header, body, [x], (16,), out_dtype=np.float16, tg=(16, 1, 1))
+    np.testing.assert_array_equal(o, x[63 - np.arange(16)])
+
+
+SIMD_TILE = """
+template <typename T>
+struct Tile8 {
+  simdgroup_matrix<float, 8, 8> acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  METAL_FUNC void mma(const device T* a, const device T* b, int lda, int ldb) thread {
+    simdgroup_matrix<T, 8, 8> ma, mb;
+    simdgroup_load(ma, a, lda);
+    simdgroup_load(mb, b, ldb);
+    simdgroup_multiply_accumulate(acc, ma, mb, acc);
+  }
+  METAL_FUNC void store(device float* d, int ldd) const thread { simdgroup_store(acc, d, ldd); }
+};
+"""
+
+
+def test_simdgroup_matrices_as_members_of_a_class_template():
+    body = """
+    Tile8<T> t;
+    for (int k = 0; k < K; k += 8) {
+      t.mma(x0 + k, x1 + k * 8, K, 8);
+    }
+    t.store(out, 8);
+    """
+    K = 24
+    a = RNG.standard_normal((8, K)).astype(np.float32)
+    b = RNG.standard_normal((K, 8)).astype(np.float32)
+    o = run(SIMD_TILE, body, [a, b], (8, 8), template=[("T", mx.float32), ("K", K)], grid=(32, 1, 1),
+            tg=(32, 1, 1))
+    np.testing.assert_allclose(o, a @ b, rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- unsupported C++, named
+
+@pytest.mark.parametrize("header,body,exc,words", [
+    ("struct B { virtual float f() { return 1.0f; } };", "B b; out[0] = b.f();", KernelSyntaxError,
+     "a virtual function is not supported"),
+    ("struct R { thread float& r; };", "float a = 1.0f; R x = {a}; out[0] = 0.0f;", KernelSyntaxError,
+     "the reference member 'r' of R"),
+    ("struct P { float x; };", "P a, b; out[0] = (a + b).x;", KernelTypeError, "is a P, not a value"),
+    ("struct P { float x; };", "P a; out[0] = a.y;", KernelTypeError, "P has no member 'y'"),
+    ("struct P { float x; P(float v) thread : x(v) {} };", "P a(1.0f, 2.0f); out[0] = a.x;", KernelTypeError,
+     "no overload of 'P::P' matches"),
+    ("template <typename... Ts> float sum(Ts... xs) { return 0.0f; }", "out[0] = sum(1.0f, 2.0f);",
+     KernelSyntaxError, "variadic"),
+    ("struct N { int f(int k) thread { return k <= 0 ? 0 : f(k - 1); } };", "N n; out[0] = n.f(3);",
+     KernelSyntaxError, "the recursive function 'f'"),
+    ("struct P { float x; };", "device P* p = nullptr; out[0] = 0.0f;", KernelSyntaxError,
+     "a pointer to a struct"),
+    ("template <typename T> struct S { T x; };", "S s; out[0] = 0.0f;", KernelTypeError,
+     "is a class template: give its arguments"),
+])
+def test_unsupported_or_wrong_cxx_is_named_at_its_line(header, body, exc, words):
+    with pytest.raises(exc, match=words):
+        translate_kernel("k", body, header, inputs=[], outputs=[("out", T.float32, 1)])
+
+
+def test_errors_inside_a_member_function_show_the_call_site():
+    header = "struct Q { float f(float v) thread { return v + missing; } };"
+    with pytest.raises(MetalbenchError) as e:
+        translate_kernel("k", "Q q;\nout[0] = q.f(1.0f);", header, inputs=[], outputs=[("out", T.float32, 1)])
+    text = str(e.value)
+    assert "missing" in text and "called from" in text and "line 2" in text
