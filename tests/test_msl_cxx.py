@@ -161,7 +161,7 @@ def test_integral_constants_partial_specialisation_and_deduced_templates():
 
 
 def test_static_assert_failing_names_its_message_and_line():
-    with pytest.raises(KernelTypeError, match="static_assert failed: A must be positive") as e:
+    with pytest.raises(KernelTypeError, match="static_assert failed: \"?A must be positive") as e:
         translate_kernel("k", "out[0] = Pick<float, 0, 1>::v;", METAPROGRAMMING, inputs=[],
                          outputs=[("out", T.int32, 1)])
     assert "header, line 13" in str(e.value) and "source, line 1" in str(e.value)

@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ... import ir
-from ...errors import KernelTypeError
 from ...semantics.folding import fold
 from .symbols import _TypeName
 
@@ -346,9 +345,6 @@ class CxxDeclsMixin:
             return True
         if k == "template_declaration":
             return self.declare_template(node, None)
-        if k == "static_assert_declaration":
-            self.static_assert(node)
-            return True
         if k == "function_definition" and self.is_operator(node):
             return True         # operator overloads: translated only through conversions (see objects)
         return False
@@ -444,16 +440,6 @@ class CxxDeclsMixin:
             self.declare_name(name, ClassTemplate(name, tps, node, ctx, g.ns, outer), outer)
         else:
             self.declare_name(name, _TypeName(ClassInst(name, node, ctx, g.ns, outer)), outer)
-
-    def static_assert(self, node):
-        cond = node.child_by_field_name("condition")
-        c = fold(self.sem.to_bool(self.expr(cond)))
-        if not isinstance(c, ir.Const):
-            self.type_err(cond, "static_assert needs a compile-time constant condition")
-        if not c.value:
-            msg = node.child_by_field_name("message")
-            text = self.text(msg).strip('"') if msg is not None else self.text(cond)
-            raise KernelTypeError(f"static_assert failed: {text}", self.sp(node))
 
     # -- class members ------------------------------------------------------------------
     def class_members(self, ci: ClassInst) -> dict:

@@ -52,9 +52,6 @@ class StatementsMixin:
             return []
         if k == "return_statement" and self.inline_stack:
             return self.inline_return(node)          # a member function translated inline (cxx_calls)
-        if k == "static_assert_declaration":
-            self.static_assert(node)
-            return []
         if k == "compound_statement":
             return self.block(node)
         if k == "declaration":
