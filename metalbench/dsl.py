@@ -144,11 +144,62 @@ uint = DType(_T.uint32)
 for _name in _T.VECTORS:
     globals()[_name] = _name
 
-# Metal's mem_flags, for threadgroup_barrier(mem_device) and friends.
-mem_none = "mem_none"
-mem_device = "mem_device"
-mem_threadgroup = "mem_threadgroup"
-mem_texture = "mem_texture"
+
+
+class MemFlags(tuple):
+    """A set of Metal ``mem_flags``: ``mem_flags.mem_device | mem_flags.mem_threadgroup``.
+
+        >>> mem_flags.mem_device | mem_flags.mem_threadgroup
+        mem_flags.mem_device | mem_flags.mem_threadgroup
+    """
+
+    def __or__(self, other):
+        names = tuple(self) + ((other,) if isinstance(other, str) else tuple(other))
+        return MemFlags(dict.fromkeys(f for f in names if f != "mem_none")) or MemFlags(("mem_none",))
+
+    __ror__ = __or__
+
+    def __repr__(self):
+        return " | ".join(f"mem_flags.{f}" for f in self)
+
+
+class MemFlag(str):
+    """One of Metal's ``mem_flags`` (a string: ``mem_flags.mem_device == "mem_device"``)."""
+
+    def __or__(self, other):
+        return MemFlags((str(self),)) | other
+
+    def __ror__(self, other):
+        return MemFlags((other,) if isinstance(other, str) else tuple(other)) | MemFlags((str(self),))
+
+    def __repr__(self):
+        return f"mem_flags.{str.__str__(self)}"
+
+
+class _MemFlagsEnum:
+    """Metal's ``mem_flags``: ``threadgroup_barrier(mem_flags.mem_threadgroup)``; combine with ``|``."""
+    mem_none = MemFlag("mem_none")
+    mem_device = MemFlag("mem_device")
+    mem_threadgroup = MemFlag("mem_threadgroup")
+    mem_texture = MemFlag("mem_texture")
+
+    def __repr__(self):
+        return "mem_flags"
+
+
+# Metal's mem_flags, for threadgroup_barrier(mem_flags.mem_device) and friends; the bare
+# names too (threadgroup_barrier(mem_device)).
+mem_flags = _MemFlagsEnum()
+mem_none = mem_flags.mem_none
+mem_device = mem_flags.mem_device
+mem_threadgroup = mem_flags.mem_threadgroup
+mem_texture = mem_flags.mem_texture
+
+# atomic_thread_fence's memory orders and thread scopes (Metal's enumerators)
+_FENCE_WORDS = ["memory_order_relaxed", "memory_order_acquire", "memory_order_release", "memory_order_acq_rel",
+                "memory_order_seq_cst", "thread_scope_device", "thread_scope_threadgroup", "thread_scope_simdgroup"]
+for _name in _FENCE_WORDS:
+    globals()[_name] = _name
 
 # Metal's float constants (INFINITY, NAN, M_PI_F, ...): plain floats, so they are
 # compile-time float32 constants in a kernel and ordinary numbers outside.
@@ -156,6 +207,6 @@ for _name, (_value, _doc) in _CONSTS.items():
     globals()[_name] = _value
 
 __all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.ALL_SCALARS] + list(_CONSTS) + list(_T.VECTORS)
-           + ["metal", "bool_", "half", "bfloat", "uint", "mem_none", "mem_device",
-              "mem_threadgroup", "mem_texture"])
+           + ["metal", "bool_", "half", "bfloat", "uint", "mem_flags", "mem_none", "mem_device",
+              "mem_threadgroup", "mem_texture"] + _FENCE_WORDS)
 __all__ = [n for n in dict.fromkeys(__all__) if n != "bool"]

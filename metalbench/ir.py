@@ -433,6 +433,17 @@ class Barrier(Stmt):
 
 
 @dataclass(eq=False)
+class Fence(Stmt):
+    """``atomic_thread_fence(flags, order, thread_scope_<scope>)``: orders this thread's
+    accesses to the memory ``flags`` names (Metal's mem_flags names) as seen by threads of
+    ``scope`` ("device", "threadgroup", "simdgroup"); ``order`` is a Metal memory_order
+    name. No execution barrier: threads reach it independently (divergence is fine)."""
+    flags: tuple[str, ...] = ("mem_device",)
+    order: str = "memory_order_seq_cst"
+    scope: str = "device"
+
+
+@dataclass(eq=False)
 class ExprStmt(Stmt):
     expr: Expr
 
@@ -644,6 +655,8 @@ def _s(s, ind: str, out: list[str]) -> None:
         out.append(f"{ind}return" + (f" {_e(s.value)}" if s.value is not None else ""))
     elif isinstance(s, Barrier):
         out.append(f"{ind}{s.scope}_barrier({', '.join(s.flags)})")
+    elif isinstance(s, Fence):
+        out.append(f"{ind}atomic_thread_fence({' | '.join(s.flags)}, {s.order}, thread_scope_{s.scope})")
     elif isinstance(s, ExprStmt):
         out.append(f"{ind}{_e(s.expr)}")
     else:

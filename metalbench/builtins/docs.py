@@ -48,6 +48,9 @@ def _node_spellings(b):
     if b.node == "Barrier":
         return (f"{b.name}(mem_flags::...)",
                 "__syncthreads()" if b.extra["scope"] == "threadgroup" else "__syncwarp(__activemask())")
+    if b.node == "Fence":
+        return ("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device)",
+                "__threadfence()")
     if b.node == "ArrayDecl":
         return (("threadgroup T name[n];", "__shared__ T name[n];") if b.extra["space"] == "threadgroup"
                 else ("T name[n];", "T name[n];"))

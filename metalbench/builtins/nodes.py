@@ -95,8 +95,21 @@ add_builtin("threadgroup_barrier", group="Memory and synchronisation", kind="nod
                     "several as separate arguments. Every thread of the threadgroup must reach the same barrier.",
             extra={"scope": "threadgroup"})
 add_builtin("simdgroup_barrier", group="Memory and synchronisation", kind="node", node="Barrier",
-            doc="Waits until every thread of the SIMD-group reaches it.", example="simdgroup_barrier(mem_none)",
+            doc="Waits until every thread of the SIMD-group reaches it; orders the memory named by the flags "
+                "between its lanes.", example="simdgroup_barrier(mem_threadgroup)",
             params_doc="(flags=mem_none) -> None", extra={"scope": "simdgroup"})
+add_builtin("atomic_thread_fence", group="Memory and synchronisation", kind="node", node="Fence",
+            doc="Orders this thread's accesses to the memory named by the flags, as other threads of the scope "
+                "see them (no barrier: threads reach it independently).",
+            example="atomic_thread_fence(mem_flags.mem_device, memory_order_seq_cst, thread_scope_device)",
+            params_doc="(flags, order=memory_order_seq_cst, scope=thread_scope_device) -> None",
+            details="Publishing data to other threadgroups (a decoupled look-back scan): write the data, "
+                    "atomic_thread_fence(mem_device, ...), then set a flag with atomic_store; the reader loads the "
+                    "flag with atomic_load, fences, then reads the data. Orders: memory_order_relaxed, _acquire, "
+                    "_release, _acq_rel, _seq_cst; scopes: thread_scope_device, _threadgroup, _simdgroup. CUDA: "
+                    "__threadfence() (device scope), __threadfence_block(). The checked simulator honours "
+                    "device-scope fences with mem_device.",
+            extra={"scope": "thread"})
 add_builtin("threadgroup_array", group="Memory and synchronisation", kind="node", node="ArrayDecl",
             doc="Declares an array in threadgroup memory, shared by the threadgroup's threads.",
             example="tile = threadgroup_array((16, 16), float32)", params_doc="(shape, dtype) -> array",

@@ -65,6 +65,7 @@ class Dialect:
     threadgroup_prefix: str = "threadgroup "
     math: dict[str, str] = field(default_factory=dict)    # builtin -> function spelling
     barrier: dict[str, str] = field(default_factory=dict)  # scope -> statement (with {flags})
+    fence: dict[str, str] = field(default_factory=dict)    # thread scope -> statement ({flags}, {order})
     inf: str = "INFINITY"
     nan: str = "NAN"
     half_suffix: str | None = None         # MSL: 1.0h
@@ -352,6 +353,10 @@ class CPrinter:
         flags = " | ".join(f"mem_flags::{f}" for f in s.flags) or "mem_flags::mem_none"
         return self.d.barrier[s.scope].format(flags=flags)
 
+    def fence(self, s: ir.Fence) -> str:
+        flags = " | ".join(f"mem_flags::{f}" for f in s.flags) or "mem_flags::mem_none"
+        return self.d.fence[s.scope].format(flags=flags, order=s.order)
+
     def array_decl(self, s: ir.ArrayDecl) -> str:
         init = ""
         if s.init is not None:
@@ -492,6 +497,9 @@ class CPrinter:
 
     def s_Barrier(self, s, ind, out):
         out.append(ind + self.barrier(s))
+
+    def s_Fence(self, s, ind, out):
+        out.append(ind + self.fence(s))
 
     def s_ExprStmt(self, s, ind, out):
         out.append(f"{ind}{self.expr(s.expr)};")

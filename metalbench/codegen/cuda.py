@@ -80,6 +80,9 @@ CUDA = Dialect(
     global_prefix="__constant__ ",
     threadgroup_prefix="__shared__ ",
     barrier={"threadgroup": "__syncthreads();", "simdgroup": "__syncwarp(__activemask());"},
+    # CUDA fences order every memory space; there is no warp-scope one (the block's is stronger)
+    fence={"device": "__threadfence();", "threadgroup": "__threadfence_block();",
+           "simdgroup": "__threadfence_block();"},
     inf="INFINITY", nan="NAN", half_suffix=None,
 )
 

@@ -343,7 +343,9 @@ void threadgroup_barrier(mem_flags);
 void simdgroup_barrier(mem_flags);
 
 // ---- atomics (Metal: int, uint, float; min/max and bit ops on integers only)
-enum memory_order { memory_order_relaxed, memory_order_seq_cst };
+enum memory_order { memory_order_relaxed, memory_order_acquire, memory_order_release, memory_order_acq_rel,
+                    memory_order_seq_cst };
+enum thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup, thread_scope_device };
 template <class T> struct atomic { T _v; };
 typedef atomic<int> atomic_int;
 typedef atomic<uint> atomic_uint;
@@ -360,7 +362,7 @@ template <class T> T atomic_fetch_sub_explicit(volatile atomic<T>*, typename _mb
   T atomic_fetch_##f##_explicit(volatile atomic<T>*, typename _mb_identity<T>::type, memory_order);
 _MB_ATOMIC_INT(min) _MB_ATOMIC_INT(max) _MB_ATOMIC_INT(and) _MB_ATOMIC_INT(or) _MB_ATOMIC_INT(xor)
 
-void atomic_thread_fence(mem_flags, memory_order);
+void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope_device);
 
 // Matrices (declared for names and shapes only).
 template <class T, int C, int R> struct mat { vec<T, R> columns[C]; vec<T, R>& operator[](int); };

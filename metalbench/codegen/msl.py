@@ -56,6 +56,7 @@ MSL = Dialect(
     threadgroup_prefix="threadgroup ",
     math={},
     barrier={"threadgroup": "threadgroup_barrier({flags});", "simdgroup": "simdgroup_barrier({flags});"},
+    fence={s: f"atomic_thread_fence({{flags}}, {{order}}, thread_scope_{s});" for s in ("device", "threadgroup", "simdgroup")},
     inf="INFINITY", nan="NAN", half_suffix="h",
 )
 

@@ -21,9 +21,10 @@ Race detection is vectorised, never a loop over threads:
   thread of another threadgroup that touched it, and a writer. A writer plus
   accesses from two threadgroups is a race between threadgroups.
 
-Every ``threadgroup_barrier`` ends the interval for threadgroup and device memory
-alike, whatever its ``mem_flags`` (lenient: Metal orders device memory only with
-``mem_device``); a ``simdgroup_barrier`` orders threadgroup memory within a simdgroup.
+A barrier ends the interval of the memory its ``mem_flags`` name, as in Metal:
+``mem_threadgroup`` threadgroup memory, ``mem_device`` device memory, ``mem_none``
+neither (see :mod:`~metalbench.sim.sync_checks`); a ``simdgroup_barrier`` orders the
+memory its flags name within a simdgroup.
 Accesses whose lanes touch ``offset + lane`` (``x[i]``) take O(1) bounds and
 coalescing checks and slice updates of the records.
 
@@ -46,6 +47,7 @@ from ..errors import KernelCheckError
 from .findings import CheckFailed, DivergentBarrier, Finding, make_error, max_steps
 from .memory import OutOfBounds, check
 from .records import _DevState, _TgState
+from .sync_checks import SyncChecks
 
 # Distinct (kind, buffer, lines) findings kept per launch; more are only counted.
 MAX_FINDINGS = 64
@@ -75,6 +77,7 @@ class LaunchChecker:
         self._cnt = None
         self._cnt_dirty = [False] * 4
         self._gid_buf = None
+        self.fc = None  # device-scope fences executed, per thread (allocated by the first fence)
 
     def chunk(self, c) -> "Checker":
         """The checker of chunk ``c`` (call ``finish`` after running it)."""
@@ -142,8 +145,9 @@ class LaunchChecker:
         return st
 
 
-class Checker:
-    """Per-chunk checker: the hooks the generated program calls."""
+class Checker(SyncChecks):
+    """Per-chunk checker: the hooks the generated program calls (barriers and fences in
+    :class:`~metalbench.sim.sync_checks.SyncChecks`)."""
 
     def __init__(self, owner: LaunchChecker, c):
         self.o = owner
@@ -172,12 +176,15 @@ class Checker:
         self._ex = None
         self._ln_cache = None
         self._bounds_ok: dict = {}
-        self.sep = 0  # simdgroup_barrier count: orders threadgroup memory within a simdgroup
+        self.sep = 0  # simdgroup_barrier(mem_threadgroup) count: orders threadgroup memory in a simdgroup
         self.sep_used = False
+        self.sepd = 0  # ... (mem_device): device memory within a simdgroup
+        self.sepd_used = False
         self._sg = None
         self._contig_cache: dict = {}
         owner.ivl += 1
-        self.ep = owner.ivl
+        self.ep = owner.ivl   # the threadgroup-memory barrier interval
+        self.epd = owner.ivl  # the device-memory one (barriers order what their flags name)
 
     # -- helpers
     def _lanes(self, m):
@@ -376,7 +383,7 @@ class Checker:
         between threadgroups anywhere in the launch (per-element records). ``lo`` is
         given when the lanes access ``lo + lane`` (then ``addr`` may be None)."""
         st = self.o.dev_state(name, data.size)
-        ep = self.ep
+        ep = self.epd
         write = access == "write"
         contig = lo is not None
         if contig and m is None:
@@ -390,9 +397,14 @@ class Checker:
                     st.wr[E] = T
                     st.wr_ep[E] = ep
                     st.wr_k[E] = k
+                    if self.sepd:
+                        st.wr_sep[E] = self.sepd
+                    if self.o.fc is not None:
+                        st.wr_fc[E] = self.o.fc[T]
                     st.wrote = ep
                 else:
-                    self._log(st, (np.arange(lo, lo + self.L, dtype=np.int64), T.copy(), k))
+                    E = np.arange(lo, lo + self.L, dtype=np.int64)
+                    self._log(st, (E, T.copy(), k, self.sepd) if self.sepd_used else (E, T.copy(), k))
                 return
             E = np.arange(lo, lo + self.L, dtype=np.int64)
             unique = True
@@ -432,6 +444,10 @@ class Checker:
         if write:
             wr = st.wr[E]
             bad = (wr >= 0) & (wr != T) & (st.wr_ep[E] == ep) & (wr // TG == T // TG)
+            if self.sepd:
+                bad &= ~self._simd_ordered_dev(wr, st.wr_sep[E], T, self.sepd)
+            if self.o.fc is not None and bad.any():
+                bad &= ~self._fenced(wr, st.wr_fc[E], T)
             if bad.any():
                 self._race(st, E, bad, wr, st.wr_k[E], T, k, "write", "write", name, "device", True, None)
             if not unique:
@@ -445,13 +461,17 @@ class Checker:
             st.wr[E] = T
             st.wr_ep[E] = ep
             st.wr_k[E] = k
+            if self.sepd:
+                st.wr_sep[E] = self.sepd
+            if self.o.fc is not None:
+                st.wr_fc[E] = self.o.fc[T]
             st.wrote = ep
             if st._oth is not None:
                 has_oth = st.oth[E] >= 0
                 if has_oth.any():
                     self._cross(st, name, E[has_oth])
         else:
-            self._log(st, (E, T, k))
+            self._log(st, (E, T, k, self.sepd) if self.sepd_used else (E, T, k))
 
     def _cross(self, st, name, E):
         """Report elements of ``E`` written by one threadgroup and touched by another."""
@@ -463,6 +483,12 @@ class Checker:
         use_own = (st.own[Ec] // self.TG) != (w // self.TG)
         ot = np.where(use_own, st.own[Ec], st.oth[Ec])
         ok = np.where(use_own, st.own_k[Ec], st.oth_k[Ec])
+        if self.o.fc is not None:  # published through device fences (a look-back scan)
+            keep = ~self._fenced(w, st.wr_fc[Ec], ot)
+            if not keep.all():
+                Ec, w, wk, ot, ok = Ec[keep], w[keep], wk[keep], ot[keep], ok[keep]
+                if not Ec.size:
+                    return
         acc = np.array([self.nodes[int(x)][3] for x in ok], object)
         self._race(st, Ec, np.ones(Ec.size, bool), w, wk, ot, ok, "write", acc, name, "device", True, None)
 
@@ -531,13 +557,6 @@ class Checker:
             st.wr_sep[E] = self.sep
         st.wrote = self.ep
 
-    def _simd_ordered(self, a, sep_a, b, sep_b):
-        """Lane pairs of one simdgroup with a simdgroup_barrier between their accesses
-        (lanes are chunk lanes of one threadgroup; ``a`` may hold -1 for none)."""
-        t = self.c.t_lane
-        a = np.maximum(a, 0)
-        return (t[a] // 32 == t[b] // 32) & (sep_a != sep_b)
-
     def _race(self, st, E, bad, t_a, k_a, T, k_b, acc_a, acc_b, name, space, dev, data):
         j = np.flatnonzero(bad)
         if dev:
@@ -578,63 +597,42 @@ class Checker:
                 e.append(np.concatenate([np.full(x[0].size, x[3], np.int64) for x in log])[first])
             st.log, st.nlog = [tuple(e)], first.size
 
-    def _flush(self):
-        """End of a barrier interval: the interval's reads and atomics against its last
-        writers (skipped for arrays nobody wrote in the interval)."""
-        for st in self.tg.values():
-            if st.log:
-                if st.wrote == self.ep:
-                    self._flush_reads(st, st.log, False, st.name)
-                st.log, st.nlog = [], 0
-            if not st.all_written:
-                st.all_written = bool(st.written.all())
-        for name, st in self.o.dev.items():
-            if st.log:
-                if st.wrote == self.ep:
-                    self._flush_reads(st, st.log, True, name)
-                st.log, st.nlog = [], 0
+    def _flush(self, mem=3):
+        """End of a barrier interval of threadgroup memory (``mem & 1``) and/or device
+        memory (``mem & 2``): the interval's reads and atomics against its last writers
+        (skipped for arrays nobody wrote in the interval)."""
+        if mem & 1:
+            for st in self.tg.values():
+                if st.log:
+                    if st.wrote == self.ep:
+                        self._flush_reads(st, st.log, False, st.name)
+                    st.log, st.nlog = [], 0
+                if not st.all_written:
+                    st.all_written = bool(st.written.all())
+        if mem & 2:
+            for name, st in self.o.dev.items():
+                if st.log:
+                    if st.wrote == self.epd:
+                        self._flush_reads(st, st.log, True, name)
+                    st.log, st.nlog = [], 0
 
     def _flush_reads(self, st, log, dev, name):
         E = np.concatenate([x[0] for x in log])
         T = np.concatenate([x[1] for x in log])
         wt = st.wr[E]
-        bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
-        if not dev and self.sep_used:
-            S = np.concatenate([np.full(x[0].size, x[3], np.int64) for x in log])
-            bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, S)
+        bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == (self.epd if dev else self.ep))
+        if self.sepd_used if dev else self.sep_used:
+            S = np.concatenate([np.full(x[0].size, x[3] if len(x) > 3 else 0, np.int64) for x in log])
+            ordered = self._simd_ordered_dev if dev else self._simd_ordered
+            bad &= ~ordered(wt, st.wr_sep[E], T, S)
+        if dev and self.o.fc is not None and bad.any():
+            bad &= ~self._fenced(wt, st.wr_fc[E], T)
         if bad.any():
             K = np.concatenate([np.full(x[0].size, x[2], np.int32) for x in log])
             acc = np.array([self.nodes[k][3] for k in range(len(self.nodes))], object)
             space = "device" if dev else "threadgroup"
             self._race(st, E, bad, wt, st.wr_k[E], T, K, "write", acc[K], name,
                        space, dev, st.data if not dev else None)
-
-    def barrier(self, m, k):
-        """Every existing thread of a threadgroup must reach a barrier, or none; a
-        barrier ends the barrier interval."""
-        if m is False:
-            return
-        if m is not None:
-            act = np.count_nonzero(m.reshape(self.G, self.TG), axis=1)
-            ex = self._ex
-            if ex is None:
-                ex = self._ex = (np.full(self.G, self.TG) if self.exist is None
-                                 else np.count_nonzero(self.exist.reshape(self.G, self.TG), axis=1))
-            bad = np.flatnonzero((act > 0) & (act < ex))
-            if bad.size:
-                raise DivergentBarrier(k, bad, m)
-            if not act.any():
-                return
-        self._flush()
-        self.o.ivl += 1
-        self.ep = self.o.ivl
-
-    def simd_barrier(self, m, k):
-        """A simdgroup_barrier: threadgroup-memory accesses of one simdgroup before it
-        are ordered with those after it (other simdgroups stay unordered)."""
-        if m is not False:
-            self.sep += 1
-            self.sep_used = True
 
     def div(self, a, b, fn, m, k, op):
         """C integer ``/`` or ``%`` (``op``, computed by the scalar table's ``fn``),

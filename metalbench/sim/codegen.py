@@ -36,6 +36,7 @@ from .gen_linear import LinearAccess
 from .gen_loops import Loops, _Loop
 from .gen_memory import MemoryAccess
 from .matrix import MatrixGen
+from .sync_checks import mem_bits
 
 @dataclass
 class Program:
@@ -306,12 +307,17 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
         elif isinstance(s, ir.Return):
             return self.ret(s)
         elif isinstance(s, ir.Barrier):
+            # the race checker orders the memory the flags name (sim/sync_checks.py)
             if self.checked and s.scope == "threadgroup":
                 k = self.node(s, None, "threadgroup", "barrier")
-                self.emit(f"_ck.barrier({self.m}, {k})")
+                self.emit(f"_ck.barrier({self.m}, {k}, {mem_bits(s.flags)})")
             elif self.checked:
                 k = self.node(s, None, "threadgroup", "barrier")
-                self.emit(f"_ck.simd_barrier({self.m}, {k})")
+                self.emit(f"_ck.simd_barrier({self.m}, {k}, {mem_bits(s.flags)})")
+        elif isinstance(s, ir.Fence):
+            # only device-scope fences of device memory order anything the checker tracks
+            if self.checked and s.scope == "device" and mem_bits(s.flags) & 2:
+                self.emit(f"_ck.fence({self.m})")
         elif isinstance(s, ir.ExprStmt):
             if isinstance(s.expr, ir.Atomic):
                 self.atomic(s.expr, used=False)

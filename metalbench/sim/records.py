@@ -76,6 +76,8 @@ class _DevState:
         self.wr_k = get(n, "<i4", None)
         self._oth = None                 # a thread of another threadgroup than own's (lazy)
         self._stamp = None
+        self._wr_sep = None
+        self._wr_fc = None
         self.wrote = -1                  # the last interval with a write
         self.log = []                    # this interval's reads and atomics
         self.nlog = 0
@@ -109,6 +111,18 @@ class _DevState:
         if self._stamp is None:
             self._stamp = np.zeros(self.n, np.int64)
         return self._stamp
+
+    @property
+    def wr_fc(self):  # the last writer's count of device fences when it wrote (lazy)
+        if self._wr_fc is None:
+            self._wr_fc = np.zeros(self.n, np.int32)
+        return self._wr_fc
+
+    @property
+    def wr_sep(self):  # the last writer's simdgroup_barrier(mem_device) count (lazy)
+        if self._wr_sep is None:
+            self._wr_sep = np.zeros(self.n, np.int64)
+        return self._wr_sep
 
     def release(self):
         _POOL.put([getattr(self, f) for f in self._FIELDS])

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ... import ir
 from ... import types as T
-from ...errors import KernelNameError, error_net
+from ...errors import KernelNameError, KernelSyntaxError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
 from .symbols import Buf, Ptr, Ref, _SPACES, _TypeName
 
@@ -592,10 +592,29 @@ class StatementsMixin:
                     for f in re.findall(r"\bmem_(?:none|device|threadgroup|texture|threadgroup_imageblock|object_data)\b",
                                         self.text(a))))
                 return [ir.Barrier(fname.split("_")[0], flags or ("mem_none",), span=sp)]
+            if fname in ("atomic_thread_fence", "metal::atomic_thread_fence"):
+                return [self._fence(node, sp)]
             e = self.expr(node, stmt=True)
             return [ir.ExprStmt(e, span=sp)] if e is not None else []
         e = self.expr(node)
         return [ir.ExprStmt(e, span=sp)]
+
+    def _fence(self, node, sp) -> ir.Fence:
+        """``atomic_thread_fence(flags, order[, scope])`` (scope: thread_scope_device by default)."""
+        args = [self.text(a) for a in node.child_by_field_name("arguments").named_children]
+        if not 2 <= len(args) <= 3:
+            raise KernelSyntaxError("atomic_thread_fence takes (mem_flags, memory_order[, thread_scope])", sp,
+                                    hint="atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, "
+                                         "thread_scope_device)")
+        flags = tuple(dict.fromkeys(re.findall(r"\bmem_(?:none|device|threadgroup|texture)\b", args[0])))
+        order = re.search(r"\bmemory_order_(relaxed|acquire|release|acq_rel|seq_cst)\b", args[1])
+        scope = re.search(r"\bthread_scope_(device|threadgroup|simdgroup)\b", args[2]) if len(args) > 2 else None
+        if order is None or (len(args) > 2 and scope is None):
+            raise KernelSyntaxError(f"atomic_thread_fence({', '.join(args)}): unknown memory order or thread scope",
+                                    sp, hint="memory_order_seq_cst (or _relaxed, _acquire, _release, _acq_rel); "
+                                             "thread_scope_device, _threadgroup or _simdgroup")
+        return ir.Fence(tuple(f for f in flags if f != "mem_none") or ("mem_none",), order.group(0),
+                        scope.group(1) if scope else "device", span=sp)
 
     def assign(self, lhs, op, rhs_node, sp, rhs=None) -> list[ir.Stmt]:
         """``lhs op= rhs`` (op None: plain assignment; rhs_node None: ++/--)."""

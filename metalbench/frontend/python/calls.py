@@ -62,20 +62,19 @@ class CallsMixin:
                                hint="write values to an output array, or run on backend='sim' with checked=True")
             raise self.err(KernelTypeError, f"{ast.unparse(node.func)} cannot be called in a kernel", node,
                            hint="kernels call Metal builtins (metalbench.dsl), math functions and @mb.func functions")
-        if node.keywords and name not in ("threadgroup_barrier", "simdgroup_barrier"):
+        if node.keywords:
             raise self.err(KernelTypeError, f"{name}() takes no keyword arguments", node)
         if name in ("threadgroup_array", "local_array"):
             raise self.err(KernelSyntaxError, f"{name}() must be assigned to a name: "
                                               f"buf = {name}(shape, dtype)", node)
         if name in ("threadgroup_barrier", "simdgroup_barrier"):
-            flags = tuple(self.static_value(a) for a in node.args) or (
+            # threadgroup_barrier() is threadgroup_barrier(mem_flags.mem_threadgroup): what it
+            # prints as, and all the race checker lets it order (sim/sync_checks.py)
+            flags = self._mem_flags_of(node.args, node) or (
                 ("mem_threadgroup",) if name == "threadgroup_barrier" else ("mem_none",))
-            flags = tuple(getattr(f, "dsl_name", f) for f in flags)
-            for f in flags:
-                if f not in ("mem_none", "mem_device", "mem_threadgroup", "mem_texture"):
-                    raise self.err(KernelTypeError, f"unknown memory flag {f!r}", node,
-                                   hint="use mem_threadgroup, mem_device, mem_none")
             return ir.Barrier("threadgroup" if name == "threadgroup_barrier" else "simdgroup", flags, span=sp)
+        if name == "atomic_thread_fence":
+            return self._fence_call(node, sp)
         b = registry.lookup(name, dialect="python")
         if b is not None and b.node == "Atomic":
             return self.atomic(b.extra["op"], name, node)
@@ -145,3 +144,50 @@ class CallsMixin:
         if info.kernel_param is not None:
             info.kernel_param.atomic = True
         return self.sem.atomic(op, info.name, info.elem, info.space, idx, vals, sp, who=fname)
+
+    # -- barriers and fences (mem_flags: sim/sync_checks.py says what the checker orders)
+    _MEM_FLAGS = ("mem_none", "mem_device", "mem_threadgroup", "mem_texture")
+
+    def _mem_flags_of(self, args, node) -> tuple:
+        """The mem_flags names of a barrier's or fence's flag arguments: names
+        (``mem_device``, ``mem_flags.mem_device``), ``|`` of them, several arguments."""
+        out = []
+
+        def add(a):
+            if isinstance(a, ast.BinOp) and isinstance(a.op, ast.BitOr):
+                add(a.left)
+                add(a.right)
+                return
+            v = self.static_value(a)
+            for f in (v if isinstance(v, (tuple, list, frozenset)) else (v,)):
+                f = getattr(f, "dsl_name", f)
+                if f not in self._MEM_FLAGS:
+                    raise self.err(KernelTypeError, f"unknown memory flag {f!r}", node,
+                                   hint="use mem_flags.mem_threadgroup, mem_flags.mem_device, mem_flags.mem_none "
+                                        "(combine with |)")
+                out.append(str(f))
+
+        for a in args:
+            add(a)
+        flags = tuple(dict.fromkeys(f for f in out if f != "mem_none"))
+        return flags or tuple(dict.fromkeys(out))
+
+    def _fence_call(self, node, sp):
+        """``atomic_thread_fence(flags, order=memory_order_seq_cst, scope=thread_scope_device)``."""
+        if not 1 <= len(node.args) <= 3:
+            raise self.err(KernelTypeError, "atomic_thread_fence(flags, order, scope) takes 1 to 3 arguments", node,
+                           hint="atomic_thread_fence(mem_flags.mem_device, memory_order_seq_cst, thread_scope_device)")
+        flags = self._mem_flags_of(node.args[:1], node)
+        order, scope = "memory_order_seq_cst", "thread_scope_device"
+        if len(node.args) > 1:
+            order = self.static_value(node.args[1])
+        if len(node.args) > 2:
+            scope = self.static_value(node.args[2])
+        if order not in ("memory_order_relaxed", "memory_order_acquire", "memory_order_release",
+                         "memory_order_acq_rel", "memory_order_seq_cst"):
+            raise self.err(KernelTypeError, f"unknown memory order {order!r}", node.args[1],
+                           hint="use memory_order_seq_cst (or _relaxed, _acquire, _release, _acq_rel)")
+        if scope not in ("thread_scope_device", "thread_scope_threadgroup", "thread_scope_simdgroup"):
+            raise self.err(KernelTypeError, f"unknown thread scope {scope!r}", node.args[2],
+                           hint="use thread_scope_device, thread_scope_threadgroup or thread_scope_simdgroup")
+        return ir.Fence(flags, order, scope[len("thread_scope_"):], span=sp)

@@ -1,0 +1,113 @@
+"""Checked mode's barriers and fences: which memory a ``threadgroup_barrier``,
+``simdgroup_barrier`` or ``atomic_thread_fence`` orders (a mixin of
+:class:`metalbench.sim.checks.Checker`).
+
+Metal's ``mem_flags`` decide it, and the race checker follows them:
+
+- ``threadgroup_barrier(mem_flags::mem_threadgroup)`` ends the barrier interval of
+  threadgroup memory only: a device write before it and another thread's device read
+  after it are still a race;
+- ``mem_device`` ends the device-memory interval only (within the threadgroup: threads
+  of different threadgroups are never ordered by a barrier); both flags (``mem_device |
+  mem_threadgroup``, CUDA's ``__syncthreads()``, Numba's ``cuda.syncthreads()``) end both;
+- ``mem_none`` orders no memory: the threads wait for each other, but their accesses on
+  either side may still race;
+- ``simdgroup_barrier(flags)`` orders the memory its flags name between the lanes of one
+  simdgroup.
+
+The DSL's ``threadgroup_barrier()`` without arguments is
+``threadgroup_barrier(mem_flags::mem_threadgroup)`` (what it prints as); its
+``simdgroup_barrier()`` is ``simdgroup_barrier(mem_flags::mem_none)``.
+
+Flags are passed as bits: 1 threadgroup memory, 2 device memory (:func:`mem_bits`).
+
+    >>> mem_bits(("mem_device", "mem_threadgroup")), mem_bits(("mem_none",)), mem_bits(("mem_threadgroup",))
+    (3, 0, 1)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .findings import DivergentBarrier
+
+
+def mem_bits(flags) -> int:
+    """The memory a barrier's or fence's ``mem_flags`` order: 1 threadgroup, 2 device."""
+    return (1 if "mem_threadgroup" in flags else 0) | (2 if "mem_device" in flags else 0)
+
+
+class SyncChecks:
+    """``barrier``, ``simd_barrier`` and ``fence`` hooks (state lives in the Checker)."""
+
+    def barrier(self, m, k, mem=3):
+        """Every existing thread of a threadgroup must reach a barrier, or none; the
+        barrier ends the interval of the memory ``mem`` names (1 threadgroup, 2 device)."""
+        if m is False:
+            return
+        if m is not None:
+            act = np.count_nonzero(m.reshape(self.G, self.TG), axis=1)
+            ex = self._ex
+            if ex is None:
+                ex = self._ex = (np.full(self.G, self.TG) if self.exist is None
+                                 else np.count_nonzero(self.exist.reshape(self.G, self.TG), axis=1))
+            bad = np.flatnonzero((act > 0) & (act < ex))
+            if bad.size:
+                raise DivergentBarrier(k, bad, m)
+            if not act.any():
+                return
+        if not mem:
+            return
+        self._flush(mem)
+        self.o.ivl += 1
+        if mem & 1:
+            self.ep = self.o.ivl
+        if mem & 2:
+            self.epd = self.o.ivl
+
+    def simd_barrier(self, m, k, mem=1):
+        """A simdgroup_barrier: accesses of one simdgroup before it are ordered with those
+        after it, for the memory ``mem`` names (other simdgroups stay unordered)."""
+        if m is False:
+            return
+        if mem & 1:
+            self.sep += 1
+            self.sep_used = True
+        if mem & 2:
+            self.sepd += 1
+            self.sepd_used = True
+
+    def _simd_ordered(self, a, sep_a, b, sep_b):
+        """Lane pairs of one simdgroup with a simdgroup_barrier between their accesses
+        (lanes are chunk lanes of one threadgroup; ``a`` may hold -1 for none)."""
+        t = self.c.t_lane
+        a = np.maximum(a, 0)
+        return (t[a] // 32 == t[b] // 32) & (sep_a != sep_b)
+
+    def _simd_ordered_dev(self, a, sep_a, b, sep_b):
+        """:meth:`_simd_ordered` for device records, whose thread ids are global
+        (threadgroup * TG + index in it)."""
+        TG = self.TG
+        return (a // TG == b // TG) & ((a % TG) // 32 == (b % TG) // 32) & (sep_a != sep_b)
+
+    # -- device-scope fences
+    def fence(self, m):
+        """``atomic_thread_fence(mem_device, ..., thread_scope_device)`` by the active lanes
+        of ``m``: counted per thread for :meth:`_fenced`."""
+        if m is False:
+            return
+        o = self.o
+        if o.fc is None:
+            o.fc = np.zeros(o.launch.n_groups * o.TG, np.int32)
+        ids = self._lanes(m) + self.base
+        o.fc[ids] += 1
+
+    def _fenced(self, a, wfc, b):
+        """Pairs (a wrote an element when its fence count was ``wfc``; b accessed it) that
+        device fences order: ``a`` fenced after its write (a release) and ``b`` fenced before
+        its access (an acquire). The checker does not follow which atomic flag carries the
+        handshake between the two fences: it trusts that one does."""
+        fc = self.o.fc
+        a = np.asarray(a)
+        valid = a >= 0
+        a0 = np.where(valid, a, 0)
+        return valid & (fc[a0] > wfc) & (fc[np.asarray(b)] > 0)
