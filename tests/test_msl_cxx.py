@@ -317,6 +317,42 @@ def test_simdgroup_matrices_as_members_of_a_class_template():
     np.testing.assert_allclose(o, a @ b, rtol=1e-5, atol=1e-5)
 
 
+MISC = """
+namespace geo {
+enum Axis { X = 1, Y, Z = 7 };
+enum class Mode : uint { Near, Far = 3 };
+constant constexpr int scale = 10;
+struct Base { float b = 1.5f; static float twice(float v) { return 2.0f * v; } };
+struct Derived : Base {
+  float d = 0.25f;
+  float sum() const thread { return b + d; }
+};
+template <int N>
+float pick(float v) {
+  if constexpr (N > 2) {
+    return v * N;
+  } else {
+    return not_declared_anywhere(v);     // discarded for N > 2, as C++ discards it
+  }
+}
+float scaled(float v) { return v * scale; }
+}  // namespace geo
+"""
+
+
+def test_enums_inheritance_static_members_if_constexpr_and_namespaced_functions():
+    body = """
+    uint i = thread_position_in_grid.x;
+    geo::Derived d;
+    d.d = x0[i];
+    float e = float(geo::Y) + 10.0f * float(geo::Z) + 100.0f * float(uint(geo::Mode::Far));
+    out[i] = d.sum() + geo::Base::twice(d.b) + geo::pick<3>(x0[i]) + geo::scaled(1.0f) + e + float(geo::scale);
+    """
+    x = RNG.standard_normal(32).astype(np.float32)
+    o = run(MISC, body, [x], (32,))
+    np.testing.assert_allclose(o, (1.5 + x) + 3.0 + 3 * x + 10 + (2 + 70 + 300) + 10, rtol=1e-5)
+
+
 # ----------------------------------------------------------------------------- unsupported C++, named
 
 @pytest.mark.parametrize("header,body,exc,words", [
@@ -336,6 +372,12 @@ def test_simdgroup_matrices_as_members_of_a_class_template():
      "a pointer to a struct"),
     ("template <typename T> struct S { T x; };", "S s; out[0] = 0.0f;", KernelTypeError,
      "is a class template: give its arguments"),
+    ("union U { float f; uint u; };", "U u; out[0] = 0.0f;", KernelSyntaxError, "the union 'U' is not supported"),
+    ("struct P { float x; P operator+(P o) const { return P{x + o.x}; } };", "P a{1.0f}, b{2.0f}; out[0] = (a + b).x;",
+     KernelSyntaxError, "operator overloading: P::operator\\+"),
+    ("template <template <typename> class C> struct W { int x; };", "W<float> w; out[0] = 0.0f;",
+     KernelSyntaxError, "the template template parameter"),
+    ("", "auto f = [](float v) { return v * 2.0f; }; out[0] = f(1.0f);", KernelSyntaxError, "lambda expression"),
 ])
 def test_unsupported_or_wrong_cxx_is_named_at_its_line(header, body, exc, words):
     with pytest.raises(exc, match=words):

@@ -19,6 +19,8 @@ class CallsMixin:
         txt = self.text(fn).replace(" ", "")
         if fn.type == "template_function":
             txt = self.text(fn.child_by_field_name("name")).replace(" ", "")
+        elif fn.type == "qualified_identifier" and fn.child_by_field_name("name").type == "template_function":
+            txt = txt.split("<")[0]                     # ns::f<3>: the name without its arguments
         parts = txt.split("::")
         while len(parts) > 1 and parts[0] in _NAMESPACES:
             parts = parts[1:]
@@ -40,6 +42,8 @@ class CallsMixin:
         targs = []
         if fn.type == "template_function":
             targs = fn.child_by_field_name("arguments").named_children
+        elif fn.type == "qualified_identifier" and fn.child_by_field_name("name").type == "template_function":
+            targs = fn.child_by_field_name("name").child_by_field_name("arguments").named_children
         # casts and constructors
         if name in ("static_cast", "reinterpret_cast", "as_type", "bit_cast"):
             if len(targs) != 1 or len(argn) != 1:

@@ -39,6 +39,26 @@ class CxxAssignMixin:
         tn = node.child_by_field_name("type")
         return self.text(tn).strip() == "void"
 
+    def is_if_constexpr(self, node) -> bool:
+        cond = node.child_by_field_name("condition")
+        return any(q == "constexpr" for q in self.quals_before(node.start_byte, cond.start_byte)) or \
+            any(c.type == "constexpr" for c in node.children)
+
+    def if_constexpr(self, node) -> list:
+        """``if constexpr (c)``: the condition is a constant; the other branch is discarded
+        untranslated (it need not make sense for these template arguments), as C++ does."""
+        cnode = node.child_by_field_name("condition")
+        cexpr = cnode.child_by_field_name("value") or cnode.named_children[-1]
+        c = const_value(self.sem.to_bool(self.expr(cexpr)))
+        if c is None:
+            self.type_err(cexpr, "if constexpr needs a compile-time constant condition")
+        if c:
+            return self.body_of(node.child_by_field_name("consequence"))
+        alt = node.child_by_field_name("alternative")
+        if alt is None:
+            return []
+        return self.body_of(alt.named_children[-1] if alt.type == "else_clause" else alt)
+
     def declares_objects(self, node, base) -> bool:
         if isinstance(base, ClassInst):
             return True
@@ -215,6 +235,8 @@ class CxxAssignMixin:
         if isinstance(sym, StructObj):
             if op is not None:
                 self.unsupported(lhs, f"the operator {op}= on a {sym.cls.name} (operator overloading)")
+            if "operator=" in self.class_members(sym.cls)["methods"]:
+                self.unsupported(lhs, f"{sym.cls.name}::operator= (operator overloading)")
             if rhs_node is None or not self.is_object_node(rhs_node):
                 self.type_err(lhs, f"'{self.text(lhs)}' is a {sym.cls.name}: assign it another {sym.cls.name}")
             return self.copy_object(sym, self.object_value(rhs_node), lhs)

@@ -44,7 +44,7 @@ integral_constant bool_constant pointer_element pointer_element_t decay_t make_s
 
 # Class templates, alias templates and member function templates a header declares: a '<'
 # after their names starts template arguments.
-_TEMPLATE_DECL = re.compile(r"template\s*<[^;{]*?>\s*(?:struct|class|union|using)\s+"
+_TEMPLATE_DECL = re.compile(r"template\s*<(?:[^<>;{]|<[^<>;{]*>)*>\s*(?:struct|class|union|using)\s+"
                             r"(?:alignas\s*\([^)]*\)\s*)?(\w+)")
 
 
@@ -252,7 +252,7 @@ def _tparams_of(tr, plist) -> list[TParam]:
             name = tr.text(d).lstrip(".").strip() if d is not None else ""
             out.append(TParam(kind, name, p.child_by_field_name("default_value"), p.child_by_field_name("type")))
         elif k == "template_template_parameter_declaration":
-            tr.unsupported(p, "a template template parameter")
+            out.append(TParam("template", tr.text(p)))        # an error where the template is used
         else:
             tr.unsupported(p, f"the template parameter '{tr.text(p)}'")
     return out
@@ -314,7 +314,7 @@ class CxxDeclsMixin:
         if k == "namespace_definition":
             name_n = node.child_by_field_name("name")
             names = self.text(name_n).replace(" ", "").split("::") if name_n is not None else [""]
-            saved = g.ns
+            saved, saved_scopes = g.ns, self.scopes
             for nm in names:
                 ns = g.ns.members.get(nm) if nm else None
                 if not isinstance(ns, Namespace):
@@ -322,11 +322,12 @@ class CxxDeclsMixin:
                     if nm:
                         g.ns.members[nm] = ns
                 g.ns = ns
+            self.scopes = self.scopes + [g.ns.members]      # declarations land in the namespace
             try:
                 for c in node.child_by_field_name("body").named_children:
                     self.top_level(c, self.code, self.quals)
             finally:
-                g.ns = saved
+                g.ns, self.scopes = saved, saved_scopes
             return True
         if k == "using_declaration" and self.text(node).split()[1:2] == ["namespace"]:
             target = self.namespace_named(self.text(node).split(None, 2)[2].rstrip(";").strip())
@@ -335,6 +336,12 @@ class CxxDeclsMixin:
             return True
         if k in ("struct_specifier", "class_specifier", "union_specifier"):
             self.declare_class(node, [], None)
+            return True
+        if k == "enum_specifier" or (k == "declaration" and node.child_by_field_name("type") is not None and
+                                     node.child_by_field_name("type").type == "enum_specifier" and
+                                     not node.children_by_field_name("declarator")):
+            en = node if k == "enum_specifier" else node.child_by_field_name("type")
+            self.declare_enum(en, g.ns.members, g.ns.members)
             return True
         if k == "declaration" and node.child_by_field_name("type") is not None and \
                 node.child_by_field_name("type").type in ("struct_specifier", "class_specifier") and \
@@ -408,6 +415,37 @@ class CxxDeclsMixin:
             return True
         return False            # function templates and prototypes: the header's own handling
 
+    def declare_enum(self, node, consts, types):
+        """``enum E { A, B = 4 };`` / ``enum class E : uint { ... }``: its enumerators are int
+        constants (counting up from the previous one); the enum's name is its underlying
+        type. A plain enum's enumerators are visible unqualified; both kinds as ``E::A``."""
+        from ... import types as T
+        from ...semantics.folding import fold
+        name_n = node.child_by_field_name("name")
+        base_n = node.child_by_field_name("base")
+        t = self.resolve_type(base_n)[0] if base_n is not None else T.int32
+        scoped = any(c.type in ("class", "struct") for c in node.children)
+        members, nxt = {}, 0
+        body = node.child_by_field_name("body")
+        for e in (body.named_children if body is not None else []):
+            if e.type != "enumerator":
+                continue
+            nm = self.text(e.child_by_field_name("name"))
+            v = e.child_by_field_name("value")
+            if v is not None:
+                c = fold(self.expr(v))
+                if not isinstance(c, ir.Const):
+                    self.type_err(v, "an enumerator needs a compile-time constant value")
+                nxt = int(c.value)
+            members[nm] = ir.Const(nxt, t)
+            nxt += 1
+        if not scoped:
+            consts.update(members)
+        if name_n is not None:
+            tn = _TypeName(t)
+            tn.enum_members = members
+            types[self.text(name_n)] = tn
+
     def declare_name(self, name, entity, outer):
         if outer is None:
             if self.global_syms.ns.name == "metal" and name in TRAIT_NAMES:
@@ -446,8 +484,10 @@ class CxxDeclsMixin:
         """The members of ``ci``, read from its definition (once)."""
         if ci.members is not None:
             return ci.members
-        m = {"fields": [], "statics": {}, "types": {}, "methods": {}, "bases": [], "asserts": []}
+        m = {"fields": [], "statics": {}, "types": {}, "methods": {}, "bases": [], "asserts": [], "consts": {}}
         ci.members = m
+        if ci.node.type == "union_specifier":
+            self.unsupported(ci.node, f"the union '{ci.name}'")
         body = ci.node.child_by_field_name("body")
         with self.in_ctx(ci.ctx, self.class_scopes(ci), ci.ns):
             for c in ci.node.named_children:
@@ -515,6 +555,9 @@ class CxxDeclsMixin:
             return
         if k in ("field_declaration", "declaration"):
             tn = c.child_by_field_name("type")
+            if tn is not None and tn.type == "enum_specifier" and not c.children_by_field_name("declarator"):
+                self.declare_enum(tn, m["consts"], m["types"])
+                return
             if tn is not None and tn.type in ("struct_specifier", "class_specifier", "union_specifier") and \
                     tn.child_by_field_name("body") is not None:
                 nm = self.text(tn.child_by_field_name("name"))
@@ -542,7 +585,8 @@ class CxxDeclsMixin:
             m["types"][nm] = _TypeName(ClassInst(f"{ci.name}::{nm}", c, ci.ctx, ci.ns, ci))
             return
         if k == "enum_specifier":
-            self.unsupported(c, "an enum inside a struct")
+            self.declare_enum(c, m["consts"], m["types"])
+            return
         if k == "friend_declaration":
             self.unsupported(c, "a friend declaration")
         self.unsupported(c, f"the member '{self.text(c).splitlines()[0][:40]}'")
@@ -554,6 +598,7 @@ class CxxDeclsMixin:
     def bases(self, ci) -> list:
         """The base classes of ``ci`` (ClassInst), resolved in its scope."""
         if "bases" not in ci.cache:
+            ci.cache["bases"] = []          # while resolving them, a base's name is not a member
             out = []
             with self.in_ctx(ci.ctx, self.class_scopes(ci), ci.ns):
                 for b in self.class_members(ci)["bases"]:
@@ -581,6 +626,8 @@ class CxxDeclsMixin:
         m = self.class_members(ci)
         if name in m["statics"]:
             return self.static_value(ci, name)
+        if name in m["consts"]:
+            return m["consts"][name]
         if name in m["types"]:
             return self.member_type(ci, name)
         if name in m["methods"]:

@@ -76,6 +76,8 @@ class CxxNamesMixin:
             ent = self.lookup(name)
             if ent is None:
                 ent = self.namespace_named(name) if name in ("metal", "std") else None
+        if isinstance(ent, _TypeName) and getattr(ent, "enum_members", None) is not None:
+            return Namespace(self.text(n), None, ent.enum_members)      # an enum's enumerators: E::A
         if isinstance(ent, _TypeName):
             ent = ent.t
         if isinstance(ent, (Namespace, ClassInst)):

@@ -704,6 +704,10 @@ class CxxObjectsMixin:
         for b in self.bases(obj.cls):
             convs = convs or self.class_members(b)["methods"].get("operator_cast", [])
         if not convs:
+            ops = [n for n in self.class_members(obj.cls)["methods"] if n.startswith("operator")]
+            if ops:
+                self.unsupported(node, f"using a {obj.cls.name} in an expression (operator overloading: "
+                                       f"{obj.cls.name}::{ops[0]})")
             self.type_err(node, f"'{self.text(node)[:40]}' is a {obj.cls.name}, not a value",
                           hint="use one of its members")
         out, r = self.call_overload(MethodSet(obj.cls, "operator_cast", convs[:1]), obj, [], [], node)

@@ -81,6 +81,8 @@ class CxxTemplatesMixin:
         for i, p in enumerate(tps):
             if p.kind == "pack":
                 self.unsupported(node, f"{what}: a variadic template")
+            if p.kind == "template":
+                self.unsupported(node, f"{what}: the template template parameter '{p.name}'")
             if i < len(args):
                 kind, v = args[i]
             elif p.default is not None:

@@ -105,7 +105,11 @@ class HeaderMixin:
         nm = self.text(decl.child_by_field_name("declarator"))
         fd = FuncDef(node, tps, self.cur_src, self.line_offset, self.quals)
         fd.ns = self.global_syms.ns                 # the namespace it is declared in
-        self.funcdefs.setdefault(nm.split("::")[-1].strip(), []).append(fd)
+        short = nm.split("::")[-1].strip()
+        self.funcdefs.setdefault(short, []).append(fd)
+        qual = [n.name for n in fd.ns.chain() if n.name][::-1]
+        if qual:                                    # also callable as ns::f
+            self.funcdefs.setdefault("::".join(qual + [short]), []).append(fd)
         self.funcdef_code[id(node)] = self.code
 
     def user_call(self, name, argn, targ_nodes, node):
@@ -245,7 +249,8 @@ class HeaderMixin:
             if fname is None:
                 if key in self.specialising:
                     self.unsupported(node, "a recursive function")
-                fname = name if name not in self.used_names else self.fresh(name)
+                short = name.split("::")[-1]          # ns::f specialises as an IR function f
+                fname = short if short not in self.used_names else self.fresh(short)
                 self.used_names.add(fname)
                 self._spec_names[key] = fname
                 self.specialising.add(key)

@@ -62,6 +62,8 @@ class StatementsMixin:
                 return []
             pre, st = self.with_pre(lambda: self.expr_stmt(node.named_children[0]))
             return pre + st
+        if k == "if_statement" and self.is_if_constexpr(node):
+            return self.if_constexpr(node)             # only the branch taken is translated (cxx_assign)
         if k == "if_statement":
             cnode = node.child_by_field_name("condition")
             cexpr = cnode.child_by_field_name("value") or cnode.named_children[-1]
@@ -382,7 +384,7 @@ class StatementsMixin:
             if top:
                 if not isinstance(c, ir.Const):
                     self.type_err(d, "header constants must have a compile-time constant value")
-                self.global_syms[name] = c
+                self.global_syms.ns.members[name] = c     # its namespace's (the global one: global_syms)
                 return []
             if isinstance(c, ir.Const):
                 self.scopes[-1][name] = c
