@@ -105,6 +105,26 @@ class DType(DSLObject):
                 f"Example:  v = {self.dsl_name}(x[i])")
 
 
+class MatrixDType(DSLObject):
+    """A SIMD-group matrix type (``simdgroup_float8x8``): calling it makes a matrix."""
+
+    __doc__ = _Doc("A SIMD-group matrix type (simdgroup_float8x8): calling it makes a matrix.")
+    dsl_kind = "matrix"
+
+    def __init__(self, t: _T.MatrixType):
+        super().__init__(t.name)
+        self.matrix_type = t
+
+    def _entry(self) -> str:
+        t = self.matrix_type
+        return (f"{self.dsl_name}: an 8x8 matrix of {t.elem.msl} held by the 32 threads of a SIMD-group "
+                "(Metal's simdgroup_matrix<" + t.elem.msl + ", 8, 8>).\n\n"
+                f"{self.dsl_name}(v) puts v on the diagonal, 0 elsewhere; {self.dsl_name}() is all zeros. "
+                "Load, multiply and store with simdgroup_load, simdgroup_multiply_accumulate and "
+                f"simdgroup_store; local_array(n, {self.dsl_name}) holds several.\n\n"
+                f"Example:  acc = {self.dsl_name}(0)")
+
+
 class Namespace:
     """``metal.exp``, ``metal.precise.exp``, ``metal.fast.exp``: Metal's math namespaces."""
 
@@ -144,6 +164,9 @@ uint = DType(_T.uint32)
 for _name in _T.VECTORS:
     globals()[_name] = _name
 
+# SIMD-group matrix types (simdgroup_float8x8(0), local_array(4, simdgroup_half8x8)).
+for _name, _mt in _T.MATRICES.items():
+    globals()[_name] = MatrixDType(_mt)
 
 
 class MemFlags(tuple):
@@ -207,6 +230,6 @@ for _name, (_value, _doc) in _CONSTS.items():
     globals()[_name] = _value
 
 __all__ = (list(THREAD_ATTRIBUTES) + _FUNCS + [t.name for t in _T.ALL_SCALARS] + list(_CONSTS) + list(_T.VECTORS)
-           + ["metal", "bool_", "half", "bfloat", "uint", "mem_flags", "mem_none", "mem_device",
+           + list(_T.MATRICES) + ["metal", "bool_", "half", "bfloat", "uint", "mem_flags", "mem_none", "mem_device",
               "mem_threadgroup", "mem_texture"] + _FENCE_WORDS)
 __all__ = [n for n in dict.fromkeys(__all__) if n != "bool"]

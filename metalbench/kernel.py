@@ -226,7 +226,7 @@ class Kernel(KernelBase):
         for p, spec in self._out_params:
             shape, dtype = out_overrides.get(p.name, (spec.shape, spec.dtype))
             if callable(shape):
-                shape = shape(**values)
+                shape = call_with_named(shape, values, f"the shape of output {p.name!r}")
             elif isinstance(shape, str):
                 if shape not in values or not runtime.is_array(values[shape]):
                     raise KernelLaunchError(f"output {p.name!r} takes its shape from {shape!r}, which is not an "
@@ -389,6 +389,29 @@ class Kernel(KernelBase):
         return mlx_function(self, grid=grid, threadgroup=threadgroup, backend=backend, **launch)
 
 
+def call_with_named(fn, values: dict, what: str):
+    """``fn`` called with the entries of ``values`` its parameters name (all of them if it
+    takes ``**kwargs``), as ``mb.Out(shape=lambda x, n: ...)`` expects.
+
+    >>> call_with_named(lambda x: x + 1, {"x": 1, "BM": 32}, "a shape")
+    2
+    """
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):          # a builtin without a signature: give everything
+        return fn(**values)
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn(**values)
+    unknown = [n for n, p in params.items() if n not in values and p.default is inspect.Parameter.empty
+               and p.kind not in (inspect.Parameter.VAR_POSITIONAL,)]
+    if unknown:
+        raise KernelLaunchError(f"{what} is computed by a function of {', '.join(unknown)}, which "
+                                f"{'is' if len(unknown) == 1 else 'are'} not among the kernel's arguments "
+                                f"({', '.join(values)})",
+                                hint="name the function's parameters after the kernel's arguments")
+    return fn(**{n: values[n] for n in params if n in values})
+
+
 def _spec_key(specs) -> tuple:
     return tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output, _key_value(s.value))
                  for s in specs)
@@ -412,14 +435,20 @@ def _array_type(v, name) -> T.ScalarType:
 
 
 def _hashable_const(v, name):
+    if isinstance(v, list):         # lists are accepted where tuples are (compile-time sequences)
+        v = tuple(v)
+    if isinstance(v, tuple):
+        return tuple(_hashable_const(e, name) for e in v)
     if isinstance(v, (bool, int, float, str, np.generic)) or v is None:
         return v
     t = F.resolve_dtype(v)
     if t is not None:
         return v
-    if isinstance(v, tuple):
-        return v
-    raise KernelLaunchError(f"constexpr {name!r} must be a number, bool, dtype or tuple; got {type(v).__name__}")
+    from . import dsl
+    if isinstance(v, (dsl.DSLObject, Func)) or (callable(v) and not isinstance(v, type)):
+        return v        # a matrix type, a builtin, an @mb.func: specialised on the object itself
+    raise KernelLaunchError(f"constexpr {name!r} must be a number, bool, dtype, tuple or function; "
+                            f"got {type(v).__name__}")
 
 
 def _key_value(v):

@@ -22,15 +22,16 @@ export const METAL_BUILTINS =
   'atomic_exchange_explicit atomic_compare_exchange atomic_compare_exchange_weak_explicit ' +
   'atomic_compare_exchange_strong_explicit atomic_load atomic_load_explicit atomic_store ' +
   'atomic_store_explicit threadgroup_barrier simdgroup_barrier atomic_thread_fence ' +
-  'threadgroup_array local_array select mem_flags mem_none mem_device mem_threadgroup ' +
-  'mem_texture mem_threadgroup_imageblock mem_object_data memory_order memory_order_relaxed ' +
-  'memory_order_seq_cst memory_order_acquire memory_order_release memory_order_acq_rel ' +
-  'thread_scope thread_scope_device thread_scope_threadgroup thread_scope_simdgroup ' +
-  'thread_scope_thread memory_scope simd_shuffle_and_fill_up simd_shuffle_and_fill_down ' +
-  'simd_active_threads_mask simd_is_helper_thread quad_sum quad_broadcast quad_shuffle ' +
-  'quad_shuffle_xor simdgroup_matrix simdgroup_float8x8 simdgroup_half8x8 ' +
-  'simdgroup_bfloat8x8 thread_elements cross length_squared frexp ilogb modf nextafter ' +
-  'sincos fmedian3 mul24 mad24 madsat madhi all any as_type metal fast precise std';
+  'threadgroup_array local_array select static_range mem_flags mem_none mem_device ' +
+  'mem_threadgroup mem_texture mem_threadgroup_imageblock mem_object_data memory_order ' +
+  'memory_order_relaxed memory_order_seq_cst memory_order_acquire memory_order_release ' +
+  'memory_order_acq_rel thread_scope thread_scope_device thread_scope_threadgroup ' +
+  'thread_scope_simdgroup thread_scope_thread memory_scope simd_shuffle_and_fill_up ' +
+  'simd_shuffle_and_fill_down simd_active_threads_mask simd_is_helper_thread quad_sum ' +
+  'quad_broadcast quad_shuffle quad_shuffle_xor simdgroup_matrix simdgroup_float8x8 ' +
+  'simdgroup_half8x8 simdgroup_bfloat8x8 thread_elements cross length_squared frexp ilogb ' +
+  'modf nextafter sincos fmedian3 mul24 mad24 madsat madhi all any as_type metal fast ' +
+  'precise std';
 
 /** Metal thread attributes ([[thread_position_in_grid]] and friends). */
 export const METAL_THREAD_ATTRIBUTES =

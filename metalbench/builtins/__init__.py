@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from .core import (GROUPS, Builtin, BuiltinTypeError, RegistrationError, Rule, Signature, add_builtin,
                    registry)
-from . import floatmath, integer, simd, simdgroup_matrix, nodes  # noqa: F401,E402 - they register themselves
+from . import floatmath, integer, simd, simdgroup_matrix, nodes, structure  # noqa: F401,E402 - they register themselves
 from .nodes import ATOMIC_ELEMS, atomic_error, check_atomic
 
 __all__ = ["registry", "Builtin", "Signature", "Rule", "RegistrationError", "BuiltinTypeError", "GROUPS",

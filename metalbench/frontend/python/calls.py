@@ -13,6 +13,8 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError
 from ...builtins import registry
+from .compiletime import NOT_STATIC
+from .matrices import MATRIX_CALLS
 from .expressions import _NOT_STATIC
 from .specs import _PY_CASTS, resolve_dtype
 
@@ -36,8 +38,12 @@ class CallsMixin:
         if isinstance(obj, Func):
             return self.device_call(obj, node)
         name = None
+        if isinstance(obj, dsl.MatrixDType):                 # simdgroup_float8x8(v) (matrices.py)
+            return self.matrix_construct(obj.matrix_type, node)
         if isinstance(obj, dsl.Builtin):
             name = obj.dsl_name
+            if name in MATRIX_CALLS:
+                return self.matrix_call(name, node)
         elif isinstance(obj, dsl.DType) or obj in _PY_CASTS or (isinstance(obj, type) and issubclass(obj, np.generic)):
             t = self.sem.rules.python_cast_type(obj) if obj in _PY_CASTS else resolve_dtype(obj)
             if t is None:
@@ -46,6 +52,8 @@ class CallsMixin:
             return self.cast_call(t, node, ast.unparse(node.func))
         elif isinstance(obj, str) and obj in T.VECTORS:
             name = obj
+        elif obj is len and len(node.args) == 1 and self.try_static(node.args[0]) is not NOT_STATIC:
+            return self.static_as_value(self.try_static(node), node)
         elif obj is len:
             if len(node.args) != 1:
                 raise self.err(KernelTypeError, "len(x) takes one array", node)
@@ -138,7 +146,7 @@ class CallsMixin:
             raise self.err(KernelTypeError, f"{fname}{want} takes {2 + n_value} arguments, got {len(node.args)}", node)
         sp = self.span(node)
         info = self.buffer_of(node.args[0])
-        idx = self.index(info, node.args[1], node)
+        idx = self.absolute_index(info, self.index(info, node.args[1], node), sp)
         self.sem.check_atomic(op, info.elem, info.space, info.name, sp, who=fname)
         vals = [self.expr(a) for a in node.args[2:]]
         if info.kernel_param is not None:

@@ -11,6 +11,7 @@ from ... import dsl
 from ... import ir, literals
 from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, error_net
+from .compiletime import NOT_STATIC
 from .specs import BufInfo, resolve_dtype
 
 
@@ -44,10 +45,9 @@ class ExpressionsMixin:
     def static_value(self, node):
         """Evaluate a compile-time expression: literals, tuples, names of globals and
         constexprs, attribute access on them, and constant arithmetic."""
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Tuple):
-            return tuple(self.static_value(e) for e in node.elts)
+        v = self.try_static(node)
+        if v is not NOT_STATIC:
+            return v
         if isinstance(node, ast.Name):
             b = self.lookup(node.id, node)
             if b.kind == "pyobj":
@@ -113,7 +113,7 @@ class ExpressionsMixin:
             return self.sem.select(c, a, b, sp)
         if isinstance(node, ast.Call):
             e = self.call(node)
-            if e is None or isinstance(e, ir.Stmt):
+            if e is None or isinstance(e, (ir.Stmt, list)):
                 raise self.err(KernelTypeError, f"{ast.unparse(node.func)}() returns no value", node)
             return e
         if isinstance(node, ast.Attribute):
@@ -156,6 +156,8 @@ class ExpressionsMixin:
             return ir.Var(b.value.name, b.value.type, span=sp)
         if b.kind == "const":
             return self.const(b.value, node)
+        if b.kind == "cexpr":
+            return ir.Const(b.value.value, b.value.type, span=sp)
         if b.kind == "buf":
             raise self.err(KernelTypeError, f"{node.id!r} is an array; index it (e.g. {node.id}[i])", node)
         return self.object_value(b.value, node, f"{node.id!r} ({type(b.value).__name__})")
@@ -179,17 +181,17 @@ class ExpressionsMixin:
 
     def attribute(self, node: ast.Attribute) -> ir.Expr:
         sp = self.span(node)
-        # x.size / x.ndim on arrays
-        if isinstance(node.value, ast.Name):
-            b = self.lookup(node.value.id, node.value)
-            if b.kind == "buf":
-                info = b.value
+        # x.size / x.ndim on arrays and views (x[i:].size)
+        if isinstance(node.value, (ast.Name, ast.Subscript, ast.Call, ast.Attribute)):
+            info = self.array_of(node.value)
+            if info is not None:
                 if node.attr == "size":
                     return self.size_of(info, node)
                 if node.attr == "ndim":
                     return ir.Const(info.ndim, T.int32, span=sp)
                 if node.attr == "shape":
-                    raise self.err(KernelTypeError, f"use {node.value.id}.shape[i] with a constant i", node)
+                    raise self.err(KernelTypeError, f"use {ast.unparse(node.value)}.shape[i] with a constant i",
+                                   node)
                 raise self.err(KernelTypeError, f"arrays have no attribute {node.attr!r} in kernels", node,
                                hint="use .size, .shape[i] or .ndim")
         base_obj = self._maybe_static(node.value)
@@ -207,6 +209,8 @@ class ExpressionsMixin:
     def _maybe_static(self, node):
         if isinstance(node, ast.Name):
             b = self.lookup(node.id, node)
+            if b.kind == "const" and not isinstance(b.value, (bool, int, float, np.generic)):
+                return b.value          # a dtype, tuple or function constant (constexpr or global alias)
             return b.value if b.kind == "pyobj" else _NOT_STATIC
         if isinstance(node, ast.Attribute):
             base = self._maybe_static(node.value)
@@ -219,13 +223,10 @@ class ExpressionsMixin:
         return _NOT_STATIC
 
     def buffer_of(self, node) -> BufInfo:
+        info = self.array_of(node)          # a name, or a view (views.py)
+        if info is not None:
+            return info
         if isinstance(node, ast.Name):
-            b = self.lookup(node.id, node)
-            if b.kind == "buf":
-                return b.value
-            hook = getattr(b.value, "__metalbench_buffer__", None) if b.kind == "pyobj" else None
-            if hook is not None:
-                return hook(self, node)
             raise self.err(KernelTypeError, f"{node.id!r} is not an array and cannot be indexed", node)
         raise self.err(KernelTypeError, f"cannot index {ast.unparse(node)}", node,
                        hint="index arrays by name: x[i] or x[i, j]")
@@ -237,6 +238,8 @@ class ExpressionsMixin:
                                             "range", node)
         if info.shape is not None:
             return ir.Const(int(info.shape[dim]), T.int32, span=sp)
+        if info.dims is not None:           # a view's own dimensions (views.py)
+            return info.dims[dim]
         if info.kernel_param is None:
             raise self.err(KernelTypeError, f"the shape of {info.name!r} is not known inside a device function",
                            node, hint="pass the size as an argument")
@@ -284,11 +287,12 @@ class ExpressionsMixin:
                     raise self.err(KernelTypeError, "shape index must be a constant integer", node)
                 d = int(d) + (info.ndim if d < 0 else 0)
                 return self.shape_of(info, d, node)
-        if isinstance(node.value, ast.Name):
-            b = self.lookup(node.value.id, node.value)
-            if b.kind == "buf" or (b.kind == "pyobj" and hasattr(b.value, "__metalbench_buffer__")):
-                info = self.buffer_of(node.value)
-                return ir.Load(info.name, self.index(info, node.slice, node), info.elem, span=sp)
+        sv = self.try_static(node)          # W[k] of a tuple constant
+        if sv is not NOT_STATIC:
+            return self.static_as_value(sv, node)
+        info = self.array_of(node.value)    # an array or a view of one (views.py)
+        if info is not None:
+            return self.element_load(info, self.index(info, node.slice, node), sp)
         v = self.expr(node.value)
         if isinstance(v.type, T.VectorType):
             k = self.static_value(node.slice)

@@ -13,6 +13,7 @@ from ...errors import KernelSyntaxError, KernelTypeError, MetalbenchError
 from .parse import node_span
 from .expressions import _NOT_STATIC
 from .specs import Binding, BufInfo
+from .views import _uses_as_array
 
 
 class FunctionsMixin:
@@ -50,17 +51,17 @@ class FunctionsMixin:
         for i, pname in enumerate(names):
             if pname in given:
                 a = given[pname]
-                info = None
-                if isinstance(a, ast.Name):
-                    b = self.lookup(a.id, a)
-                    if b.kind == "buf":
-                        info = b.value
+                # an array, or a view of one (x[i:], x[r], x.view(float4): views.py)
+                info = self.array_of(a, want_array=_uses_as_array(parsed.fdef, pname)) \
+                    if isinstance(a, (ast.Name, ast.Subscript, ast.Call, ast.Attribute)) else None
                 if info is not None:
-                    bindings[pname] = Binding("buf", BufInfo(pname, info.elem, info.space, info.ndim, info.shape))
+                    bindings[pname] = Binding("buf", BufInfo(pname, info.elem, info.space, info.ndim, info.shape,
+                                                             vec=info.vec))
                     fparams.append(ir.FuncParam(pname, info.elem, info.space,
                                                 const=info.kernel_param is not None and not info.kernel_param.is_output))
-                    args.append(ir.BufArg(info.name, span=self.span(a)))
-                    key.append(("buf", info.elem.name, info.space, info.ndim, info.shape))
+                    args.append(ir.BufArg(info.name, info.offset, span=self.span(a)))
+                    key.append(("buf", info.elem.name, info.space, info.ndim, info.shape,
+                                info.vec.name if info.vec is not None else None))
                     continue
                 obj = self._static_object(a)
                 if obj is not None:

@@ -78,6 +78,17 @@ class BufInfo:
     shape: tuple | None = None     # static shape (arrays); None for device buffers
     kernel_param: ir.Param | None = None
     decl: ir.ArrayDecl | None = None
+    # A view of the storage (frontend/python/views.py): ``x[i:]``, a row ``x[r]``,
+    # ``x.view(float4)``. ``offset``: the first element, in ``elem`` units (None: 0);
+    # ``vec``: the vector type one element is read as; ``dims``: the view's dimensions
+    # as IR expressions, when they are not the buffer's own (``shape``/``x.shape``).
+    offset: ir.Expr | None = None
+    vec: Any = None
+    dims: tuple | None = None
+
+    @property
+    def is_view(self) -> bool:
+        return self.offset is not None or self.vec is not None or self.dims is not None
 
 
 @dataclass

@@ -12,6 +12,7 @@ from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, error_net
 from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
+from .views import resolve_elem_type
 
 
 _UNSUPPORTED_STMT = {
@@ -48,6 +49,8 @@ class StatementsMixin:
                 e = self.call(s.value, statement=True)
                 if e is None:
                     return self._pending()
+                if isinstance(e, list):          # a call that is statements (simdgroup_load ...)
+                    return self._pending() + e
                 if isinstance(e, ir.Stmt):
                     return self._pending() + [e]
                 return self._pending() + [ir.ExprStmt(e, span=sp)]
@@ -78,10 +81,14 @@ class StatementsMixin:
             self.loop_depth -= 1
             return [ir.While(cond, body, span=sp)]
         if isinstance(s, ast.Break):
+            if not self.loop_depth and self.unroll_depth:
+                raise self.loop_control_error("break", sp)
             if not self.loop_depth:
                 raise KernelSyntaxError("'break' outside a loop", sp)
             return [ir.Break(span=sp)]
         if isinstance(s, ast.Continue):
+            if not self.loop_depth and self.unroll_depth:
+                raise self.loop_control_error("continue", sp)
             if not self.loop_depth:
                 raise KernelSyntaxError("'continue' outside a loop", sp)
             return [ir.Continue(span=sp)]
@@ -122,6 +129,14 @@ class StatementsMixin:
                 return self.declare_array(target.id, s.value, obj)
         if isinstance(target, ast.Tuple):
             return self.tuple_assign(target, s.value, sp)
+        if isinstance(target, ast.Name):
+            info = self.array_value_for(target, s.value)
+            if info is not None:                # a name for an array or a view (views.py)
+                return self.bind_array(target, info, s)
+        if isinstance(target, ast.Name):
+            static = self.assign_static(target, s.value)
+            if static is not None:
+                return static       # a compile-time constant (compiletime.py)
         value = self.expr(s.value)
         return self._pending() + self.store_to(target, value, sp)
 
@@ -174,10 +189,10 @@ class StatementsMixin:
             idx = self.index(info, target.slice, target)
             if info.kernel_param is not None and not info.kernel_param.is_output and self.is_kernel:
                 info.kernel_param.written = True
-            return self._pending() + [ir.Store(info.name, idx, self.conv(value, info.elem), span=sp)]
+            stores = self.element_store(info, idx, value, sp)
+            return self._pending() + stores
         if isinstance(target, ast.Attribute):
-            raise KernelSyntaxError("cannot assign to an attribute", sp,
-                                    hint="vector components are read-only here; build a new vector")
+            return self.store_components(target, value, sp)        # v.x = ..., t[i].zw = ... (views.py)
         raise KernelSyntaxError(f"cannot assign to {type(target).__name__}", sp)
 
     def ann_assign(self, s: ast.AnnAssign) -> list[ir.Stmt]:
@@ -213,11 +228,16 @@ class StatementsMixin:
                 tmp = self.local_var(self.fresh("_i", ("idx", s.lineno, s.col_offset)), idx.type, s.target)
                 out.append(ir.Assign(tmp, idx, span=sp))
                 idx = tmp
-            cur = ir.Load(info.name, idx, info.elem, span=sp)
+            cur = self.element_load(info, idx, sp)
             rhs = self.expr(s.value)
             out += self._pending()
             new = self.binop(op, cur, rhs, s)
-            return out + [ir.Store(info.name, idx, self.conv(new, info.elem), span=sp)]
+            stores = self.element_store(info, idx, new, sp)
+            return out + self._pending() + stores
+        if isinstance(s.target, ast.Attribute):            # v.x += ..., t[i].y *= ...
+            cur = self.expr(s.target)
+            rhs = self.expr(s.value)
+            return self.store_to(s.target, self.binop(op, cur, rhs, s), sp)
         raise KernelSyntaxError("unsupported augmented assignment target", sp)
 
     def for_loop(self, s: ast.For) -> list[ir.Stmt]:
@@ -225,6 +245,10 @@ class StatementsMixin:
         if s.orelse:
             raise KernelSyntaxError("for ... else is not supported", sp)
         it = s.iter
+        if not (isinstance(it, ast.Call) and self._callee_obj(it.func) is range):
+            unrolled = self.static_loop(s)      # static_range(...) or a tuple (compiletime.py)
+            if unrolled is not None:
+                return unrolled
         if not (isinstance(it, ast.Call) and isinstance(self._callee_obj(it.func), type(range))
                 and self._callee_obj(it.func) is range):
             raise KernelSyntaxError("only `for ... in range(...)` loops are supported", self.span(s.iter),
@@ -283,7 +307,7 @@ class StatementsMixin:
             raise self.err(KernelTypeError, f"array shape must be a positive int or a tuple of them, "
                                             f"known at compile time; got {shape!r}", call,
                            hint="use literals, globals or mb.constexpr parameters for the shape")
-        t = resolve_dtype(dtype)
+        t = resolve_elem_type(dtype)       # scalars, vectors (float4), simdgroup matrices
         if t is None:
             raise self.err(KernelTypeError, f"{dtype!r} is not a supported dtype", call,
                            hint="use float32, float16, bfloat16, int32, uint32, ...")
@@ -291,8 +315,23 @@ class StatementsMixin:
             raise KernelSyntaxError("threadgroup arrays must be declared in the kernel, not in a device "
                                     "function", sp, hint="declare it in the kernel and pass it as an argument")
         cname = self.fresh(name, ("array", call.lineno, call.col_offset))
-        decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp)
-        info = BufInfo(cname, t, space, len(shape), decl.shape, decl=decl)
+        if isinstance(t, T.MatrixType) and space != "thread":
+            raise self.err(KernelTypeError, "simdgroup matrices live in threads' registers: declare an array of "
+                                            "them with local_array", call,
+                           hint=f"acc = local_array({shape if len(shape) > 1 else shape[0]}, {t.name})")
+        if isinstance(t, T.VectorType):
+            # an array of vectors is a scalar array read through a vector view (a 3-vector
+            # takes 4 elements, as Metal lays it out): views.py
+            step = 4 if t.n == 3 else t.n
+            n = 1
+            for d in shape:
+                n *= int(d)
+            decl = ir.ArrayDecl(cname, space, t.elem, (n * step,), span=sp)
+            info = BufInfo(cname, t.elem, space, len(shape), tuple(int(d) for d in shape), decl=decl, vec=t)
+        else:
+            decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp)
+            info = BufInfo(cname, t, space, len(shape), decl.shape, decl=decl)
         self.scopes[0][name] = Binding("buf", info)
-        self.hoisted.append(decl)
+        if not any(isinstance(h, ir.ArrayDecl) and h.name == cname for h in self.hoisted):
+            self.hoisted.append(decl)       # once, also when an unrolled loop declares it again
         return []

@@ -15,14 +15,18 @@ from ...errors import (ControlFlow, KernelNameError, KernelTypeError, Metalbench
                         internal_error)
 from ...semantics import DSL, Semantics
 from .calls import CallsMixin
+from .compiletime import CompileTimeMixin, single_assignments
 from .expressions import ExpressionsMixin
 from .functions import FunctionsMixin
 from .parse import ParsedFunction, node_span
 from .specs import ArgSpec, Binding, BufInfo, Module
+from .matrices import MatricesMixin
 from .statements import StatementsMixin
+from .views import ViewsMixin
 
 
-class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin):
+class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin, CompileTimeMixin,
+                         ViewsMixin, MatricesMixin):
     """Translates one function body (kernel or device function) for one specialisation."""
 
     def __init__(self, module: Module, parsed: ParsedFunction, is_kernel: bool,
@@ -39,6 +43,7 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
         self._pending_list: list = []
         self._names: dict = {}
         self.sem = Semantics(module.rules, once=self._once)
+        self.single_assigned = single_assignments(parsed.fdef)   # compile-time constant candidates
         # Parameters the body assigns to are local variables initialised from the parameter
         # (MLX passes scalars as `constant T&`, and a device function's parameters are
         # values): `x += 1` changes the copy, and the copy is typed like any local (the
@@ -75,6 +80,8 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
             for n, p in self.param_copies.items():
                 init = ir.Var(p.name, p.type) if isinstance(p, ir.Var) else self.const(p, self.p.fdef)
                 prologue.append(ir.Assign(self.local_var(n, init.type, self.p.fdef), init))
+            self.statics: dict[str, Binding] = {}    # names bound to compile-time values (compiletime.py)
+            self.unroll_depth = 0
             body = prologue + self.block(self.p.fdef.body)
             changed = False
             for name, t in self.assigned.items():
@@ -108,6 +115,8 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
                 return scope[name]
         if name in self.params:
             return self.params[name]
+        if name in self.statics:
+            return self.statics[name]
         if name in self.vars:
             return Binding("var", self.vars[name])
         if name in self.p.env:

@@ -1,0 +1,352 @@
+"""Array views in the DSL: ``x[i:]``, a row ``x[r]`` of a multi-dimensional array, and
+``x.view(float4)`` (a vector view, as NumPy and Warp spell it), built on the semantic
+layer's views (:mod:`metalbench.semantics.views`).
+
+A view is a compile-time value: the array it looks into is known statically, only its
+offset is computed at run time. Views index, store, take part in atomics and
+``simdgroup_load``/``simdgroup_store``, and pass to ``@mb.func`` functions::
+
+    >>> import numpy as np, metalbench as mb
+    >>> from metalbench.dsl import *
+    >>> @mb.func
+    ... def total(v, n):
+    ...     s = 0.0
+    ...     for k in range(n):
+    ...         s += v[k]
+    ...     return s
+    >>> @mb.kernel
+    ... def rows(x, out: mb.Out(shape=lambda x: x.shape[:1])):
+    ...     r = thread_position_in_grid.x
+    ...     q = x.view(float4)                 # x read four floats at a time
+    ...     v = q[r]                           # a float4: row r of a (n, 4) array
+    ...     out[r] = total(x[r], 4) + v.x - v.x
+    >>> x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    >>> [float(v) for v in rows(x, grid=2, backend="sim")]
+    [6.0, 22.0]
+
+Meaning (one rule, the semantic layer's):
+
+- ``x[i:]`` is the elements from ``i`` on (``x[i:j]``: up to ``j``; steps other than 1
+  are not supported); its ``size`` and ``shape[0]`` are what remains.
+- ``x[r]`` of an array with two or more dimensions, where an array is expected
+  (indexed again, sliced, passed to an ``@mb.func`` whose parameter is indexed, given to
+  ``simdgroup_load``, bound to a name that is indexed), is row ``r``; as a value, one
+  index on a multi-dimensional array stays the linear element ``r`` (the DSL's rule).
+- ``x.view(T)`` reads the storage as elements of ``T``: a vector type of the array's
+  element type (``float4`` over float32: element ``i`` is ``x[4 i .. 4 i + 3]``;
+  ``float3`` steps by 4 elements, as Metal lays it out) or another type of another size,
+  which reinterprets the bytes as NumPy's ``view`` does.
+- A name bound to a view keeps the offset it had when bound (``p = x[i:]``, then
+  changing ``i`` does not move ``p``).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from ... import ir
+from ... import types as T
+from ...errors import KernelSyntaxError, KernelTypeError
+from ...semantics import View
+from .specs import Binding, BufInfo, resolve_dtype
+
+
+def resolve_elem_type(obj):
+    """The element type ``obj`` names for arrays and views: a scalar dtype, a vector type
+    (``float4``) or a simdgroup matrix type (``simdgroup_float8x8``); None if none."""
+    t = resolve_dtype(obj)
+    if t is not None:
+        return t
+    if isinstance(obj, str) and obj in T.VECTORS:
+        return T.VECTORS[obj]
+    if isinstance(obj, (T.VectorType, T.MatrixType)):
+        return obj
+    mt = getattr(obj, "matrix_type", None)
+    return mt if isinstance(mt, T.MatrixType) else None
+
+
+def _uses_as_array(fdef, name: str) -> bool:
+    """Whether the function body indexes, slices or views ``name`` (so an argument or
+    value bound to it must be an array)."""
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name:
+            return True
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name \
+                and n.attr in ("view", "size", "shape", "ndim"):
+            return True
+        if isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in n.args):
+            f = n.func
+            fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if fname in ("simdgroup_load", "simdgroup_store", "len") or fname.startswith("atomic_"):
+                return True
+    return False
+
+
+class ViewsMixin:
+    """Array views: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
+
+    # -- what an expression denotes -----------------------------------------------------
+    def array_of(self, node, want_array: bool = True) -> BufInfo | None:
+        """The array (or view) ``node`` denotes, or None when it is not one: a name bound to
+        an array, ``x[i:]``, ``x[r]`` (a row; with ``want_array``), ``x.view(T)``, or a
+        field of a structure argument."""
+        if isinstance(node, ast.Name):
+            b = self.lookup(node.id, node)
+            if b.kind == "buf":
+                return b.value
+            hook = getattr(b.value, "__metalbench_buffer__", None) if b.kind == "pyobj" else None
+            return hook(self, node) if hook is not None else None
+        if isinstance(node, ast.Attribute):
+            hook = getattr(self, "field_array", None)          # structure arguments (tuples.py)
+            return hook(node) if hook is not None else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "view":
+            base = self.array_of(node.func.value)
+            if base is None:
+                return None
+            if len(node.args) != 1 or node.keywords:
+                raise self.err(KernelTypeError, "x.view(dtype) takes one type", node)
+            return self.view_as(base, node.args[0], node)
+        if isinstance(node, ast.Subscript):
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if any(isinstance(p, ast.Slice) for p in parts):
+                base = self.array_of(node.value)
+                if base is None:
+                    return None
+                return self.slice_view(base, parts, node)
+            if not want_array:
+                return None
+            base = self.array_of(node.value)
+            if base is None or len(parts) >= base.ndim:
+                return None
+            return self.row_view(base, parts, node)
+        return None
+
+    # -- building views -------------------------------------------------------------------
+    def _dims(self, info: BufInfo, node) -> list:
+        return [self.shape_of(info, d, node) for d in range(info.ndim)]
+
+    def _as_view(self, info: BufInfo, span) -> View:
+        const = info.kernel_param is not None and not info.kernel_param.is_output
+        off = info.offset if info.offset is not None else ir.Const(0, T.int32, span=span)
+        return View(info.name, info.space, info.vec or info.elem, off, (), const)
+
+    def slice_view(self, info: BufInfo, parts, node) -> BufInfo:
+        """``x[i:]`` / ``x[i:j]`` (first dimension; further dimensions as ``:``)."""
+        sp = self.span(node)
+        s = parts[0]
+        if not isinstance(s, ast.Slice) or any(not (isinstance(p, ast.Slice) and p.lower is None and
+                                                    p.upper is None and p.step is None) for p in parts[1:]):
+            raise self.err(KernelSyntaxError, "only the first dimension can be sliced (x[i:], x[i:j])", node,
+                           hint="take a row first (x[r]) and slice it: x[r][i:]")
+        if s.step is not None:
+            raise self.err(KernelSyntaxError, "slices with a step are not supported", s.step)
+        dims = self._dims(info, node)
+        lo = self.sem.index(self.expr(s.lower), sp) if s.lower is not None else ir.Const(0, T.int32, span=sp)
+        hi = self.sem.index(self.expr(s.upper), sp) if s.upper is not None else dims[0]
+        v = self._as_view(info, sp)
+        if info.ndim > 1:        # rows of runtime length: move by lo * (elements per row)
+            per_row = dims[1]
+            for d in dims[2:]:
+                per_row = self.sem.binop("*", per_row, d, sp)
+            moved = self.sem.view_offset(replace(v, type=v.elem), self.sem.binop("*", lo, per_row, sp), sp)
+        else:
+            moved = self.sem.view_offset(v, lo, sp)
+        n = self.sem.fold(self.sem.binop("-", self.sem.convert(hi, T.int32, sp) if hi.type != T.int32 else hi,
+                                         self.sem.convert(lo, T.int32, sp) if lo.type != T.int32 else lo, sp))
+        return replace(info, offset=moved.offset, dims=(n,) + tuple(dims[1:]),
+                       shape=None if not isinstance(n, ir.Const) or info.shape is None
+                       else (int(n.value),) + tuple(info.shape[1:]))
+
+    def row_view(self, info: BufInfo, parts, node) -> BufInfo:
+        """``x[r]`` (or ``x[r, s]`` of a 3-D array ...): the remaining dimensions' view."""
+        sp = self.span(node)
+        if info.vec is not None:
+            raise self.err(KernelTypeError, "rows of a vector view are not supported", node)
+        dims = self._dims(info, node)
+        k = len(parts)
+        idx = [self.sem.index(self.expr(p), self.span(p)) for p in parts]
+        inner = dims[k:]
+        # element offset of the row: (linear index of idx over the outer dimensions) times
+        # the elements of one row
+        lin = idx[0] if k == 1 else self.sem.linear_index(idx, [None] + dims[1:k], sp)
+        for d in inner:
+            lin = self.sem.binop("*", lin, d, sp)
+        v = self._as_view(info, sp)
+        moved = self.sem.view_offset(v, lin, sp)
+        shape = tuple(info.shape[k:]) if info.shape is not None else None
+        return replace(info, offset=moved.offset, ndim=info.ndim - k, shape=shape,
+                       dims=None if shape is not None else tuple(inner))
+
+    def view_as(self, info: BufInfo, type_node, node) -> BufInfo:
+        """``x.view(T)``."""
+        sp = self.span(node)
+        t = resolve_elem_type(self.static_value(type_node))
+        if t is None or isinstance(t, T.MatrixType):
+            raise self.err(KernelTypeError, f"{ast.unparse(type_node)} is not a type a view can have", type_node,
+                           hint="x.view(float4), x.view(half2), x.view(uint32)")
+        if info.vec is not None:
+            raise self.err(KernelTypeError, "a view of a vector view is not supported", node,
+                           hint="take the view of the array itself")
+        size = self.size_of(info, node)
+        v = self._as_view(info, sp)
+        if T.elem_of(t) != info.elem:
+            self.sem.declare_alias = self.declare_alias
+            v = self.sem.view_cast(v, T.elem_of(t), span=sp)
+            ratio = (info.elem.itemsize, T.elem_of(t).itemsize)
+            size = self._rescale(size, ratio, sp)
+            info = replace(info, name=v.buf, elem=T.elem_of(t), offset=None if _zero(v.offset) else v.offset,
+                           kernel_param=info.kernel_param)
+        width = t.n if isinstance(t, T.VectorType) else 1
+        step = 4 if width == 3 else width
+        n = size if step == 1 else self.sem.fold(self.sem.binop("//", size, ir.Const(step, T.int32, span=sp), sp))
+        shape = (int(n.value),) if isinstance(n, ir.Const) else None
+        return replace(info, vec=t if isinstance(t, T.VectorType) else None, ndim=1, shape=shape,
+                       dims=None if shape is not None else (n,))
+
+    def _rescale(self, size, ratio, sp):
+        s_old, s_new = ratio
+        if s_old == s_new:
+            return size
+        if s_old > s_new:
+            return self.sem.fold(self.sem.binop("*", size, ir.Const(s_old // s_new, T.int32, span=sp), sp))
+        return self.sem.fold(self.sem.binop("//", size, ir.Const(s_new // s_old, T.int32, span=sp), sp))
+
+    def declare_alias(self, v: View, elem, span):
+        """The semantic layer's hook: a name for ``v.buf``'s storage read as ``elem`` (an
+        ``ir.ViewDecl``, declared once per body)."""
+        aliases = self.__dict__.setdefault("_aliases", {})
+        root, space, root_elem = aliases.get(v.buf, (v.buf, v.space, v.elem))
+        if elem == root_elem:
+            return root
+        if space == "thread":
+            raise KernelTypeError(f"a view of a thread-local {root_elem.name} array as {elem.name} (reinterpreting "
+                                  "its bytes) is not supported", span, hint="use as_type(...) on the values")
+        name = self.fresh(f"{root}_as_{elem.msl}", ("alias", root, elem.name))
+        aliases[name] = (root, space, root_elem)
+        if not any(isinstance(h, ir.ViewDecl) and h.name == name for h in self.hoisted):
+            self.hoisted.append(ir.ViewDecl(name, root, elem, space, False, span=span))   # once per pass
+        return name
+
+    # -- elements through a view ---------------------------------------------------------
+    def element_load(self, info: BufInfo, idx: ir.Expr, span) -> ir.Expr:
+        """``info[idx]`` (``idx`` a linear index into the view) as a value."""
+        if not info.is_view:
+            return ir.Load(info.name, idx, info.elem, span=span)
+        return self.sem.view_load(self._as_view(info, span), idx, span)
+
+    def element_store(self, info: BufInfo, idx: ir.Expr, value: ir.Expr, span) -> list:
+        """Statements storing ``value`` at ``info[idx]``."""
+        if not info.is_view:
+            return [ir.Store(info.name, idx, self.conv(value, info.elem), span=span)]
+        return self.sem.view_store(self._as_view(info, span), idx, value, span)
+
+    def element_type(self, info: BufInfo):
+        """The type of one element as indexing gives it (a vector for a vector view)."""
+        return info.vec or info.elem
+
+    def absolute_index(self, info: BufInfo, idx: ir.Expr, span) -> ir.Expr:
+        """The buffer's element index of ``info[idx]`` (a scalar view)."""
+        if info.vec is not None:
+            raise self.err(KernelTypeError, "atomics and simdgroup matrices need a scalar array, not a vector view",
+                           span)
+        if info.offset is None:
+            return idx
+        return self.sem.view_address(self._as_view(info, span), idx, span)[1]
+
+    def store_components(self, target: ast.Attribute, value: ir.Expr, sp) -> list:
+        """``v.x = a``, ``v.zw = b``, ``t[i].y = c``: stores to components of a vector
+        variable or of a vector element of an array (only those components are written)."""
+        comps = target.attr
+        base = target.value
+        if isinstance(base, ast.Subscript):
+            info = self.array_of(base.value)
+            if info is not None and info.vec is not None:
+                idx = self.sem.once(self.index(info, base.slice, base), sp)
+                cur = self.element_load(info, idx, sp)
+                sw = self.sem.component(cur, comps, sp)          # checks the names
+                value = self.sem.once(self.conv(value, sw.type), sp)
+                step = 4 if info.vec.n == 3 else info.vec.n
+                scalar = replace(self._as_view(info, sp), type=info.elem)
+                out = []
+                for k, c in enumerate(sw.components):
+                    at = self.sem.binop("+", self.sem.binop("*", idx, ir.Const(step, T.int32, span=sp), sp),
+                                        ir.Const("xyzw".index(c), T.int32, span=sp), sp)
+                    buf, a = self.sem.view_address(scalar, at, sp)
+                    v = value if len(sw.components) == 1 else self.sem.component(value, "xyzw"[k], sp)
+                    out.append(ir.Store(buf, a, v, span=sp))
+                return self._pending() + out
+        if not isinstance(base, ast.Name):
+            raise KernelSyntaxError("cannot assign to this attribute", sp,
+                                    hint="components can be set on vector variables (v.x = ...) and on "
+                                         "elements of vector arrays (t[i].x = ...)")
+        cur = self.expr(base)
+        if not isinstance(cur.type, T.VectorType):
+            raise self.err(KernelTypeError, f"cannot set .{comps} of a {getattr(cur.type, 'name', cur.type)} value",
+                           target)
+        sw = self.sem.component(cur, comps, sp)
+        value = self.sem.once(self.conv(value, sw.type), sp)
+        parts = [self.sem.component(cur, c, sp) for c in "xyzw"[:cur.type.n]]
+        for k, c in enumerate(sw.components):
+            parts["xyzw".index(c)] = value if len(sw.components) == 1 else self.sem.component(value, "xyzw"[k], sp)
+        new = self.sem.vector(cur.type, parts, sp)
+        pre = self._pending()
+        return pre + self.store_to(base, new, sp)
+
+    # -- names bound to views --------------------------------------------------------------
+    def bind_array(self, target: ast.Name, info: BufInfo, node) -> list:
+        """``name = <array or view>``: the name denotes the array; a run-time offset is
+        stored in a variable of its own, so the view keeps where it pointed when bound."""
+        sp = self.span(node)
+        if target.id in self.params:
+            raise self.err(KernelTypeError, f"cannot assign to {target.id!r}: it is a parameter", target,
+                           hint="use another name for the view")
+        prev = self.statics.get(target.id)
+        out = []
+        if info.offset is not None and not _stable(info.offset):
+            off = self.local_var(target.id + "_off", info.offset.type, target)
+            off = self.local_var(target.id + "_off", T.int64, target) if off.type != info.offset.type else off
+            out.append(ir.Assign(off, self.conv(info.offset, off.type), span=sp))
+            info = replace(info, offset=ir.Var(off.name, off.type, span=sp))
+        if info.dims is not None:
+            dims = []
+            for k, d in enumerate(info.dims):
+                if _stable(d):
+                    dims.append(d)
+                    continue
+                dv = self.local_var(f"{target.id}_n{k}", d.type, target)
+                out.append(ir.Assign(dv, self.conv(d, dv.type), span=sp))
+                dims.append(ir.Var(dv.name, dv.type, span=sp))
+            info = replace(info, dims=tuple(dims))
+        if prev is not None and prev.kind == "buf" and (prev.value.name, prev.value.vec) != (info.name, info.vec):
+            raise self.err(KernelTypeError, f"{target.id!r} already names a view of {prev.value.name!r}; a name "
+                                            "can view one array only", node, hint="use another name")
+        self.statics[target.id] = Binding("buf", info)
+        return self._pending() + out
+
+    def array_value_for(self, target: ast.Name, value_node) -> BufInfo | None:
+        """The array ``value_node`` denotes when ``target = value_node`` binds an array (a
+        name, a view, or a row ``x[r]`` when ``target`` is used as an array)."""
+        if isinstance(value_node, ast.Subscript) and not any(
+                isinstance(p, ast.Slice) for p in (value_node.slice.elts if isinstance(value_node.slice, ast.Tuple)
+                                                   else [value_node.slice])):
+            if not _uses_as_array(self.p.fdef, target.id):
+                return None
+        if not isinstance(value_node, (ast.Name, ast.Subscript, ast.Call, ast.Attribute)):
+            return None
+        if isinstance(value_node, ast.Call) and not (isinstance(value_node.func, ast.Attribute)
+                                                     and value_node.func.attr == "view"):
+            return None
+        return self.array_of(value_node)
+
+
+def _stable(e) -> bool:
+    """Whether ``e`` means the same wherever it is read (no variables: constants, shapes,
+    thread attributes), so a view can keep the expression instead of a copy."""
+    return not any(isinstance(n, (ir.Var, ir.Load, ir.Call, ir.FuncCall)) for n in ir.walk([ir.ExprStmt(e)]))
+
+
+def _zero(e) -> bool:
+    return isinstance(e, ir.Const) and e.value == 0
+
+
+__all__ = ["ViewsMixin", "resolve_elem_type"]
