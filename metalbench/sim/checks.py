@@ -44,10 +44,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelCheckError
-from .findings import CheckFailed, DivergentBarrier, Finding, make_error, max_steps
+from .findings import WARNING_KINDS, CheckFailed, DivergentBarrier, Finding, make_error, max_steps
 from .memory import OutOfBounds, check
 from .records import _DevState, _TgState
 from .sync_checks import SyncChecks
+from .value_checks import ValueChecks
 
 # Distinct (kind, buffer, lines) findings kept per launch; more are only counted.
 MAX_FINDINGS = 64
@@ -61,9 +62,17 @@ class LaunchChecker:
     statistics. ``tracked`` names the device buffers that may be written (only those
     can race); ``None`` tracks all."""
 
-    def __init__(self, launch, nodes, tracked, kernel_name=""):
+    def __init__(self, launch, nodes, tracked, kernel_name="", aliases=None):
         self.launch, self.nodes, self.tracked = launch, nodes, tracked
         self.kernel = kernel_name
+        # names passed the same array: one record per group (sim/aliases.py)
+        self.aliases = aliases or {}
+        if self.aliases and tracked is not None:
+            keys = {self.aliases[n][0] for n in tracked if n in self.aliases}
+            self.tracked = set(tracked) | {n for n, a in self.aliases.items() if a[0] in keys}
+        self.alias_names: dict = {}
+        for n, (key, _, _) in self.aliases.items():
+            self.alias_names.setdefault(key, []).append(n)
         self.TG = launch.TG
         self.ivl = 0
         self.dev: dict = {}
@@ -120,16 +129,29 @@ class LaunchChecker:
             self.dropped += count
             return None
         spans = [getattr(self.nodes[k][0], "span", None) for k in k_nodes]
+        if buffer in self.alias_names and space == "device":
+            extra["aliases"] = self.alias_names[buffer]
         f = Finding(kind, buffer, space, [int(i) for i in index], self.positions(gthreads), spans,
                     list(accesses), count, self.kernel, size, extra)
         self._found[key] = f
         return f
 
+    @property
+    def errors(self) -> list:
+        """The findings that are errors (all but :data:`~metalbench.sim.findings.WARNING_KINDS`)."""
+        return [f for f in self._found.values() if f.kind not in WARNING_KINDS]
+
+    @property
+    def warnings(self) -> list:
+        """Lower-severity findings (warned about with ``mb.KernelCheckWarning``)."""
+        return [f for f in self._found.values() if f.kind in WARNING_KINDS]
+
     def error(self) -> KernelCheckError | None:
-        """The error for the findings so far, or None."""
-        if not self._found:
+        """The error for the findings so far (warnings apart), or None."""
+        errs = self.errors
+        if not errs:
             return None
-        return make_error(self.findings, self.kernel, self.dropped)
+        return make_error(errs, self.kernel, self.dropped)
 
     def close(self):
         """Give the per-element records back for the next launch (call once, at the end)."""
@@ -145,7 +167,7 @@ class LaunchChecker:
         return st
 
 
-class Checker(SyncChecks):
+class Checker(SyncChecks, ValueChecks):
     """Per-chunk checker: the hooks the generated program calls (barriers and fences in
     :class:`~metalbench.sim.sync_checks.SyncChecks`)."""
 
@@ -182,6 +204,7 @@ class Checker(SyncChecks):
         self.sepd_used = False
         self._sg = None
         self._contig_cache: dict = {}
+        self._wv = None  # the value the current store writes (same-value writes)
         owner.ivl += 1
         self.ep = owner.ivl   # the threadgroup-memory barrier interval
         self.epd = owner.ivl  # the device-memory one (barriers order what their flags name)
@@ -276,12 +299,13 @@ class Checker(SyncChecks):
             self._all = ar
         return self._all
 
-    def acc(self, k, rel, n, m, data=None, addr=None, name=None, space=None):
+    def acc(self, k, rel, n, m, data=None, addr=None, name=None, space=None, val=None):
         """Bounds-check ``0 <= rel < n`` on the active lanes of ``m``, count the access
         and, given the storage ``data`` and absolute ``addr``, track races and
-        uninitialised reads."""
+        uninitialised reads (``val``: a store's value, for same-value writes)."""
         if m is False:
             return
+        self._wv = val
         _, buf, sp, access = self.nodes[k]
         space = space or sp
         name = name or buf
@@ -366,11 +390,12 @@ class Checker(SyncChecks):
                 else:
                     self.cnt[r] += m
 
-    def acc_lin(self, k, o, n, m, data):
+    def acc_lin(self, k, o, n, m, data, val=None):
         """``acc`` for the lane-contiguous device access ``data[o + lane]`` that the
         program has proved in bounds (``0 <= o``, ``o + lanes <= n``)."""
         if m is False:
             return
+        self._wv = val
         _, name, space, access = self.nodes[k]
         self._count(access, 0, m)
         self.o.coal += self.L if m is None else int(np.count_nonzero(m))
@@ -382,7 +407,17 @@ class Checker(SyncChecks):
         """Device memory: same-interval conflicts within a threadgroup, and conflicts
         between threadgroups anywhere in the launch (per-element records). ``lo`` is
         given when the lanes access ``lo + lane`` (then ``addr`` may be None)."""
-        st = self.o.dev_state(name, data.size)
+        al = self.o.aliases.get(name)
+        off = 0
+        if al is None:
+            st = self.o.dev_state(name, data.size)
+        else:  # one array passed as several arguments: the group's records, its indices
+            name, off, n = al
+            st = self.o.dev_state(name, n)
+            if lo is not None:
+                lo += off
+            elif off:
+                addr = addr + off
         ep = self.epd
         write = access == "write"
         contig = lo is not None
@@ -449,7 +484,8 @@ class Checker(SyncChecks):
             if self.o.fc is not None and bad.any():
                 bad &= ~self._fenced(wr, st.wr_fc[E], T)
             if bad.any():
-                self._race(st, E, bad, wr, st.wr_k[E], T, k, "write", "write", name, "device", True, None)
+                self._race(st, E, bad, wr, st.wr_k[E], T, k, "write", "write", name, "device", True, None,
+                           self._same_as_held(data, E - off, T - self.base, bad))
             if not unique:
                 ar = np.arange(E.size, dtype=np.int64)
                 st.stamp[E] = ar
@@ -457,7 +493,8 @@ class Checker(SyncChecks):
                 dup = (sj != ar) & (T[sj] // TG == T // TG)
                 if dup.any():
                     self._race(st, E, dup, T[sj], np.full(E.size, k, np.int32), T, k, "write", "write",
-                               name, "device", True, None)
+                               name, "device", True, None,
+                               self._same_as_lanes(T - self.base, T[sj] - self.base, dup))
             st.wr[E] = T
             st.wr_ep[E] = ep
             st.wr_k[E] = k
@@ -469,12 +506,15 @@ class Checker(SyncChecks):
             if st._oth is not None:
                 has_oth = st.oth[E] >= 0
                 if has_oth.any():
-                    self._cross(st, name, E[has_oth])
+                    same = self._same_as_held(data, E - off, T - self.base, has_oth)
+                    self._cross(st, name, E[has_oth], None if same is None else E[has_oth & same])
         else:
             self._log(st, (E, T, k, self.sepd) if self.sepd_used else (E, T, k))
 
-    def _cross(self, st, name, E):
-        """Report elements of ``E`` written by one threadgroup and touched by another."""
+    def _cross(self, st, name, E, same_elems=None):
+        """Report elements of ``E`` written by one threadgroup and touched by another
+        (``same_elems``: elements the current store writes with the value they hold: a
+        warning when the other access is a write too)."""
         cand = (st.wr[E] >= 0) & (st.oth[E] >= 0) & ~st.hit[E]
         if not cand.any():
             return
@@ -490,7 +530,8 @@ class Checker(SyncChecks):
                 if not Ec.size:
                     return
         acc = np.array([self.nodes[int(x)][3] for x in ok], object)
-        self._race(st, Ec, np.ones(Ec.size, bool), w, wk, ot, ok, "write", acc, name, "device", True, None)
+        same = None if same_elems is None else (np.isin(Ec, same_elems) & (acc == "write"))
+        self._race(st, Ec, np.ones(Ec.size, bool), w, wk, ot, ok, "write", acc, name, "device", True, None, same)
 
     def _group_base(self, m, ln):
         """Per active lane, the global id of its threadgroup's first thread."""
@@ -517,11 +558,11 @@ class Checker(SyncChecks):
         st.written[:] = True
         st.all_written = True
 
-    def acc_ref(self, k, ref, i, m):
+    def acc_ref(self, k, ref, i, m, val=None):
         """``acc`` through a device function's buffer parameter (a ``BufRef``)."""
         rel = ref.off + i
         if ref.space in ("device", "threadgroup"):
-            self.acc(k, rel, ref.n, m, ref.flat, ref.addr(i), ref.name, ref.space)
+            self.acc(k, rel, ref.n, m, ref.flat, ref.addr(i), ref.name, ref.space, val)
         else:
             self.acc(k, rel, ref.n, m, None, None, ref.name, ref.space)
 
@@ -537,7 +578,8 @@ class Checker(SyncChecks):
             if self.sep:
                 bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, self.sep)
             if bad.any():
-                self._race(st, E, bad, wt, st.wr_k[E], T, k, "write", "write", name, space, dev, data)
+                self._race(st, E, bad, wt, st.wr_k[E], T, k, "write", "write", name, space, dev, data,
+                           self._same_as_held(data, E, T, bad))
         # increasing addresses (the usual tile[tid] = ...) are distinct; else the scatter
         # keeps the last lane's number: a lane that lost shares its element
         if nE > 1 and not bool((E[1:] > E[:-1]).all()):
@@ -549,7 +591,7 @@ class Checker(SyncChecks):
             dup = None
         if dup is not None and dup.any():
             self._race(st, E, dup, T[sj], np.full(nE, k, np.int32), T, k, "write", "write",
-                       name, space, dev, data)
+                       name, space, dev, data, self._same_as_lanes(T, T[sj], dup))
         st.wr[E] = T
         st.wr_ep[E] = self.ep
         st.wr_k[E] = k
@@ -557,13 +599,25 @@ class Checker(SyncChecks):
             st.wr_sep[E] = self.sep
         st.wrote = self.ep
 
-    def _race(self, st, E, bad, t_a, k_a, T, k_b, acc_a, acc_b, name, space, dev, data):
+    def _race(self, st, E, bad, t_a, k_a, T, k_b, acc_a, acc_b, name, space, dev, data, same=None, kind="data race"):
         j = np.flatnonzero(bad)
-        if dev:
+        if same is not None and j.size:
+            # several threads writing the value the element holds: a warning, not a race error
+            s = same[j]
+            if s.any():
+                self._race(st, E, np.isin(np.arange(E.size), j[s]), t_a, k_a, T, k_b, acc_a, acc_b, name, space,
+                           dev, data, kind="same-value write")
+                j = j[~s]
+        if kind != "data race":
+            pass
+        elif dev:
             j = j[~st.hit[E[j]]]
             if j.size == 0:
                 return
             st.hit[E[j]] = True
+        if j.size == 0:
+            return
+        if dev:
             ga, gb = t_a[j], T[j]
             idx = E[j]
         else:
@@ -576,9 +630,9 @@ class Checker(SyncChecks):
         pair = ka.astype(np.int64) * 65536 + kb
         _, first, counts = np.unique(pair, return_index=True, return_counts=True)
         for f, cnum in zip(first, counts):
-            same = bool(ga[f] // self.TG == gb[f] // self.TG)
-            self.o.add("data race", [int(ka[f]), int(kb[f])], name, space, [idx[f]],
-                       [ga[f], gb[f]], [acc_a[f], acc_b[f]], int(cnum), same_group=same)
+            same_group = bool(ga[f] // self.TG == gb[f] // self.TG)
+            self.o.add(kind, [int(ka[f]), int(kb[f])], name, space, [idx[f]],
+                       [ga[f], gb[f]], [acc_a[f], acc_b[f]], int(cnum), same_group=same_group)
 
     def _log(self, st, entry):
         """Log a read/atomic of the interval; a long interval (a loop without barriers)

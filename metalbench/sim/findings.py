@@ -14,6 +14,8 @@ from ..errors import KernelCheckError
 
 # Findings shown in full in the error message; the rest get one line each.
 SHOWN_IN_FULL = 3
+# Lower-severity kinds: warned about (mb.KernelCheckWarning), never raised.
+WARNING_KINDS = frozenset({"same-value write"})
 
 
 def max_steps(checked: bool) -> int:
@@ -108,9 +110,18 @@ def _describe_head(f: Finding) -> str:
         la, lb = (ln if ln is not None else "?" for ln in f.lines[:2])
         when = ("in the same barrier interval" if f.extra.get("same_group", True)
                 else "from different threadgroups (no barrier orders them)")
-        return (f"data race on {_space_word(f.space)} {f.buffer!r} at index {f.index[0]}{k}: "
+        also = [n for n in f.extra.get("aliases", []) if n != f.buffer]
+        buf = f"{f.buffer!r}" + (f" (the same array as {', '.join(map(repr, also))})" if also else "")
+        return (f"data race on {_space_word(f.space)} {buf} at index {f.index[0]}{k}: "
                 f"thread {ta} {_VERB.get(aa, aa)} it at line {la} and thread {tb} "
                 f"{_VERB.get(ab, ab)} it at line {lb}, {when}{many}")
+    if f.kind == "same-value write":
+        (ta, tb) = f.threads[:2]
+        la, lb = (ln if ln is not None else "?" for ln in f.lines[:2])
+        where = f"line {la}" if la == lb else f"lines {la} and {lb}"
+        return (f"several threads write the same value to {_space_word(f.space)} {f.buffer!r} at index "
+                f"{f.index[0]}{k}: threads {ta} and {tb} at {where}{many}; a GPU stores that value whichever "
+                f"thread wins, but it is a data race in Metal's memory model")
     if f.kind == "uninitialised read":
         return (f"uninitialised read of {_space_word(f.space)} {f.buffer!r} at index {f.index[0]}{k}: "
                 f"no thread of the threadgroup has written it yet; read by thread(s) {thr}{many}")
@@ -152,6 +163,7 @@ _HINTS = {
                          "(no barrier inside a branch some threads skip or after an early return)",
     "runaway loop": "check the loop's condition and update; raise METALBENCH_MAX_STEPS for a long loop",
     "division by zero": "guard the divisor; the GPU gives an undefined result",
+    "same-value write": "let one thread write (if lane == 0: ...), or accept it: the result is the same",
     "out-of-bounds": "guard the index with the right buffer's size",
 }
 

@@ -20,27 +20,30 @@ class MemoryAccess:
             raise NotImplementedError(f"simulator: unknown buffer or array {name!r}")
         return b
 
-    def _check(self, kind, py, size, idx, k):
+    def _check(self, kind, py, size, idx, k, val=None):
         if not self.checked:
             return
-        # the storage and absolute address let the checker track races per element
+        # the storage and absolute address let the checker track races per element; a
+        # store's value tells same-value writes (a warning) from races
+        v = f", val={val}" if isinstance(val, str) else ""
         if kind == "ref":
-            self.emit(f"_ck.acc_ref({k}, {py}, {idx}, {self.m})")
+            self.emit(f"_ck.acc_ref({k}, {py}, {idx}, {self.m}{v})")
         elif kind == "dev":
-            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {idx})")
+            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {idx}{v})")
         elif kind == "tg":
             a = self.tmp(f"_gb{size} + {idx}", "a")  # one address array for check and access
-            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {a})")
+            self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {a}{v})")
             return a
         else:
             self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m})")
 
-    def _check_lin(self, f, py, size, index, k):
+    def _check_lin(self, f, py, size, index, k, val=None):
         # proved contiguous and in bounds: the checker's O(1) path; else the general check
         if self.checked:
             ix = self.ex(index)
-            self.emit(f"_ck.acc_lin({k}, {f[0]}, {size}, {self.m}, {py}) if {self._lin_cond(f, size)} "
-                      f"else _ck.acc({k}, {ix}, {size}, {self.m}, {py}, {ix})")
+            v = f", val={val}" if isinstance(val, str) else ""
+            self.emit(f"_ck.acc_lin({k}, {f[0]}, {size}, {self.m}, {py}{v}) if {self._lin_cond(f, size)} "
+                      f"else _ck.acc({k}, {ix}, {size}, {self.m}, {py}, {ix}{v})")
 
     def _index(self, e):
         idx = self.ex(e)
@@ -134,7 +137,7 @@ class MemoryAccess:
             if f is not None:
                 idx = self.ex(s.index)
                 v = self._name(self.tuple_or(self.ex(s.value)))
-                self._check_lin(f, py, size, s.index, k)
+                self._check_lin(f, py, size, s.index, k, v)
                 self.emit(f"if {self._lin_cond(f, size)}:")
                 self.emit(f"    _mem.st_lin({py}, {f[0]}, _L, {v}, {self.m})")
                 self.emit("else:")
@@ -157,7 +160,9 @@ class MemoryAccess:
             return
         idx = self._index(s.index)
         v = self.ex(s.value)
-        a = self._check(kind, py, size, idx, k)
+        if self.checked and isinstance(v, str):
+            v = self._name(v)
+        a = self._check(kind, py, size, idx, k, v)
         if kind in ("dev", "glob"):
             self.emit(f"_mem.st({py}, {idx}, {v}, {self.m}, {k}, _ob)")
         elif kind == "tg":

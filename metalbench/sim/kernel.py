@@ -28,9 +28,10 @@ from ..passes.simdgroup_matrix import lower as lower_matrices
 from .checks import DivergentBarrier, Finding, LaunchChecker, make_error, max_steps
 from .chunk import Chunk, Launch
 from .codegen import Program, generate
+from .aliases import buffer_aliases
 from .memory import OOBCount, OutOfBounds
-from .notices import oob_message, warn_user
-from ..errors import OutOfBoundsWarning
+from .notices import oob_message, warn_user, warning_message
+from ..errors import KernelCheckWarning, OutOfBoundsWarning
 from .stats import SimStats
 
 # Lanes per chunk: big enough that per-statement Python overhead vanishes, small enough
@@ -151,7 +152,8 @@ class SimKernel:
         per = max(1, CHUNK_LANES // max(1, lg.TG))
         stats = SimStats(threads=lg.grid[0] * lg.grid[1] * lg.grid[2],
                          threadgroups=lg.n_groups, chunks=0, seconds=0.0)
-        lc = LaunchChecker(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name) if checked else None
+        lc = LaunchChecker(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name,
+                           buffer_aliases(bufs)) if checked else None
         steps = max_steps(checked)
         ob = None if checked else OOBCount()
         with np.errstate(all="ignore"):
@@ -178,6 +180,7 @@ class SimKernel:
             lc.close()
             for key, v in lc.stats().items():
                 setattr(stats, key, v)
+            _warn_findings(lc)
             err = lc.error()
             if err is not None:
                 raise err
@@ -242,10 +245,21 @@ def _written_buffers(kernel, prog):
 
 
 def _with_findings(err: KernelCheckError, lc) -> KernelCheckError:
-    """``err`` (which stopped the launch) followed by the findings collected before it."""
-    if lc is None or not lc.findings:
+    """``err`` (which stopped the launch) followed by the findings collected before it
+    (lower-severity ones are warned about)."""
+    if lc is None:
         return err
-    return make_error(err.findings + lc.findings, kernel="", dropped=lc.dropped)
+    _warn_findings(lc)
+    if not lc.errors:
+        return err
+    return make_error(err.findings + lc.errors, kernel="", dropped=lc.dropped)
+
+
+def _warn_findings(lc):
+    """One ``mb.KernelCheckWarning`` for the launch's lower-severity findings."""
+    ws = lc.warnings
+    if ws:
+        warn_user(warning_message(ws), KernelCheckWarning)
 
 
 def _runaway_error(kernel, prog, e, limit) -> KernelCheckError:

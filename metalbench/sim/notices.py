@@ -53,3 +53,14 @@ def oob_message(kernel: str, nodes: list, ob) -> str:
     return "\n".join([f"kernel {kernel!r} accessed memory out of bounds (an unchecked launch runs as a GPU would: "
                       "reads outside a buffer give 0, writes and atomics outside are dropped):"] + rows
                      + ["run it with checked=True to report the threads and lines as findings"])
+
+
+def warning_message(findings: list) -> str:
+    """The text of a checked launch's :class:`~metalbench.errors.KernelCheckWarning`: its
+    lower-severity findings (the first ones in full) and what to do."""
+    from .findings import _HINTS
+    parts = [f.describe() for f in findings[:3]]
+    if len(findings) > 3:
+        parts += [f"{len(findings) - 3} more:"] + ["  - " + f.summary() for f in findings[3:]]
+    hint = _HINTS.get(findings[0].kind)
+    return "\n".join(parts + ([f"hint: {hint}"] if hint else []))

@@ -1,0 +1,59 @@
+"""Checked mode's value-aware findings (a mixin of :class:`metalbench.sim.checks.Checker`).
+
+Several threads writing one element in one barrier interval is a data race, but when they
+all write the value the element already holds (``y[j] = 0`` by every lane of a masked
+step, a flag set to 1 by many threads) every GPU gives the same result: a lower-severity
+finding, ``"same-value write"``, warned about with ``mb.KernelCheckWarning`` instead of
+raised. Values compare bit for bit (NaN equals NaN, -0.0 differs from 0.0).
+
+    >>> import numpy as np
+    >>> same_bits(np.array([1.0, np.nan, -0.0], np.float32), np.array([1.0, np.nan, 0.0], np.float32)).tolist()
+    [True, True, False]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def same_bits(a, b) -> np.ndarray:
+    """Elementwise: ``a`` and ``b`` (one dtype) hold the same bits."""
+    a, b = np.asarray(a), np.asarray(b, dtype=np.asarray(a).dtype)
+    u = np.dtype(f"u{a.dtype.itemsize}")
+    return np.ascontiguousarray(a).view(u) == np.ascontiguousarray(b).view(u)
+
+
+class ValueChecks:
+    """Hooks that look at the values a store writes (``self._wv``, set by ``acc``)."""
+
+    def _stored(self, lanes, dtype):
+        """The current store's values for chunk lanes ``lanes``."""
+        v = self._wv
+        if isinstance(v, np.ndarray):
+            return v[lanes].astype(dtype, copy=False)
+        return np.full(len(lanes), v, dtype)
+
+    def _same_as_held(self, data, E, lanes, mask):
+        """Per entry of ``E`` (addresses in ``data``, written by chunk lanes ``lanes``):
+        where ``mask`` holds, whether the store writes the value the element holds now (the
+        last writer's); None when the store's value is unknown."""
+        if self._wv is None or data is None:
+            return None
+        j = np.flatnonzero(mask)
+        out = np.zeros(len(E), bool)
+        if j.size:
+            out[j] = same_bits(data[E[j]], self._stored(lanes[j], data.dtype))
+        return out
+
+    def _same_as_lanes(self, la, lb, mask):
+        """Where ``mask`` holds, whether the store's lanes ``la`` and ``lb`` write the same
+        value (two lanes of one store hitting one element)."""
+        v = self._wv
+        if v is None:
+            return None
+        if not isinstance(v, np.ndarray):
+            return np.asarray(mask, bool).copy()
+        j = np.flatnonzero(mask)
+        out = np.zeros(len(la), bool)
+        if j.size:
+            out[j] = same_bits(v[la[j]], v[lb[j]])
+        return out
