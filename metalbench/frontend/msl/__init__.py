@@ -29,7 +29,11 @@ MSL rules); this package maps MSL syntax onto it:
 - ``statements.py``, ``expressions.py``, ``memory.py`` (pointers as
   :class:`~metalbench.semantics.views.View` values, locations),
   ``calls.py`` (casts, builtins, atomics), ``header.py`` (header functions and
-  templates), ``mlx_utils.py`` (MLX's ``elem_to_loc`` & co.): the syntax, as mixins.
+  templates), ``mlx_utils.py`` (MLX's ``elem_to_loc`` & co.), ``simdgroup.py``
+  (``simdgroup_matrix``): the syntax, as mixins;
+- C++ (``cxx_decls.py``, ``cxx_templates.py``, ``cxx_names.py``, ``cxx_objects.py``,
+  ``cxx_calls.py``, ``cxx_assign.py``): namespaces, classes and class templates, objects
+  as bundles of locals, member functions translated inline where they are called.
 """
 from __future__ import annotations
 

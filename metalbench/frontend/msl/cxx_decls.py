@@ -102,6 +102,11 @@ class Globals(dict):
         return out
 
     def get(self, name, default=None):
+        for ns in self.ns.chain():          # the enclosing namespaces first, innermost first
+            if ns is self.root:
+                break
+            if name in ns.members:
+                return ns.members[name]
         if dict.__contains__(self, name):
             return dict.__getitem__(self, name)
         for ns in self.visible():
