@@ -318,6 +318,16 @@ def test_printed_cuda_compiles(dt, nvcc):
     assert cuda_check.check(r, use_nvcc=nvcc) == []
 
 
+def test_tensor_core_variant_compiles(monkeypatch):
+    monkeypatch.setenv("METALBENCH_CUDA_TENSOR_CORES", "1")
+    for dt in (F16, BF16):
+        kir = translate_kernel("tiled", TILED, inputs=[("x", dt, 2), ("w", dt, 2)], outputs=[("out", F32, 2)],
+                               template=[("T", dt), ("K", 16), ("N", 32)])
+        r = cuda.render(kir)
+        assert "mb_simdgroup_mma_tc(" in r.body and "mma.sync.aligned.m16n8k8" in r.header
+        assert cuda_check.check(r, use_nvcc=None if dt == F16 else False) == []
+
+
 # ----------------------------------------------------------------------------- errors
 
 def _err(src, header=""):
@@ -350,6 +360,13 @@ def test_cuda_equals_the_simulator_bit_for_bit(dtype):
     x, w, sim = _tiled(32, 32, 48, dtype)
     _, _, gpu = _tiled(32, 32, 48, dtype, backend="cuda", inputs=(x, w))
     np.testing.assert_array_equal(gpu, sim)
+
+
+@pytest.mark.gpu
+def test_tensor_cores_on_cuda_match_numpy(monkeypatch):
+    monkeypatch.setenv("METALBENCH_CUDA_TENSOR_CORES", "1")
+    x, w, gpu = _tiled(32, 64, 48, np.float16, backend="cuda")
+    np.testing.assert_allclose(gpu, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.gpu

@@ -58,7 +58,9 @@ add_builtin("simdgroup_multiply_accumulate", group=GROUP, kind="node", node="Mat
             params_doc="(d, a, b, c) -> None",
             details="a, b, c and d may have different element types (float, half, bfloat). metalbench computes "
                     "the products exactly and the sum over k in order in float64, rounded once to float and then "
-                    "to d's type, on the simulator and on CUDA alike.",
+                    "to d's type, on the simulator and on CUDA alike (with METALBENCH_CUDA_TENSOR_CORES=1, CUDA "
+                    "multiplies half or bfloat matrices into float ones on tensor cores: faster, within float "
+                    "rounding of that).",
             shim="template <class T, class U, class V, class W, int K, int M, int N> void "
                  "simdgroup_multiply_accumulate(simdgroup_matrix<T, K, N>&, const simdgroup_matrix<U, K, M>&, "
                  "const simdgroup_matrix<V, M, N>&, const simdgroup_matrix<W, K, N>&);")

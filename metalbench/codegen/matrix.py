@@ -188,12 +188,78 @@ __device__ inline mb_vec<D, 2> mb_simdgroup_mma(const mb_vec<A, 2>& a, const mb_
 }"""
 
 
+_CUDA_MMA_TC = """\
+// simdgroup_multiply_accumulate on tensor cores (METALBENCH_CUDA_TENSOR_CORES=1): half or
+// bfloat a and b, float c and d. The operands move from Metal's thread_elements() layout to
+// mma.sync m16n8k8's fragments (rows 8..15 of A zero) and back with shuffles. The sums are the
+// tensor cores': within float rounding of the exact version, not bit for bit.
+__device__ inline unsigned mb_metal_lane(unsigned r, unsigned c) {
+    return ((r >> 2) & 1u) * 16u + ((c >> 2) & 1u) * 8u + ((r >> 1) & 1u) * 4u + (r & 1u) * 2u + ((c >> 1) & 1u);
+}
+template <class T> __device__ inline unsigned mb_pack2(T lo, T hi) {
+    unsigned short l = *reinterpret_cast<unsigned short*>(&lo), h = *reinterpret_cast<unsigned short*>(&hi);
+    return (unsigned)l | ((unsigned)h << 16);
+}
+template <class T, class C>
+__device__ inline mb_vec<float, 2> mb_simdgroup_mma_tc(const mb_vec<T, 2>& a, const mb_vec<T, 2>& b,
+                                                       const mb_vec<C, 2>& c) {
+    const unsigned lane = mb_lane(), m = __activemask();
+    const unsigned g = lane >> 2, t = lane & 3u;
+    const unsigned la = mb_metal_lane(g, 2u * t);                       // A[g][2t], A[g][2t + 1]
+    const unsigned ra = mb_pack2(mb_shfl(a[0], (int)la, m), mb_shfl(a[1], (int)la, m));
+    const unsigned lb0 = mb_metal_lane(2u * t, g & ~1u), lb1 = mb_metal_lane(2u * t + 1u, g & ~1u);
+    const T b00 = mb_shfl(b[0], (int)lb0, m), b01 = mb_shfl(b[1], (int)lb0, m);     // B[2t][g]
+    const T b10 = mb_shfl(b[0], (int)lb1, m), b11 = mb_shfl(b[1], (int)lb1, m);     // B[2t + 1][g]
+    const unsigned rb = mb_pack2((g & 1u) ? b01 : b00, (g & 1u) ? b11 : b10);
+    const float c0 = mb_cvt<float>(mb_shfl(c[0], (int)la, m)), c1 = mb_cvt<float>(mb_shfl(c[1], (int)la, m));
+    float d0 = 0.0f, d1 = 0.0f, d2, d3;
+#if defined(__CUDA_ARCH__)
+    if constexpr (mb_is_same<T, __half>::value) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+                     "{%7,%8,%9,%10};" : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+                     : "r"(ra), "r"(0u), "r"(rb), "f"(c0), "f"(c1), "f"(0.0f), "f"(0.0f));
+    } else {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+                     "{%7,%8,%9,%10};" : "=f"(d0), "=f"(d1), "=f"(d2), "=f"(d3)
+                     : "r"(ra), "r"(0u), "r"(rb), "f"(c0), "f"(c1), "f"(0.0f), "f"(0.0f));
+    }
+#endif
+    (void)ra;
+    (void)rb;
+    (void)c0;
+    (void)c1;
+    (void)d2;
+    (void)d3;
+    const unsigned r = ((lane >> 4) & 1u) * 4u + ((lane >> 2) & 1u) * 2u + ((lane >> 1) & 1u);
+    const unsigned col = ((lane >> 3) & 1u) * 4u + (lane & 1u) * 2u;
+    const unsigned src = r * 4u + col / 2u;                             // the fragment lane of D[r][col]
+    return mb_vec<float, 2>(mb_shfl(d0, (int)src, m), mb_shfl(d1, (int)src, m));
+}"""
+
+_SAME = "template <class A, class B> struct mb_is_same { static constexpr bool value = false; };\n" \
+        "template <class A> struct mb_is_same<A, A> { static constexpr bool value = true; };"
+
+
+def tensor_cores_enabled() -> bool:
+    """``METALBENCH_CUDA_TENSOR_CORES=1``: half/bfloat multiplies with float results run on
+    tensor cores (faster; not bit-identical to the simulator)."""
+    import os
+    return os.environ.get("METALBENCH_CUDA_TENSOR_CORES", "") not in ("", "0")
+
+
 class CUDAMatrixMixin:
     """The warp multiply (mixed into ``CUDAPrinter``; the rest is lowered first)."""
 
     def e_MatrixMul(self, e):
         from ..builtins.simd import _SHFL
         self.need("mb_shfl", _SHFL)
+        a, b = e.a.type.elem, e.b.type.elem
+        if tensor_cores_enabled() and a == b and a in (T.float16, T.bfloat16) and e.type.elem == T.float32 \
+                and (e.c is None or e.c.type.elem == T.float32):
+            self.need("mb_is_same", _SAME)
+            self.need("mb_simdgroup_mma_tc", _CUDA_MMA_TC)
+            c = self.expr(e.c, ASSIGN) if e.c is not None else f"{self.tname(e.type)}(0.0f)"
+            return f"mb_simdgroup_mma_tc({self.expr(e.a, ASSIGN)}, {self.expr(e.b, ASSIGN)}, {c})", POSTFIX
         self.need("mb_simdgroup_mma", _CUDA_MMA)
         el = self.tname(e.type.elem)
         c = self.expr(e.c, ASSIGN) if e.c is not None else f"{self.tname(e.type)}({self.literal(0, e.type.elem)})"
