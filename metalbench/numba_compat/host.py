@@ -244,6 +244,16 @@ class CUDAKernel(Kernel):
                     raise KernelLaunchError(f"argument {name!r} is empty (shape {a.shape})")
                 values[name] = (v, a, t)
                 specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim)))
+            elif isinstance(v, tuple):
+                # a tuple (or namedtuple) of numbers: one uniform scalar parameter per item
+                leaves: list = []
+                structure = _tuple_structure(name, v, leaves)
+                values[name] = (v, None, None)
+                specs.append(F.ArgSpec(name, "tuple", None, 0, value=structure))
+                for leaf, lv in leaves:
+                    t = _scalar_type(lv, name)
+                    values[leaf] = (lv, None, t)
+                    specs.append(F.ArgSpec(leaf, "scalar", t, 0))
             else:
                 t = _scalar_type(v, name)
                 values[name] = (v, None, t)
@@ -269,6 +279,8 @@ class CUDAKernel(Kernel):
                 + "; ".join(str(s) for s in self.signatures),
                 hint="pass arrays of the declared dtypes, or drop the signature to specialise on the arguments")
         sig = best[1]
+        if any(s.kind == "tuple" for s in specs):
+            return          # tuple items keep their own types
         for k, (spec, at) in enumerate(zip(specs, sig.args)):
             t = nbt.scalar_of(at)
             if spec.kind == "scalar" and t is not None and t != spec.type:
@@ -368,6 +380,24 @@ class CUDAKernel(Kernel):
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _tuple_structure(name: str, v: tuple, leaves: list, path=()):
+    """``(items, field names)`` of a tuple argument, items being leaf parameter names
+    (``name__0``, ``name__1_0`` ...) or nested structures; appends (leaf, value) to ``leaves``."""
+    items = []
+    for k, x in enumerate(v):
+        p = path + (k,)
+        if isinstance(x, tuple):
+            items.append(_tuple_structure(name, x, leaves, p))
+        elif runtime.is_array(x) or isinstance(x, DeviceNDArray):
+            raise KernelLaunchError(f"argument {name!r}: tuples of arrays are not supported",
+                                    hint="pass the arrays as separate arguments")
+        else:
+            leaf = f"{name}__{'_'.join(map(str, p))}"
+            leaves.append((leaf, x))
+            items.append(leaf)
+    return tuple(items), (tuple(v._fields) if hasattr(v, "_fields") else None)
+
+
 class SignatureMismatch(KernelLaunchError, TypeError):
     """No declared signature of a ``@cuda.jit(sig)`` kernel fits the arguments (Numba
     raises a TypeError here)."""
@@ -377,7 +407,13 @@ def _match(sig, specs):
     """How well ``specs`` fit Numba signature ``sig``: None if not at all, else a score
     (0: exact; more: scalars converted)."""
     score = 0
+    specs = [s for s in specs if not (s.kind == "scalar" and "__" in s.name and s.name.split("__")[0] in
+                                      {t.name for t in specs if t.kind == "tuple"})]
     for spec, at in zip(specs, sig.args):
+        if spec.kind == "tuple":
+            if not isinstance(at, nbt.BaseTuple):
+                return None
+            continue
         if isinstance(at, nbt.Array):
             t = nbt.scalar_of(at.dtype)
             if spec.kind != "buffer" or t != spec.type or at.ndim != spec.ndim:

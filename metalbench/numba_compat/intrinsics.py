@@ -31,6 +31,7 @@ import numpy as np
 from .. import ir
 from .. import types as T
 from ..errors import KernelSyntaxError, KernelTypeError
+from ..semantics import TupleValue
 
 WARP_SIZE = 32
 
@@ -140,8 +141,7 @@ def _grid_like(kind: str):
         comps = [tr.sem.cast(T.int64, _attr_int(tr, attr, c, call), sp) for c in "xyz"[:n]]
         if n == 1:
             return comps[0]
-        # A vector so that `x, y = cuda.grid(2)` unpacks through the front end's tuple assignment.
-        return tr.sem.vector(T.vector_of(T.int64, n), comps, sp)
+        return TupleValue(comps, span=sp)      # a UniTuple(int64, n), as in Numba
     return fn
 
 

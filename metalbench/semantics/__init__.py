@@ -30,6 +30,8 @@ API (every method takes the built operands and the source ``span``; errors are
 - calls: ``builtin(name, args)`` (through :func:`typecheck`), ``atomic(op, buf, elem,
   space, index, values, who=...)`` and ``check_atomic(...)``, ``thread_attr(name)``;
 - indexing: ``index(e)`` (an integer, promoted), ``linear_index(idxs, dims)``;
+- tuples (:mod:`.tuples`): ``tuple_index``, ``tuple_compare``; a tuple is a compile-time
+  aggregate of IR values (``TupleValue``), never an IR type;
 - pointers and views (:mod:`.views`): ``view_of``, ``view_offset``, ``view_row``,
   ``view_cast``, ``view_load``, ``view_store``, ``view_address``, ``view_arg``.
 
@@ -42,10 +44,11 @@ from .calls import CallSemantics, Signature, lookup, typecheck
 from .core import CoreSemantics
 from .folding import coerce_value, const_value, fold
 from .rules import DSL, MSL, NUMBA, DSLRules, MSLRules, NumbaRules, RuleSet
+from .tuples import TupleSemantics, TupleType, TupleValue
 from .views import View, ViewSemantics
 
 
-class Semantics(ViewSemantics, CallSemantics, CoreSemantics):
+class Semantics(TupleSemantics, ViewSemantics, CallSemantics, CoreSemantics):
     """Builds typed IR under a rule set (default :data:`DSL`). See the module docstring.
 
     >>> from metalbench import ir, types as T
@@ -55,4 +58,4 @@ class Semantics(ViewSemantics, CallSemantics, CoreSemantics):
 
 
 __all__ = ["Semantics", "RuleSet", "MSLRules", "DSLRules", "NumbaRules", "MSL", "DSL", "NUMBA",
-           "View", "ViewSemantics", "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold"]
+           "View", "ViewSemantics", "TupleValue", "TupleType", "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold"]

@@ -20,6 +20,7 @@ from .. import types as T
 from ..errors import KernelTypeError, Span
 from . import folding
 from .rules import DSL, RuleSet
+from .tuples import TupleType
 
 BITWISE_OPS = ("&", "|", "^")
 SHIFT_OPS = ("<<", ">>")
@@ -55,6 +56,9 @@ class CoreSemantics:
     def _need_value(self, e, span, what="an operand"):
         if e.type is None:
             raise self.error(f"{what} has no value (a call that returns nothing)", span)
+        if isinstance(e.type, TupleType):
+            raise self.error(f"{what} is a {e.type.name}, not a number", span,
+                             hint="index the tuple (t[0]) or unpack it (a, b = t)")
 
     # -- constants ---------------------------------------------------------------------------
     def const(self, value, t, span=None) -> ir.Const:
@@ -97,8 +101,7 @@ class CoreSemantics:
         if e.type == t:
             return e
         span = span or e.span
-        if e.type is None:
-            raise self.error("this has no value (a call that returns nothing)", span)
+        self._need_value(e, span, "this")
         if isinstance(t, T.MatrixType) or isinstance(e.type, T.MatrixType):
             raise self.error(f"cannot convert {getattr(e.type, 'msl', e.type)} to {getattr(t, 'msl', t)}", span,
                              hint="simdgroup matrices convert only through their thread_elements()")

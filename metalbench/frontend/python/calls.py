@@ -15,6 +15,7 @@ from ...errors import KernelSyntaxError, KernelTypeError
 from ...builtins import registry
 from .compiletime import NOT_STATIC
 from .matrices import MATRIX_CALLS
+from ...semantics import TupleValue
 from .expressions import _NOT_STATIC
 from .specs import _PY_CASTS, resolve_dtype
 
@@ -37,6 +38,15 @@ class CallsMixin:
         from ...kernel import Func  # a cycle: kernel.py imports this module
         if isinstance(obj, Func):
             return self.device_call(obj, node)
+        if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
+            return self.namedtuple_call(obj, node)
+        if obj is tuple and self.try_static(node) is NOT_STATIC:
+            if len(node.args) != 1 or node.keywords:
+                raise self.err(KernelTypeError, "tuple(x) takes one tuple", node)
+            v = self.value_or_tuple(node.args[0])
+            if not isinstance(v, TupleValue):
+                raise self.err(KernelTypeError, "tuple(x) of something that is not a tuple", node)
+            return TupleValue(v.items, span=sp)
         name = None
         if isinstance(obj, dsl.MatrixDType):                 # simdgroup_float8x8(v) (matrices.py)
             return self.matrix_construct(obj.matrix_type, node)
@@ -57,7 +67,10 @@ class CallsMixin:
         elif obj is len:
             if len(node.args) != 1:
                 raise self.err(KernelTypeError, "len(x) takes one array", node)
-            return self.shape_of(self.buffer_of(node.args[0]), 0, node)
+            a = node.args[0]
+            if isinstance(a, ast.Tuple) or (isinstance(a, ast.Name) and self.lookup(a.id, a).kind == "tuple"):
+                return self.sem.int_literal(len(self.value_or_tuple(a)), sp)       # a run-time tuple's length
+            return self.shape_of(self.buffer_of(a), 0, node)
         elif obj is range:
             raise self.err(KernelSyntaxError, "range() is only allowed in `for ... in range(...)`", node)
         elif registry.lookup_object(obj) is not None:
@@ -116,6 +129,27 @@ class CallsMixin:
         if name == "pow" and len(args) == 2:
             return self.binop("**", args[0], args[1], node)
         return self.builtin_call(name, args, node)
+
+    def namedtuple_call(self, cls, node: ast.Call) -> TupleValue:
+        """``Point(x, y)`` of a namedtuple class: a tuple with field names."""
+        fields = list(cls._fields)
+        vals = {f: None for f in fields}
+        if len(node.args) > len(fields):
+            raise self.err(KernelTypeError, f"{cls.__name__}() takes {len(fields)} values", node)
+        for f, a in zip(fields, node.args):
+            vals[f] = self.value_or_tuple(a)
+        for kw in node.keywords:
+            if kw.arg not in vals or vals[kw.arg] is not None:
+                raise self.err(KernelTypeError, f"{cls.__name__}() got an unexpected or repeated field {kw.arg!r}",
+                               node)
+            vals[kw.arg] = self.value_or_tuple(kw.value)
+        for f in fields:
+            if vals[f] is None:
+                d = getattr(cls, "_field_defaults", {}).get(f)
+                if d is None:
+                    raise self.err(KernelTypeError, f"{cls.__name__}() is missing the field {f!r}", node)
+                vals[f] = self.const(d, node)
+        return TupleValue([vals[f] for f in fields], names=fields, cls=cls, span=self.span(node))
 
     def cast_call(self, t: T.ScalarType, node: ast.Call, what: str) -> ir.Expr:
         """``t(x)``: ``x`` converted to ``t`` (C's conversion); on a vector, component-wise

@@ -285,6 +285,12 @@ class CompileTimeMixin:
                 values = self.tuple_items_of(it) if hasattr(self, "tuple_items_of") else None
                 if values is None:
                     return None
+        return self.unroll(s, values)
+
+    def unroll(self, s: ast.For, values) -> list:
+        """The body of loop ``s`` once per value of ``values``, its target bound to each
+        (also the Numba layer's loops over tuples whose items differ in type)."""
+        it = s.iter
         if s.orelse:
             raise KernelSyntaxError("for ... else is not supported", self.span(s))
         if len(values) > UNROLL_LIMIT:

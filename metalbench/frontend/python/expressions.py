@@ -12,6 +12,7 @@ from ... import ir, literals
 from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, error_net
 from .compiletime import NOT_STATIC
+from ...semantics import TupleValue
 from .specs import BufInfo, resolve_dtype
 
 
@@ -121,7 +122,7 @@ class ExpressionsMixin:
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Tuple):
-            raise KernelSyntaxError("tuples are only allowed as indices and in tuple assignment", sp)
+            return self.tuple_expr(node)             # a run-time tuple value (tuples.py)
         raise KernelSyntaxError(f"{type(node).__name__} expressions are not supported in kernels", sp)
 
     def const(self, value, node) -> ir.Expr:
@@ -154,7 +155,11 @@ class ExpressionsMixin:
         sp = self.span(node)
         if b.kind == "var":
             return ir.Var(b.value.name, b.value.type, span=sp)
+        if b.kind == "tuple":
+            return b.value
         if b.kind == "const":
+            if isinstance(b.value, (tuple, list)):
+                return self.static_tuple_value(tuple(b.value), node)
             return self.const(b.value, node)
         if b.kind == "cexpr":
             return ir.Const(b.value.value, b.value.type, span=sp)
@@ -189,9 +194,8 @@ class ExpressionsMixin:
                     return self.size_of(info, node)
                 if node.attr == "ndim":
                     return ir.Const(info.ndim, T.int32, span=sp)
-                if node.attr == "shape":
-                    raise self.err(KernelTypeError, f"use {ast.unparse(node.value)}.shape[i] with a constant i",
-                                   node)
+                if node.attr == "shape":         # a tuple of the extents (Numba's UniTuple)
+                    return TupleValue([self.shape_of(info, d, node) for d in range(info.ndim)], span=sp)
                 raise self.err(KernelTypeError, f"arrays have no attribute {node.attr!r} in kernels", node,
                                hint="use .size, .shape[i] or .ndim")
         base_obj = self._maybe_static(node.value)
@@ -202,6 +206,11 @@ class ExpressionsMixin:
                 raise self.err(KernelNameError, f"{ast.unparse(node.value)} has no attribute {node.attr!r}", node)
             return self.object_value(obj, node, ast.unparse(node))
         v = self.expr(node.value)
+        if isinstance(v, TupleValue):
+            f = v.field(node.attr)
+            if f is None:
+                raise self.err(KernelTypeError, f"this {v.type.name} has no field {node.attr!r}", node)
+            return f
         if isinstance(v.type, T.VectorType):
             return self.sem.component(v, node.attr, sp)
         raise self.err(KernelTypeError, f"{v.type.name} values have no attribute {node.attr!r}", node)
@@ -258,13 +267,23 @@ class ExpressionsMixin:
         return r
 
     def index(self, info: BufInfo, slc, node) -> ir.Expr:
-        parts = slc.elts if isinstance(slc, ast.Tuple) else [slc]
+        """The element index of ``info[slc]`` within the array or view (a tuple value, as
+        ``a[cuda.grid(2)]``, gives one index per item)."""
         idx = []
-        for p in parts:
+        for p, v in self.index_parts(slc):
             if isinstance(p, ast.Slice):
                 raise self.err(KernelSyntaxError, "slices are not supported in kernels; index one element "
                                                   "at a time", p)
-            idx.append(self.sem.index(self.expr(p), self.span(p)))
+            e = self.expr(p) if v is None else v
+            if isinstance(e, ir.Const) and isinstance(e.value, int) and e.value < 0 and len(idx) < info.ndim \
+                    and self.sem.rules.name == "numba":
+                e = self.sem.binop("+", self.shape_of(info, len(idx), node), e, self.span(p))   # a[-1] wraps
+            idx.append(self.sem.index(e, self.span(p)))
+        if info.strides is not None:            # a strided view (views.py): its own element steps
+            if len(idx) != info.ndim:
+                raise self.err(KernelTypeError, f"this view of {info.name} has {info.ndim} dimension(s) but "
+                                                f"{len(idx)} indices were given", node)
+            return self.strided_index(info, idx, node)
         if len(idx) == 1:
             return idx[0]
         if len(idx) != info.ndim:
@@ -294,6 +313,8 @@ class ExpressionsMixin:
         if info is not None:
             return self.element_load(info, self.index(info, node.slice, node), sp)
         v = self.expr(node.value)
+        if isinstance(v, TupleValue):
+            return self.tuple_subscript(v, node)
         if isinstance(v.type, T.VectorType):
             k = self.static_value(node.slice)
             k = int(k) if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else None

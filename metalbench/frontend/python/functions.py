@@ -12,7 +12,10 @@ from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, MetalbenchError
 from .parse import node_span
 from .expressions import _NOT_STATIC
+from ...semantics import TupleType, TupleValue
+from ...semantics.tuples import flatten
 from .specs import Binding, BufInfo
+from .tuples import rebuild
 from .views import _uses_as_array
 
 
@@ -45,6 +48,7 @@ class FunctionsMixin:
         declared = [getattr(t, "__metalbench_dtype__", None) for t in sig.args] if sig is not None else []
         ret_hint = getattr(sig.return_type, "__metalbench_dtype__", None) if sig is not None else None
         args: list[ir.Expr] = []
+        hidden: list = []           # (name, caller's value): extents and strides of buffer arguments
         bindings: dict[str, Binding] = {}
         fparams: list[ir.FuncParam] = []
         key: list = [id(func)]
@@ -55,13 +59,13 @@ class FunctionsMixin:
                 info = self.array_of(a, want_array=_uses_as_array(parsed.fdef, pname)) \
                     if isinstance(a, (ast.Name, ast.Subscript, ast.Call, ast.Attribute)) else None
                 if info is not None:
-                    bindings[pname] = Binding("buf", BufInfo(pname, info.elem, info.space, info.ndim, info.shape,
-                                                             vec=info.vec))
+                    callee, extra, k = self._buffer_param(pname, info, a)
+                    bindings[pname] = Binding("buf", callee)
                     fparams.append(ir.FuncParam(pname, info.elem, info.space,
                                                 const=info.kernel_param is not None and not info.kernel_param.is_output))
                     args.append(ir.BufArg(info.name, info.offset, span=self.span(a)))
-                    key.append(("buf", info.elem.name, info.space, info.ndim, info.shape,
-                                info.vec.name if info.vec is not None else None))
+                    hidden.extend(extra)
+                    key.append(k)
                     continue
                 obj = self._static_object(a)
                 if obj is not None:
@@ -70,7 +74,18 @@ class FunctionsMixin:
                     bindings[pname] = Binding("pyobj", obj)
                     key.append(("obj", id(obj)))
                     continue
-                e = self.expr(a)
+                e = self.value_or_tuple(a)
+                if isinstance(e, TupleValue):
+                    # a tuple argument: one value parameter per item (tuples.py)
+                    leaves = []
+                    for k, x in enumerate(flatten(e)):
+                        leaf = f"{pname}__{k}"
+                        fparams.append(ir.FuncParam(leaf, x.type))
+                        args.append(x)
+                        leaves.append(ir.Var(leaf, x.type))
+                    bindings[pname] = Binding("tuple", rebuild(e.type, iter(leaves)))
+                    key.append(("tuple", e.type.name))
+                    continue
                 if e.type is None:
                     raise self.err(KernelTypeError, "this argument has no value", a)
                 if i < len(declared) and declared[i] is not None:
@@ -105,11 +120,46 @@ class FunctionsMixin:
                     raise e.add_call_site(self.span(node))   # show the kernel line that called it too
             finally:
                 self.m.in_progress.discard(key)
-            fn_ir = ir.Function(self.m.unique(f"{func.__name__}"), fparams, sub.ret_type, body,
+            used = {n.name for n in ir.walk(body) if isinstance(n, ir.Var)}
+            passed = [h for h in hidden if h[0] in used]
+            fparams = fparams + [ir.FuncParam(n, e.type) for n, e in passed]
+            ret = sub.ret_type
+            if isinstance(ret, TupleType):      # items returned through thread arrays (tuples.py)
+                fparams = fparams + [ir.FuncParam(f"_mb_ret{k}", t, "thread") for k, t in enumerate(ret.leaves)]
+                ret = None
+            fn_ir = ir.Function(self.m.unique(f"{func.__name__}"), fparams, ret, body,
                                 span=node_span(parsed.source, parsed.fdef))
+            fn_ir.tuple_result = sub.ret_type if isinstance(sub.ret_type, TupleType) else None
+            fn_ir.hidden = [n for n, _ in passed]
             self.m.functions[key] = fn_ir
             self.m.order.append(fn_ir)
+        by_name = dict(hidden)
+        args = args + [by_name[n] for n in getattr(fn_ir, "hidden", [])]
+        rt = getattr(fn_ir, "tuple_result", None)
+        if rt is not None:
+            return self.tuple_result(fn_ir, rt, args, node)
         return ir.FuncCall(fn_ir.name, args, fn_ir.ret, span=self.span(node))
+
+    def _buffer_param(self, pname: str, info: BufInfo, node):
+        """(the callee's view of a buffer argument, hidden (name, value) arguments, key part).
+        A static shape stays static; run-time extents (and the strides of a strided view)
+        become hidden value parameters ``<name>__n<d>`` / ``<name>__s<d>``, passed only when
+        the function uses them (``x.shape``, ``len(x)``, ``x.size``, indexing a strided view)."""
+        dims, hidden, strides = None, [], None
+        if info.shape is None and (info.dims is not None or info.kernel_param is not None):
+            caller = [self.shape_of(info, d, node) for d in range(info.ndim)]
+            dims = tuple(ir.Var(f"{pname}__n{d}", e.type) for d, e in enumerate(caller))
+            hidden = [(v.name, e) for v, e in zip(dims, caller)]
+        if info.strides is not None:
+            strides = tuple(ir.Var(f"{pname}__s{d}", e.type) if not isinstance(e, ir.Const) else e
+                            for d, e in enumerate(info.strides))
+            hidden += [(v.name, e) for v, e in zip(strides, info.strides) if isinstance(v, ir.Var)]
+        callee = BufInfo(pname, info.elem, info.space, info.ndim, info.shape, vec=info.vec, dims=dims,
+                         strides=strides)
+        key = ("buf", info.elem.name, info.space, info.ndim, info.shape, info.vec.name if info.vec is not None
+               else None, tuple(e.type.name for _, e in hidden),
+               tuple(s.value if isinstance(s, ir.Const) else None for s in info.strides) if info.strides else None)
+        return callee, hidden, key
 
     def _static_object(self, node):
         """The compile-time object ``node`` names when it is one a device function can be

@@ -85,10 +85,14 @@ class BufInfo:
     offset: ir.Expr | None = None
     vec: Any = None
     dims: tuple | None = None
+    # ``strides``: elements between neighbours along each dimension, when not row-major
+    # (a slice with a step, a column slice ``a[:, j]``); IR expressions.
+    strides: tuple | None = None
 
     @property
     def is_view(self) -> bool:
-        return self.offset is not None or self.vec is not None or self.dims is not None
+        return self.offset is not None or self.vec is not None or self.dims is not None or \
+            self.strides is not None
 
 
 @dataclass

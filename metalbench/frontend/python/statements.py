@@ -10,6 +10,7 @@ from ... import dsl
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, error_net
+from ...semantics import TupleValue
 from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
 from .views import resolve_elem_type
@@ -47,7 +48,7 @@ class StatementsMixin:
                 return []  # docstring
             if isinstance(s.value, ast.Call):
                 e = self.call(s.value, statement=True)
-                if e is None:
+                if e is None or isinstance(e, TupleValue):
                     return self._pending()
                 if isinstance(e, list):          # a call that is statements (simdgroup_load ...)
                     return self._pending() + e
@@ -99,7 +100,9 @@ class StatementsMixin:
                 raise KernelSyntaxError("a kernel cannot return a value", sp,
                                         hint="write results into an output array (out[i] = value); "
                                              "a bare `return` ends the thread")
-            v = self.expr(s.value)
+            v = self.value_or_tuple(s.value)
+            if isinstance(v, TupleValue):
+                return self.tuple_return(v, sp)
             self.ret_types.append(v.type)
             rt = self.ret_type or v.type
             return self._pending() + [ir.Return(self.conv(v, rt), span=sp)]
@@ -127,7 +130,7 @@ class StatementsMixin:
             if isinstance(obj, dsl.Builtin) and obj.dsl_name in ("threadgroup_array", "local_array") \
                     or getattr(obj, "__metalbench_array__", None):
                 return self.declare_array(target.id, s.value, obj)
-        if isinstance(target, ast.Tuple):
+        if isinstance(target, (ast.Tuple, ast.List)):
             return self.tuple_assign(target, s.value, sp)
         if isinstance(target, ast.Name):
             info = self.array_value_for(target, s.value)
@@ -137,42 +140,27 @@ class StatementsMixin:
             static = self.assign_static(target, s.value)
             if static is not None:
                 return static       # a compile-time constant (compiletime.py)
-        value = self.expr(s.value)
+        value = self.value_or_tuple(s.value)          # a tuple value is one local per item (tuples.py)
         return self._pending() + self.store_to(target, value, sp)
 
     def tuple_assign(self, target: ast.Tuple, value_node, sp) -> list[ir.Stmt]:
-        if isinstance(value_node, ast.Tuple):
-            if len(value_node.elts) != len(target.elts):
-                raise KernelSyntaxError("tuple assignment with different lengths", sp)
-            values = [self.expr(v) for v in value_node.elts]
-        elif isinstance(value_node, ast.Attribute) and value_node.attr == "shape":
+        if isinstance(value_node, ast.Attribute) and value_node.attr == "shape":
             info = self.buffer_of(value_node.value)
             values = [self.shape_of(info, d, value_node) for d in range(info.ndim)]
             if len(values) != len(target.elts):
                 raise KernelSyntaxError(f"{info.name} has {info.ndim} dimensions, "
                                         f"not {len(target.elts)}", sp)
         else:
-            v = self.expr(value_node)
-            if isinstance(v.type, T.VectorType) and v.type.n == len(target.elts):
-                values = [self.sem.component(v, "xyzw"[k], v.span) for k in range(v.type.n)]
-            else:
-                raise KernelSyntaxError("tuple assignment needs a tuple, a vector or x.shape on the right",
-                                        sp)
+            values = self.unpack(self.value_or_tuple(value_node), len(target.elts), sp)
         out = self._pending()
-        if len(values) > 1 and not all(isinstance(v, (ir.Const, ir.ShapeOf, ir.ThreadAttr, ir.Swizzle))
-                                       for v in values):
-            # a, b = b, a: evaluate every value before assigning any.
-            temps = []
-            for v in values:
-                tmp = self.local_var(self.fresh("_t", ("tmp", id(v))), v.type, value_node)
-                out.append(ir.Assign(tmp, v, span=sp))
-                temps.append(tmp)
-            values = temps
-        for t, v in zip(target.elts, values):
-            out.extend(self.store_to(t, v, sp))
-        return out
+        return out + self.assign_targets(target.elts, values, value_node, sp)
 
     def store_to(self, target, value: ir.Expr, sp) -> list[ir.Stmt]:
+        if isinstance(value, TupleValue):
+            if isinstance(target, ast.Name):
+                return self.store_tuple_local(target.id, value, target, sp)
+            raise self.err(KernelTypeError, f"a {value.type.name} cannot be stored here", target,
+                           hint="store its items one by one")
         if isinstance(target, ast.Name):
             b = None
             for scope in reversed(self.scopes):
@@ -239,49 +227,6 @@ class StatementsMixin:
             rhs = self.expr(s.value)
             return self.store_to(s.target, self.binop(op, cur, rhs, s), sp)
         raise KernelSyntaxError("unsupported augmented assignment target", sp)
-
-    def for_loop(self, s: ast.For) -> list[ir.Stmt]:
-        sp = self.span(s)
-        if s.orelse:
-            raise KernelSyntaxError("for ... else is not supported", sp)
-        it = s.iter
-        if not (isinstance(it, ast.Call) and self._callee_obj(it.func) is range):
-            unrolled = self.static_loop(s)      # static_range(...) or a tuple (compiletime.py)
-            if unrolled is not None:
-                return unrolled
-        if not (isinstance(it, ast.Call) and isinstance(self._callee_obj(it.func), type(range))
-                and self._callee_obj(it.func) is range):
-            raise KernelSyntaxError("only `for ... in range(...)` loops are supported", self.span(s.iter),
-                                    hint="use range(stop), range(start, stop) or range(start, stop, step)")
-        if it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.err(KernelTypeError, "range() takes 1 to 3 positional arguments", it)
-        args = [self.expr(a) for a in it.args]
-        for a, node in zip(args, it.args):
-            if not (isinstance(a.type, T.ScalarType) and (a.type.is_int or a.type.is_bool)):
-                raise self.err(KernelTypeError, f"range() needs integers, got {a.type.name}", node,
-                               hint="convert with int32(...) or uint32(...)")
-        if len(args) == 1:
-            start, stop, step = ir.Const(0, T.int32), args[0], ir.Const(1, T.int32)
-        elif len(args) == 2:
-            (start, stop), step = args, ir.Const(1, T.int32)
-        else:
-            start, stop, step = args
-        if isinstance(step, ir.Const) and step.value == 0:
-            raise self.err(KernelTypeError, "range() step must not be zero", it.args[2])
-        t = self.sem.rules.promote(self.sem.rules.arith(start.type, stop.type))
-        if not isinstance(s.target, ast.Name):
-            raise KernelSyntaxError("the loop variable must be a plain name", self.span(s.target))
-        name = s.target.id
-        var = ir.Var(self.fresh(name, ("loop", s.lineno, s.col_offset)), t, span=self.span(s.target))
-        pre = self._pending()
-        self.scopes.append({name: Binding("var", var)})
-        self.loop_depth += 1
-        try:
-            body = self.block(s.body)
-        finally:
-            self.loop_depth -= 1
-            self.scopes.pop()
-        return pre + [ir.For(var, self.conv(start, t), self.conv(stop, t), self.conv(step, t), body, span=sp)]
 
     def declare_array(self, name: str, call: ast.Call, obj) -> list[ir.Stmt]:
         sp = self.span(call)

@@ -13,7 +13,8 @@ from ... import dsl
 from ... import ir
 from ...errors import (ControlFlow, KernelNameError, KernelTypeError, MetalbenchError, Span,
                         internal_error)
-from ...semantics import DSL, Semantics
+from ...semantics import DSL, Semantics, TupleType, TupleValue
+from ...semantics.tuples import join_types
 from .calls import CallsMixin
 from .compiletime import CompileTimeMixin, single_assignments
 from .expressions import ExpressionsMixin
@@ -21,12 +22,14 @@ from .functions import FunctionsMixin
 from .parse import ParsedFunction, node_span
 from .specs import ArgSpec, Binding, BufInfo, Module
 from .matrices import MatricesMixin
+from .loops import LoopsMixin
 from .statements import StatementsMixin
+from .tuples import TuplesMixin
 from .views import ViewsMixin
 
 
-class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin, CompileTimeMixin,
-                         ViewsMixin, MatricesMixin):
+class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin, CompileTimeMixin,
+                         ViewsMixin, MatricesMixin, TuplesMixin):
     """Translates one function body (kernel or device function) for one specialisation."""
 
     def __init__(self, module: Module, parsed: ParsedFunction, is_kernel: bool,
@@ -151,6 +154,12 @@ class FunctionTranslator(StatementsMixin, ExpressionsMixin, CallsMixin, Function
         return node_or_span if isinstance(node_or_span, Span) else self.span(node_or_span)
 
     def _join(self, a, b):
+        if isinstance(a, TupleType) or isinstance(b, TupleType):
+            j = join_types(self.sem.join, a, b)
+            if j is None:
+                raise KernelTypeError(f"the function returns both {getattr(a, 'name', a)} and "
+                                      f"{getattr(b, 'name', b)}", node_span(self.src, self.p.fdef))
+            return j
         return self.sem.join(a, b)
 
     def _once(self, e: ir.Expr, span: Span) -> ir.Var:
@@ -192,6 +201,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     module = Module(kname, parsed.rules or DSL)
     params: list[ir.Param] = []
     bindings: dict[str, Binding] = {}
+    leaf_types = {s.name: s.type for s in specs if s.kind == "scalar"}
     for spec in specs:
         module.names.add(spec.name)
         if spec.kind == "constexpr":
@@ -200,6 +210,9 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             p = ir.Param(spec.name, "scalar", spec.type, 0)
             params.append(p)
             bindings[spec.name] = Binding("var", ir.Var(spec.name, spec.type))
+        elif spec.kind == "tuple":
+            # a tuple argument: its items are the scalar specs that follow (leaf names in spec.value)
+            bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types))
         else:
             p = ir.Param(spec.name, "buffer", spec.type, spec.ndim, is_output=spec.is_output)
             params.append(p)
@@ -215,6 +228,14 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
         raise
     except Exception as e:       # outside any statement (the per-node nets catch the rest)
         raise internal_error(e, node_span(parsed.source, parsed.fdef), f"kernel {kname!r}") from e
+
+
+def _tuple_of_leaves(structure, leaf_types) -> TupleValue:
+    """The TupleValue of a tuple argument: ``structure`` is ``(items, names)`` where each item
+    is a leaf parameter's name or a nested structure."""
+    items, names = structure
+    return TupleValue([_tuple_of_leaves(x, leaf_types) if isinstance(x, tuple) else ir.Var(x, leaf_types[x])
+                       for x in items], names=names)
 
 
 def _reachable(functions: list[ir.Function], body) -> list[ir.Function]:

@@ -99,6 +99,9 @@ class ViewsMixin:
         if isinstance(node, ast.Attribute):
             hook = getattr(self, "field_array", None)          # structure arguments (tuples.py)
             return hook(node) if hook is not None else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reshape":
+            base = self.array_of(node.func.value)
+            return self.reshape_view(base, node) if base is not None else None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "view":
             base = self.array_of(node.func.value)
             if base is None:
@@ -131,15 +134,21 @@ class ViewsMixin:
         return View(info.name, info.space, info.vec or info.elem, off, (), const)
 
     def slice_view(self, info: BufInfo, parts, node) -> BufInfo:
-        """``x[i:]`` / ``x[i:j]`` (first dimension; further dimensions as ``:``)."""
+        """``x[i:]`` / ``x[i:j]`` (first dimension; further dimensions as ``:``); the general
+        case (steps, several sliced dimensions, an index mixed with slices ``a[1:, 2]``)
+        is :meth:`strided_view`."""
         sp = self.span(node)
         s = parts[0]
-        if not isinstance(s, ast.Slice) or any(not (isinstance(p, ast.Slice) and p.lower is None and
-                                                    p.upper is None and p.step is None) for p in parts[1:]):
-            raise self.err(KernelSyntaxError, "only the first dimension can be sliced (x[i:], x[i:j])", node,
-                           hint="take a row first (x[r]) and slice it: x[r][i:]")
-        if s.step is not None:
-            raise self.err(KernelSyntaxError, "slices with a step are not supported", s.step)
+        def neg(b):
+            return b is not None and not (isinstance(b, ast.Constant) and isinstance(b.value, int) and b.value >= 0) \
+                and isinstance(b, (ast.UnaryOp, ast.Constant))
+        # Numba's slices follow Python's clipping everywhere; the DSL's take the bounds as given
+        # (unless negative), which costs nothing per view
+        if not isinstance(s, ast.Slice) or s.step is not None or info.strides is not None or \
+                self.sem.rules.name == "numba" or neg(s.lower) or neg(s.upper) or \
+                any(not (isinstance(p, ast.Slice) and p.lower is None and p.upper is None and p.step is None)
+                    for p in parts[1:]):
+            return self.strided_view(info, parts, node)
         dims = self._dims(info, node)
         lo = self.sem.index(self.expr(s.lower), sp) if s.lower is not None else ir.Const(0, T.int32, span=sp)
         hi = self.sem.index(self.expr(s.upper), sp) if s.upper is not None else dims[0]
@@ -157,14 +166,150 @@ class ViewsMixin:
                        shape=None if not isinstance(n, ir.Const) or info.shape is None
                        else (int(n.value),) + tuple(info.shape[1:]))
 
+    # -- strided views (steps, several sliced dimensions; Numba's slicing) --------------
+    def strides_of(self, info: BufInfo, node) -> list:
+        """Elements between neighbours along each dimension (row-major unless a view says)."""
+        if info.strides is not None:
+            return list(info.strides)
+        sp = self.span(node)
+        dims = self._dims(info, node)
+        out = [ir.Const(1, T.int32, span=sp)]
+        for d in reversed(dims[1:]):
+            out.insert(0, self.sem.binop("*", out[0], d, sp))
+        return out
+
+    def strided_index(self, info: BufInfo, idx: list, node) -> ir.Expr:
+        """The element index (from the view's offset) of ``info[idx...]`` of a strided view."""
+        sem, sp = self.sem, self.span(node)
+        lin = None
+        for i, st in zip(idx, info.strides):
+            term = i if isinstance(st, ir.Const) and st.value == 1 else sem.binop("*", i, st, sp)
+            lin = term if lin is None else sem.binop("+", lin, term, sp)
+        return lin
+
+    def strided_view(self, info: BufInfo, parts, node) -> BufInfo:
+        """``a[i:j:k]``, ``a[1:, 2]``, ``a[:, j]``: Python's slicing (negative bounds count
+        from the end, bounds clip to the extent, steps are positive constants)."""
+        if info.vec is not None:
+            raise self.err(KernelTypeError, "slicing a vector view this way is not supported", node)
+        if len(parts) > info.ndim:
+            raise self.err(KernelTypeError, f"{info.name} has {info.ndim} dimension(s) but {len(parts)} indices "
+                                            "were given", node)
+        sem, sp = self.sem, self.span(node)
+        dims, strides = self._dims(info, node), self.strides_of(info, node)
+        off = None
+        new_dims, new_strides = [], []
+        for d, p in enumerate(parts):
+            if isinstance(p, ast.Slice):
+                start, length, step = self._slice_bounds(p, dims[d], node)
+                new_dims.append(length)
+                new_strides.append(strides[d] if step == 1 else
+                                   sem.binop("*", strides[d], ir.Const(step, T.int64, span=sp), sp))
+                first = start
+            else:
+                first = self.expr(p)
+                if isinstance(first, ir.Const) and isinstance(first.value, int) and first.value < 0:
+                    first = sem.binop("+", dims[d], first, sp)
+            if not (isinstance(first, ir.Const) and first.value == 0):
+                term = sem.binop("*", sem.convert(sem.index(first, sp), T.int64, sp), strides[d], sp)
+                off = term if off is None else sem.binop("+", off, term, sp)
+        new_dims += dims[len(parts):]
+        new_strides += strides[len(parts):]
+        if not new_dims:
+            raise self.err(KernelTypeError, "this indexes one element; write it without a slice", node)
+        v = self._as_view(info, sp)
+        moved = sem.view_offset(replace(v, type=v.elem), off, sp) if off is not None else v
+        contiguous = all(isinstance(x, ir.Const) for x in new_strides) and \
+            [int(x.value) for x in new_strides] == _row_major([d.value if isinstance(d, ir.Const) else None
+                                                              for d in new_dims])
+        return replace(info, offset=None if _zero(moved.offset) else moved.offset, ndim=len(new_dims),
+                       shape=None, dims=tuple(new_dims), strides=None if contiguous else tuple(new_strides))
+
+    def _slice_bounds(self, p: ast.Slice, n: ir.Expr, node):
+        """(start, length, step) of slice ``p`` over ``n`` elements, as ``slice.indices`` gives."""
+        sem, sp = self.sem, self.span(node)
+        step = 1
+        if p.step is not None:
+            step = self.static_value(p.step)
+            if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+                raise self.err(KernelTypeError, "a slice step must be a non-zero constant integer", p)
+            if step < 0:
+                raise self.err(KernelSyntaxError, "slices with a negative step are not supported in kernels", p,
+                               hint="index in reverse with a loop instead")
+        n = sem.convert(n, T.int64, sp)
+        zero = ir.Const(0, T.int64, span=sp)
+
+        def bound(x, default):
+            if x is None:
+                return default
+            v = sem.convert(self.expr(x), T.int64, sp)
+            if isinstance(v, ir.Const) and isinstance(n, ir.Const):
+                w = v.value + n.value if v.value < 0 else v.value
+                return ir.Const(min(max(w, 0), n.value), T.int64, span=sp)
+            v = sem.once(v, sp)
+            if not (isinstance(v, ir.Const) and v.value >= 0):
+                v = sem.once(sem.select(sem.binop("<", v, zero, sp), sem.binop("+", n, v, sp), v, sp), sp)
+            v = sem.select(sem.binop("<", v, zero, sp), zero, v, sp)
+            return sem.select(sem.binop(">", v, n, sp), n, v, sp)
+        start = sem.once(bound(p.lower, zero), sp)
+        stop = bound(p.upper, n)
+        diff = sem.binop("-", stop, start, sp)
+        if step != 1:
+            diff = sem.binop("//", sem.binop("+", diff, ir.Const(step - 1, T.int64, span=sp), sp),
+                             ir.Const(step, T.int64, span=sp), sp)
+        length = sem.fold(sem.select(sem.binop(">", diff, zero, sp), diff, zero, sp))
+        return start, length, step
+
+    def reshape_view(self, info: BufInfo, node: ast.Call) -> BufInfo:
+        """``a.reshape(shape)`` of a contiguous array: the same elements, other extents
+        (one extent may be -1)."""
+        sp = self.span(node)
+        if info.strides is not None or info.vec is not None:
+            raise self.err(KernelTypeError, "reshape needs a contiguous array (not a strided or vector view)", node)
+        args = [self.value_or_tuple(a) for a in node.args]
+        shape = args[0] if len(args) == 1 else None
+        items = list(shape.items) if hasattr(shape, "items") else ([shape] if shape is not None else args)
+        dims = [self.sem.index(x, sp) for x in items]
+        total = self.size_of(info, node)
+        if all(isinstance(d, ir.Const) for d in dims) and isinstance(total, ir.Const):
+            vals = [int(d.value) for d in dims]
+            if vals.count(-1) == 1:
+                known = 1
+                for v in vals:
+                    known *= v if v != -1 else 1
+                vals[vals.index(-1)] = total.value // max(known, 1)
+            prod = 1
+            for v in vals:
+                prod *= v
+            if prod != total.value:
+                raise self.err(KernelTypeError, f"cannot reshape an array of {total.value} elements into "
+                                                f"{tuple(vals)}", node)
+            return replace(info, ndim=len(vals), shape=tuple(vals), dims=None, strides=None)
+        return replace(info, ndim=len(dims), shape=None, dims=tuple(dims), strides=None)
+
+    def row_at(self, info: BufInfo, idx: list, node) -> BufInfo:
+        """The row ``info[idx...]`` (``idx`` IR values) of a multi-dimensional array."""
+        if info.strides is not None:
+            sem, sp = self.sem, self.span(node)
+            off = self.strided_index(replace(info, strides=info.strides[:len(idx)]),
+                                     [sem.convert(sem.index(i, sp), T.int64, sp) for i in idx], node)
+            v = self._as_view(info, sp)
+            moved = sem.view_offset(replace(v, type=v.elem), off, sp)
+            return replace(info, offset=moved.offset, ndim=info.ndim - len(idx), shape=None,
+                           dims=tuple(self._dims(info, node)[len(idx):]), strides=info.strides[len(idx):])
+        return self._row(info, idx, node)
+
     def row_view(self, info: BufInfo, parts, node) -> BufInfo:
         """``x[r]`` (or ``x[r, s]`` of a 3-D array ...): the remaining dimensions' view."""
+        return self.row_at(info, [self.expr(p) for p in parts], node)
+
+    def _row(self, info: BufInfo, idx_values, node) -> BufInfo:
         sp = self.span(node)
         if info.vec is not None:
             raise self.err(KernelTypeError, "rows of a vector view are not supported", node)
         dims = self._dims(info, node)
-        k = len(parts)
-        idx = [self.sem.index(self.expr(p), self.span(p)) for p in parts]
+        k = len(idx_values)
+        idx = [self.sem.index(e, sp) for e in idx_values]
         inner = dims[k:]
         # element offset of the row: (linear index of idx over the outer dimensions) times
         # the elements of one row
@@ -329,12 +474,13 @@ class ViewsMixin:
         if isinstance(value_node, ast.Subscript) and not any(
                 isinstance(p, ast.Slice) for p in (value_node.slice.elts if isinstance(value_node.slice, ast.Tuple)
                                                    else [value_node.slice])):
-            if not _uses_as_array(self.p.fdef, target.id):
+            # a row: where the name is used as an array (always in Numba, where a[r] of a 2-D array is one)
+            if not _uses_as_array(self.p.fdef, target.id) and self.sem.rules.name != "numba":
                 return None
         if not isinstance(value_node, (ast.Name, ast.Subscript, ast.Call, ast.Attribute)):
             return None
         if isinstance(value_node, ast.Call) and not (isinstance(value_node.func, ast.Attribute)
-                                                     and value_node.func.attr == "view"):
+                                                     and value_node.func.attr in ("view", "reshape")):
             return None
         return self.array_of(value_node)
 
@@ -347,6 +493,14 @@ def _stable(e) -> bool:
 
 def _zero(e) -> bool:
     return isinstance(e, ir.Const) and e.value == 0
+
+
+def _row_major(dims) -> list:
+    """The element strides of a row-major array of extents ``dims`` (None: unknown)."""
+    out = [1]
+    for d in reversed(dims[1:]):
+        out.insert(0, None if d is None or out[0] is None else out[0] * d)
+    return out
 
 
 __all__ = ["ViewsMixin", "resolve_elem_type"]
