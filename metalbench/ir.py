@@ -448,6 +448,21 @@ class ExprStmt(Stmt):
     expr: Expr
 
 
+@dataclass(eq=False)
+class Print(Stmt):
+    """A print from a kernel: DSL ``print(...)`` (f-strings and ``%`` too), MSL ``printf``
+    and ``os_log``. ``text`` holds the literal pieces around the values (one more than
+    ``args``); ``specs[i]`` says how ``args[i]`` is formatted: ``("py", spec)`` as
+    Python's ``format(value, spec)``, ``("c", "%5.2f")`` as C's printf. With ``tag`` the
+    simulator starts each line with the thread's position (off for Numba's ``print``).
+    The simulator prints through Python's ``print``; CUDA through device ``printf``;
+    the Metal printer compiles it out (Metal logs only in debug builds)."""
+    args: list[Expr]
+    text: list[str]
+    specs: list[tuple[str, str]]
+    tag: bool = True
+
+
 # ----------------------------------------------------------------------------- kernels
 
 @dataclass(eq=False)
@@ -659,6 +674,11 @@ def _s(s, ind: str, out: list[str]) -> None:
         out.append(f"{ind}atomic_thread_fence({' | '.join(s.flags)}, {s.order}, thread_scope_{s.scope})")
     elif isinstance(s, ExprStmt):
         out.append(f"{ind}{_e(s.expr)}")
+    elif isinstance(s, Print):
+        fields = [f"{{{_e(a)}{':' + sp if kind == 'py' and sp else ''}{' ' + sp if kind == 'c' else ''}}}"
+                  for a, (kind, sp) in zip(s.args, s.specs)]
+        txt = "".join(t + f for t, f in zip(s.text, fields + [""]))
+        out.append(f"{ind}print({txt!r})")
     else:
         out.append(f"{ind}<{type(s).__name__}>")
 

@@ -47,6 +47,9 @@ class CallsMixin:
             if not isinstance(v, TupleValue):
                 raise self.err(KernelTypeError, "tuple(x) of something that is not a tuple", node)
             return TupleValue(v.items, span=sp)
+        if obj is print:
+            from .printing import translate_print
+            return translate_print(self, node, statement)
         name = None
         if isinstance(obj, dsl.MatrixDType):                 # simdgroup_float8x8(v) (matrices.py)
             return self.matrix_construct(obj.matrix_type, node)
@@ -78,9 +81,6 @@ class CallsMixin:
         elif callable(obj) and getattr(obj, "__module__", "") in ("builtins",):
             raise self.err(KernelSyntaxError, f"{ast.unparse(node.func)}() is not supported in kernels", node)
         if name is None:
-            if obj in (print,):
-                raise self.err(KernelSyntaxError, "print() is not supported in kernels", node,
-                               hint="write values to an output array, or run on backend='sim' with checked=True")
             raise self.err(KernelTypeError, f"{ast.unparse(node.func)} cannot be called in a kernel", node,
                            hint="kernels call Metal builtins (metalbench.dsl), math functions and @mb.func functions")
         if node.keywords:
