@@ -33,7 +33,7 @@ _require_mlx()
 
 from .errors import (BackendUnavailableError, KernelCheckError, KernelInternalError, KernelLaunchError,
                      KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError)
-from .errors import KernelCheckWarning, OutOfBoundsWarning
+from .errors import CoverageWarning, KernelCheckWarning, OutOfBoundsWarning
 from .check import BadReferenceError
 from .autodiff.prepare import NotDifferentiableError
 from .frontend.python import Out, constexpr
@@ -88,6 +88,6 @@ def load_ipython_extension(ipython):
 __all__ = ["kernel", "func", "Kernel", "Func", "Out", "constexpr", "metal_kernel", "resolve_backend",
            "MetalbenchError", "KernelSyntaxError", "KernelNameError", "KernelTypeError",
            "KernelLaunchError", "KernelCheckError", "KernelInternalError", "BackendUnavailableError",
-           "BadReferenceError", "check_grad", "NotDifferentiableError", "OutOfBoundsWarning", "KernelCheckWarning",
+           "BadReferenceError", "check_grad", "NotDifferentiableError", "OutOfBoundsWarning", "KernelCheckWarning", "CoverageWarning",
            "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "bfloat16", "float32", "float64"]

@@ -215,6 +215,13 @@ class OutOfBoundsWarning(UserWarning):
     warning counts them per buffer. ``checked=True`` reports them as findings."""
 
 
+class CoverageWarning(UserWarning):
+    """A simulator launch left elements of an output unwritten and no ``init_value`` was
+    given: on a GPU they would hold garbage. The message says how many were written and,
+    when only a small part was, the likely cause (``grid`` counts threads, not
+    threadgroups)."""
+
+
 class KernelCheckWarning(UserWarning):
     """A lower-severity finding of the checked simulator: the kernel works on a GPU but
     is fragile (several threads writing the same value to one element), or a

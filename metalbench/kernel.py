@@ -177,7 +177,7 @@ class Kernel(KernelBase):
             if k not in self.signature.parameters:
                 raise KernelLaunchError(f"{self.name}() got an unexpected keyword argument {k!r}",
                                         hint="launch options are grid=, threadgroup=, backend=, out=, "
-                                             "init_value=, checked=")
+                                             "init_value=, checked=, print_threads=")
             if k in values:
                 raise KernelLaunchError(f"{self.name}() got multiple values for argument {k!r}")
             values[k] = v
@@ -298,7 +298,12 @@ class Kernel(KernelBase):
 
     # -- launching -------------------------------------------------------------------------
     def __call__(self, *args, grid=None, threadgroup=None, backend="auto", out=None, init_value=None,
-                 checked=None, stream=None, **kwargs):
+                 checked=None, stream=None, print_threads=None, **kwargs):
+        if print_threads is not None:   # prints of these threads only (simulator): see sim/printing.py
+            from .sim.printing import print_threads as selected
+            with selected(print_threads):
+                return self(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
+                            init_value=init_value, checked=checked, stream=stream, **kwargs)
         # The thin path: a call with the signature of an earlier one (array dtypes and
         # shapes, scalar types, constexpr values, grid, threadgroup, backend) goes
         # straight to that call's prepared launch. (The try block is user_facing inlined:

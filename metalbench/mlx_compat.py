@@ -119,13 +119,20 @@ class MetalKernel(KernelBase):
 
     # ------------------------------------------------------------------ call
     def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
-                 init_value=None, verbose=False, stream=None, backend="auto", checked=None):
+                 init_value=None, verbose=False, stream=None, backend="auto", checked=None, print_threads=None):
         """Launch; returns a list of ``mx.array`` (one per output), as MLX does.
 
         ``backend``: "auto" (metal, else cuda, else sim; ``METALBENCH_BACKEND``
         overrides), "metal", "cuda" or "sim". ``checked`` (sim only): bounds, race
-        and uninitialised-read checks.
+        and uninitialised-read checks. ``print_threads`` (sim only): the threads whose
+        ``printf``/``os_log`` lines are printed (linear positions or position tuples).
         """
+        if print_threads is not None:
+            from .sim.printing import print_threads as selected
+            with selected(print_threads):
+                return self(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
+                            threadgroup=threadgroup, template=template, init_value=init_value, verbose=verbose,
+                            stream=stream, backend=backend, checked=checked)
         try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
             key = None
             if not verbose:
@@ -267,6 +274,9 @@ class MetalKernel(KernelBase):
                             atomic_outputs=self.atomic_outputs,
                             input_types=[(t, nd) for _, t, nd in facts], output_types=[t for _, t, _ in outs])
         opts = {"compile_options": self.compile_options} if self.compile_options is not None else {}
+        from .frontend.msl.printing import has_log_calls
+        if has_log_calls(self.source + "\n" + self.header):
+            verbatim = None     # prints are compiled out on metal: MLX gets the printed kernel
         return Specialization(bound.key, build=build_ir, name=self.name, output_names=self.output_names,
                               verbatim=verbatim, mlx_options=opts,
                               verbatim_inputs=[(n, "scalar" if nd == 0 else "buffer", t) for n, t, nd in facts],

@@ -574,6 +574,33 @@ class KernelBase:
         return autotune_kernel(self, *args, **kwargs)
 
     @user_facing
+    def trace(self, *args, thread=None, group=None, **launch):
+        """Run once on the simulator and record, for the chosen thread(s), every assignment
+        in execution order (locals, stores, loop variables): ``tr.rows`` are records with
+        ``.line`` (the user's line), ``.name``, ``.value``. ``thread`` is a linear
+        position, a position tuple or a list of them; ``group`` traces a whole
+        threadgroup (``tr.table``: threads x steps). See :mod:`metalbench.sim.trace`.
+
+        >>> tr = saxpy.trace(2.0, x, y, thread=5, grid=n, threadgroup=256)   # doctest: +SKIP
+        >>> tr.values("out[5]")                                               # doctest: +SKIP
+        """
+        from .sim.trace import trace_kernel
+        return trace_kernel(self, *args, thread=thread, group=group, **launch)
+
+    @user_facing
+    def access_map(self, *args, **launch):
+        """Run once on the checked simulator and count, per element of every buffer, the
+        reads and writes (``am.reads["x"]``, ``am.writes["out"]``, shaped like the
+        buffers), which threadgroup touched it, per-simdgroup coalescing and threadgroup
+        bank conflicts per access line. See :mod:`metalbench.sim.access_map`.
+
+        >>> am = saxpy.access_map(2.0, x, y, grid=n, threadgroup=256)   # doctest: +SKIP
+        >>> am.reads["x"].max(), am.writes["out"].sum()                 # doctest: +SKIP
+        """
+        from .sim.access_map import access_map_kernel
+        return access_map_kernel(self, *args, **launch)
+
+    @user_facing
     def export_mlx(self, *args, **kwargs) -> str:
         """Standalone Python calling ``mx.fast.metal_kernel`` with the final MSL and this
         launch configuration (no metalbench import).

@@ -14,8 +14,28 @@ import numpy as np
 from . import types as T
 
 # Poison for outputs nobody initialised: NaN for floats, 0xCD.. for integers, so
-# unwritten elements show up in comparisons.
+# unwritten elements show up in comparisons. The NaNs carry the 0xCD payload: a kernel
+# that writes NaN (0/0, a NaN input) writes another bit pattern, so the launch's
+# coverage check (sim/coverage.py) tells written from unwritten exactly for floats.
 _POISON_BYTE = 0xCD
+_NAN_BITS = {2: 0x7ECD, 4: 0x7FC0CDCD, 8: 0x7FF8CDCDCDCDCDCD}   # float16/bfloat16 get their own below
+_BF16_BITS = 0x7FCD
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def poison_bits(t: T.ScalarType, alt: bool = False) -> int:
+    """The bit pattern of ``t``'s poison (``alt``: the second poison, 0x5A.. / False, that
+    the coverage check uses to tell integers written with the poison value from unwritten).
+
+    >>> hex(poison_bits(T.float32)), hex(poison_bits(T.int16)), poison_bits(T.bool_)
+    ('0x7fc0cdcd', '0xcdcd', 1)
+    """
+    if t.is_bool:
+        return 0 if alt else 1
+    n = t.itemsize
+    if t.is_float and not alt:
+        return _BF16_BITS if t == T.bfloat16 else _NAN_BITS[n]
+    return int.from_bytes(bytes([0x5A if alt else _POISON_BYTE]) * n, "little")
 
 
 def to_numpy(x) -> np.ndarray:
@@ -49,14 +69,13 @@ def is_array(x) -> bool:
         and not isinstance(x, np.generic)
 
 
-def poisoned(shape, t: T.ScalarType) -> np.ndarray:
-    """A fresh array of ``shape`` filled with poison (NaN / 0xCD bytes / True)."""
-    if t.is_float:
-        return np.full(shape, np.nan, dtype=t.np)
+def poisoned(shape, t: T.ScalarType, alt: bool = False) -> np.ndarray:
+    """A fresh array of ``shape`` filled with poison (NaN / 0xCD bytes / True; see
+    :func:`poison_bits`)."""
     if t.is_bool:
-        return np.ones(shape, dtype=np.bool_)
+        return np.full(shape, not alt, dtype=np.bool_)
     a = np.empty(shape, dtype=t.np)
-    a.view(np.uint8)[...] = _POISON_BYTE
+    a.view(_UINT[t.itemsize])[...] = poison_bits(t, alt)
     return a
 
 
@@ -93,7 +112,9 @@ def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
         a = new_output(shape, t, init_value)
         outs.append(a)
         args[name] = sim_buffer(a, Buffer)
-    stats = sim_kernel.run(args, grid, threadgroup, checked=checked)
+    # fresh outputs are poisoned: the launch checks it wrote them (CoverageWarning)
+    stats = sim_kernel.run(args, grid, threadgroup, checked=checked,
+                           coverage=[n for n, _, _ in outputs] if init_value is None else None)
     return [to_mlx(a) for a in outs], stats
 
 

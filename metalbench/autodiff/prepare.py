@@ -369,6 +369,8 @@ def eliminate_continues(stmts: list, namer: Namer) -> list:
 
 def prepare(kernel: ir.KernelIR, namer: Namer) -> list:
     """The kernel body, checked, with functions inlined and returns/continues removed."""
+    from ..frontend.printing import without_prints
+    kernel = without_prints(kernel)        # the adjoint does not print (the forward launch does)
     body = copy.deepcopy(kernel.body)
     check_subset(body, kernel)
     for f in kernel.functions:

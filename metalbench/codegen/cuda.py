@@ -342,6 +342,10 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
     def attr_type(self, a: str) -> str:
         return ATTRIBUTES[a][0]
 
+    def s_Print(self, s, ind, out):
+        from .printf import cuda_print
+        out.extend(ind + line for line in cuda_print(self, s))
+
     # -- values
     def e_Var(self, e):
         if self.in_function is None and e.name in self.scalar_params:

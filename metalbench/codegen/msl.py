@@ -101,6 +101,10 @@ class MSLPrinter(MSLMatrixMixin, CPrinter):
         super().__init__(kernel)
         self.atomic_kernel, self.atomic_funcs = atomic_buffers(kernel, outputs_together=True)
 
+    def s_Print(self, s, ind, out):
+        from .printf import msl_print
+        out.append(ind + msl_print(s))
+
     def _is_atomic(self, buf: str) -> bool:
         if self.in_function is not None:
             return buf in self.atomic_funcs.get(self.in_function.name, set())

@@ -132,3 +132,80 @@ def c_for_type(spec: str, kind: str) -> str:
         raise FormatError(f"{spec!r}: kernels print numbers, not strings or pointers")
     length = "ll" if conv in INT_CONV and conv != "c" else ""
     return f"%{m.group('flags')}{width}{prec}{length}{conv}"
+
+
+# ----------------------------------------------------------------------------- printers
+
+_NOTED = []
+
+
+def _c_literal(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "%":
+            out.append("%%")
+        elif ord(ch) < 32:
+            out.append(f"\\{ord(ch):03o}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def cuda_print(printer, s) -> list[str]:
+    """``ir.Print`` as CUDA device ``printf`` calls (at most 32 values each, CUDA's limit).
+    Integers are passed as ``long long``, floats as ``double`` (printf's own promotions
+    would not widen ``half``); a tagged print starts with the thread's position."""
+    from .. import ir
+    from .. import types as T
+    from ..frontend.printing import value_kind
+    fmt, args = [], []
+    if s.tag is not None:
+        fmt.append("[thread (%u, %u, %u)] ")
+        args += [printer.expr(ir.Swizzle(s.tag, c, T.uint32)) for c in "xyz"]
+    fmt.append(_c_literal(s.text[0]))
+    for (kind, spec), a, text in zip(s.specs, s.args, s.text[1:]):
+        vk = value_kind(a.type)
+        if kind == "py" and vk == "bool" and not spec:
+            fmt.append("%s")
+            args.append(f'(({printer.expr(a)}) ? "True" : "False")')
+        else:
+            conv = python_to_c(spec, "int" if vk == "bool" else vk) if kind == "py" else c_for_type(spec, vk)
+            c = conv[-1]
+            to = T.float64 if c in FLOAT_CONV else T.int32 if c == "c" else T.uint64 if c in "uoxX" else T.int64
+            args.append(printer.expr(ir.Cast(to, a)))
+            fmt.append(conv)
+        fmt.append(_c_literal(text))
+    if len(args) <= 32:
+        return [f'printf("{"".join(fmt)}"{"".join(", " + x for x in args)});']
+    # more values than one printf takes: consecutive calls (each piece keeps its own values)
+    pieces, cur_f, cur_a = [], [], []
+    it = iter(args)
+    for piece in fmt:
+        n = len(C_SPEC.findall(piece.replace("%%", "")))
+        if len(cur_a) + n > 32:
+            pieces.append(("".join(cur_f), cur_a))
+            cur_f, cur_a = [], []
+        cur_f.append(piece)
+        cur_a += [next(it) for _ in range(n)]
+    pieces.append(("".join(cur_f), cur_a))
+    return [f'printf("{pf}"{"".join(", " + x for x in pa)});' for pf, pa in pieces]
+
+
+def msl_print(s) -> str:
+    """``ir.Print`` for Metal: compiled out (MLX enables Metal's shader logging only in its
+    debug builds), with a one-time note; the simulator prints it."""
+    if not _NOTED:
+        _NOTED.append(True)
+        from ..sim.notices import warn_user
+        warn_user("metalbench: print()/printf/os_log in a kernel is compiled out on the metal backend "
+                  "(Metal logs only in debug builds of MLX); run on backend='sim' to see the prints, or "
+                  "'cuda' (device printf)", UserWarning)
+    return "// print compiled out: Metal logs only in debug builds (metalbench prints on the simulator)"

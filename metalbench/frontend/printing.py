@@ -88,3 +88,34 @@ class PrintBuilder:
 
     def build(self, tag: ir.Expr | None, span=None) -> ir.Print:
         return ir.Print(self.args, self.texts, self.specs, tag, span=span)
+
+
+def without_prints(kernel: ir.KernelIR) -> ir.KernelIR:
+    """A copy of ``kernel`` whose bodies (and device functions) have no ``ir.Print``: for
+    derived kernels (the VJP) that must not print.
+
+    >>> k = ir.KernelIR("k", [], [ir.Print([], [""], [])])
+    >>> without_prints(k).body
+    []
+    """
+    import copy
+
+    def strip(stmts):
+        out = []
+        for s in stmts:
+            if isinstance(s, ir.Print):
+                continue
+            for attr in ("then", "orelse", "body", "init", "update"):
+                v = getattr(s, attr, None)
+                if isinstance(v, list):
+                    setattr(s, attr, strip(v))
+            out.append(s)
+        return out
+    if not any(isinstance(n, ir.Print) for n in ir.walk(kernel.body)) and not any(
+            isinstance(n, ir.Print) for f in kernel.functions for n in ir.walk(f.body)):
+        return kernel
+    k = copy.deepcopy(kernel)
+    k.body = strip(k.body)
+    for f in k.functions:
+        f.body = strip(f.body)
+    return k

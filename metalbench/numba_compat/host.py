@@ -370,9 +370,14 @@ class CUDAKernel(Kernel):
             self._thin_cache.put(key, (sp, bound))
 
     @user_facing
-    def __call__(self, *args, grid=None, threadgroup=None, backend=None, checked=None, **kwargs):
+    def __call__(self, *args, grid=None, threadgroup=None, backend=None, checked=None, print_threads=None,
+                 **kwargs):
         """MLX-style launch on copies of the array arguments; returns the written arrays
         (NumPy; a tuple if several), leaving the caller's arrays untouched."""
+        if print_threads is not None:
+            from ..sim.printing import print_threads as selected
+            with selected(print_threads):
+                return self(*args, grid=grid, threadgroup=threadgroup, backend=backend, checked=checked, **kwargs)
         outs = self.launch(self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, checked=checked,
                                      **kwargs))
         if not outs:

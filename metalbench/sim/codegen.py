@@ -36,6 +36,7 @@ from .gen_linear import LinearAccess
 from .gen_loops import Loops, _Loop
 from .gen_memory import MemoryAccess
 from .matrix import MatrixGen
+from .printing import gen_print
 from .sync_checks import mem_bits
 
 @dataclass
@@ -84,6 +85,7 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
         self.attrs_used: set[str] = set()
         self.gbase_sizes: set[int] = set()
         self.uses_simd = False
+        self.uses_cov = False   # stores into outputs report to the launch's coverage check
         self.U: Uniformity | None = None
         self.keys: dict[int, int] = {}
         self.func_lines: list[str] = []
@@ -167,6 +169,8 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
         if self.uses_simd:
             pro.append("    _sg = _c.simd()")
         pro.append("    _ck = _c.checker")
+        if self.uses_cov:
+            pro.append("    _cv = getattr(_c, 'cov', None)")
         pro.append("    _ob = getattr(_c, 'oob', None)")
         if self.uses_lin:
             pro.append("    _lin0 = _c.g0 * _c.launch.TG")
@@ -318,6 +322,8 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
             # only device-scope fences of device memory order anything the checker tracks
             if self.checked and s.scope == "device" and mem_bits(s.flags) & 2:
                 self.emit(f"_ck.fence({self.m})")
+        elif isinstance(s, ir.Print):
+            gen_print(self, s)
         elif isinstance(s, ir.ExprStmt):
             if isinstance(s.expr, ir.Atomic):
                 self.atomic(s.expr, used=False)
@@ -468,7 +474,12 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
 
 
 
-def generate(kernel: ir.KernelIR, checked: bool = False, even: bool = True, linear: bool = False) -> Program:
+def generate(kernel: ir.KernelIR, checked: bool = False, even: bool = True, linear: bool = False,
+             variant=None) -> Program:
     """Generate the lane-vector Python program of ``kernel`` (not yet compiled); ``linear``
-    when the launch is 1-D (grid and threadgroup)."""
+    when the launch is 1-D (grid and threadgroup); ``variant="trace"`` adds the trace's
+    records of assignments (``sim/trace.py``)."""
+    if variant == "trace":
+        from .trace import TraceGen
+        return TraceGen(kernel, checked, even, False).program()
     return Gen(kernel, checked, even, linear).program()

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import ir
 from .. import types as T
+from .debug import cov_lin, cov_store
 
 
 class MemoryAccess:
@@ -140,8 +141,10 @@ class MemoryAccess:
                 self._check_lin(f, py, size, s.index, k, v)
                 self.emit(f"if {self._lin_cond(f, size)}:")
                 self.emit(f"    _mem.st_lin({py}, {f[0]}, _L, {v}, {self.m})")
+                cov_lin(self, s.buf, f[0])
                 self.emit("else:")
                 self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k}, _ob)")
+                cov_store(self, s.buf, kind, space, 1)
                 return
         if kind == "tg" and not self.checked:
             rel, fast = self._tg_rel(s.index, size)
@@ -163,6 +166,7 @@ class MemoryAccess:
         if self.checked and isinstance(v, str):
             v = self._name(v)
         a = self._check(kind, py, size, idx, k, v)
+        cov_store(self, s.buf, kind, space)
         if kind in ("dev", "glob"):
             self.emit(f"_mem.st({py}, {idx}, {v}, {self.m}, {k}, _ob)")
         elif kind == "tg":
@@ -189,6 +193,7 @@ class MemoryAccess:
             data, addr, rel, n = f"{py}.reshape(-1)", f"{idx} * _L + _lane", idx, size
         else:
             data, addr, rel, n = py, idx, "None", "None"
+        cov_store(self, e.buf, kind, space)
         call = (f"_at.atomic({e.op!r}, {data}, {addr}, [{', '.join(args)}], {self.m}, _L, {k}, {used}, "
                 f"{rel}, {n}, _ob)")
         if used:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,8 @@ from .memory import OOBCount, OutOfBounds
 from .notices import oob_message, warn_user, warning_message
 from ..errors import KernelCheckWarning, OutOfBoundsWarning
 from .stats import SimStats
+from . import debug
+from .coverage import report as report_coverage
 
 # Lanes per chunk: big enough that per-statement Python overhead vanishes, small enough
 # to stay in cache and bound memory for 16M-thread grids.
@@ -84,12 +87,13 @@ class SimKernel:
         self._metas: dict = {}
         self.program(False, True)  # compile now: errors show at compile time
 
-    def program(self, checked: bool, even: bool, linear: bool = False):
-        """The compiled program variant (``checked``, all threadgroups full, 1-D launch)."""
-        key = (checked, even, linear)
+    def program(self, checked: bool, even: bool, linear: bool = False, variant=None):
+        """The compiled program variant (``checked``, all threadgroups full, 1-D launch;
+        ``variant="trace"`` records assignments for :mod:`metalbench.sim.trace`)."""
+        key = (checked, even, linear, variant)
         p = self._programs.get(key)
         if p is None:
-            prog: Program = generate(self.ir, checked=checked, even=even, linear=linear)
+            prog: Program = generate(self.ir, checked=checked, even=even, linear=linear, variant=variant)
             ns = dict(_NS)
             ns.update(prog.namespace)
             code = compile(prog.source, f"<sim:{self.ir.name}>", "exec")
@@ -135,7 +139,7 @@ class SimKernel:
             lg = self._launches[key] = Launch(grid, threadgroup)
         return lg
 
-    def run(self, args: dict, grid, threadgroup, checked: bool = False) -> SimStats:
+    def run(self, args: dict, grid, threadgroup, checked: bool = False, coverage=None) -> SimStats:
         """Run the kernel over ``grid`` threads in threadgroups of ``threadgroup``.
 
         ``args`` maps every parameter to a :class:`Buffer` (or a NumPy array) or a
@@ -143,17 +147,42 @@ class SimKernel:
         gives 0 and an out-of-bounds write or atomic is dropped, and one
         ``OutOfBoundsWarning`` counts them. With ``checked=True`` (or
         ``METALBENCH_CHECKED=1``) findings (out-of-bounds, races, divergent barriers,
-        ...) raise ``KernelCheckError``."""
+        ...) raise ``KernelCheckError``. ``coverage`` names the outputs that are fresh
+        and poisoned: a ``CoverageWarning`` counts their elements left unwritten. The
+        kernel's prints are printed at the end (also when the launch fails)."""
+        hooks = debug.launch_hooks(self, coverage)
+        if hooks is None:
+            return self._run(args, grid, threadgroup, checked, None)
+        try:
+            stats = self._run(args, grid, threadgroup, checked, hooks)
+        finally:
+            hooks.finish()
+        if hooks.cov is not None:
+            def rerun(alt_args):
+                quiet = debug.LaunchHooks(self, None, None)
+                quiet.quiet = True
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self._run(alt_args, grid, threadgroup, checked, quiet)
+            stats.coverage = report_coverage(self, args, grid, threadgroup, checked, hooks.cov, rerun)
+        return stats
+
+    def _run(self, args, grid, threadgroup, checked, hooks) -> SimStats:
         t0 = time.perf_counter()
         checked = checked or os.environ.get("METALBENCH_CHECKED", "") not in ("", "0")
+        if hooks is not None:
+            checked = checked or hooks.checked
         lg = self._launch(grid, threadgroup, checked)
-        fn, prog = self.program(checked, lg.even, lg.linear)
+        fn, prog = self.program(checked, lg.even, lg.linear, hooks.variant if hooks is not None else None)
         bufs, meta, scalars = self._bind(args)
         per = max(1, CHUNK_LANES // max(1, lg.TG))
         stats = SimStats(threads=lg.grid[0] * lg.grid[1] * lg.grid[2],
                          threadgroups=lg.n_groups, chunks=0, seconds=0.0)
-        lc = LaunchChecker(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name,
-                           buffer_aliases(bufs)) if checked else None
+        make_lc = LaunchChecker if hooks is None else hooks.launch_checker(LaunchChecker)
+        lc = make_lc(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name,
+                     buffer_aliases(bufs)) if checked else None
+        if hooks is not None:
+            hooks.start(lg, prog, bufs)
         steps = max_steps(checked)
         ob = None if checked else OOBCount()
         with np.errstate(all="ignore"):
@@ -165,6 +194,8 @@ class SimKernel:
                 if ob is not None:
                     ob.L = c.L
                 c.oob = ob
+                if hooks is not None:
+                    hooks.chunk(c)
                 try:
                     fn(c)
                     if checked:

@@ -48,6 +48,8 @@ class SimStats:
     max_threadgroup_writes_per_thread: int | None = None
     coalesced_accesses: int | None = None
     device_accesses: int | None = None
+    #: outputs left partly unwritten: ``{name: (written, total)}`` (see ``sim/coverage.py``)
+    coverage: dict | None = None
 
     @property
     def checked(self) -> bool:

@@ -9,6 +9,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
+from .printing import is_logger_decl, print_call
 from .symbols import Buf, Ptr, Ref, _SPACES, _TypeName
 
 
@@ -258,6 +259,8 @@ class StatementsMixin:
                        body, span=sp)]
 
     def declaration(self, node, top=False) -> list[ir.Stmt]:
+        if is_logger_decl(self, node):      # os_log logger(...): its calls become prints
+            return []
         tnode = node.child_by_field_name("type")
         quals = self.quals_before(node.start_byte, tnode.start_byte)
         space = next((q for q in quals if q in _SPACES), None)
@@ -586,6 +589,9 @@ class StatementsMixin:
             op = "+" if "++" in self.text(node) else "-"
             return self.assign(node.child_by_field_name("argument"), op, None, sp)
         if k == "call_expression":
+            p = print_call(self, node)        # printf, os_log: metalbench/frontend/msl/printing.py
+            if p is not None:
+                return [p]
             fname = self.callee_name(node.child_by_field_name("function"))
             if fname in ("threadgroup_barrier", "simdgroup_barrier"):
                 # mem_flags::mem_device | mem_flags::mem_threadgroup: every flag named
