@@ -31,7 +31,6 @@ and the counts go up to where the launch stopped::
 """
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -156,7 +155,7 @@ class _Recorder:
         self.TG = lg.TG
         for name, data in bufs.items():
             self.params[name] = data
-            self.by_id[id(data)] = (name, data, 0, 1)
+            self.by_id[id(data)] = (name, data, 0, data.itemsize)
             self._alloc(name, data.size, "device")
 
     def _alloc(self, name, n, space):
@@ -357,9 +356,29 @@ def access_map_kernel(kernel, *args, **launch) -> AccessMap:
     for what in ("reads", "writes", "atomics"):
         out[what] = {n: _shaped(a, shapes.get(n)) for n, a in getattr(rec, what).items()}
     groups = {n: _shaped(np.where(rec.several[n], -2, rec.first[n]), shapes.get(n)) for n in rec.first}
-    lines = sorted(rec.line.values(), key=lambda s: (s.line if s.line is not None else 0, s.buffer, s.access))
+    lines = _merge_lines(rec.line.values())
     return AccessMap(kernel.name, out["reads"], out["writes"], out["atomics"], groups, lines,
                      bound.grid, bound.threadgroup, dict(rec.spaces), err, kernel.last_stats)
+
+
+def _merge_lines(stats) -> list:
+    """One :class:`LineStats` per (line, buffer, space, access): the accesses of one line
+    (``x[i - 1] + x[i] + x[i + 1]``) together."""
+    out: dict = {}
+    for s in stats:
+        key = (s.line, s.buffer, s.space, s.access)
+        m = out.get(key)
+        if m is None:
+            out[key] = LineStats(s.line, s.buffer, s.space, s.access, s.text, s.lanes, s.requests,
+                                 s.transactions, s.ideal, s.wavefronts, s.max_ways)
+            continue
+        m.lanes += s.lanes
+        m.requests += s.requests
+        m.transactions += s.transactions
+        m.ideal += s.ideal
+        m.wavefronts += s.wavefronts
+        m.max_ways = max(m.max_ways, s.max_ways)
+    return sorted(out.values(), key=lambda s: (s.line if s.line is not None else 0, s.buffer, s.access))
 
 
 def _shapes(bound) -> dict:
