@@ -30,6 +30,17 @@ def poison_bits(t: T.ScalarType, alt: bool = False) -> int:
     >>> hex(poison_bits(T.float32)), hex(poison_bits(T.int16)), poison_bits(T.bool_)
     ('0x7fc0cdcd', '0xcdcd', 1)
     """
+    key = (t.name, alt)
+    bits = _BITS.get(key)
+    if bits is None:
+        bits = _BITS[key] = _poison_bits(t, alt)
+    return bits
+
+
+_BITS: dict = {}
+
+
+def _poison_bits(t: T.ScalarType, alt: bool) -> int:
     if t.is_bool:
         return 0 if alt else 1
     n = t.itemsize
@@ -72,11 +83,15 @@ def is_array(x) -> bool:
 def poisoned(shape, t: T.ScalarType, alt: bool = False) -> np.ndarray:
     """A fresh array of ``shape`` filled with poison (NaN / 0xCD bytes / True; see
     :func:`poison_bits`)."""
-    if t.is_bool:
-        return np.full(shape, not alt, dtype=np.bool_)
-    a = np.empty(shape, dtype=t.np)
-    a.view(_UINT[t.itemsize])[...] = poison_bits(t, alt)
-    return a
+    key = (t.name, alt)
+    v = _FILL.get(key)
+    if v is None:     # the poison as a scalar of t (np.full copies its bits: the NaN payload stays)
+        v = _FILL[key] = np.array(poison_bits(t, alt), _UINT[t.itemsize]).view(t.np)[()] if not t.is_bool \
+            else np.bool_(not alt)
+    return np.full(shape, v, dtype=t.np)
+
+
+_FILL: dict = {}
 
 
 def new_output(shape, t: T.ScalarType, init_value=None) -> np.ndarray:

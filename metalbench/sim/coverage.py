@@ -36,74 +36,80 @@ from ..errors import CoverageWarning
 
 class Coverage:
     """Per launch: the ranges contiguous stores wrote in each output, and which outputs
-    other stores or atomics touched (those get the scan)."""
+    other stores or atomics touched (those get the scan). Built on every launch with
+    fresh outputs, so it does as little as it can until the end."""
 
-    __slots__ = ("names", "iv", "dirty", "watch", "types", "datas")
+    __slots__ = ("sk", "watch", "bufs", "iv", "dirty")
 
-    def __init__(self, kernel: ir.KernelIR, watch, bufs):
-        outs = kernel.outputs
-        self.names = [p.name for p in outs]
-        self.types = [p.type for p in outs]
-        self.watch = [p.name in watch for p in outs]
-        self.datas = [bufs.get(p.name) for p in outs]
-        self.iv = [[] for _ in outs]
-        self.dirty = [False] * len(outs)
+    def __init__(self, sim_kernel, watch, bufs):
+        self.sk, self.watch, self.bufs = sim_kernel, watch, bufs
+        self.iv: dict = {}          # output index -> [(start, length)]
+        self.dirty = ()             # output indices with other writes (-1: all)
 
     def lin(self, j, o, n, m):
-        """A contiguous store of ``n`` lanes at ``o`` under mask ``m``."""
+        """A contiguous store of ``n`` lanes at ``o`` into output ``j`` under mask ``m``."""
         if m is None:
-            self.iv[j].append((o, n))
+            got = self.iv.get(j)
+            if got is None:
+                self.iv[j] = [(o, n)]
+            else:
+                got.append((o, n))
         elif m is not False:
-            self.dirty[j] = True
+            self.mark(j)
 
     def mark(self, j):
         """Any other write to output ``j`` (-1: any output)."""
-        if j < 0:
-            self.dirty = [True] * len(self.dirty)
-        else:
-            self.dirty[j] = True
+        if j not in self.dirty:
+            self.dirty = self.dirty + (j,)
 
     def unwritten(self):
         """``{name: (candidates, exact)}``: per watched output, a bool mask of the elements
-        that may be unwritten (None: all written) and whether that is certain."""
+        that may be unwritten and whether that is certain (outputs written in full are
+        left out). Ranges that cover an output need no mask and no scan."""
+        static = self.sk.__dict__.get("_cov_static")
+        if static is None:       # per kernel, not per launch
+            outs = self.sk.ir.outputs
+            static = self.sk._cov_static = [(p.name, p.type) for p in outs]
         out = {}
-        for j, name in enumerate(self.names):
-            if not self.watch[j] or self.datas[j] is None:
+        for j, (name, t) in enumerate(static):
+            data = self.bufs.get(name)
+            if name not in self.watch or data is None:
                 continue
-            data = self.datas[j]
             n = data.size
-            covered = _covered(self.iv[j], n)
-            if covered is not None and covered.all():
-                continue
-            miss = np.ones(n, bool) if covered is None else ~covered
-            if self.dirty[j]:
-                t = self.types[j]
+            iv = _merged(self.iv.get(j, []))
+            if len(iv) == 1 and iv[0][0] <= 0 and iv[0][1] >= n:
+                continue                       # the common case: contiguous stores covered it
+            miss = np.ones(n, bool)
+            for a, b in iv:
+                miss[a:b] = False
+            if j in self.dirty or -1 in self.dirty:
                 bits = data.view(R._UINT[data.itemsize]) if not t.is_bool else data.view(np.uint8)
-                hit = np.zeros(n, bool)
                 idx = np.flatnonzero(miss)
+                hit = np.zeros(n, bool)
                 hit[idx] = bits[idx] == R.poison_bits(t)
                 if not hit.any():
                     continue
                 out[name] = (hit, t.is_float)
-            else:
+            elif miss.any():
                 out[name] = (miss, True)
         return out
 
 
-def _covered(iv, n):
+def _merged(iv) -> list:
+    """Sorted, merged ``[start, end)`` ranges of ``(start, length)`` pairs."""
     if not iv:
-        return None
-    m = np.zeros(n, bool)
+        return []
     iv.sort()
+    out = []
     start, end = iv[0][0], iv[0][0] + iv[0][1]
     for o, k in iv[1:]:
         if o > end:
-            m[start:end] = True
+            out.append((start, end))
             start, end = o, o + k
-        else:
-            end = max(end, o + k)
-    m[start:end] = True
-    return m
+        elif o + k > end:
+            end = o + k
+    out.append((start, end))
+    return out
 
 
 def writes_inputs(kernel: ir.KernelIR) -> bool:
@@ -124,13 +130,14 @@ def writes_inputs(kernel: ir.KernelIR) -> bool:
     return False
 
 
-def report(sk, args, grid, threadgroup, checked, cov: Coverage, rerun) -> dict:
+def report(sk, args, grid, threadgroup, checked, cov: Coverage) -> dict | None:
     """After a launch: warn about unwritten output elements; returns ``{name: (written,
-    total)}`` for the outputs watched. ``rerun(alt_args)`` launches again (quietly) on
-    other outputs, to tell integers written with the poison value from unwritten ones."""
+    total)}`` for the outputs watched (None when all were written). An integer output
+    still holding the poison value is launched again, quietly, with the second poison
+    (``sk.rerun_quietly``), to tell elements written with that value from unwritten ones."""
     found = cov.unwritten()
     if not found:
-        return {}
+        return None
     unsure = [name for name, (_, exact) in found.items() if not exact]
     if unsure:
         if writes_inputs(sk.ir):
@@ -144,7 +151,7 @@ def report(sk, args, grid, threadgroup, checked, cov: Coverage, rerun) -> dict:
                 a = R.poisoned(b.data.shape, p.type, alt=p.name in unsure)
                 fresh[p.name] = a
                 alt_args[p.name] = type(b)(a, b.shape, b.strides)
-            rerun(alt_args)
+            sk.rerun_quietly(alt_args, grid, threadgroup, checked)
             for name in unsure:
                 t = sk.ir.param(name).type
                 a = fresh[name]

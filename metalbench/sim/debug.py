@@ -14,6 +14,8 @@ import contextlib
 import contextvars
 
 from .. import ir
+from .coverage import Coverage
+from .printing import PrintSink
 
 _OBSERVER: contextvars.ContextVar = contextvars.ContextVar("metalbench_sim_observer", default=None)
 
@@ -86,6 +88,8 @@ def cov_store(g, buf: str, kind: str, space: str, indent: int = 0) -> None:
 class LaunchHooks:
     """What one launch records besides its results."""
 
+    __slots__ = ("sk", "coverage_names", "obs", "prints", "cov", "quiet", "variant", "checked")
+
     def __init__(self, sim_kernel, coverage, observer):
         self.sk = sim_kernel
         self.coverage_names = coverage
@@ -93,14 +97,8 @@ class LaunchHooks:
         self.prints = None
         self.cov = None
         self.quiet = False
-
-    @property
-    def variant(self):
-        return getattr(self.obs, "variant", None) if self.obs is not None else None
-
-    @property
-    def checked(self) -> bool:
-        return bool(getattr(self.obs, "checked", False)) if self.obs is not None else False
+        self.variant = getattr(observer, "variant", None)
+        self.checked = bool(getattr(observer, "checked", False))
 
     def launch_checker(self, default):
         f = getattr(self.obs, "launch_checker", None) if self.obs is not None else None
@@ -108,12 +106,10 @@ class LaunchHooks:
 
     def start(self, lg, prog, bufs) -> None:
         """Before the first chunk (``bufs``: each buffer parameter's flat storage)."""
-        if prog_prints(prog) and not self.quiet:
-            from .printing import PrintSink
+        if not self.quiet and prog_prints(prog):
             self.prints = PrintSink(lg, prog.nodes)
         if self.coverage_names:
-            from .coverage import Coverage
-            self.cov = Coverage(self.sk.ir, self.coverage_names, bufs)
+            self.cov = Coverage(self.sk, self.coverage_names, bufs)
         if self.obs is not None:
             self.obs.start(lg, prog, self.sk.ir, bufs)
 

@@ -158,14 +158,17 @@ class SimKernel:
         finally:
             hooks.finish()
         if hooks.cov is not None:
-            def rerun(alt_args):
-                quiet = debug.LaunchHooks(self, None, None)
-                quiet.quiet = True
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    self._run(alt_args, grid, threadgroup, checked, quiet)
-            stats.coverage = report_coverage(self, args, grid, threadgroup, checked, hooks.cov, rerun)
+            stats.coverage = report_coverage(self, args, grid, threadgroup, checked, hooks.cov)
         return stats
+
+    def rerun_quietly(self, args, grid, threadgroup, checked):
+        """Launch again without prints, warnings or coverage (the coverage check's second
+        poison, see ``sim/coverage.py``)."""
+        quiet = debug.LaunchHooks(self, None, None)
+        quiet.quiet = True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._run(args, grid, threadgroup, checked, quiet)
 
     def _run(self, args, grid, threadgroup, checked, hooks) -> SimStats:
         t0 = time.perf_counter()

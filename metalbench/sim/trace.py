@@ -18,7 +18,7 @@ so each iteration has its own records::
     >>> tr = k.trace(np.ones(4, np.float32), thread=2, grid=4, threadgroup=4)
     >>> [(r.line, r.name, float(r.value)) for r in tr.rows if r.name in ("acc", "j")][:4]
     [(4, 'acc', 0.0), (5, 'j', 0.0), (6, 'acc', 0.0), (5, 'j', 1.0)]
-    >>> tr.values("acc")
+    >>> [float(v) for v in tr.values("acc")]
     [0.0, 0.0, 1.0, 3.0]
 """
 from __future__ import annotations
