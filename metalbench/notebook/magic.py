@@ -27,7 +27,7 @@ import re
 import numpy as np
 
 from .. import runtime
-from ..errors import KernelInternalError, MetalbenchError, Source, Span
+from ..errors import KernelCheckError, KernelInternalError, MetalbenchError, Source, Span
 from .options import MagicError, evaluate as _eval, help_text, parse_line, parse_template  # noqa: F401
 
 _PY_START = re.compile(r"(?:async\s+)?def\s|@")
@@ -131,6 +131,7 @@ class CellResult:
         self.panel = None
         self.cached = False
         self.sweep_axes: dict = {}
+        self.findings = None      # the KernelCheckError of a --checked launch (shown in the panel)
 
 
 def parse_line_help(line: str) -> bool:
@@ -235,11 +236,21 @@ class MetalMagics(Magics):
                 call_reference(ref, Launch(kernel, args, launch), [])
         res.sweep_axes = self._sweep_axes(kernel, opts, ns, lang)
         if launch is not None and launch.get("grid") is not None:
-            self._execute(kernel, args, launch, ref, opts, res)
+            try:
+                self._execute(kernel, args, launch, ref, opts, res)
+            except KernelCheckError as e:
+                # (debugger) --checked with the panel: the findings show in its Memory tab
+                # (lines, threads, Inspect), then the cell fails as any failing cell does
+                from .panel import HAVE_WIDGETS
+                if not (opts.checked and HAVE_WIDGETS and not opts.no_widget):
+                    raise
+                res.findings = e
         # Only a cell that got this far replaces the previous kernel of that name.
         ns[name] = kernel
         res.kernel = kernel
         self._display(kernel, args, launch, ref, opts, res)
+        if res.findings is not None:
+            raise res.findings
 
     def _launch_options(self, opts, ns) -> dict:
         launch = {"backend": opts.backend}
@@ -448,6 +459,8 @@ class MetalMagics(Magics):
             wb = Workbench(kernel, args, launch, ref, res.check, res.timing, res.sweep, sweep_axes=res.sweep_axes,
                            grad=res.grad, tolerances=dict(rtol=opts.rtol, atol=opts.atol))
             res.panel = wb
+            if res.findings is not None:
+                wb.check_memory()
             display(wb)
             return
         try:

@@ -165,9 +165,16 @@ if HAVE_WIDGETS:
             self.grad_button = W.Button(description="Check gradient", icon="area-chart",
                                         tooltip="mb.check_grad: the generated VJP against finite differences")
             self.grad_button.on_click(lambda _: self.check_gradient())
+            # (debugger) Memory: findings with Inspect buttons and access-map heat maps; Inspect: traces
+            from .inspector import Inspector
+            self.findings_view = W.VBox([])
+            self.inspector = Inspector(lambda: (self.kernel, self.args, self.launch_kwargs()))
+            self.inspector.set_grid(g)
             self.tabs = W.Tab(children=[self.source_view, self.diff_view, self.timing_view, self.sweep_view,
-                                        self.export_view, self.memory_view, self.grad_view])
-            for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export", "Memory", "Gradient"]):
+                                        self.export_view, W.VBox([self.memory_view, self.findings_view]),
+                                        self.grad_view, self.inspector])
+            for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export", "Memory", "Gradient",
+                                       "Inspect"]):
                 self.tabs.set_title(i, title)
             if grad is not None:
                 self.tabs.selected_index = 6
@@ -349,27 +356,43 @@ if HAVE_WIDGETS:
             return r
 
         def check_memory(self):
-            """Run once on the simulator with ``checked=True`` and fill the Memory tab with the
-            findings (out-of-bounds, races, ...) or, for a clean run, the memory-access
-            statistics; returns the stats, or None after a finding or error."""
+            """Run once on the checked simulator (``k.access_map``) and fill the Memory tab: the
+            findings (out-of-bounds, races, ...) with their lines and an Inspect button per
+            thread involved, or for a clean run the memory-access statistics; then the access
+            map (per-line coalescing and bank conflicts, heat maps). Returns the stats, or
+            None after a finding or error."""
+            from .heatmaps import access_map_html
+            from .inspector import findings_box
+            from ..sim.access_map import access_map_kernel
             self.message.value = ""
             kw = self.launch_kwargs()
-            kw.update(backend="sim", checked=True)
+            kw.pop("checked", None)
             self.tabs.selected_index = 5
+            self.findings_view.children = []
             try:
-                Launch(self.kernel, self.args, kw).run()
-            except KernelCheckError as e:
-                self.memory_view.value = (f'<b style="color:#cf222e">{len(e.findings) or 1} finding(s)</b>'
-                                          f'<pre style="white-space:pre-wrap">{html.escape(str(e))}</pre>')
-                return None
+                am = access_map_kernel(self.kernel, *self.args, **kw)
             except Exception as e:  # noqa: BLE001 — shown in the panel
                 self._show_error(e)
+                return None
+            self.access_map = am
+            if am.error is not None:
+                e = am.error
+                self.memory_view.value = (f'<b style="color:#cf222e">{len(e.findings) or 1} finding(s)</b>'
+                                          f'<pre style="white-space:pre-wrap">{html.escape(str(e))}</pre>'
+                                          + access_map_html(am))
+                self.findings_view.children = [findings_box(e.findings, self.inspect)]
                 return None
             stats = self.kernel.last_stats
             body = stats.to_html() if stats is not None else ""
             self.memory_view.value = ('<b style="color:#1a7f37">no findings</b> (bounds, races, uninitialised '
-                                      'reads, divergent barriers)' + body)
+                                      'reads, divergent barriers)' + body + access_map_html(am))
             return stats
+
+        def inspect(self, thread=None):
+            """Open the Inspect tab on ``thread`` (a position tuple or linear index; None: the
+            sliders' thread) and trace it; returns the trace."""
+            self.tabs.selected_index = 7
+            return self.inspector.trace(thread)
 
         # -- views
         def _diff_html(self) -> str:
