@@ -504,6 +504,70 @@ async function testMslNotebook(page, url, root) {
   await cell.screenshot({ path: path.join(SHOTS, 'msl-panel.png') });
 }
 
+/** notebooks/debugging.ipynb: run all; screenshots of the panel's Memory tab (findings with
+ * Inspect buttons, access-map heat maps) and Inspect tab (source with the current line). */
+async function testDebuggingNotebook(page, url, root) {
+  const file = path.join(path.dirname(QUICKSTART), 'debugging.ipynb');
+  if (!fs.existsSync(file)) {
+    console.log(`  SKIP debugging: ${file} does not exist`);
+    return;
+  }
+  log('debugging notebook: run all, screenshot the Memory and Inspect tabs');
+  const dir = path.join(root, 'nb-debug');
+  fs.cpSync(path.dirname(file), dir, { recursive: true });
+  await openNotebook(page, url, 'nb-debug/debugging.ipynb');
+  const ranAll = await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
+  const errors = await page.evaluate(() =>
+    window.jupyterapp.shell.currentWidget.content.widgets
+      .filter(c => c.model.type === 'code')
+      .flatMap(c => c.model.outputs.toJSON())
+      .filter(o => o.output_type === 'error')
+      .map(o => `${o.ename}: ${o.evalue}`)
+  );
+  check(ranAll !== false && errors.length === 0, `debugging ran without errors (${ranAll}, ${JSON.stringify(errors)})`);
+  const cells = await page.evaluate(() =>
+    window.jupyterapp.shell.currentWidget.content.widgets
+      .map((c, i) => ({ i, src: c.model.sharedModel.getSource() }))
+      .filter(c => /Workbench\(/.test(c.src))
+      .map(c => c.i)
+  );
+  check(cells.length === 2, `debugging has two panel cells (${cells})`);
+  const panelId = await page.evaluate(() => window.jupyterapp.shell.currentWidget.id);
+  const shots = [['Memory', 'debugger-memory.png', 'Inspect ('], ['Inspect', 'debugger-inspect.png', 'step ']];
+  for (const [n, [tab, shot, text]] of shots.entries()) {
+    if (cells[n] === undefined) {
+      continue;
+    }
+    const cell = page.locator(`[id="${panelId}"] .jp-Notebook .jp-Cell`).nth(cells[n]);
+    await cell.scrollIntoViewIfNeeded();
+    const widget = cell.locator('.jp-OutputArea-output .jupyter-widgets').first();
+    const has = await widget.waitFor({ timeout: 30000 }).then(() => true, () => false);
+    check(has, `debugging: panel ${n + 1} is an ipywidgets panel`);
+    if (!has) {
+      continue;
+    }
+    // the tab the notebook selected (check_memory: Memory; inspect: Inspect) is showing
+    const shown = await cell
+      .locator('.lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel, .p-TabBar-tab.p-mod-current .p-TabBar-tabLabel')
+      .first()
+      .textContent()
+      .catch(() => '');
+    check(shown === tab, `debugging: panel ${n + 1} shows its ${tab} tab (${shown})`);
+    const visible = await cell.evaluate((node, t) => {
+      const panels = [...node.querySelectorAll('.lm-TabPanel-stackedPanel > .lm-Widget, .p-TabPanel-stackedPanel > .p-Widget')]
+        .filter(p => !p.classList.contains('lm-mod-hidden') && !p.classList.contains('p-mod-hidden'));
+      return panels.map(p => p.innerText).join('\n').includes(t);
+    }, text);
+    check(visible, `debugging: the ${tab} tab shows '${text}'`);
+    await page.waitForTimeout(1500);
+    // the tab's contents only: the panel's title, status and controls are in other screenshots
+    const tabs = cell.locator('.jupyter-widgets.widget-tab, .jupyter-widget-tab').first();
+    const target = (await tabs.count()) ? tabs : cell;
+    await target.scrollIntoViewIfNeeded();
+    await target.screenshot({ path: path.join(SHOTS, shot) });
+  }
+}
+
 async function main() {
   if (!fs.existsSync(CHROMIUM)) {
     throw new Error(`no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM)`);
@@ -538,6 +602,7 @@ async function main() {
     await testCells(page, url, root);
     await testMetalFile(page, url, root);
     await testQuickstart(page, url, root);
+    await testDebuggingNotebook(page, url, root);
     await testMslNotebook(page, url, root);
     await testNotebook7Cells(page, url, root);
     await testQuickstart(page, url, root, 'notebook');
