@@ -85,9 +85,10 @@ def test_print_is_captured_even_when_the_launch_fails():
     assert buf.getvalue().splitlines() == ["[thread 7] before 7"]
 
 
-def test_print_threads_outside_the_grid_is_an_error():
-    with pytest.raises(mb.KernelLaunchError, match="outside the grid"):
-        show(np.zeros(8, np.float32), grid=8, threadgroup=8, backend="sim", print_threads=[8])
+def test_print_threads_outside_the_grid_select_nothing():
+    x = np.arange(8, dtype=np.float32)
+    lines = captured(show, x, grid=8, threadgroup=8, backend="sim", print_threads=[8, (3, 1), 2, (5,)])
+    assert lines == ["[thread 2] 2 2.0", "[thread 5] 5 5.0"]
 
 
 def test_print_with_a_bad_format_points_at_the_line():

@@ -30,7 +30,6 @@ import numpy as np
 
 from .. import ir
 from ..codegen.printf import format_c
-from ..errors import KernelLaunchError
 
 # Lines a launch prints without print_threads= (the last one summarises the rest).
 PRINT_LIMIT = int(os.environ.get("METALBENCH_PRINT_LIMIT", "100"))
@@ -76,20 +75,19 @@ def linear_ids(pos, grid) -> np.ndarray | int:
 
 
 def selection(threads, grid) -> np.ndarray:
-    """``print_threads=`` as sorted linear positions; tuples are positions, ints linear."""
+    """``print_threads=`` as sorted linear positions; tuples are positions, ints linear.
+    Positions outside the grid select nothing (a 1-D launch has no thread (3, 1))."""
     out = []
+    n = grid[0] * grid[1] * grid[2]
     for t in threads:
         if isinstance(t, (tuple, list)):
             p = tuple(int(v) for v in t) + (0,) * (3 - len(t))
-            if len(p) != 3 or any(not 0 <= v < g for v, g in zip(p, grid)):
-                raise KernelLaunchError(f"print_threads: {tuple(t)} is not a thread position of the grid {grid}")
-            out.append(linear_ids(p, grid))
+            if len(p) == 3 and all(0 <= v < g for v, g in zip(p, grid)):
+                out.append(linear_ids(p, grid))
         else:
             v = int(t)
-            if not 0 <= v < grid[0] * grid[1] * grid[2]:
-                raise KernelLaunchError(f"print_threads: thread {v} is outside the grid {grid} "
-                                        f"({grid[0] * grid[1] * grid[2]} threads)")
-            out.append(v)
+            if 0 <= v < n:
+                out.append(v)
     return np.unique(np.asarray(out, np.int64))
 
 
