@@ -553,12 +553,24 @@ async function testDebuggingNotebook(page, url, root) {
       .textContent()
       .catch(() => '');
     check(shown === tab, `debugging: panel ${n + 1} shows its ${tab} tab (${shown})`);
-    const visible = await cell.evaluate((node, t) => {
-      const panels = [...node.querySelectorAll('.lm-TabPanel-stackedPanel > .lm-Widget, .p-TabPanel-stackedPanel > .p-Widget')]
-        .filter(p => !p.classList.contains('lm-mod-hidden') && !p.classList.contains('p-mod-hidden'));
-      return panels.map(p => p.innerText).join('\n').includes(t);
-    }, text);
-    check(visible, `debugging: the ${tab} tab shows '${text}'`);
+    // the tab's widgets render after the panel itself (and later still on a slow machine):
+    // poll for the text rather than reading the DOM once
+    let visible = false;
+    let seen = '';
+    for (let attempt = 0; attempt < 40 && !visible; attempt++) {
+      seen = await cell.evaluate(node => {
+        const panels = [...node.querySelectorAll('.lm-TabPanel-stackedPanel > .lm-Widget, .p-TabPanel-stackedPanel > .p-Widget, .widget-tab-contents > .lm-Widget, .widget-tab-contents > .p-Widget')]
+          .filter(p => !p.classList.contains('lm-mod-hidden') && !p.classList.contains('p-mod-hidden'));
+        return panels.map(p => p.innerText).join('\n');
+      });
+      visible = seen.includes(text);
+      if (!visible) {
+        // JupyterLab's windowed notebook may detach cells scrolled out of view
+        await cell.scrollIntoViewIfNeeded().catch(() => {});
+        await page.waitForTimeout(500);
+      }
+    }
+    check(visible, `debugging: the ${tab} tab shows '${text}' (${JSON.stringify(seen.slice(0, 160))})`);
     await page.waitForTimeout(1500);
     // the tab's contents only: the panel's title, status and controls are in other screenshots
     const tabs = cell.locator('.jupyter-widgets.widget-tab, .jupyter-widget-tab').first();
