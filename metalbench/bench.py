@@ -230,6 +230,7 @@ class Sweep:
     backend: str
     rows: list = field(default_factory=list)
     configs: list = field(default_factory=list)
+    pruned: list = field(default_factory=list)      # configurations the prune predicate skipped
 
     @property
     def best_index(self) -> int | None:
@@ -317,10 +318,59 @@ class Sweep:
                 f"<th>result</th></tr>{''.join(rows)}</table>{img}</div>")
 
 
+def config_call(fn, cfg: dict, what: str):
+    """``fn`` of a sweep configuration: given the configuration dict when it takes one
+    parameter that is not a configuration key (``lambda cfg: ...``), else the keys its
+    parameters name (``lambda BM, BN: ...``).
+
+    >>> config_call(lambda cfg: cfg["BM"] * 2, {"BM": 16}, "grid"), config_call(lambda BM: BM + 1, {"BM": 16}, "grid")
+    (32, 17)
+    """
+    import inspect
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        return fn(dict(cfg))
+    if len(params) == 1 and params[0].name not in cfg:
+        return fn(dict(cfg))
+    missing = [p.name for p in params if p.name not in cfg and p.default is p.empty]
+    if missing:
+        raise MetalbenchError(f"the {what} function takes {', '.join(missing)}, which the sweep's configuration "
+                              f"does not have (it has {', '.join(cfg)})",
+                              hint="name its parameters after swept or given keywords, or take the whole "
+                                   "configuration: lambda cfg: ...")
+    return fn(**{p.name: cfg[p.name] for p in params if p.name in cfg})
+
+
+def prune_configs(prune, configs: list, launch: Launch) -> tuple[list, list]:
+    """(kept, pruned) configurations. ``prune`` is a predicate of one configuration (see
+    :func:`config_call`) that returns True for a configuration to skip, or Triton's
+    ``{"early_config_prune": f}`` with ``f(configs, named_args)`` returning those to keep."""
+    if prune is None:
+        return configs, []
+    if isinstance(prune, dict):
+        f = prune.get("early_config_prune")
+        if f is None:
+            raise MetalbenchError("prune= takes a predicate or {'early_config_prune': f}",
+                                  hint="prune=lambda cfg: cfg['BM'] * cfg['BK'] > 8192 skips those configurations")
+        named = dict(zip([p.name for p in getattr(launch.kernel, "_in_params", [])], launch.args))
+        kept = list(f([dict(c) for c in configs], named))
+        keys = [sorted(c.items(), key=lambda kv: kv[0]) for c in kept]
+        return ([c for c in configs if sorted(c.items(), key=lambda kv: kv[0]) in keys],
+                [c for c in configs if sorted(c.items(), key=lambda kv: kv[0]) not in keys])
+    kept, dropped = [], []
+    for c in configs:
+        (dropped if config_call(prune, c, "prune") else kept).append(c)
+    return kept, dropped
+
+
 def _axes(launch: Launch, threadgroup, kwargs) -> tuple[list, list]:
     """Split sweep keywords into axes (name, values) and fixed launch keywords."""
     axes = []
-    if threadgroup is None or threadgroup == "auto":
+    if callable(threadgroup):           # computed per configuration (see sweep_kernel)
+        threadgroup = [threadgroup]
+    elif threadgroup is None or threadgroup == "auto":
         grid = kwargs.get("grid", launch.kwargs.get("grid"))
         dims = 1
         if isinstance(grid, (tuple, list)):
@@ -342,41 +392,62 @@ def _axes(launch: Launch, threadgroup, kwargs) -> tuple[list, list]:
 
 @user_facing
 def sweep_kernel(kernel, *args, threadgroup=None, ref=None, progress=None, warmup: int = 1,
-                 repeats: int | None = None, max_time: float = 1.0, **kwargs) -> Sweep:
+                 repeats: int | None = None, max_time: float = 1.0, prune=None, rtol=None, atol=None,
+                 **kwargs) -> Sweep:
     """Time (and with ``ref`` check) ``kernel`` over every combination of the swept axes.
 
-    ``threadgroup``: a list of shapes (ints or tuples), or None/"auto" for power-of-two
-    shapes of the grid's dimensionality (32..1024 threads). Any other keyword given as a
+    ``threadgroup``: a list of shapes (ints or tuples), None/"auto" for power-of-two
+    shapes of the grid's dimensionality (32..1024 threads), or a function of the
+    configuration (to tie the threadgroup to tile sizes). Any other keyword given as a
     list is an axis too (constexpr parameters, e.g. ``TILE=[8, 16, 32]``; for
-    ``metal_kernel`` objects they become template arguments). ``grid`` may be a callable
-    taking the configuration dict, for grids that depend on a tile size. ``progress``:
-    None (a progress bar in notebooks, silent elsewhere), False, or ``f(done, total, row)``.
+    ``metal_kernel`` objects they become template arguments). ``grid`` may be a function
+    of the configuration too (it sees the threadgroup), for grids that depend on a tile
+    size; such functions take the configuration dict (``lambda cfg: ...``) or name its
+    keys (``lambda BM, threadgroup: ...``). ``prune``: a predicate of the configuration
+    that is True for configurations to skip (Triton's ``prune_configs_by``; its
+    ``{"early_config_prune": f}`` form works too); skipped ones are in ``Sweep.pruned``.
+    ``progress``: None (a progress bar in notebooks, silent elsewhere), False, or
+    ``f(done, total, row)``. ``rtol``/``atol`` set the comparison with ``ref`` (as in ``check``).
 
     >>> s = sweep_kernel(saxpy, 2.0, x, y, grid=n, threadgroup=[64, 256, 2048])    # doctest: +SKIP
     >>> s.rows[-1]["error"]        # 2048 threads: recorded, not raised             # doctest: +SKIP
     >>> out = saxpy(2.0, x, y, **s.best)                                           # doctest: +SKIP
     """
     base = Launch(kernel, args, {})
+    tg_fn = threadgroup if callable(threadgroup) else None
     axes, fixed = _axes(base, threadgroup, dict(kwargs))
     grid = fixed.pop("grid", None)
     launch = Launch(kernel, args, fixed)
-    names = [a for a, _ in axes]
-    combos = list(itertools.product(*[v for _, v in axes]))
+    names = [a for a, _ in axes if not (tg_fn is not None and a == "threadgroup")]
+    combos = [dict(zip(names, c)) for c in itertools.product(*[v for a, v in axes if a in names])]
+    combos, pruned = prune_configs(prune, combos, launch)
     bar = _progress(progress, len(combos))
     sw = Sweep(launch.name, launch.backend)
-    for i, combo in enumerate(combos):
-        cfg = dict(zip(names, combo))
-        g = grid(dict(cfg)) if callable(grid) else grid
+    sw.pruned = pruned
+    for i, cfg in enumerate(combos):
+        cfg = dict(cfg)
+        over_tg = {}
+        if tg_fn is not None:
+            try:
+                over_tg = {"threadgroup": config_call(tg_fn, cfg, "threadgroup")}
+            except MetalbenchError:
+                raise
+            except Exception as e:  # noqa: BLE001 - reported on its row
+                over_tg = {"threadgroup": e}
+            cfg = dict(over_tg, **cfg)
+        g = config_call(grid, cfg, "grid") if callable(grid) else grid
         over = dict(cfg, grid=g)
         row = {"config": Config({k: v for k, v in cfg.items()}).label(), "time": float("nan"),
                "iqr": float("nan"), "ok": None, "error": None, **cfg}
         try:
+            if isinstance(cfg.get("threadgroup"), Exception):
+                raise cfg["threadgroup"]
             L.normalize(g, cfg.get("threadgroup"))   # limits first: a clear message per row
             t, outs = time_launch(launch, warmup, repeats, max_time, **over)
             row["time"], row["iqr"] = t.median, t.iqr
             if ref is not None:
                 got = [np.array(_to_np(o)) for o in outs]
-                row["ok"] = check_outputs(launch, ref, got, config=over).ok
+                row["ok"] = check_outputs(launch, ref, got, rtol, atol, config=over).ok
         except MetalbenchError as e:
             row["error"] = e.message + (f" (hint: {e.hint})" if e.hint else "")
             if isinstance(e, BadReferenceError):

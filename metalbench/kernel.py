@@ -111,14 +111,27 @@ class Kernel(KernelBase):
         self._in_params = [p for p, (k, _) in zip(self.params, self.kinds) if k != "out"]
         self._out_params = [(p, extra) for p, (k, extra) in zip(self.params, self.kinds) if k == "out"]
         self._constexpr_names = {p.name for p, (k, _) in zip(self.params, self.kinds) if k == "constexpr"}
+        # Scalar arguments that size arrays (threadgroup_array(n, float32)): the kernel
+        # specialises on their values, as on a constexpr's.
+        self._size_names = self._size_parameters()
         # Which positional arguments' values (not just types) the thin-path key must hold:
         # constexprs always; every argument when an output shape is computed from them.
         computed = any(callable(extra.shape) for _, extra in self._out_params if extra is not None)
         self._value_positions = tuple(i for i, p in enumerate(self._in_params)
-                                      if computed or p.name in self._constexpr_names)
+                                      if computed or p.name in self._constexpr_names or p.name in self._size_names)
 
     def __repr__(self) -> str:
         return f"<metalbench kernel {self.name}({self.signature_text()})>"
+
+    def _size_parameters(self) -> set:
+        cands = {p.name for p, (k, _) in zip(self.params, self.kinds) if k == "arg"}
+        if not cands:
+            return set()
+        try:
+            fdef = self.parsed().fdef
+        except Exception:           # no source yet: the launch reports it
+            return set()
+        return F.size_parameters(fdef, cands)
 
     def parsed(self) -> F.ParsedFunction:
         if self._parsed is None:
@@ -220,6 +233,10 @@ class Kernel(KernelBase):
                 except (TypeError, T.TypeError_):
                     raise KernelLaunchError(f"argument {p.name!r} is a {type(v).__name__}; kernels take arrays "
                                             "(mx.array or NumPy) and numbers", hint="convert it with np.asarray(...)")
+                if p.name in self._size_names:
+                    # it sizes an array: specialised on its value (dynamic threadgroup memory)
+                    specs.append(F.ArgSpec(p.name, "constexpr", value=_size_value(v, t, p.name)))
+                    continue
                 specs.append(F.ArgSpec(p.name, "scalar", t, 0))
         out_specs = []
         out_overrides = _out_overrides(out, [p.name for p, _ in self._out_params])
@@ -437,6 +454,13 @@ def _array_type(v, name) -> T.ScalarType:
     except T.TypeError_ as e:
         raise KernelLaunchError(f"argument {name!r}: {e}",
                                 hint=f"for example {name}.astype(np.float32)")
+
+
+def _size_value(v, t: T.ScalarType, name: str):
+    """A scalar argument that sizes an array, as the constant the kernel is specialised on."""
+    if not (t.is_int and isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))):
+        raise KernelLaunchError(f"argument {name!r} sizes an array, so it must be an integer; got {v!r}")
+    return np.dtype(t.np).type(v)
 
 
 def _hashable_const(v, name):

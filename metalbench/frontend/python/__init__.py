@@ -38,8 +38,9 @@ from __future__ import annotations
 
 from .parse import ParsedFunction, node_span, parse_function
 from .specs import ArgSpec, Binding, BufInfo, ConstExpr, Module, Out, OutSpec, constexpr, resolve_dtype
+from .compiletime import size_parameters
 from .translator import FunctionTranslator, translate_kernel
 
 __all__ = ["ParsedFunction", "parse_function", "node_span", "ArgSpec", "Binding", "BufInfo", "ConstExpr",
            "Module", "Out", "OutSpec", "constexpr", "resolve_dtype", "FunctionTranslator",
-           "translate_kernel"]
+           "translate_kernel", "size_parameters"]

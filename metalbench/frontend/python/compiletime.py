@@ -104,6 +104,47 @@ def single_assignments(fdef: ast.FunctionDef) -> set[str]:
     return {n for n, c in counts.items() if c == 1 and n not in multi}
 
 
+def size_parameters(fdef: ast.FunctionDef, candidates) -> set[str]:
+    """The parameters among ``candidates`` that array shapes depend on
+    (``threadgroup_array(n, float32)``, directly or through names assigned from them):
+    a kernel specialises on their values, so an array can be sized at launch.
+
+    >>> f = ast.parse("def k(x, n, m, out):\\n    r = n * 2\\n    t = threadgroup_array((r, 4), float32)\\n").body[0]
+    >>> sorted(size_parameters(f, {"n", "m"}))
+    ['n']
+    """
+    candidates = set(candidates)
+    deps: dict[str, set] = {}            # local name -> names its assignments read
+    shapes: list = []
+    for n in ast.walk(fdef):
+        if isinstance(n, ast.Assign):
+            read = {m.id for m in ast.walk(n.value) if isinstance(m, ast.Name)}
+            for t in n.targets:
+                names: list = []
+                _assigned_names(t, names)
+                for name in names:
+                    deps.setdefault(name, set()).update(read)
+        if isinstance(n, ast.Call):
+            f = n.func
+            fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if fname in ("threadgroup_array", "local_array"):
+                shape = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "shape"), None)
+                if shape is not None:
+                    shapes.append(shape)
+    found: set[str] = set()
+    todo = [m.id for s in shapes for m in ast.walk(s) if isinstance(m, ast.Name)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in candidates:
+            found.add(name)
+        todo.extend(deps.get(name, ()))
+    return found
+
+
 class CompileTimeMixin:
     """Compile-time values and unrolled loops: a part of
     :class:`~metalbench.frontend.python.FunctionTranslator`."""
