@@ -127,9 +127,12 @@ def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
         a = new_output(shape, t, init_value)
         outs.append(a)
         args[name] = sim_buffer(a, Buffer)
-    # fresh outputs are poisoned: the launch checks it wrote them (CoverageWarning)
-    stats = sim_kernel.run(args, grid, threadgroup, checked=checked,
-                           coverage=[n for n, _, _ in outputs] if init_value is None else None)
+    # fresh outputs are poisoned: the launch checks it wrote them (CoverageWarning); on a GPU
+    # they hold garbage, so the checked simulator reports reads (atomic updates included) of
+    # elements no thread wrote first
+    fresh = [n for n, _, _ in outputs] if init_value is None else None
+    stats = sim_kernel.run(args, grid, threadgroup, checked=checked, coverage=fresh,
+                           uninitialised=fresh or ())
     return [to_mlx(a) for a in outs], stats
 
 

@@ -262,7 +262,7 @@ template <class T> __device__ inline T {fn}(T v, unsigned d) {{
     second = "delta" if mode in ("up", "down", "rotate_up", "rotate_down") else ("mask" if mode == "xor" else "lane")
     add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"v = {name}(x[i], 1)",
                 rule=value_lane(("x", second)), sim=sim, msl=_msl_call(name), cuda=cuda, ref=_shuffle_ref(src),
-                shim="s2", grad=grad)
+                shim="s2", grad=grad, extra={"shuffle": mode})
 
 
 for _n, (_mode, _src, _doc, _fn, _grad) in _SHUFFLES.items():

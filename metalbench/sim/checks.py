@@ -62,7 +62,7 @@ class LaunchChecker:
     statistics. ``tracked`` names the device buffers that may be written (only those
     can race); ``None`` tracks all."""
 
-    def __init__(self, launch, nodes, tracked, kernel_name="", aliases=None):
+    def __init__(self, launch, nodes, tracked, kernel_name="", aliases=None, uninitialised=()):
         self.launch, self.nodes, self.tracked = launch, nodes, tracked
         self.kernel = kernel_name
         # names passed the same array: one record per group (sim/aliases.py)
@@ -70,6 +70,7 @@ class LaunchChecker:
         if self.aliases and tracked is not None:
             keys = {self.aliases[n][0] for n in tracked if n in self.aliases}
             self.tracked = set(tracked) | {n for n, a in self.aliases.items() if a[0] in keys}
+        self.uninit = {n: None for n in uninitialised}  # output -> elements written so far (lazy)
         self.alias_names: dict = {}
         for n, (key, _, _) in self.aliases.items():
             self.alias_names.setdefault(key, []).append(n)
@@ -346,6 +347,8 @@ class Checker(SyncChecks, ValueChecks):
                 self.o.coal += self.L if m is None else int(np.count_nonzero(m))
             else:
                 self._coalescing(rel if data is None else addr, m, ln)
+            if self.o.uninit and name in self.o.uninit and data is not None:
+                self._uninit_output(name, data, addr, int(addr[0]) if contig else None, m, k, access)
             if data is None or space != "device" or (self.o.tracked is not None and name not in self.o.tracked):
                 return
             self._dev_access(name, data, addr, m, k, access, int(addr[0]) if contig else None)
@@ -399,6 +402,8 @@ class Checker(SyncChecks, ValueChecks):
         _, name, space, access = self.nodes[k]
         self._count(access, 0, m)
         self.o.coal += self.L if m is None else int(np.count_nonzero(m))
+        if self.o.uninit and name in self.o.uninit:
+            self._uninit_output(name, data, None, int(o), m, k, access)
         if space != "device" or (self.o.tracked is not None and name not in self.o.tracked):
             return
         self._dev_access(name, data, None, m, k, access, int(o))

@@ -122,9 +122,18 @@ def _describe_head(f: Finding) -> str:
         return (f"several threads write the same value to {_space_word(f.space)} {f.buffer!r} at index "
                 f"{f.index[0]}{k}: threads {ta} and {tb} at {where}{many}; a GPU stores that value whichever "
                 f"thread wins, but it is a data race in Metal's memory model")
+    if f.kind == "uninitialised read" and f.space == "device":
+        what = "atomic update" if f.accesses and f.accesses[0] == "atomic" else "read"
+        return (f"uninitialised {what} of output {f.buffer!r} at index {f.index[0]}{k}: it was launched without "
+                f"init_value (garbage on a GPU; poison on the simulator) and no thread has written the element "
+                f"yet; by thread(s) {thr}{many}")
     if f.kind == "uninitialised read":
         return (f"uninitialised read of {_space_word(f.space)} {f.buffer!r} at index {f.index[0]}{k}: "
                 f"no thread of the threadgroup has written it yet; read by thread(s) {thr}{many}")
+    if f.kind == "inactive lane read":
+        return (f"{f.extra.get('builtin', 'simd_shuffle')} reads lane {f.index[0]} of its SIMD-group{k}, which is "
+                f"inactive there (masked off by divergent control flow, or past the threads of a partial "
+                f"SIMD-group): the value is undefined on Metal; by thread(s) {thr}{many}")
     if f.kind == "division by zero":
         what = "%" if f.accesses and f.accesses[0] == "modulo" else "/"
         return f"integer division by zero ({what}){k} by thread(s) {thr}{many}"
@@ -158,11 +167,14 @@ class CheckFailed(KernelCheckError):
 _HINTS = {
     "data race": "put a threadgroup_barrier() between the write and the other thread's access, "
                  "or use an atomic; threadgroups cannot synchronise with each other within a launch",
-    "uninitialised read": "write every element before the barrier that precedes its reads",
+    "uninitialised read": "write every element before the barrier that precedes its reads (an output: pass "
+                          "init_value=0, or write it before reading or updating it atomically)",
     "divergent barrier": "every thread of a threadgroup must reach the same barrier "
                          "(no barrier inside a branch some threads skip or after an early return)",
     "runaway loop": "check the loop's condition and update; raise METALBENCH_MAX_STEPS for a long loop",
     "division by zero": "guard the divisor; the GPU gives an undefined result",
+    "inactive lane read": "shuffle where every lane it reads is active (before the branch; guard the use of "
+                          "the value, not the shuffle)",
     "same-value write": "let one thread write (if lane == 0: ...), or accept it: the result is the same",
     "out-of-bounds": "guard the index with the right buffer's size",
 }

@@ -197,6 +197,11 @@ class Expressions:
     def simd(self, e):
         self.uses_simd = True
         argv = [self.exl(a) for a in e.args]
+        mode = registry.get(e.name).extra.get("shuffle")
+        if self.checked and mode is not None:
+            # reading a lane that is inactive (divergence, a partial SIMD-group) is undefined
+            k = self.node(e, None, None, "shuffle")
+            self.emit(f"_ck.shuffle({k}, {mode!r}, _sg, {argv[1][0]}, {self.m})")
         n = e.type.n if _is_vec(e.type) else 1
         out = []
         for i in range(n):

@@ -139,7 +139,8 @@ class SimKernel:
             lg = self._launches[key] = Launch(grid, threadgroup)
         return lg
 
-    def run(self, args: dict, grid, threadgroup, checked: bool = False, coverage=None) -> SimStats:
+    def run(self, args: dict, grid, threadgroup, checked: bool = False, coverage=None,
+            uninitialised=()) -> SimStats:
         """Run the kernel over ``grid`` threads in threadgroups of ``threadgroup``.
 
         ``args`` maps every parameter to a :class:`Buffer` (or a NumPy array) or a
@@ -147,14 +148,16 @@ class SimKernel:
         gives 0 and an out-of-bounds write or atomic is dropped, and one
         ``OutOfBoundsWarning`` counts them. With ``checked=True`` (or
         ``METALBENCH_CHECKED=1``) findings (out-of-bounds, races, divergent barriers,
-        ...) raise ``KernelCheckError``. ``coverage`` names the outputs that are fresh
-        and poisoned: a ``CoverageWarning`` counts their elements left unwritten. The
-        kernel's prints are printed at the end (also when the launch fails)."""
+        ...) raise ``KernelCheckError``; ``uninitialised`` names the outputs launched
+        without ``init_value`` (garbage on a GPU): reading one of their elements before a
+        thread wrote it, atomically or not, is a finding. ``coverage`` names the outputs
+        that are fresh and poisoned: a ``CoverageWarning`` counts their elements left
+        unwritten. The kernel's prints are printed at the end (also when the launch fails)."""
         hooks = debug.launch_hooks(self, coverage)
         if hooks is None:
-            return self._run(args, grid, threadgroup, checked, None)
+            return self._run(args, grid, threadgroup, checked, None, uninitialised)
         try:
-            stats = self._run(args, grid, threadgroup, checked, hooks)
+            stats = self._run(args, grid, threadgroup, checked, hooks, uninitialised)
         finally:
             hooks.finish()
         if hooks.cov is not None:
@@ -168,9 +171,9 @@ class SimKernel:
         quiet.quiet = True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self._run(args, grid, threadgroup, checked, quiet)
+            self._run(args, grid, threadgroup, checked, quiet, ())
 
-    def _run(self, args, grid, threadgroup, checked, hooks) -> SimStats:
+    def _run(self, args, grid, threadgroup, checked, hooks, uninitialised=()) -> SimStats:
         t0 = time.perf_counter()
         checked = checked or os.environ.get("METALBENCH_CHECKED", "") not in ("", "0")
         if hooks is not None:
@@ -183,7 +186,7 @@ class SimKernel:
                          threadgroups=lg.n_groups, chunks=0, seconds=0.0)
         make_lc = LaunchChecker if hooks is None else hooks.launch_checker(LaunchChecker)
         lc = make_lc(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name,
-                     buffer_aliases(bufs)) if checked else None
+                     buffer_aliases(bufs), uninitialised) if checked else None
         if hooks is not None:
             hooks.start(lg, prog, bufs)
         steps = max_steps(checked)

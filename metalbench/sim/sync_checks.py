@@ -111,3 +111,30 @@ class SyncChecks:
         valid = a >= 0
         a0 = np.where(valid, a, 0)
         return valid & (fc[a0] > wfc) & (fc[np.asarray(b)] > 0)
+
+    # -- SIMD shuffles
+    def shuffle(self, k, mode, lay, d, m):
+        """``simd_shuffle*``/``simd_broadcast`` (``mode``: see ``sim.simd._SOURCE``) by the
+        active lanes of ``m``: a source lane that is inactive (masked off by divergent
+        control flow, or past the threads of a partial SIMD-group) gives an undefined value
+        on Metal: a finding. Sources outside 0..31 of ``up``/``down`` keep the lane's own
+        value (no read)."""
+        if m is False:
+            return
+        from .simd import _SOURCE, _delta
+        M = lay.mask(m)
+        if M is None:
+            return
+        src_fn, own = _SOURCE[mode]
+        src = np.asarray(src_fn(lay.lane, _delta(lay, d)), np.int64)
+        src = np.broadcast_to(src, M.shape)
+        inside = (src >= 0) & (src < 32)
+        ok = np.take_along_axis(M, np.where(inside, src, 0), axis=1)
+        bad = M & inside & ~ok
+        if not bad.any():
+            return
+        lanes = np.flatnonzero(lay.unview(bad))
+        s = np.where(bad, src, -1).reshape(-1)
+        first = int(s[np.flatnonzero(s >= 0)[0]])
+        self.o.add("inactive lane read", [k], None, None, [first], lanes + self.base, ["shuffle"], int(lanes.size),
+                   builtin=getattr(self.nodes[k][0], "name", "simd_shuffle"))

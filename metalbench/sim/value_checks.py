@@ -57,3 +57,33 @@ class ValueChecks:
         if j.size:
             out[j] = same_bits(v[la[j]], v[lb[j]])
         return out
+
+    def _uninit_output(self, name, data, addr, lo, m, k, access):
+        """An output launched without ``init_value``: its memory is garbage on a GPU until a
+        thread writes it. A plain store, atomic store or exchange defines the element; a
+        read, atomic load or read-modify-write of an element no thread has defined yet is
+        an ``"uninitialised read"`` (once per element)."""
+        o = self.o
+        done = o.uninit[name]
+        if done is None:
+            done = o.uninit[name] = np.zeros(data.size, bool)
+        if lo is not None:
+            E = np.arange(lo, lo + self.L, dtype=np.int64)
+            if m is not None:
+                E = E[m]
+            lanes = E - lo
+        else:
+            lanes = self._lanes(m)
+            E = (addr.astype(np.int64, copy=False)[lanes] if m is not None else addr.astype(np.int64, copy=False)) \
+                if isinstance(addr, np.ndarray) else np.full(lanes.size, int(addr), np.int64)
+        op = getattr(self.nodes[k][0], "op", None) if access == "atomic" else None
+        if access == "write" or op in ("store", "exchange"):
+            done[E] = True
+            return
+        fresh = ~done[E]
+        if fresh.any():
+            j = np.flatnonzero(fresh)
+            elems, first = np.unique(E[j], return_index=True)  # counted once per element
+            o.add("uninitialised read", [k], name, "device", elems[:1], lanes[j[first]] + self.base, [access],
+                  int(elems.size))
+            done[elems] = True
