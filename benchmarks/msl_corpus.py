@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/msl_corpus.py CORPUS_DIR --filter rwkv    # some cases
     .venv/bin/python benchmarks/msl_corpus.py CORPUS_DIR --checked        # checked simulator
     .venv/bin/python benchmarks/msl_corpus.py CORPUS_DIR --mlx-tests      # MLX's test_fast.py
+    python benchmarks/msl_corpus.py CORPUS_DIR --backend cuda             # the same on an NVIDIA GPU
 
 The corpus lives outside the repository (it is other people's code). Its layout:
 
@@ -88,7 +89,7 @@ def install(checked=False, report_gpu=False):
 
         def __call__(self, *a, **kw):
             LAUNCHED.add(self.key)
-            kw.setdefault("backend", "sim")
+            kw.setdefault("backend", os.environ.get("METALBENCH_CORPUS_BACKEND", "sim"))
             if checked:
                 kw.setdefault("checked", True)
             return self.kernel(*a, **kw)
@@ -287,6 +288,8 @@ def main(argv=None):
     ap.add_argument("--mlx-tests", action="store_true", help="run MLX's test_fast.py custom-kernel tests only")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per case file")
     ap.add_argument("--out", default="", help="report path stem (default CORPUS_DIR/msl_report)")
+    ap.add_argument("--backend", default="sim", choices=["sim", "cuda", "metal"],
+                    help="where mb.metal_kernel launches (cuda: the MSL->CUDA path on an NVIDIA GPU)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     corpus = Path(args.corpus).resolve()
@@ -300,7 +303,7 @@ def main(argv=None):
         return 0
 
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               METALBENCH_BACKEND="sim")
+               METALBENCH_BACKEND=args.backend, METALBENCH_CORPUS_BACKEND=args.backend)
     env.pop("METALBENCH_CHECKED", None)
     commit = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h %s"], capture_output=True,
                             text=True).stdout.strip()
