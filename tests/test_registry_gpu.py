@@ -46,7 +46,7 @@ def _case(b):
 def _close(b, got, want, dt) -> np.ndarray:
     if not np.issubdtype(np.dtype(dt), np.floating) and np.dtype(dt).name != "bfloat16":
         return got == want
-    t = {"float32": T.float32, "float16": T.float16, "bfloat16": T.bfloat16}[np.dtype(dt).name]
+    t = {"float32": T.float32, "float16": T.float16, "bfloat16": T.bfloat16, "float64": T.float64}[np.dtype(dt).name]
     g, w = got.astype(np.float64), want.astype(np.float64)
     tol = max(b.tol_ulp, 4.0)
     return (g == w) | (np.isnan(g) & np.isnan(w)) | (np.abs(g - w) <= tol * R._ulp(w, t))
