@@ -20,8 +20,10 @@ Choose the backend with ``cuda.set_backend("sim")``, ``add.configure(backend="si
 ``METALBENCH_BACKEND=sim``. Unsupported Numba features (grid-wide sync, dynamic shared
 memory, runtime-sized local arrays, recursion) raise ``KernelSyntaxError`` at the line.
 """
-from ..numba_compat.devicearray import (DeviceNDArray, device_array, device_array_like, is_cuda_array,
-                                       managed_array, mapped_array, pinned_array, pinned_array_like, to_device)
+from ..numba_compat.devicearray import (DeviceNDArray, as_cuda_array, device_array, device_array_like,
+                                       is_cuda_array, managed_array, mapped, mapped_array, mapped_array_like,
+                                       pinned, pinned_array, pinned_array_like, to_device)
+from ..numba_compat.dispatcher import In, InOut, Out
 from ..numba_compat.host import CUDAKernel, DeviceFunction, get_backend, jit, set_backend
 from ..numba_compat.intrinsics import (activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
                                       cg, const, grid, gridDim, gridsize, laneid, lanemask_lt, local, shared,
@@ -29,7 +31,7 @@ from ..numba_compat.intrinsics import (activemask, all_sync, any_sync, atomic, b
                                       syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
                                       threadfence, threadfence_block, threadfence_system, threadIdx, warpsize)
 from ..numba_compat.runtime_stubs import (Device, Event, Stream, close, current_context, default_stream,
-                                         defer_cleanup, detect, event, event_elapsed_time, get_current_device,
+                                         defer_cleanup, detect, event, event_elapsed_time, external_stream, get_current_device,
                                          gpus, is_available, legacy_default_stream, list_devices,
                                          per_thread_default_stream, profile_start, profile_stop, select_device,
                                          stream, synchronize)
@@ -41,6 +43,11 @@ from ..numba_compat.nbtypes import (b1, bool_, boolean, byte, c8, c16, char, com
                                     ulong, ulonglong, ushort, void)
 from ..numba_compat.nbtypes import bfloat16  # noqa: F401  (numba.cuda.types has it)
 from . import types  # noqa: E402  (``from metalbench.cuda import types``, ``numba.types``)
+# Host-side modules of numba.cuda (helper numba-host): importable; what cannot work here says why.
+from . import args, compiler, cudadrv, extending, launchconfig, typing  # noqa: E402,F401
+from .cudadrv import devicearray  # noqa: E402,F401
+from .compiler import (compile, compile_for_current_device, compile_ptx,  # noqa: E402,F401
+                       compile_ptx_for_current_device, declare_device)
 
 # Numba exposes `cuda.local.array` and `cuda.const.array_like`; `local` is also a module name here.
 __all__ = [n for n in dir() if not n.startswith("_")]

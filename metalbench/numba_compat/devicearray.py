@@ -78,6 +78,13 @@ def _contiguous_strides(shape, itemsize, order):
     return tuple(strides)
 
 
+class Flags(dict):
+    """A device array's flags: ``flags["C_CONTIGUOUS"]`` and ``flags.c_contiguous``."""
+    c_contiguous = property(lambda self: self["C_CONTIGUOUS"])
+    f_contiguous = property(lambda self: self["F_CONTIGUOUS"])
+    contiguous = c_contiguous
+
+
 class DeviceNDArray:
     """A "device" array: ``shape``, ``strides``, ``dtype``, ``size``, ``flags``,
     ``copy_to_host()``, ``copy_to_device(ary)``, views (slicing, ``.T``, ``reshape``,
@@ -182,10 +189,11 @@ class DeviceNDArray:
     alloc_size = nbytes
 
     @property
-    def flags(self) -> dict:
-        """``{"C_CONTIGUOUS": ..., "F_CONTIGUOUS": ...}`` as Numba gives them."""
+    def flags(self) -> "Flags":
+        """``{"C_CONTIGUOUS": ..., "F_CONTIGUOUS": ...}`` as Numba gives them (also as
+        attributes, ``flags.c_contiguous``, as NumPy's)."""
         f = self._meta.flags
-        return {"C_CONTIGUOUS": bool(f.c_contiguous), "F_CONTIGUOUS": bool(f.f_contiguous)}
+        return Flags(C_CONTIGUOUS=bool(f.c_contiguous), F_CONTIGUOUS=bool(f.f_contiguous))
 
     def is_c_contiguous(self) -> bool:
         return bool(self._meta.flags.c_contiguous)
@@ -513,3 +521,36 @@ def is_device_array(obj) -> bool:
 
 def require_context(fn):
     return fn
+
+
+class _Managed:
+    """``with cuda.pinned(a, b):`` (nothing to do) and ``with cuda.mapped(a) as d:`` (a
+    device array over ``a``; its contents come back to ``a`` when the block ends)."""
+
+    def __init__(self, arrays, mapped, stream=0):
+        self.arrays = arrays
+        self.mapped = mapped
+        self.devs = None
+
+    def __enter__(self):
+        if not self.mapped:
+            return None
+        self.devs = [to_device(a) for a in self.arrays]
+        return self.devs[0] if len(self.devs) == 1 else self.devs
+
+    def __exit__(self, *exc):
+        if self.devs is not None:
+            for a, d in zip(self.arrays, self.devs):
+                d.copy_to_host(a)
+        return False
+
+
+def pinned(*arrays):
+    """``with cuda.pinned(a, ...):`` -- pinning means nothing here."""
+    return _Managed(arrays, False)
+
+
+def mapped(*arrays, **kws):
+    """``with cuda.mapped(a, ...) as d:`` -- device arrays whose contents return to the
+    host arrays at the end of the block."""
+    return _Managed(arrays, True, kws.get("stream", 0))

@@ -38,6 +38,7 @@ from ..semantics import NUMBA
 from . import inplace, metal64
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
+from .dispatcher import ArgHint, DispatcherAPI, unwrap
 from .intrinsics import attach_const_arrays
 
 _state = {"backend": None, "checked": None}
@@ -135,7 +136,7 @@ def _dims(v, what):
     return tuple(int(x) for x in d) + (1,) * (3 - len(d))
 
 
-class CUDAKernel(Kernel):
+class CUDAKernel(DispatcherAPI, Kernel):
     """A ``@cuda.jit`` kernel. Launch it Numba's way, ``k[griddim, blockdim](*args)``
     (also ``[griddim, blockdim, stream, sharedmem]``), or MLX's way with
     ``k(*args, grid=threads, threadgroup=tg)`` which runs on copies of the arrays and
@@ -324,21 +325,40 @@ class CUDAKernel(Kernel):
     def source(self, *args, backend: str = "metal", **kwargs) -> str:
         """The generated source for these arguments; for the GPU backends, after the
         in-place pass (:mod:`metalbench.numba_compat.inplace`)."""
-        return self.specialize(*args, **kwargs).source(backend)
+        return self.specialization_of(*args, **kwargs).source(backend)
 
     @user_facing
-    def specialize(self, *args, **kwargs) -> Specialization:
-        """The specialisation (IR plus cached backend artifacts) for these arguments."""
+    def specialization_of(self, *args, **kwargs) -> Specialization:
+        """The specialisation (IR plus cached backend artifacts) for these arguments.
+        (``specialize`` is Numba's: a kernel fixed to argument types.)"""
         return self.specialization(self.bind_inplace(args, kwargs))
+
+    @user_facing
+    def specialize(self, *args):
+        """Numba's ``specialize``: this kernel fixed to the types of ``args`` (Numba
+        types, or values), one per distinct types (``specializations``)."""
+        return DispatcherAPI.specialize(self, *args)
 
     def ir(self, *args, **kwargs) -> ir.KernelIR:
         """The IR for these arguments (``print(ir.dump(k.ir(...)))`` to read it)."""
-        return self.specialize(*args, **kwargs).ir
+        return self.specialization_of(*args, **kwargs).ir
 
     # -- launching ---------------------------------------------------------------------
     def launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None):
         """Run with ``grid3`` threads in threadgroups of ``tg3``, updating arrays in place.
         A repeated launch with the same argument signature skips binding."""
+        ext = self.__dict__.get("_extensions")
+        if ext:     # Numba's dispatcher extensions: prepare the arguments, then run their callbacks
+            args, retr = self._prepare_args(args, ext)
+            try:
+                self._launch_inplace(args, kwargs, grid3, tg3, backend, checked)
+            finally:
+                for r in retr:
+                    r()
+            return
+        self._launch_inplace(args, kwargs, grid3, tg3, backend, checked)
+
+    def _launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None):
         key = None
         if not kwargs and backend is None and checked is None:
             key = (_signatures(args), grid3, tg3, self._backend, _state["backend"], self._checked,
@@ -361,7 +381,11 @@ class CUDAKernel(Kernel):
                 self.last_stats = sp.run_inplace(host, bound.grid, bound.threadgroup, bound.backend,
                                                  bound.checked)
                 return
+        if any(isinstance(a, ArgHint) for a in args):
+            args = tuple(unwrap(a) for a in args)
         bound = self.bind_inplace(args, kwargs, grid3, tg3, backend, checked)
+        if bound.key not in self.__dict__.get("_cache", ()):
+            self._compile_hook(args, kwargs, grid3, tg3)    # Numba's compile step, in its launch config
         self.launch(bound)
         if key is not None and len(bound.data) == len(args):
             bound.last = self.last_launch
@@ -378,6 +402,10 @@ class CUDAKernel(Kernel):
             from ..sim.printing import print_threads as selected
             with selected(print_threads):
                 return self(*args, grid=grid, threadgroup=threadgroup, backend=backend, checked=checked, **kwargs)
+        if grid is None:
+            raise LaunchConfigError(f"launch configuration was not specified for kernel {self.name}",
+                                    hint="launch it Numba's way, kernel[griddim, blockdim](*args), or give "
+                                         "grid= (threads) and threadgroup=")
         outs = self.launch(self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, checked=checked,
                                      **kwargs))
         if not outs:

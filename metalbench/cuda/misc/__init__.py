@@ -1,0 +1,1 @@
+"""``numba.cuda.misc`` for ported code (``special.literal_unroll``)."""

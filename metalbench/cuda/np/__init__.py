@@ -1,0 +1,1 @@
+"""``numba.cuda.np`` for ported code (``numpy_support``)."""
