@@ -24,6 +24,8 @@ from ..numba_compat.devicearray import (DeviceNDArray, as_cuda_array, device_arr
                                        is_cuda_array, managed_array, mapped, mapped_array, mapped_array_like,
                                        pinned, pinned_array, pinned_array_like, to_device)
 from ..numba_compat.dispatcher import In, InOut, Out
+from ..numba_compat.ufunc import guvectorize, vectorize
+from ..numba_compat.reduce import Reduce, reduce
 from ..numba_compat.host import CUDAKernel, DeviceFunction, get_backend, jit, set_backend
 from ..numba_compat.intrinsics import (activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
                                       cg, const, grid, gridDim, gridsize, laneid, lanemask_lt, local, shared,
@@ -44,8 +46,9 @@ from ..numba_compat.nbtypes import (b1, bool_, boolean, byte, c8, c16, char, com
 from ..numba_compat.nbtypes import bfloat16  # noqa: F401  (numba.cuda.types has it)
 from . import types  # noqa: E402  (``from metalbench.cuda import types``, ``numba.types``)
 # Host-side modules of numba.cuda (helper numba-host): importable; what cannot work here says why.
-from . import args, compiler, cudadrv, extending, launchconfig, typing  # noqa: E402,F401
+from . import args, compiler, cudadrv, deviceufunc, extending, kernels, launchconfig, random, typing  # noqa: E402,F401,E501
 from .cudadrv import devicearray  # noqa: E402,F401
+from .extending import njit  # noqa: E402,F401  (numba.njit: Python on the host, a device function in kernels)
 from .compiler import (compile, compile_for_current_device, compile_ptx,  # noqa: E402,F401
                        compile_ptx_for_current_device, declare_device)
 

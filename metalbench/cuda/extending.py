@@ -45,18 +45,25 @@ def _device_function(impl):
     return d
 
 
-def _lambda_function(fn):
+def _lambda_function(fn, sig=None):
     """A lambda as a device function: its expression becomes ``def f(args): return expr``,
     with the lambda's globals and closure as the names it sees."""
     import inspect
     import textwrap
     from ..numba_compat.host import DeviceFunction
     try:
-        src = textwrap.dedent(inspect.getsource(fn))
+        lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError):
-        src = ""
+        lines, first = [], 0
+    raw = "".join(lines)
+    src = textwrap.dedent(raw)
+    shift = (len(lines[0]) - len(lines[0].lstrip())) - (len(src.splitlines()[0]) - len(src.splitlines()[0].lstrip())) \
+        if lines else 0
     code = fn.__code__
     params = list(code.co_varnames[:code.co_argcount])
+    # Where the lambda's own code starts (line, column): tells lambdas on one line apart.
+    pos = next(((ln, col) for ln, _, col, end in code.co_positions() if ln is not None and col is not None and end),
+               None)
     found = None
     for text in (src, src.strip().rstrip(",").rstrip(")"), "(" + src.strip() + ")"):
         try:
@@ -64,6 +71,10 @@ def _lambda_function(fn):
         except SyntaxError:
             continue
         lams = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and [a.arg for a in n.args.args] == params]
+        if len(lams) > 1 and pos is not None and text is src:
+            line, col = pos[0] - first + 1, pos[1] - shift
+            lams = [n for n in lams if (n.body.lineno, n.body.col_offset) <= (line, col)
+                    <= (n.body.end_lineno, n.body.end_col_offset)]
         if len(lams) == 1:
             found = lams[0]
             break
@@ -74,7 +85,7 @@ def _lambda_function(fn):
     env = dict(fn.__globals__)
     if fn.__closure__:
         env.update(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__)))
-    return DeviceFunction(None, source=body, env=env)
+    return DeviceFunction(None, sig=sig, source=body, env=env)
 
 
 def _type_of_arg(tr, node):
@@ -211,3 +222,42 @@ overload_method = overload_attribute = overload_classmethod = _llvm_only("overlo
 type_callable = lower_builtin = lower_cast = lower_getattr = lower_setattr = _llvm_only("lower_builtin")
 make_attribute_wrapper = register_model = typeof_impl = box = unbox = NativeValue = _llvm_only("register_model")
 models = core_models = None
+
+
+class CPUFunction:
+    """What ``numba.njit`` gives ported code: the function runs as Python when called
+    from Python (Numba would compile it for the CPU; the results are the same) and is
+    compiled as a device function when a kernel calls it, as numba-cuda allows."""
+
+    def __init__(self, fn, signatures=(), options=None):
+        self.py_func = fn
+        self.signatures = list(signatures)
+        self.targetoptions = dict(options or {})
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.py_func(*args, **kwargs)
+
+    def __metalbench_intrinsic__(self, tr, call):
+        return tr.device_call(_device_function(self.py_func), call)
+
+    def __repr__(self) -> str:
+        return f"<metalbench.cuda njit function {self.__name__} (runs as Python on the host)>"
+
+
+def njit(*args, **kwargs):
+    """``numba.njit`` for ported code (see :class:`CPUFunction`).
+
+    >>> @njit
+    ... def f(x):
+    ...     return x + 1
+    >>> f(1), f.py_func(2)
+    (2, 3)
+    """
+    if len(args) == 1 and callable(args[0]) and not isinstance(args[0], (str, list, tuple)):
+        return CPUFunction(args[0], (), kwargs)
+    sigs = args[0] if args else ()
+    sigs = sigs if isinstance(sigs, list) else [sigs] if sigs else []
+    return lambda fn: CPUFunction(fn, sigs, kwargs)

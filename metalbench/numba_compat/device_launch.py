@@ -71,7 +71,7 @@ def functional(sp: Specialization, name: str, cover: frozenset = frozenset(), ba
 
 
 def _is_device(v) -> bool:
-    return type(v) is DeviceNDArray and v._host is None
+    return isinstance(v, DeviceNDArray) and v._host is None
 
 
 def _prepare(sp, name, values, grid, tg, backend, cover):
@@ -198,7 +198,7 @@ class ThinDeviceLaunch:
         for pl in plans:
             v = values[pl.param][0]
             spec = next(o for o in out_specs if o[0] == pl.outputs[0])
-            if tuple(spec[1]) != tuple(v.shape) or v._mx_dtype() != T_to_mlx(spec[2]):
+            if tuple(spec[1]) != (tuple(v._kmeta.shape) or (1,)) or v._mx_dtype() != T_to_mlx(spec[2]):
                 self.launch = None
 
     def __call__(self, args) -> bool:

@@ -108,9 +108,11 @@ class DeviceNDArray:
         if data is not None:
             self._host = data if isinstance(data, np.ndarray) else np.asarray(data)
             self._meta = self._host
+            self._kmeta = self._meta
         else:
             self._dev = _dev
             self._meta = _layout_
+            self._kmeta = _layout_   # what kernels see (the same but for StateArray's records as words)
             if _base is None:
                 self._mxdt = _dev.dtype if _dev is not None else _device_dtype(_layout_.dtype, gpu_backend() or "cuda")
 
@@ -138,8 +140,8 @@ class DeviceNDArray:
         mx = _mx()
         if new.dtype != self._mx_dtype():
             new = new.astype(self._mx_dtype())
-        if tuple(new.shape) != self.shape:
-            new = new.reshape(self.shape)
+        if tuple(new.shape) != self._kmeta.shape:
+            new = new.reshape(self._kmeta.shape)
         if self._base is None:
             self._dev = new
             return
@@ -168,6 +170,10 @@ class DeviceNDArray:
         a = a.astype(self.dtype, copy=False)
         order = "F" if (self._meta.flags.f_contiguous and not self._meta.flags.c_contiguous) else "C"
         return np.array(a, copy=True, order=order)
+
+    def _kernel_copy(self) -> np.ndarray:
+        """A NumPy copy of what kernels see (the simulator runs on it for a device-mode array)."""
+        return self._host_copy()
 
     def __metalbench_signature__(self):
         """What a launch's argument signature needs (the thin path of repeated launches)."""
@@ -302,7 +308,12 @@ class DeviceNDArray:
         mt = _device_dtype(dtype, gpu_backend() or "cuda")
         if mt is None or dtype.itemsize != self.itemsize:
             raise NotImplementedError(f"view of a device array as {dtype} on a GPU backend")
-        return DeviceNDArray(stream=self.stream, _dev=self._read().view(mt), _layout_=_layout(self.shape, dtype))
+        v = DeviceNDArray(stream=self.stream, _dev=self._read().view(mt), _layout_=_layout(self.shape, dtype))
+        root = self
+        while root._base is not None:
+            root = root._base
+        v._viewed_from = root.__dict__.get("_viewed_from", root)
+        return v
 
     def split(self, section, stream=0) -> list:
         """1-D arrays of ``section`` elements (the last may be shorter), sharing memory."""
@@ -353,8 +364,35 @@ class DeviceNDArray:
         raise NotImplementedError("metalbench device arrays expose no raw device pointer")
 
     @property
-    def gpu_data(self):
-        raise NotImplementedError("metalbench device arrays expose no raw device memory (gpu_data)")
+    def gpu_data(self) -> "_Memory":
+        """Which memory the array lives in: views (slices, ``view``, ``T``) of one array
+        compare equal. There is no raw device pointer behind it."""
+        if self._host is not None:
+            base = self._host
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            return _Memory(("host", id(base.base) if base.base is not None else id(base)))
+        root = self
+        while root._base is not None:
+            root = root._base
+        return _Memory(("device", id(root.__dict__.get("_viewed_from", root))))
+
+
+class _Memory:
+    """``DeviceNDArray.gpu_data``: equal for arrays sharing their memory."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def __eq__(self, other):
+        return isinstance(other, _Memory) and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    @property
+    def device_pointer(self):
+        raise NotImplementedError("metalbench device arrays expose no raw device pointer")
 
 
 def _to_mlx(a: np.ndarray, mx_dtype=None):
@@ -373,7 +411,7 @@ def _h2d(dev: DeviceNDArray, host: np.ndarray, nbytes=None) -> None:
 
 def _d2h(host: np.ndarray, dev: DeviceNDArray, nbytes=None) -> None:
     """The device-to-host copy (``driver.cuMemcpyDtoH``'s work)."""
-    src = dev._host if dev._host is not None else dev._host_copy()
+    src = dev._host if dev._host is not None and dev._kmeta is dev._meta else dev._host_copy()
     if host.ndim == 0:
         host[()] = np.asarray(src).reshape(())
     else:

@@ -63,7 +63,7 @@ def get_backend() -> str:
 def _host_array(v, name):
     """(NumPy storage the kernel reads and writes, ScalarType it has on the device)."""
     if isinstance(v, DeviceNDArray):
-        a = v._host if v._host is not None else v._meta    # device mode: its layout (never read)
+        a = v._host if v._host is not None else v._kmeta    # device mode: its layout (never read)
     elif isinstance(v, np.ndarray):
         a = v
     else:
@@ -468,7 +468,7 @@ def _thin_device_launch(sp, name, bound, args):
     if bound.backend == "sim" or bound.checked:
         return None
     arrays = [v for v, a, t in bound.data.values() if a is not None]
-    if not arrays or not all(type(v) is DeviceNDArray and v._host is None for v in arrays):
+    if not arrays or not all(isinstance(v, DeviceNDArray) and v._host is None for v in arrays):
         return None
     from .device_launch import ThinDeviceLaunch
     return ThinDeviceLaunch(sp, name, bound.data, bound.grid, bound.threadgroup, bound.backend, list(bound.data))
@@ -580,7 +580,7 @@ def _run_sim_inplace(sp: Specialization, values: dict, grid, tg, checked):
             continue
         device = isinstance(v, DeviceNDArray) and v._host is None   # a device-mode array on the simulator
         if device:
-            a = v._host_copy()
+            a = v._kernel_copy()
         s, same = _storage(a, t)
         if not same or device:
             copy_back.append((v, a, s))
@@ -596,7 +596,7 @@ def _write_back(v, a: np.ndarray, new: np.ndarray):
     new = new.reshape(a.shape)
     if isinstance(v, DeviceNDArray) and v._host is None:
         from .devicearray import _to_mlx
-        v._write(_to_mlx(new.astype(v.dtype, copy=False), v._mx_dtype()))
+        v._write(_to_mlx(new.astype(v._kmeta.dtype, copy=False), v._mx_dtype()))
         return
     if isinstance(v, DeviceNDArray):
         a = v._host

@@ -1,0 +1,1 @@
+"""``numba.cuda.kernels``: ``transpose`` and ``reduction`` (``Reduce``)."""
