@@ -116,6 +116,19 @@ def matmul_k(a, b, c: mb.Out(shape=lambda a, b, **_: (a.shape[0], b.shape[1]), d
     c[row * ND + col] = acc
 
 
+# The new-user check (issue 18): a kernel written as someone new to metalbench would
+# write it, not tuned for the benchmarks -- a fused bias + GELU (tanh form) over a
+# (rows, GELU_COLS) activation, the bias broadcast along rows through ``bias.size``.
+GELU_COLS = 4096
+
+
+@mb.kernel
+def bias_gelu_k(x, bias, out: mb.Out):
+    i = thread_position_in_grid.x
+    v = x[i] + bias[i % bias.size]
+    out[i] = 0.5 * v * (1.0 + metal.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
 # ----------------------------------------------------------------------------- raw kernels
 
 RAW_CUDA = {
@@ -155,6 +168,13 @@ RAW_CUDA = {
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     float inv = 1.f / s;
     for (int j = tid; j < NC; j += TG) out[(long long)row * NC + j] = expf(xr[j] - m) * inv;""", ["x"]),
+    # its hand-written twin: what a CUDA programmer writes for mx.fast.cuda_kernel
+    "bias_gelu": ("""
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        float v = x[i] + bias[i % C];
+        out[i] = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+    }""", ["x", "bias"]),
     "matmul": ("""
     __shared__ float ta[16][16];
     __shared__ float tb[16][16];

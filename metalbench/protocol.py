@@ -153,14 +153,16 @@ class Specialization:
             k = self.artifacts["sim"] = compile_kernel(self.ir)
         return k
 
-    def rendered(self, backend: str, exact_grid: bool = False):
+    def rendered(self, backend: str, exact_grid: bool = False, threadgroup=None):
         """The kernel ``mx.fast.metal_kernel`` (``backend="metal"``) or ``cuda_kernel``
         receives; for cuda, ``exact_grid`` selects the variant for grids of whole
-        threadgroups (no launch guard)."""
+        threadgroups (no launch guard) and ``threadgroup`` (a 3-tuple) the variant
+        specialised for that block size (``codegen.cuda.render``)."""
         if backend == "metal" and self.verbatim is not None:
             return self.verbatim
         exact_grid = exact_grid and backend == "cuda"
-        key = ("rendered", backend, exact_grid)
+        threadgroup = tuple(threadgroup) if threadgroup is not None and backend == "cuda" else None
+        key = ("rendered", backend, exact_grid, threadgroup)
         r = self.artifacts.get(key)
         if r is None:
             if backend == "metal":
@@ -168,7 +170,7 @@ class Specialization:
                 r = render(self.ir)
             elif backend == "cuda":
                 from .codegen.cuda import render
-                r = render(self.ir, exact_grid=exact_grid)
+                r = render(self.ir, exact_grid=exact_grid, threadgroup=threadgroup)
             else:
                 raise ValueError(f"no printed source for backend {backend!r} (use 'metal' or 'cuda')")
             r.name = unique_name(r)
@@ -184,9 +186,9 @@ class Specialization:
         parts.append("// body\n" + r.body.rstrip())
         return "\n\n".join(parts) + "\n"
 
-    def mlx_kernel_args(self, backend: str, exact_grid: bool = False) -> dict:
+    def mlx_kernel_args(self, backend: str, exact_grid: bool = False, threadgroup=None) -> dict:
         """The keyword arguments of ``mx.fast.metal_kernel`` / ``cuda_kernel`` for this kernel."""
-        r = self.rendered(backend, exact_grid)
+        r = self.rendered(backend, exact_grid, threadgroup)
         kw = dict(name=r.name, input_names=list(r.input_names), output_names=list(r.output_names),
                   source=r.body, header=r.header or "", ensure_row_contiguous=self.ensure_row_contiguous)
         if backend == "metal":
@@ -196,15 +198,17 @@ class Specialization:
                 kw.update(self.mlx_options)
         return kw
 
-    def mlx_kernel(self, backend: str, exact_grid: bool = False):
-        """The MLX kernel object (built once per backend and grid variant)."""
+    def mlx_kernel(self, backend: str, exact_grid: bool = False, threadgroup=None):
+        """The MLX kernel object (built once per backend, grid variant and, for cuda,
+        threadgroup size)."""
         exact_grid = exact_grid and backend == "cuda"
-        key = ("mlx", backend, exact_grid)
+        threadgroup = tuple(threadgroup) if threadgroup is not None and backend == "cuda" else None
+        key = ("mlx", backend, exact_grid, threadgroup)
         k = self.artifacts.get(key)
         if k is None:
             import mlx.core as mx
             make = mx.fast.metal_kernel if backend == "metal" else mx.fast.cuda_kernel
-            k = self.artifacts[key] = make(**self.mlx_kernel_args(backend, exact_grid))
+            k = self.artifacts[key] = make(**self.mlx_kernel_args(backend, exact_grid, threadgroup))
         return k
 
     def gpu_plan(self, bound: BoundLaunch, backend: str) -> "MLXLaunch":
@@ -263,8 +267,10 @@ class MLXLaunch:
     def __init__(self, spec: Specialization, backend: str, grid, threadgroup, outputs, template=()):
         import mlx.core as mx
         exact = all(g % t == 0 for g, t in zip(grid, threadgroup))
-        r = spec.rendered(backend, exact)
-        self.kernel = spec.mlx_kernel(backend, exact)
+        # CUDA specialises the printed kernel for the block size (constant thread
+        # indices, full-warp SIMD-group functions): one compile per threadgroup size
+        r = spec.rendered(backend, exact, threadgroup)
+        self.kernel = spec.mlx_kernel(backend, exact, threadgroup)
         self.extra = list(r.extra_inputs(grid, threadgroup, [s for _, s, _ in outputs])) if r.extra_inputs else []
         if self.extra:
             mx.eval(*self.extra)

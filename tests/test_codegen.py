@@ -181,7 +181,10 @@ def test_golden_cuda_simd_atomic():
 
 def test_golden_cuda_saxpy_scalars_are_pointers():
     r = cuda.render(KERNELS["saxpy"]())
-    assert r.body.splitlines()[-3:] == ["if (i < n[0]) {", "    out[i] = a[0] * x[i] + y[i];", "}"]
+    # scalars are read once at the top (a load cannot pass a store that may alias it)
+    assert r.body.splitlines()[-6:] == ["const float mb_arg_a = a[0];", "const uint32_t mb_arg_n = n[0];",
+                                        "uint32_t i = thread_position_in_grid.x;", "if (i < mb_arg_n) {",
+                                        "    out[i] = mb_arg_a * x[i] + y[i];", "}"]
     assert r.input_types[-1] == (T.uint32, 1)
     src = cuda.full_source(r)
     assert "__global__ void custom_kernel_saxpy(\n    const float* a,\n" in src
@@ -387,9 +390,9 @@ def test_cuda_parses_clean_with_libclang_shim(name):
     shutil.which("nvcc") is None, reason="nvcc not installed"))])
 def test_cuda_check_maps_errors_to_body_and_header(use_nvcc):
     r = cuda.render(KERNELS["saxpy"]())
-    r.body = r.body.replace("a[0] * x[i]", "a[0] * xx[i]")
+    r.body = r.body.replace("mb_arg_a * x[i]", "mb_arg_a * xx[i]")
     (d,) = cuda_check.check(r, use_nvcc=use_nvcc)
-    assert (d.where, d.line, d.kind) == ("body", 9, "name") and "xx" in d.message
+    assert (d.where, d.line, d.kind) == ("body", 11, "name") and "xx" in d.message
     r = cuda.render(KERNELS["math_all"]())
     r.header = r.header.replace("return x + (y - x) * a;", "return x + (y - x) * aa;")
     (d,) = cuda_check.check(r, use_nvcc=use_nvcc)

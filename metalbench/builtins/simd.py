@@ -61,6 +61,27 @@ template <class T, class Op> __device__ inline T mb_simd_reduce(T v, Op op) {
     return acc;
 }"""
 
+_SHFL_XOR_FULL = """\
+// A butterfly shuffle on a full warp (every lane active; see passes/warps.py).
+template <class T> __device__ inline T mb_shfl_xor_full(T v, int o) {
+    if constexpr (mb_is_vec<T>::value) {
+        T r;
+        for (int i = 0; i < (int)(sizeof(T) / sizeof(v[0])); ++i) r[i] = mb_shfl_xor_full(v[i], o);
+        return r;
+    } else if constexpr (sizeof(T) < 4 && !mb_is_half<T>::value) {
+        return static_cast<T>(__shfl_xor_sync(0xffffffffu, static_cast<int>(v), o));
+    } else {
+        return __shfl_xor_sync(0xffffffffu, v, o);
+    }
+}"""
+
+_SIMD_REDUCE_FULL = """\
+// SIMD-group reduction on a full warp: the five-step butterfly (every lane gets the value).
+template <class T, class Op> __device__ inline T mb_simd_reduce_full(T v, Op op) {
+    for (int o = 16; o > 0; o >>= 1) v = op(v, mb_shfl_xor_full(v, o));
+    return v;
+}"""
+
 _SIMD_SCAN = """\
 // SIMD-group prefix scan over the active lanes (in lane order); partial warps loop.
 template <class T, class Op> __device__ inline T mb_simd_scan(T v, Op op, T identity, bool inclusive) {
@@ -127,10 +148,15 @@ def _reduction(op, doc, int_only=False, float_tol=False, grad=None):
         return S.reduce(lay, op, args[0], m)
 
     def cuda(p, args, t):
+        tn = p.tname(t)
+        lam = f"[]({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }}"
+        if getattr(p, "full_warp", False):     # all 32 lanes active (codegen/cuda.py, passes/warps.py)
+            p.need("mb_shfl_xor_full", _SHFL_XOR_FULL)
+            p.need("mb_simd_reduce_full", _SIMD_REDUCE_FULL)
+            return f"mb_simd_reduce_full({p.expr(args[0], ASSIGN)}, {lam})"
         p.need("mb_shfl", _SHFL)
         p.need("mb_simd_reduce", _SIMD_REDUCE)
-        tn = p.tname(t)
-        return f"mb_simd_reduce({p.expr(args[0], ASSIGN)}, []({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }})"
+        return f"mb_simd_reduce({p.expr(args[0], ASSIGN)}, {lam})"
     add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"s = {name}(x[i])",
                 rule=same_type(int_only=int_only), sim=sim, msl=_msl_call(name), cuda=cuda,
                 ref=_reduce_ref(op), tol_ulp=64 if float_tol else 1, shim="s1", grad=grad)
@@ -251,12 +277,13 @@ def _shuffle(name, mode, src_expr, doc, src, grad):
 
     def cuda(p, args, t):
         p.need("mb_shfl", _SHFL)
-        fn = "mb_" + name
+        full = getattr(p, "full_warp", False)      # all 32 lanes active: no vote for the mask
+        fn = "mb_" + name + ("_full" if full else "")
         p.need(fn, f"""\
 template <class T> __device__ inline T {fn}(T v, unsigned d) {{
     unsigned lane = mb_lane();
     (void)lane;
-    return mb_shfl(v, {src_expr}, __activemask());
+    return mb_shfl(v, {src_expr}, {'0xffffffffu' if full else '__activemask()'});
 }}""")
         return f"{fn}({p.expr(args[0], ASSIGN)}, {p.expr(args[1], ASSIGN)})"
     second = "delta" if mode in ("up", "down", "rotate_up", "rotate_down") else ("mask" if mode == "xor" else "lane")

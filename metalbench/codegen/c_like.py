@@ -252,7 +252,8 @@ class CPrinter:
             lp, rp = p, p + 1
         if isinstance(e.a, ir.BinOp) and e.a.op == e.op:
             lp = p
-        return f"{self.expr(e.a, lp)} {e.op} {self.expr(e.b, rp)}", p
+        a, b = _implicit_uint(e.a, e.b, e.op), _implicit_uint(e.b, e.a, e.op)
+        return f"{self.expr(a, lp)} {e.op} {self.expr(b, rp)}", p
 
     def e_UnOp(self, e):
         inner = self.expr(e.a, UNARY)
@@ -560,6 +561,19 @@ class CPrinter:
         for f in self.k.functions:
             funcs.append(self.function(f))
         return decls, funcs
+
+
+def _implicit_uint(x, other, op):
+    """``x`` without a cast int -> uint when C converts it anyway: as an operand of an
+    arithmetic, bitwise or comparison operator whose other operand is uint (the usual
+    arithmetic conversions give the same value). Keeps ``base + j`` readable where a
+    loop counter became int (``passes/ranges.py``)."""
+    if (op not in ("<<", ">>") and isinstance(x, ir.Cast) and isinstance(x.type, T.ScalarType)
+            and x.type.name == "uint32" and isinstance(x.value.type, T.ScalarType)
+            and x.value.type.name == "int32" and isinstance(other.type, T.ScalarType)
+            and other.type.name == "uint32"):
+        return x.value
+    return x
 
 
 def _flat(v):

@@ -4,7 +4,8 @@ MLX 0.32's ``cuda_kernel`` (``mlx/backend/cuda/custom_kernel.cpp``) wraps the bo
 ``__global__ void custom_kernel_<name>(const T* in, [const __grid_constant__ Shape
 in_shape, Strides in_strides, int in_ndim,] ..., T* out)`` inside
 ``namespace mlx::core::cu``; every input -- a 0-d scalar too -- arrives as
-``const T*`` (so scalar parameters print as ``a[0]``), and the grid is launched as
+``const T*`` (so scalar parameters are read once at the top, ``mb_arg_a = a[0]``),
+and the grid is launched as
 ``ceil(grid / threadgroup)`` whole blocks. Metal never runs threads past ``grid``,
 so the body starts with a guard that needs the grid: the generated kernel takes
 one extra input, ``mb_grid`` (``uint32[3]``), after the user's inputs. ``Rendered``
@@ -31,8 +32,10 @@ min/max/CAS through ``atomicCAS`` loops); ``half``/``bfloat`` are ``__half`` /
     ...                       ir.Param("o", "buffer", T.float32, is_output=True)],
     ...                 [ir.Store("o", ir.Const(0, T.uint32), ir.Var("a", T.float32))])
     >>> r = render(k)
-    >>> print(r.body.splitlines()[-1])
-    o[0u] = a[0];
+    >>> for line in r.body.splitlines()[-2:]:
+    ...     print(line)
+    const float mb_arg_a = a[0];
+    o[0u] = mb_arg_a;
     >>> r.input_names
     ['a', 'mb_grid']
 
@@ -48,7 +51,9 @@ from .. import ir
 from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
+from ..passes.ranges import LaunchFacts, signed_loops
 from ..passes.simdgroup_matrix import lower as lower_matrices
+from ..passes.warps import converged_calls
 from .c_like import ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, render_with
 from .matrix import CUDAMatrixMixin
 
@@ -321,12 +326,21 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
 
     dialect = CUDA
 
-    def __init__(self, kernel: ir.KernelIR, exact_grid: bool = False):
+    def __init__(self, kernel: ir.KernelIR, exact_grid: bool = False, facts: LaunchFacts | None = None):
         super().__init__(kernel)
         self.exact_grid = exact_grid
+        self.facts = facts or LaunchFacts(exact_grid=exact_grid)
         self.need("mb_base", _BASE)
         self.uses_vectors = False
         self._parent_swizzle = False
+        # SIMD-group calls that run on full warps (passes/warps.py): the builtins print
+        # them without __activemask() when ``self.full_warp`` is set
+        self.converged = converged_calls(kernel, self.facts)
+        self.full_warp = False
+        # scalar arguments read once at the top (MLX passes them as pointers, and a load
+        # through a pointer cannot move past a store the compiler must assume aliases it)
+        self.hoisted = {p.name for p in kernel.params if p.kind == "scalar"} & \
+            {n.name for n in ir.walk(kernel.body) if isinstance(n, ir.Var)}
 
     def tname(self, t) -> str:
         if isinstance(t, T.VectorType):
@@ -349,6 +363,8 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
     # -- values
     def e_Var(self, e):
         if self.in_function is None and e.name in self.scalar_params:
+            if e.name in self.hoisted:
+                return f"mb_arg_{self.name(e.name)}", POSTFIX
             return f"{self.name(e.name)}[0]", POSTFIX      # MLX passes 0-d inputs as pointers
         return super().e_Var(e)
 
@@ -415,7 +431,11 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
 
     # -- calls: the builtin's declaration spells it
     def call(self, e: ir.Call) -> str:
-        return self.call_text(e.name, e.args, e.type)
+        saved, self.full_warp = self.full_warp, id(e) in self.converged
+        try:
+            return self.call_text(e.name, e.args, e.type)
+        finally:
+            self.full_warp = saved
 
     def call_text(self, name, args, t) -> str:
         return registry.get(name).cuda(self, args, t)
@@ -473,10 +493,16 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
                    "    return;", "}"]
             table = ATTRIBUTES
         used = set(ir.attributes_used(self.k))
+        tg = self.facts.threadgroup
         for a in ir.THREAD_ATTRIBUTES:
             if a in used:
                 ty, ex = table[a]
+                if tg is not None:
+                    ex = _with_block(ex, tg)
                 out.append(f"const {ty} {a} = {ex};")
+        for p in self.k.params:
+            if p.name in self.hoisted:
+                out.append(f"const {self.tname(p.type)} mb_arg_{self.name(p.name)} = {self.name(p.name)}[0];")
         return out
 
 
@@ -489,14 +515,36 @@ _AS_TYPE = """template <class T, class U> __device__ inline T mb_as_type(U u) {
     return t;
 }"""
 
-def render(kernel: ir.KernelIR, exact_grid: bool = False) -> Rendered:
+def _with_block(ex: str, tg) -> str:
+    """An attribute expression with the launch's block size written in: the compiler can
+    then fold the thread index (``threadIdx.x`` alone for a 1-D threadgroup) and know
+    loop strides."""
+    x, y, z = (int(d) for d in tg)
+    if y == 1 and z == 1:
+        tid = "threadIdx.x"
+    elif z == 1:
+        tid = f"(threadIdx.x + {x}u * threadIdx.y)"
+    else:
+        tid = f"(threadIdx.x + {x}u * (threadIdx.y + {y}u * threadIdx.z))"
+    ex = ex.replace("mb_tid()", tid)
+    for c, v in zip("xyz", (x, y, z)):
+        ex = ex.replace(f"blockDim.{c}", f"{v}u")
+    return ex
+
+
+def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None) -> Rendered:
     """Prints ``kernel`` as an MLX CUDA kernel (body, header, names).
 
     Pass ``mx.fast.cuda_kernel(name=r.name, input_names=r.input_names,
     output_names=r.output_names, source=r.body, header=r.header)`` and call it with the
     user's inputs followed by ``r.extra_inputs(grid, threadgroup)``. With
     ``exact_grid=True`` (only for grids that are a multiple of the threadgroup in every
-    dimension) the kernel has no launch guard and needs no ``mb_grid``.
+    dimension) the kernel has no launch guard and needs no ``mb_grid``. With
+    ``threadgroup`` (the launch's, a 3-tuple) the kernel is specialised for it: the
+    block size is written into the thread attributes, and with an exact grid and a
+    multiple of 32 threads, SIMD-group calls under uniform control flow use full-warp
+    shuffles (``passes/warps.py``). Unsigned loop counters that provably stay below
+    ``INT_MAX`` print as ``int`` (``passes/ranges.py``).
 
     >>> from metalbench import ir, types as T
     >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.float32, is_output=True)],
@@ -504,8 +552,10 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False) -> Rendered:
     >>> render(k).body.splitlines()[-1]
     'mb_atomic_max_float(&o[0u], 1.5f);'
     """
+    facts = LaunchFacts(tuple(int(d) for d in threadgroup) if threadgroup is not None else None, exact_grid)
     kernel = lower_matrices(kernel)      # a simdgroup matrix is each thread's two elements
-    p = CUDAPrinter(kernel, exact_grid)
+    kernel = signed_loops(kernel, facts)
+    p = CUDAPrinter(kernel, exact_grid, facts)
     lines = p.body_lines()    # printing decides the helpers and extra inputs
     return render_with(p, kernel, p.prelude() + lines,
                        extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])

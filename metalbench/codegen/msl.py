@@ -25,6 +25,7 @@ from .. import ir
 from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
+from ..passes.ranges import signed_loops
 from .c_like import (ASSIGN, CPrinter, Dialect, Rendered, atomic_buffers,
                      render_with)
 from .matrix import MSLMatrixMixin
@@ -236,6 +237,7 @@ def render(kernel: ir.KernelIR) -> Rendered:
     ('atomic_fetch_add_explicit(&o[0u], 1u, memory_order_relaxed);', True)
     """
     no_double(kernel)
+    kernel = signed_loops(kernel)     # int counters where range facts allow (passes/ranges.py)
     p = MSLPrinter(kernel)
     lines = p.body_lines()    # printing decides the helpers, extra inputs and atomic outputs
     return render_with(p, kernel, lines, atomic_outputs=any(x.name in p.atomic_kernel for x in kernel.outputs))

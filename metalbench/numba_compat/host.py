@@ -513,9 +513,9 @@ class InplaceSpecialization(Specialization):
         return _functional(self, self.name, "metal")
 
     # What MLX receives on a GPU backend is the functionalized kernel.
-    def rendered(self, backend: str, exact_grid: bool = False):
+    def rendered(self, backend: str, exact_grid: bool = False, threadgroup=None):
         with _numba_double_hint(backend):
-            return _functional(self, self.name, backend)[0].rendered(backend, exact_grid)
+            return _functional(self, self.name, backend)[0].rendered(backend, exact_grid, threadgroup)
 
     def source(self, backend: str = "metal") -> str:
         if backend == "sim":
