@@ -6,8 +6,11 @@
     out = saxpy(2.0, x, y, **s.best)                               # the best configuration
     best = saxpy.autotune(2.0, x, y, grid=n)                       # remembered on disk
 
-GPU launches are timed with ``mx.eval`` + ``mx.synchronize()`` around each run; the
-simulator runs synchronously, so wall-clock time is its time.
+GPU launches are queued in batches with one ``mx.synchronize()`` each (Triton's
+``do_bench`` is the model: adaptive repeats, quantiles, optional L2 flush), so the
+times are kernel time per launch; ``Timing.per_call`` adds one launch waited for on
+its own. The simulator runs synchronously: its wall-clock time is *simulator time*,
+not a GPU's (``metalbench.devices.estimate`` models a GPU's).
 """
 from __future__ import annotations
 
@@ -49,27 +52,46 @@ def _Figure(*args, **kwargs):
 class Timing:
     """Run times of one launch configuration, in seconds.
 
+    ``runs``: the kernel time per launch, one value per timed batch (on a GPU a batch is
+    ``launches_per_sync`` launches queued back to back and one synchronisation, as
+    Triton's ``do_bench`` and ``benchmarks/gpu.py`` time; on the simulator, one launch).
+    ``per_call``: times of single launches each waited for (launch + run + sync: what
+    one call in a script costs). ``flushed``: the L2 cache was flushed before each
+    launch (its own time subtracted).
+
     >>> t = Timing([0.002, 0.001, 0.003], backend="sim", nbytes=3_000_000)
-    >>> round(t.median, 4), round(t.gbps, 2)
-    (0.002, 1.5)
+    >>> round(t.median, 4), round(t.gbps, 2), round(t.quantile(0.2), 4)
+    (0.002, 1.5, 0.0014)
     """
     runs: list
     backend: str = "sim"
     nbytes: int | None = None
     warmup: int = 0
     config: dict = field(default_factory=dict)
+    per_call_runs: list = field(default_factory=list)
+    launches_per_sync: int = 1
+    flushed: bool = False
 
     @property
     def median(self) -> float:
         return float(np.median(self.runs)) if self.runs else float("nan")
 
+    def quantile(self, q: float) -> float:
+        """The ``q`` quantile (0..1) of the per-launch times."""
+        return float(np.quantile(self.runs, q)) if self.runs else float("nan")
+
+    @property
+    def quantiles(self) -> dict:
+        """``{0.2: .., 0.5: .., 0.8: ..}``: the quantiles ``do_bench`` reports."""
+        return {q: self.quantile(q) for q in (0.2, 0.5, 0.8)}
+
     @property
     def q1(self) -> float:
-        return float(np.percentile(self.runs, 25)) if self.runs else float("nan")
+        return self.quantile(0.25)
 
     @property
     def q3(self) -> float:
-        return float(np.percentile(self.runs, 75)) if self.runs else float("nan")
+        return self.quantile(0.75)
 
     @property
     def iqr(self) -> float:
@@ -80,6 +102,11 @@ class Timing:
         return float(np.min(self.runs)) if self.runs else float("nan")
 
     @property
+    def per_call(self) -> float:
+        """Median time of one launch waited for on its own (NaN if not measured)."""
+        return float(np.median(self.per_call_runs)) if self.per_call_runs else float("nan")
+
+    @property
     def gbps(self) -> float | None:
         """Bytes read and written per second, in GB/s (None if the byte count is unknown)."""
         if not self.nbytes or not self.runs or self.median <= 0:
@@ -88,8 +115,16 @@ class Timing:
 
     def __str__(self) -> str:
         bw = f", {self.gbps:.3g} GB/s" if self.gbps is not None else ""
-        return (f"{fmt_time(self.median)} median, IQR {fmt_time(self.iqr)} over {len(self.runs)} runs "
-                f"[{self.backend}]{bw}")
+        what = "simulator time" if self.backend == "sim" else f"{self.backend} kernel time"
+        s = (f"{fmt_time(self.median)} median ({what}), IQR {fmt_time(self.iqr)} over {len(self.runs)} runs"
+             f"{bw}")
+        if self.backend != "sim":
+            s += f"; {self.launches_per_sync} launches per sync"
+            if self.per_call_runs:
+                s += f", {fmt_time(self.per_call)} per call with its sync"
+            if self.flushed:
+                s += ", L2 flushed"
+        return s
 
     __repr__ = __str__
 
@@ -129,53 +164,146 @@ def fmt_time(s: float) -> str:
     return f"{s / 1e-9:.3g} ns"
 
 
+# Triton's do_bench: flush a buffer larger than any GPU's last-level cache (the H200's L2
+# is 50 MB, an M-series SLC up to 96 MB) before each launch when asked to.
+L2_FLUSH_BYTES = 256 << 20
+_MAX_INNER = 1000              # launches per synchronisation, at most
+_BATCH_SECONDS = 2e-3          # a batch long enough that the sync latency (~10-30 µs) is small
+_QUEUE_BYTES = 2 << 30         # outputs alive in one batch, at most (MLX frees them as they complete)
+
+
+def plan_batches(per_launch: float, budget: float, out_bytes: int = 0, repeats: int | None = None) -> tuple[int, int]:
+    """``(launches per sync, batches)`` for a kernel taking about ``per_launch`` seconds:
+    batches of at least 2 ms (so one synchronisation's latency is amortised) within
+    ``budget`` seconds in all, at least 5 batches (``repeats`` batches when given).
+
+    >>> plan_batches(5e-6, 0.2)          # a 5 µs kernel: 400 launches per sync, 100 batches
+    (400, 100)
+    >>> plan_batches(0.05, 0.2)          # a 50 ms kernel: one launch per sync, 5 batches
+    (1, 5)
+    >>> plan_batches(5e-6, 0.2, out_bytes=64 << 20)[0]   # big outputs: fewer in flight
+    32
+    """
+    per_launch = max(per_launch, 1e-7)
+    inner = int(min(_MAX_INNER, max(1, -(-_BATCH_SECONDS // per_launch))))
+    if out_bytes:
+        inner = max(1, min(inner, _QUEUE_BYTES // out_bytes))
+    if repeats is not None:
+        return inner, max(1, int(repeats))
+    batches = int(budget // (inner * per_launch))
+    return inner, max(5, min(batches, 1000))
+
+
 def time_launch(launch: Launch, warmup: int = 1, repeats: int | None = None, max_time: float = 2.0,
-                **override) -> tuple[Timing, list]:
+                flush_l2: bool = False, per_call: bool = True, **override) -> tuple[Timing, list]:
     """Time ``launch`` (with ``override`` launch keywords); returns the timing and the
-    outputs of the first run (for checking)."""
+    outputs of the first run (for checking).
+
+    On a GPU: ``warmup`` launches, then (``per_call``) a few single launches each waited
+    for, then batches of launches queued back to back with one synchronisation each
+    (:func:`plan_batches`: ``repeats`` batches, or as many as fit ``max_time`` seconds);
+    ``Timing.runs`` holds each batch's time per launch. ``flush_l2``: write a 256 MB
+    buffer before every launch and subtract that write's own time. On the simulator
+    (synchronous) each run is one launch, ``repeats`` of them (default 3) unless
+    ``max_time`` runs out first.
+    """
     bound = launch.bind(**override)
     backend = bound.backend
-    if repeats is None:
-        repeats = 10 if backend in ("metal", "cuda") else 3
 
     def call():
         # One binding serves every run, unless a launch changes its values (cuda.jit
         # kernels write their arguments: each run gets fresh copies).
         return launch.call(bound if bound.reusable else launch.bind(**override))
     first = None
-    for _ in range(max(0, warmup)):
+    for _ in range(max(1 if backend in ("metal", "cuda") else 0, warmup)):
         outs = call()
         launch.sync(outs, backend)
         if first is None:
             first = outs
-    runs = []
-    spent = 0.0
-    for i in range(max(1, repeats)):
+    if backend not in ("metal", "cuda"):
+        runs, spent = [], 0.0
+        for i in range(max(1, repeats if repeats is not None else 3)):
+            t0 = time.perf_counter()
+            outs = call()
+            launch.sync(outs, backend)
+            dt = time.perf_counter() - t0
+            runs.append(dt)
+            spent += dt
+            if first is None:
+                first = outs
+            # The simulator can be slow on big grids: stop early once enough time is spent.
+            if spent > max_time and i >= 2:
+                break
+        nbytes = bound.input_bytes() + int(sum(getattr(o, "nbytes", 0) for o in first))
+        return Timing(runs, backend, nbytes or None, warmup, bound.config(), list(runs), 1), first
+    out_bytes = int(sum(getattr(o, "nbytes", 0) for o in first))
+    calls = []
+    for _ in range(5 if per_call else 0):
         t0 = time.perf_counter()
+        launch.sync(call(), backend)
+        calls.append(time.perf_counter() - t0)
+    flush = _Flush(launch, backend) if flush_l2 else None
+    # the per-launch time of a short probe batch sizes the real ones
+    probe = _batch(launch, call, backend, 10, flush)
+    inner, batches = plan_batches(probe, max_time, out_bytes, repeats)
+    runs = [_batch(launch, call, backend, inner, flush) for _ in range(batches)]
+    nbytes = bound.input_bytes() + out_bytes
+    return Timing(runs, backend, nbytes or None, warmup, bound.config(), calls, inner, flush is not None), first
+
+
+def _enqueue(outs):
+    """Start computing ``outs`` without waiting (MLX evaluates lazily)."""
+    arrays = [o for o in outs if type(o).__module__.startswith("mlx")]
+    if arrays:
+        import mlx.core as mx
+        mx.async_eval(*arrays)
+
+
+class _Flush:
+    """Writes a buffer larger than the last-level cache; ``cost``: its own time per write."""
+
+    def __init__(self, launch, backend):
+        import mlx.core as mx
+        self.mx = mx
+        self.src = mx.zeros((L2_FLUSH_BYTES // 4,), dtype=mx.int32)
+        mx.eval(self.src)
+        self.cost = 0.0
+        self.cost = _batch(launch, lambda: [], backend, 20, self)
+
+    def __call__(self):
+        _enqueue([self.src + 1])
+
+
+def _batch(launch, call, backend, inner, flush) -> float:
+    """Seconds per launch of ``inner`` launches queued back to back, one sync."""
+    t0 = time.perf_counter()
+    outs = []
+    for _ in range(inner):
+        if flush is not None:
+            flush()
         outs = call()
-        launch.sync(outs, backend)
-        dt = time.perf_counter() - t0
-        runs.append(dt)
-        spent += dt
-        if first is None:
-            first = outs
-        # The simulator can be slow on big grids: stop early once enough time is spent.
-        if spent > max_time and i >= 2:
-            break
-    nbytes = bound.input_bytes() + int(sum(getattr(o, "nbytes", 0) for o in first))
-    return Timing(runs, backend, nbytes or None, warmup, bound.config()), first
+        _enqueue(outs)
+    launch.sync(outs, backend)
+    if flush is not None and flush.mx is not None:
+        flush.mx.synchronize()
+    dt = (time.perf_counter() - t0) / inner
+    return max(dt - (flush.cost if flush is not None else 0.0), 0.0)
 
 
 @user_facing
 def bench_kernel(kernel, *args, warmup: int = 1, repeats: int | None = None, max_time: float = 2.0,
-                 **launch_kwargs) -> Timing:
-    """Time a kernel: ``warmup`` untimed runs, then median and IQR over ``repeats`` runs
-    (10 on GPUs, 3 on the simulator, fewer if ``max_time`` seconds are exceeded).
+                 flush_l2: bool = False, **launch_kwargs) -> Timing:
+    """Time a kernel: ``warmup`` untimed runs, then median, quantiles and IQR of the
+    kernel time per launch. On a GPU, launches are batched per synchronisation and the
+    number of batches adapts to ``max_time`` seconds (``repeats``: a fixed number of
+    batches); ``Timing.per_call`` is one launch waited for on its own, and
+    ``flush_l2=True`` flushes the L2 cache before each launch (see :func:`time_launch`).
+    On the simulator: ``repeats`` runs (3), fewer if ``max_time`` is exceeded.
 
     >>> t = bench_kernel(saxpy, 2.0, x, y, grid=n, threadgroup=256)    # doctest: +SKIP
     >>> t.median, t.iqr, t.gbps                                        # doctest: +SKIP
     """
-    t, _ = time_launch(Launch(kernel, args, launch_kwargs), warmup, repeats, max_time)
+    t, _ = time_launch(Launch(kernel, args, launch_kwargs), warmup, repeats, max_time, flush_l2)
     return t
 
 
@@ -254,13 +382,15 @@ class Sweep:
 
     def table(self) -> str:
         """The rows as plain text."""
-        lines = [f"{'configuration':40s} {'median':>10s} {'iqr':>10s}  result"]
+        lines = [f"{'configuration':40s} {'median':>10s} {'iqr':>10s} {'per call':>10s}  result"]
         b = self.best_index
         for i, r in enumerate(self.rows):
             res = ("error: " + r["error"].splitlines()[0][:60]) if r["error"] else \
                 ("ok" if r["ok"] else ("MISMATCH" if r["ok"] is False else ""))
             mark = " *best*" if i == b else ""
-            lines.append(f"{r['config']:40s} {fmt_time(r['time']):>10s} {fmt_time(r['iqr']):>10s}  {res}{mark}")
+            pc = fmt_time(r.get("per_call", float("nan")))
+            lines.append(f"{r['config']:40s} {fmt_time(r['time']):>10s} {fmt_time(r['iqr']):>10s} {pc:>10s}  "
+                         f"{res}{mark}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -392,7 +522,8 @@ def _axes(launch: Launch, threadgroup, kwargs) -> tuple[list, list]:
 
 @user_facing
 def sweep_kernel(kernel, *args, threadgroup=None, ref=None, progress=None, warmup: int = 1,
-                 repeats: int | None = None, max_time: float = 1.0, prune=None, rtol=None, atol=None,
+                 repeats: int | None = None, max_time: float = 0.25, prune=None, rtol=None, atol=None,
+                 flush_l2: bool = False,
                  **kwargs) -> Sweep:
     """Time (and with ``ref`` check) ``kernel`` over every combination of the swept axes.
 
@@ -408,6 +539,10 @@ def sweep_kernel(kernel, *args, threadgroup=None, ref=None, progress=None, warmu
     ``{"early_config_prune": f}`` form works too); skipped ones are in ``Sweep.pruned``.
     ``progress``: None (a progress bar in notebooks, silent elsewhere), False, or
     ``f(done, total, row)``. ``rtol``/``atol`` set the comparison with ``ref`` (as in ``check``).
+    Each configuration is timed as :func:`time_launch` does (on a GPU: batched launches
+    for ``max_time`` seconds, kernel time per launch as ``time``, one waited-for call as
+    ``per_call``; ``flush_l2`` as there), so configurations are ranked by what the kernel
+    costs, not by the launch path.
 
     >>> s = sweep_kernel(saxpy, 2.0, x, y, grid=n, threadgroup=[64, 256, 2048])    # doctest: +SKIP
     >>> s.rows[-1]["error"]        # 2048 threads: recorded, not raised             # doctest: +SKIP
@@ -443,8 +578,9 @@ def sweep_kernel(kernel, *args, threadgroup=None, ref=None, progress=None, warmu
             if isinstance(cfg.get("threadgroup"), Exception):
                 raise cfg["threadgroup"]
             L.normalize(g, cfg.get("threadgroup"))   # limits first: a clear message per row
-            t, outs = time_launch(launch, warmup, repeats, max_time, **over)
-            row["time"], row["iqr"] = t.median, t.iqr
+            t, outs = time_launch(launch, warmup, repeats, max_time, flush_l2, **over)
+            row["time"], row["iqr"], row["per_call"] = t.median, t.iqr, t.per_call
+            row["q20"], row["q80"] = t.quantile(0.2), t.quantile(0.8)
             if ref is not None:
                 got = [np.array(_to_np(o)) for o in outs]
                 row["ok"] = check_outputs(launch, ref, got, rtol, atol, config=over).ok

@@ -126,3 +126,64 @@ def test_device_name():
 def test_device_name_on_the_gpu():
     name = bench.device_name("cuda")
     assert name.startswith("cuda:") and name != "cuda:unknown"
+
+
+class _FakeGPULaunch:
+    """A launch on a pretend GPU backend: counts launches and synchronisations."""
+
+    def __init__(self):
+        self.calls = self.syncs = 0
+
+    class _Bound:
+        backend = "cuda"
+        reusable = True
+
+        def input_bytes(self):
+            return 400
+
+        def config(self):
+            return {"threadgroup": 64}
+
+    def bind(self, **override):
+        return self._Bound()
+
+    def call(self, bound=None, **override):
+        self.calls += 1
+        return [np.zeros(100, np.float32)]
+
+    def sync(self, outs, backend=None):
+        self.syncs += 1
+
+
+def test_gpu_timing_batches_launches_per_sync():
+    fake = _FakeGPULaunch()
+    t, first = bench.time_launch(fake, warmup=2, repeats=4)
+    # 2 warm-up calls and 5 per-call runs sync each; the probe and 4 batches sync once each
+    assert len(t.runs) == 4 and len(t.per_call_runs) == 5
+    assert t.launches_per_sync > 1 and fake.syncs == 2 + 5 + 1 + 4
+    assert fake.calls == 2 + 5 + 10 + 4 * t.launches_per_sync
+    assert t.nbytes == 800 and t.backend == "cuda" and len(first) == 1
+    q = t.quantiles
+    assert q[0.2] <= q[0.5] <= q[0.8] and q[0.5] == pytest.approx(t.median)
+    assert "launches per sync" in str(t) and "per call" in str(t)
+
+
+@pytest.mark.parametrize("per_launch", [1e-7, 3e-6, 1e-4, 0.01, 1.0])
+@pytest.mark.parametrize("budget", [0.01, 0.25, 2.0])
+def test_plan_batches_bounds(per_launch, budget):
+    inner, batches = bench.plan_batches(per_launch, budget)
+    assert 1 <= inner <= 1000 and 5 <= batches <= 1000
+    # a batch lasts about 2 ms unless a single launch is longer or the cap is reached
+    assert inner == 1000 or inner * per_launch >= 2e-3 or inner == 1
+    if batches > 5:     # more than the minimum only while they fit the budget
+        assert batches * inner * per_launch <= budget * 1.0001
+    assert bench.plan_batches(per_launch, budget, repeats=7)[1] == 7
+    assert bench.plan_batches(per_launch, budget, out_bytes=1 << 30)[0] <= 2
+
+
+def test_sim_timing_is_labelled_simulator_time():
+    t = scale.bench(X, grid=N, threadgroup=64, backend="sim", repeats=2)
+    assert "simulator time" in str(t) and t.launches_per_sync == 1 and len(t.per_call_runs) == 2
+    s = scale.sweep(X, grid=N, threadgroup=[32, 64], backend="sim", repeats=1, progress=False)
+    assert all(r["per_call"] > 0 and r["q20"] <= r["q80"] for r in s.rows)
+    assert "per call" in s.table()
