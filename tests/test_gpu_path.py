@@ -164,7 +164,7 @@ def test_launch_guard_input_is_prepared_once(fake_cuda):
 
 def _raw_saxpy():
     return mx.fast.cuda_kernel(name="raw_saxpy", input_names=["a", "x", "y"], output_names=["out"],
-                               source="uint i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                               source="unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                                       "if (i < x_shape[0]) { out[i] = a[0] * x[i] + y[i]; }")
 
 

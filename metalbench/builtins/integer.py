@@ -204,7 +204,9 @@ template <class T> __device__ inline T mb_absdiff(T a, T b) {
    lambda a, b, bits, signed: _wrapped(abs(a - b), bits, signed))
 _i("addsat", 2, lambda a, b, dt: N.saturate(N.wide(a, dt) + N.wide(b, dt), dt), """\
 template <class T> __device__ inline T mb_addsat(T a, T b) {
-    T s = static_cast<T>(a + b);
+    // the sum wraps in unsigned arithmetic: a signed overflow is undefined, and nvcc then
+    // folds the overflow tests below away (INT_MAX + 1 came out INT_MIN on the H200)
+    T s = static_cast<T>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
     if constexpr (T(-1) < T(0)) {
         const T mx = static_cast<T>((1ull << (8 * sizeof(T) - 1)) - 1ull);
         if (b > T(0) && s < a) return mx;
@@ -218,7 +220,7 @@ template <class T> __device__ inline T mb_addsat(T a, T b) {
                                   (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1))
 _i("subsat", 2, lambda a, b, dt: N.saturate(N.wide(a, dt) - N.wide(b, dt), dt), """\
 template <class T> __device__ inline T mb_subsat(T a, T b) {
-    T s = static_cast<T>(a - b);
+    T s = static_cast<T>(static_cast<unsigned long long>(a) - static_cast<unsigned long long>(b));
     if constexpr (T(-1) < T(0)) {
         const T mx = static_cast<T>((1ull << (8 * sizeof(T) - 1)) - 1ull);
         if (b < T(0) && s < a) return mx;

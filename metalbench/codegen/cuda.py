@@ -507,11 +507,12 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
 
 
 
-# as_type<T>(x): the bytes of x read as T (memcpy is the defined way in C++; nvcc inlines it)
-# (the front end has checked that the sizes agree, as Metal requires)
+# as_type<T>(x): the bytes of x read as T. memcpy is the defined way in C++ and the one
+# NVRTC (MLX's cuda_kernel compiler) knows without headers: __builtin_memcpy is nvcc/gcc
+# only and fails there. (The front end has checked that the sizes agree, as Metal requires.)
 _AS_TYPE = """template <class T, class U> __device__ inline T mb_as_type(U u) {
     T t;
-    __builtin_memcpy(&t, &u, sizeof(T));
+    memcpy(&t, &u, sizeof(T));
     return t;
 }"""
 
