@@ -233,6 +233,20 @@ def test_trace_of_a_threadgroup_is_a_table_of_threads_by_steps():
     assert "<table" in tr._repr_html_()
 
 
+def test_trace_prints_as_a_text_table():
+    x = np.arange(16, dtype=np.float32)
+    tr = running_sum.trace(x, thread=6, grid=16, threadgroup=4)
+    lines = str(tr).splitlines()
+    assert lines[0] == repr(tr) == f"<Trace of 'running_sum', thread (6, 0, 0): {len(tr.rows)} records>"
+    assert lines[1].split() == ["step", "line", "name", "value", "source"]
+    assert lines[-1].split()[2:5] == ["out[6]", str(np.float32(60.0)), "out[i]"]
+    tg = running_sum.trace(x, group=1, grid=16, threadgroup=4)
+    assert repr(tg).startswith("<Trace of 'running_sum', 4 threads:")
+    text = repr(tg.table).splitlines()
+    assert text[0].split()[:3] == ["thread", "i@" + str(tr.rows[0].line), "acc@" + str(tr.rows[1].line)]
+    assert [ln.split(")")[0] + ")" for ln in text[1:]] == [str((i, 0, 0)) for i in range(4, 8)]
+
+
 def test_trace_works_for_metal_kernel_and_cuda_jit():
     k = mb.metal_kernel("acc", ["x"], ["y"], """
 uint i = thread_position_in_grid.x;
@@ -379,6 +393,38 @@ def test_correct_and_init_value_launches_do_not_warn():
     assert _coverage_warnings(k, inputs=[x[:64]], grid=(64, 1, 1), threadgroup=(32, 1, 1), **kw) == []
     w = _coverage_warnings(k, inputs=[x[:64]], grid=(2, 1, 1), threadgroup=(32, 1, 1), **kw)
     assert len(w) == 1 and "wrote 2 of the 64" in str(w[0].message)
+
+
+def test_a_launch_too_small_for_its_output_names_both_likely_causes():
+    # one thread per row of a (8, 5) output whose shape defaulted to the input's: neither
+    # grid * threadgroup covers it nor is the fix "grid=(40, 1, 1)"
+    @mb.kernel
+    def rowsum(m, out: mb.Out):
+        r = thread_position_in_grid.x
+        s = 0.0
+        for k in range(m.shape[1]):
+            s += m[r, k]
+        out[r] = s
+    m = RNG.random((8, 5)).astype(np.float32)
+    w = _coverage_warnings(rowsum, m, grid=8, threadgroup=4, backend="sim")
+    msg = str(w[0].message)
+    assert "wrote 8 of the 40 elements" in msg and "ran 8 threads" in msg and "for 40 elements" in msg
+    assert "mb.Out(shape=" in msg and "grid=(40, 1, 1)" not in msg
+    # a 2-D grid given in threadgroups: the suggestion is grid * threadgroup
+    w = _coverage_warnings(twice2d, np.zeros((100, 60), np.float32), grid=(4, 7), threadgroup=(16, 16),
+                           backend="sim")
+    msg = str(w[0].message)
+    assert "wrote 28 of the 6000" in msg and "threads, not threadgroups" in msg and "grid=(64, 112, 1)" in msg
+    assert _coverage_warnings(twice2d, np.zeros((100, 60), np.float32), grid=(64, 112), threadgroup=(16, 16),
+                              backend="sim") == []
+
+
+@mb.kernel
+def twice2d(a, out: mb.Out):
+    c = thread_position_in_grid.x
+    r = thread_position_in_grid.y
+    if r < a.shape[0] and c < a.shape[1]:
+        out[r, c] = 2 * a[r, c]
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.bool_, np.float16, np.float32])

@@ -192,13 +192,20 @@ def message(kernel: str, counts: dict, grid, threadgroup) -> str:
     threads = grid[0] * grid[1] * grid[2]
     tg = threadgroup[0] * threadgroup[1] * threadgroup[2]
     n_max = max(n for _, n in counts.values())
-    if small and threads < n_max:
-        g = tuple(int(a) * int(b) for a, b in zip(grid, threadgroup))
-        suggest = (f"; for one thread per element pass grid={(n_max, 1, 1) if grid[1] == grid[2] == 1 else g}"
-                   if threads * tg >= n_max else "")
+    one_d = grid[1] == grid[2] == 1
+    if small and threads < n_max and (threads * tg >= n_max or one_d and threadgroup[0] == grid[0]):
+        # grid * threadgroup would cover the output: the grid was most likely given in
+        # threadgroups (MLX clamps the threadgroup to the grid: a 1-D grid equal to its threadgroup
+        # may be one too)
+        g = (n_max, 1, 1) if one_d else tuple(int(a) * int(b) for a, b in zip(grid, threadgroup))
         head += (f"\nLikely cause: `grid` counts threads, not threadgroups (Metal's dispatchThreads): this "
                  f"launch ran {threads} threads in threadgroups of {tg} (grid={tuple(grid)}, "
-                 f"threadgroup={tuple(threadgroup)}){suggest}.")
+                 f"threadgroup={tuple(threadgroup)}); for one thread per element pass grid={g}.")
+    elif small and threads < n_max:
+        head += (f"\nLikely cause: the launch ran {threads} threads (grid={tuple(grid)}; `grid` counts threads, "
+                 f"not threadgroups) for {n_max} elements: give each element a thread, or check the output's "
+                 f"shape (mb.Out(shape=...), by default the first array argument's; output_shapes= for MSL), or "
+                 f"pass init_value= to fill the rest.")
     else:
         head += "\nWrite every element, or pass init_value= to fill the rest."
     return head

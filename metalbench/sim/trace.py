@@ -245,8 +245,22 @@ class Trace:
         return seen
 
     def __repr__(self):
-        who = self.threads[0] if len(self.threads) == 1 else f"{len(self.threads)} threads"
-        return f"<Trace of {self.kernel!r}, thread {who}: {len(self.rows)} records>"
+        who = f"thread {self.threads[0]}" if len(self.threads) == 1 else f"{len(self.threads)} threads"
+        return f"<Trace of {self.kernel!r}, {who}: {len(self.rows)} records>"
+
+    def __str__(self):
+        """The records as a text table (what ``print(tr)`` shows outside a notebook)."""
+        head = repr(self)
+        rows = [(str(r.step), str(r.line), str(r.thread) if len(self.threads) > 1 else None, r.name,
+                 fmt_value(r.value), r.text.strip()) for r in self.rows[:500]]
+        cols = ["step", "line", "thread" if len(self.threads) > 1 else None, "name", "value", "source"]
+        keep = [i for i, c in enumerate(cols) if c is not None]
+        table = [[cols[i] for i in keep]] + [[row[i] for i in keep] for row in rows]
+        width = [max(len(r[j]) for r in table) for j in range(len(keep) - 1)]
+        lines = ["  ".join(c.rjust(w) if j in (0, 1) else c.ljust(w) for j, (c, w) in enumerate(zip(r, width)))
+                 + "  " + r[-1] for r in table]
+        more = [f"... {len(self.rows) - 500} more records"] if len(self.rows) > 500 else []
+        return "\n".join([head] + lines + more)
 
     def _repr_html_(self) -> str:
         if len(self.threads) > 1:
@@ -270,6 +284,18 @@ class TraceTable:
     threads: list
     steps: list
     values: np.ndarray
+
+    def __repr__(self):
+        """Threads as rows, steps as columns (``name@line``), as text."""
+        steps = self.steps[:40]
+        head = ["thread"] + [f"{n}@{ln}" for ln, n in steps]
+        rows = [[str(t)] + ["" if v is None else fmt_value(v) for v in row[:40]]
+                for t, row in zip(self.threads[:64], self.values[:64])]
+        width = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]
+        out = ["  ".join(c.rjust(w) for c, w in zip(r, width)) for r in [head] + rows]
+        if len(self.steps) > 40 or len(self.threads) > 64:
+            out.append(f"... ({len(self.threads)} threads x {len(self.steps)} steps in all; .values has them)")
+        return "\n".join(out)
 
     def to_pandas(self):
         import pandas as pd
