@@ -38,3 +38,27 @@ def test_debugging_notebook_runs_and_shows_each_step(tmp_path, monkeypatch):
     html = "\n".join(htmls)
     assert "mb-trace" in html and "access map of blur2" in html and "data:image/png;base64" in html
     assert widgets == 2
+
+
+def test_memory_tab_shows_findings_before_the_scrolling_access_map():
+    import numpy as np
+    import metalbench as mb
+    from metalbench.dsl import thread_position_in_grid
+    from metalbench.notebook.panel import Workbench
+
+    @mb.kernel
+    def shifted(x, out: mb.Out):
+        i = thread_position_in_grid.x
+        out[i] = x[i + 1]
+    wb = Workbench(shifted, (np.zeros(64, np.float32),), dict(grid=64, threadgroup=32, backend="sim"))
+    assert wb.check_memory() is None
+    box = wb.tabs.children[5]
+    assert list(box.children) == [wb.memory_view, wb.findings_view, wb.map_view]
+    assert "1 finding(s)" in wb.memory_view.value and "<details>" in wb.memory_view.value
+    buttons = wb.findings_view.children[0].children[0].children[1].children
+    assert [b.description for b in buttons] == ["Inspect (63, 0, 0)"]
+    assert "access map of shifted" in wb.map_view.value and wb.map_view.layout.max_height == "300px"
+    with pytest.warns(mb.OutOfBoundsWarning):      # the trace runs unchecked, as a GPU would
+        buttons[0].click()
+    tr = wb.inspector.tr
+    assert wb.tabs.selected_index == 7 and tr.threads == [(63, 0, 0)] and tr.rows[-1].name == "out[63]"

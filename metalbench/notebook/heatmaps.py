@@ -129,20 +129,23 @@ def lines_table(am) -> str:
             + "".join(rows) + "</table>")
 
 
-def access_map_html(am, images: bool = True) -> str:
-    """An access map as HTML: the per-line table and one row of heat maps per buffer."""
+def access_map_html(am, images: bool = True, maps_first: bool = False, error: bool = True) -> str:
+    """An access map as HTML: the per-line table and one row of heat maps per buffer
+    (``maps_first``: the heat maps above the table, as the panel's Memory tab shows them;
+    ``error``: the checked run's first finding line, when the findings are not shown elsewhere)."""
     parts = [f"<div class='mb-access-map'><b>access map of {html.escape(am.kernel)}</b> "
              f"(grid {tuple(am.grid)}, threadgroup {tuple(am.threadgroup)})"]
-    if am.error is not None:
+    if error and am.error is not None:
         parts.append("<pre style='color:#cf222e;white-space:pre-wrap'>"
                      + html.escape(str(am.error).splitlines()[0]) + "</pre>")
-    parts.append(lines_table(am))
+    maps = []
     if images:
         for name in am.reads:
             try:
-                parts.append(f"<div><img alt='{html.escape(name)}' src='data:image/png;base64,"
-                             f"{buffer_png(am, name)}'/></div>")
+                maps.append(f"<div><img alt='{html.escape(name)}' src='data:image/png;base64,"
+                            f"{buffer_png(am, name)}'/></div>")
             except Exception as e:  # noqa: BLE001 -- a plot failure must not hide the table
-                parts.append(f"<i>{html.escape(name)}: no plot ({html.escape(type(e).__name__)})</i>")
+                maps.append(f"<i>{html.escape(name)}: no plot ({html.escape(type(e).__name__)})</i>")
+    parts += maps + [lines_table(am)] if maps_first else [lines_table(am)] + maps
     parts.append("</div>")
     return "".join(parts)

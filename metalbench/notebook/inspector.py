@@ -20,29 +20,33 @@ except Exception:  # pragma: no cover -- ipywidgets is a dependency
     W = None
 
 
-def source_html(source, line: int | None, lines_seen=(), first: int | None = None, last: int | None = None) -> str:
-    """The kernel's source with line numbers, ``line`` marked (and the lines the trace
-    passed through tinted)."""
+def source_html(source, line, lines_seen=(), first: int | None = None, last: int | None = None,
+                compact: bool = False) -> str:
+    """The kernel's source with line numbers, ``line`` marked (an int, or a set of lines
+    to mark), and the lines the trace passed through tinted. ``compact``: tight lines and
+    no height limit (an excerpt of a few lines, as the findings show)."""
     if source is None:
         return "<i>no source</i>"
     rows = []
     text = source.text.splitlines()
     n0 = source.first_line
+    marked = set(line) if isinstance(line, (set, frozenset, list, tuple)) else {line}
     for i, t in enumerate(text):
         n = n0 + i
         if first is not None and n < first or last is not None and n > last:
             continue
         style = ""
         mark = "&nbsp;&nbsp;"
-        if n == line:
+        if n in marked:
             style = "background:#fff3b0;font-weight:bold"
             mark = "&#9654;&nbsp;"
         elif n in lines_seen:
             style = "background:#f3f7ff"
         rows.append(f"<div style='{style}'><span style='color:#888;display:inline-block;width:3.5em;"
                     f"text-align:right'>{n}</span> {mark}{html.escape(t) or '&nbsp;'}</div>")
+    size = "line-height:1.35;margin:2px 0" if compact else "max-height:360px"
     return ("<div class='mb-inspect-source' style='font-family:var(--jp-code-font-family,monospace);"
-            "font-size:12px;white-space:pre;border:1px solid #ddd;padding:4px;max-height:360px;"
+            f"font-size:12px;white-space:pre;border:1px solid #ddd;padding:4px;{size};"
             "overflow:auto'>" + "".join(rows) + "</div>")
 
 
@@ -152,11 +156,16 @@ else:  # pragma: no cover
 def finding_html(f) -> str:
     """One finding of a checked run: what, where (the source line marked), which threads."""
     head = f.describe().splitlines()[0]
-    parts = [f"<div style='margin:6px 0'><b style='color:#cf222e'>{html.escape(f.kind)}</b> "
-             f"{html.escape(head)}"]
-    for sp in [s for s in f.spans if s is not None][:2]:
-        if sp.source is not None:
-            parts.append(source_html(sp.source, sp.line, (), sp.line - 2, sp.line + 2))
+    kind = "" if head.startswith(f.kind) else f"<b style='color:#cf222e'>{html.escape(f.kind)}</b> "
+    parts = [f"<div style='margin:4px 0'>{kind}{html.escape(head)}"]
+    spans = [s for s in f.spans if s is not None and s.source is not None][:2]
+    if len(spans) == 2 and spans[0].source is spans[1].source and abs(spans[0].line - spans[1].line) <= 6:
+        # both lines of a race in one excerpt, each marked
+        lo, hi = sorted((spans[0].line, spans[1].line))
+        parts.append(source_html(spans[0].source, {lo, hi}, (), lo - 1, hi + 1, compact=True))
+    else:
+        for sp in spans:
+            parts.append(source_html(sp.source, sp.line, (), sp.line - 1, sp.line + 1, compact=True))
     if f.threads:
         parts.append("<div>threads: " + ", ".join(html.escape(str(t)) for t in f.threads[:4]) + "</div>")
     parts.append("</div>")
@@ -173,5 +182,6 @@ def findings_box(findings, on_inspect):
                          tooltip="open the trace of this thread in the Inspect tab")
             b.on_click(lambda _, t=t: on_inspect(t))
             buttons.append(b)
-        items.append(W.VBox([W.HTML(finding_html(f)), W.HBox(buttons)]))
-    return W.VBox(items)
+        # flex "0 0 auto": in the scrolling box the findings keep their height (flex would shrink them)
+        items.append(W.VBox([W.HTML(finding_html(f)), W.HBox(buttons)], layout=W.Layout(flex="0 0 auto")))
+    return W.VBox(items, layout=W.Layout(flex="0 0 auto"))

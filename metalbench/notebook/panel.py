@@ -170,8 +170,12 @@ if HAVE_WIDGETS:
             self.findings_view = W.VBox([])
             self.inspector = Inspector(lambda: (self.kernel, self.args, self.launch_kwargs()))
             self.inspector.set_grid(g)
+            # the access map's tables and heat maps scroll in their own box, below the findings
+            self.findings_view.layout = W.Layout(max_height="380px", overflow="auto")
+            self.map_view = W.HTML("", layout=W.Layout(max_height="300px", overflow="auto"))
             self.tabs = W.Tab(children=[self.source_view, self.diff_view, self.timing_view, self.sweep_view,
-                                        self.export_view, W.VBox([self.memory_view, self.findings_view]),
+                                        self.export_view,
+                                        W.VBox([self.memory_view, self.findings_view, self.map_view]),
                                         self.grad_view, self.inspector])
             for i, title in enumerate(["Source", "Check", "Timing", "Sweep", "Export", "Memory", "Gradient",
                                        "Inspect"]):
@@ -375,17 +379,19 @@ if HAVE_WIDGETS:
                 self._show_error(e)
                 return None
             self.access_map = am
+            self.map_view.value = access_map_html(am, maps_first=True, error=False)
             if am.error is not None:
+                # findings first (each with its line and Inspect buttons); the full report folded
                 e = am.error
                 self.memory_view.value = (f'<b style="color:#cf222e">{len(e.findings) or 1} finding(s)</b>'
-                                          f'<pre style="white-space:pre-wrap">{html.escape(str(e))}</pre>'
-                                          + access_map_html(am))
+                                          f'<details><summary>the full report</summary>'
+                                          f'<pre style="white-space:pre-wrap">{html.escape(str(e))}</pre></details>')
                 self.findings_view.children = [findings_box(e.findings, self.inspect)]
                 return None
             stats = self.kernel.last_stats
             body = stats.to_html() if stats is not None else ""
             self.memory_view.value = ('<b style="color:#1a7f37">no findings</b> (bounds, races, uninitialised '
-                                      'reads, divergent barriers)' + body + access_map_html(am))
+                                      'reads, divergent barriers)' + body)
             return stats
 
         def inspect(self, thread=None):
