@@ -32,6 +32,8 @@ from ..numba_compat.intrinsics import (activemask, all_sync, any_sync, atomic, b
                                       shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads,
                                       syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
                                       threadfence, threadfence_block, threadfence_system, threadIdx, warpsize)
+from ..numba_compat.bitops import (brev, cbrt, clz, eq_sync, ffs, fma, match_all_sync, match_any_sync, popc,
+                                    selp)
 from ..numba_compat.runtime_stubs import (Device, Event, Stream, close, current_context, default_stream,
                                          defer_cleanup, detect, event, event_elapsed_time, external_stream, get_current_device,
                                          gpus, is_available, legacy_default_stream, list_devices,

@@ -245,6 +245,10 @@ class CUDAKernel(DispatcherAPI, Kernel):
                     raise KernelLaunchError(f"argument {name!r} is empty (shape {a.shape})")
                 values[name] = (v, a, t)
                 specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim)))
+            elif v is None:
+                # an optional argument left None: a compile-time constant (`x is None` folds)
+                values[name] = (None, None, None)
+                specs.append(F.ArgSpec(name, "constexpr", None, 0, value=None))
             elif isinstance(v, tuple):
                 # a tuple (or namedtuple) of numbers: one uniform scalar parameter per item
                 leaves: list = []

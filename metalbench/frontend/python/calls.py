@@ -17,6 +17,7 @@ from .compiletime import NOT_STATIC
 from .matrices import MATRIX_CALLS
 from ...semantics import TupleValue
 from .expressions import _NOT_STATIC
+from .pyfuncs import is_python_function
 from .specs import _PY_CASTS, resolve_dtype
 
 
@@ -30,6 +31,8 @@ class CallsMixin:
     def call(self, node: ast.Call, statement: bool = False):
         sp = self.span(node)
         obj = self._callee_obj(node.func)
+        if obj is None and isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count":
+            return self.bit_count(node)                              # x.bit_count() (pyfuncs.py)
         if obj is None:
             raise self.err(KernelTypeError, f"{ast.unparse(node.func)} is not callable in a kernel", node)
         hook = getattr(obj, "__metalbench_intrinsic__", None)
@@ -76,6 +79,8 @@ class CallsMixin:
             return self.shape_of(self.buffer_of(a), 0, node)
         elif obj is range:
             raise self.err(KernelSyntaxError, "range() is only allowed in `for ... in range(...)`", node)
+        elif is_python_function(obj):                   # operator.*, math.modf/frexp/... (pyfuncs.py)
+            return self.python_function(obj, node)
         elif registry.lookup_object(obj) is not None:
             name = registry.lookup_object(obj).name
         elif callable(obj) and getattr(obj, "__module__", "") in ("builtins",):

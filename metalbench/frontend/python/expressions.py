@@ -94,14 +94,27 @@ class ExpressionsMixin:
                 r = self.sem.logical(op, r, v, sp)
             return self.to_bool(r)
         if isinstance(node, ast.Compare):
+            if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+                # `x is None`: known at compile time (an omitted/None argument is a constant)
+                a, b = self._is_none(node.left), self._is_none(node.comparators[0])
+                if not (a or b):
+                    raise self.err(KernelSyntaxError, "`is` compares with None only in kernels", node,
+                                   hint="use == to compare values")
+                same = a and b
+                return self.sem.bool_const(same if isinstance(node.ops[0], ast.Is) else not same, sp)
             parts = []
-            left = self.expr(node.left)
+            left = self.value_or_tuple(node.left)
             for opn, comp in zip(node.ops, node.comparators):
                 if type(opn) not in _CMPOPS:
                     raise self.err(KernelSyntaxError, f"the {type(opn).__name__} comparison is not supported",
                                    node, hint="use ==, !=, <, <=, >, >=")
-                right = self.expr(comp)
-                parts.append(self.binop(_CMPOPS[type(opn)], left, right, node))
+                right = self.value_or_tuple(comp)
+                if isinstance(left, TupleValue) or isinstance(right, TupleValue):
+                    if not (isinstance(left, TupleValue) and isinstance(right, TupleValue)):
+                        raise self.err(KernelTypeError, "a tuple compares only with a tuple", node)
+                    parts.append(self.sem.tuple_compare(_CMPOPS[type(opn)], left, right, sp))
+                else:
+                    parts.append(self.binop(_CMPOPS[type(opn)], left, right, node))
                 left = right
             r = parts[0]
             for p in parts[1:]:
@@ -124,6 +137,15 @@ class ExpressionsMixin:
         if isinstance(node, ast.Tuple):
             return self.tuple_expr(node)             # a run-time tuple value (tuples.py)
         raise KernelSyntaxError(f"{type(node).__name__} expressions are not supported in kernels", sp)
+
+    def _is_none(self, node) -> bool:
+        """Whether ``node`` is None at compile time (a literal, a name bound to None)."""
+        if isinstance(node, ast.Constant):
+            return node.value is None
+        if isinstance(node, ast.Name):
+            b = self.lookup(node.id, node)
+            return b.kind in ("const", "pyobj") and b.value is None
+        return False
 
     def const(self, value, node) -> ir.Expr:
         """A Python number as a constant: ``int`` and ``float`` literals are typed by the

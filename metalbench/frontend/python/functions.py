@@ -67,6 +67,10 @@ class FunctionsMixin:
                     hidden.extend(extra)
                     key.append(k)
                     continue
+                if self._is_none(a):              # an optional argument left None
+                    bindings[pname] = Binding("const", None)
+                    key.append(("none",))
+                    continue
                 obj = self._static_object(a)
                 if obj is not None:
                     # A function, type or intrinsic passed as a value: the callee is

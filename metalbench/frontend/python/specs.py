@@ -111,6 +111,10 @@ class Module:
         self.order: list[ir.Function] = []
         self.in_progress: set = set()
         self.names: set[str] = set()
+        # NumPy arrays of the enclosing Python scope read by the kernel: constant arrays
+        # (KernelIR.globals), one per array object, as Numba captures them at compile time.
+        self.globals: list[ir.ArrayDecl] = []
+        self.global_arrays: dict[int, tuple] = {}
 
     def unique(self, base: str) -> str:
         name, i = base, 1

@@ -31,6 +31,10 @@ class StatementsMixin:
         out: list[ir.Stmt] = []
         for s in stmts:
             out.extend(self.stmt(s))
+            if out and isinstance(out[-1], (ir.Return, ir.Break, ir.Continue)):
+                # what follows is unreachable (after `if b is None: return a`, a compile-time
+                # if, it may not even type): not translated, as Numba prunes dead branches
+                break
         return out
 
     @error_net("span")

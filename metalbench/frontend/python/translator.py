@@ -23,13 +23,14 @@ from .parse import ParsedFunction, node_span
 from .specs import ArgSpec, Binding, BufInfo, Module
 from .matrices import MatricesMixin
 from .loops import LoopsMixin
+from .pyfuncs import PyFunctionsMixin
 from .statements import StatementsMixin
 from .tuples import TuplesMixin
 from .views import ViewsMixin
 
 
 class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin, CompileTimeMixin,
-                         ViewsMixin, MatricesMixin, TuplesMixin):
+                         ViewsMixin, MatricesMixin, TuplesMixin, PyFunctionsMixin):
     """Translates one function body (kernel or device function) for one specialisation."""
 
     def __init__(self, module: Module, parsed: ParsedFunction, is_kernel: bool,
@@ -223,7 +224,8 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     tr = FunctionTranslator(module, parsed, True, bindings)
     try:
         body = tr.translate()
-        return ir.KernelIR(kname, params, body, functions=_reachable(module.order, body), source=parsed.source)
+        return ir.KernelIR(kname, params, body, functions=_reachable(module.order, body), globals=module.globals,
+                           source=parsed.source)
     except (MetalbenchError, ControlFlow):
         raise
     except Exception as e:       # outside any statement (the per-node nets catch the rest)

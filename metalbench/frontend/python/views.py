@@ -95,6 +95,8 @@ class ViewsMixin:
             if b.kind == "buf":
                 return b.value
             hook = getattr(b.value, "__metalbench_buffer__", None) if b.kind == "pyobj" else None
+            if hook is None and b.kind == "pyobj" and _host_array(b.value) is not None:
+                return self.global_array(node.id, b.value, node)
             return hook(self, node) if hook is not None else None
         if isinstance(node, ast.Attribute):
             hook = getattr(self, "field_array", None)          # structure arguments (tuples.py)
@@ -123,6 +125,25 @@ class ViewsMixin:
                 return None
             return self.row_view(base, parts, node)
         return None
+
+    def global_array(self, name: str, obj, node) -> BufInfo:
+        """A NumPy array (or device array) of the Python scope read by the kernel: its
+        values at compile time, as a constant array (Numba captures globals this way)."""
+        import numpy as np
+        a = _host_array(obj)
+        got = self.m.global_arrays.get(id(obj))
+        if got is None:
+            t = resolve_dtype(a.dtype)
+            if t is None or a.size == 0:
+                raise self.err(KernelTypeError, f"the global array {name!r} ({a.dtype}, shape {a.shape}) cannot be "
+                                                "a constant in a kernel", node, hint="pass it as an argument")
+            cname = self.m.unique(f"{name}_const")
+            decl = ir.ArrayDecl(cname, "constant", t, tuple(int(d) for d in a.shape) or (1,),
+                                np.ascontiguousarray(a).reshape(-1).tolist(), span=self.span(node))
+            self.m.globals.append(decl)
+            got = self.m.global_arrays[id(obj)] = (obj, BufInfo(cname, t, "constant", max(1, a.ndim), decl.shape,
+                                                                decl=decl))
+        return got[1]
 
     # -- building views -------------------------------------------------------------------
     def _dims(self, info: BufInfo, node) -> list:
@@ -483,6 +504,17 @@ class ViewsMixin:
                                                      and value_node.func.attr in ("view", "reshape")):
             return None
         return self.array_of(value_node)
+
+
+def _host_array(obj):
+    """The NumPy array a Python-scope object is (a NumPy array or a metalbench device
+    array), or None."""
+    import numpy as np
+    if isinstance(obj, np.ndarray):
+        return obj
+    if type(obj).__name__ == "DeviceNDArray" and hasattr(obj, "copy_to_host"):
+        return np.asarray(obj.copy_to_host())
+    return None
 
 
 def _stable(e) -> bool:

@@ -1,0 +1,150 @@
+"""Python constructs in Numba kernels that fold at compile time: ``x is None`` on an
+optional argument (kernel and device function), module-level NumPy arrays read as
+constants, tuple comparisons, code after a ``return`` in a compile-time branch. Each
+program runs on metalbench against the values written here and, where the Numba venv
+exists, against Numba's own simulator (tests/numba_oracle.py)."""
+import numpy as np
+import pytest
+
+from numba_oracle import Oracle, assert_same, run_metalbench
+
+PROGRAMS = {}
+EXPECTED = {}
+
+
+def program(name, expected):
+    def deco(text):
+        PROGRAMS[name] = text
+        EXPECTED[name] = expected
+        return text
+    return deco
+
+
+program("is_none", {"r": [3.0, 7.0, 1.0, 0.0, 5.0, 1.0]})('''
+import numpy as np
+from numba import cuda
+
+@cuda.jit(device=True)
+def pick(a, b):
+    if b is None:
+        return a
+    return a + b
+
+@cuda.jit
+def k(r, x, y):
+    i = cuda.grid(1)
+    if i == 0:
+        if y is None:
+            r[0] = pick(x[0], None)
+            r[2] = 1.0
+        else:
+            r[1] = pick(x[0], y[0])
+            r[3] = y is None
+        r[5] = y is not None or x is not None
+
+r = np.zeros(6)
+k[1, 4](r, np.array([3.0]), None)
+k[1, 4](r, np.array([3.0]), np.array([4.0]))
+r[4] = 5.0
+RESULT = {"r": r}
+''')
+
+program("global_array", {"out": [10.0, 21.0, 32.0, 43.0], "n": [4, 4, 4, 4]})('''
+import numpy as np
+from numba import cuda
+
+PRICES = np.array([10.0, 20.0, 30.0, 40.0])
+TABLE = np.arange(6, dtype=np.int32).reshape(2, 3)
+
+@cuda.jit
+def k(out, n):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = PRICES[i] + i
+        n[i] = PRICES.size + TABLE[0, 0]
+
+out = np.zeros(4)
+n = np.zeros(4, np.int64)
+k[1, 4](out, n)
+RESULT = {"out": out, "n": n}
+''')
+
+program("tuple_compare", {"r": [1, 0, 0, 1]})('''
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def k(r, a, b):
+    t = (a, b)
+    r[0] = t == (a, b)
+    r[1] = t != (a, b)
+    r[2] = (a, b) == (b, a)
+    r[3] = (a, b + 1) != (a, b)
+
+r = np.zeros(4, np.int64)
+k[1, 1](r, 2, 3)
+RESULT = {"r": r}
+''')
+
+ORACLE = Oracle(PROGRAMS)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_written_values(name):
+    got = run_metalbench(PROGRAMS[name], name)
+    for k, w in EXPECTED[name].items():
+        np.testing.assert_array_equal(got[k], np.array(w, dtype=got[k].dtype), err_msg=f"{name}: {k}")
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_against_numba_simulator(name):
+    assert_same(run_metalbench(PROGRAMS[name], name), ORACLE[name])
+
+
+def test_tuple_ordering_is_an_error_naming_it():
+    from metalbench import cuda
+    from metalbench.errors import KernelTypeError
+
+    @cuda.jit
+    def k(r, a, b):
+        r[0] = (a, b) < (b, a)
+
+    cuda.set_backend("sim")
+    try:
+        with pytest.raises(KernelTypeError, match="tuples compare with == and != here, not <") as e:
+            k[1, 1](np.zeros(1, np.int64), 1, 2)
+        assert "r[0] = (a, b) < (b, a)" in str(e.value)
+    finally:
+        cuda.set_backend(None)
+
+
+def test_global_array_changed_after_compile_keeps_the_compiled_values():
+    """Numba freezes a global array at compile time; so does metalbench (per specialisation)."""
+    from metalbench import cuda
+    import textwrap
+    import tempfile
+    import runpy
+    import os
+    src = textwrap.dedent('''
+        import numpy as np
+        from metalbench import cuda
+        TABLE = np.array([1.0, 2.0])
+
+        @cuda.jit
+        def k(out):
+            out[0] = TABLE[1]
+        ''')
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "m.py")
+        open(p, "w").write(src)
+        m = runpy.run_path(p)
+        cuda.set_backend("sim")
+        try:
+            out = np.zeros(1)
+            m["k"][1, 1](out)
+            assert out[0] == 2.0
+            m["TABLE"][1] = 9.0
+            m["k"][1, 1](out)
+            assert out[0] == 2.0
+        finally:
+            cuda.set_backend(None)
