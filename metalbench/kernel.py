@@ -30,6 +30,7 @@ from . import runtime
 from . import types as T
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .frontend import python as F
+from .frontend.python.structs import flatten_struct, is_struct
 from .protocol import (_SIGNATURES, BoundLaunch, KernelBase, ThinCache, arg_signature, backend_token,
                        thin_gpu_call, unwrap)
 from .protocol import Specialization, unique_name  # noqa: F401  (their home before protocol.py)
@@ -195,6 +196,7 @@ class Kernel(KernelBase):
                 raise KernelLaunchError(f"{self.name}() got multiple values for argument {k!r}")
             values[k] = v
         specs: list[F.ArgSpec] = []
+        leaf_specs: list[F.ArgSpec] = []     # struct arguments' fields, after every parameter
         first_array = None
         for p, (kind, extra) in zip(self.params, self.kinds):
             if kind == "out":
@@ -227,6 +229,13 @@ class Kernel(KernelBase):
                 specs.append(F.ArgSpec(p.name, "buffer", t, max(1, len(shape))))
                 if first_array is None:
                     first_array = (shape, t)
+            elif is_struct(v) and p.name not in self._size_names:
+                # a tuple, NamedTuple or dataclass of arrays and numbers: one parameter per field
+                leaves: list = []
+                specs.append(F.ArgSpec(p.name, "struct", None, 0, value=flatten_struct(p.name, v, leaves)))
+                for leaf, lv in leaves:
+                    values[leaf] = lv
+                    leaf_specs.append(_field_spec(leaf, lv))
             else:
                 try:
                     t = scalar_type_of(v, extra)
@@ -277,7 +286,7 @@ class Kernel(KernelBase):
                 all_specs.append(F.ArgSpec(p.name, "buffer", o[2], len(o[1]), is_output=True))
             else:
                 all_specs.append(next(it))
-        return values, all_specs, out_specs
+        return values, all_specs + leaf_specs, out_specs
 
     # -- specialising --------------------------------------------------------------------
     def _build(self, bound: BoundLaunch) -> Specialization:
@@ -345,7 +354,8 @@ class Kernel(KernelBase):
             bound = self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
                               init_value=init_value, checked=checked, stream=stream, **kwargs)
             outs = self.launch(bound)
-            if key is not None:
+            if key is not None and not any(s.kind == "struct" for s in bound.specs):
+                # (a struct argument's fields are bound by name: no thin path)
                 self._thin_cache.put(key, self._thin_entry(bound, len(args), list(kwargs)))
             return unwrap(outs)
         except MetalbenchError as e:
@@ -432,6 +442,22 @@ def call_with_named(fn, values: dict, what: str):
                                 f"({', '.join(values)})",
                                 hint="name the function's parameters after the kernel's arguments")
     return fn(**{n: values[n] for n in params if n in values})
+
+
+def _field_spec(leaf: str, v) -> F.ArgSpec:
+    """The spec of field ``leaf`` (``p__x``) of a struct argument: a buffer or a scalar."""
+    shown = leaf.replace("__", ".")
+    if runtime.is_array(v):
+        shape = tuple(int(s) for s in v.shape)
+        if math.prod(shape) == 0:
+            raise KernelLaunchError(f"field {shown!r} is empty (shape {shape})",
+                                    hint="kernels need at least one element; skip the launch for empty inputs")
+        return F.ArgSpec(leaf, "buffer", _array_type(v, shown), max(1, len(shape)))
+    try:
+        return F.ArgSpec(leaf, "scalar", scalar_type_of(v), 0)
+    except (TypeError, T.TypeError_):
+        raise KernelLaunchError(f"field {shown!r} is a {type(v).__name__}; struct fields are arrays, numbers "
+                                "or structs", hint="convert it with np.asarray(...)")
 
 
 def _spec_key(specs) -> tuple:

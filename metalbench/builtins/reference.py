@@ -99,6 +99,9 @@ _ARRAYS = """\
   `threadgroup_barrier()` before other threads read it. At most 32 KiB per kernel; not
   initialised. The argument order is `(shape, dtype)`; the shape is an int or a tuple of
   compile-time ints (literals, globals, `mb.constexpr` parameters).
+- **Struct arguments**: a tuple, `NamedTuple` or dataclass of arrays, numbers and nested
+  structs passed as one argument; `p.w[i]`, `p.scale`, `p[0]`, `p.lin.b` and `len(p)` in the
+  kernel (each field is a parameter of its own, `p__w` in the printed source).
 - **Thread-private arrays**: `acc = local_array(4, float32)`, the same arguments.
 - In an MSL body these are `threadgroup float tile[16][16];` and `float acc[4];`.
 """

@@ -25,6 +25,7 @@ from .matrices import MatricesMixin
 from .loops import LoopsMixin
 from .pyfuncs import PyFunctionsMixin
 from .statements import StatementsMixin
+from .structs import StructArg, with_struct_fields
 from .tuples import TuplesMixin
 from .views import ViewsMixin
 
@@ -203,6 +204,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     params: list[ir.Param] = []
     bindings: dict[str, Binding] = {}
     leaf_types = {s.name: s.type for s in specs if s.kind == "scalar"}
+    structs: dict = {}
     for spec in specs:
         module.names.add(spec.name)
         if spec.kind == "constexpr":
@@ -211,6 +213,10 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             p = ir.Param(spec.name, "scalar", spec.type, 0)
             params.append(p)
             bindings[spec.name] = Binding("var", ir.Var(spec.name, spec.type))
+        elif spec.kind == "struct":
+            # a struct argument: its fields are the parameters that follow (structs.py)
+            structs[spec.name] = spec.value
+            bindings[spec.name] = Binding("pyobj", StructArg(spec.name, spec.value))
         elif spec.kind == "tuple":
             # a tuple argument: its items are the scalar specs that follow (leaf names in spec.value)
             bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types))
@@ -221,7 +227,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
                                                           kernel_param=p))
     # MLX order: inputs first, then outputs.
     params = [p for p in params if not p.is_output] + [p for p in params if p.is_output]
-    tr = FunctionTranslator(module, parsed, True, bindings)
+    tr = FunctionTranslator(module, with_struct_fields(parsed, structs), True, bindings)
     try:
         body = tr.translate()
         return ir.KernelIR(kname, params, body, functions=_reachable(module.order, body), globals=module.globals,
