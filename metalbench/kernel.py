@@ -173,7 +173,10 @@ class Kernel(KernelBase):
         values, specs, out_specs = self._bind_values(args, kwargs, out)
         g, t = L.normalize(grid, threadgroup) if grid is not None else (None, None)
         given = {k: v for k, v in (("grid", grid), ("threadgroup", threadgroup)) if v is not None}
-        return BoundLaunch(self, _spec_key(specs), values, out_specs, g, t, self.resolve_backend(backend),
+        be = self.resolve_backend(backend)
+        if be != "sim" and any(s.wide for s in specs):
+            _check_gpu_extents(values, specs, out_specs)
+        return BoundLaunch(self, _spec_key(specs), values, out_specs, g, t, be,
                            L.checked_default(checked), init_value, stream, specs=specs, args=tuple(args),
                            kwargs=dict(kwargs), given=given)
 
@@ -226,7 +229,7 @@ class Kernel(KernelBase):
                 if math.prod(shape) == 0:
                     raise KernelLaunchError(f"argument {p.name!r} is empty (shape {shape})",
                                             hint="kernels need at least one element; skip the launch for empty inputs")
-                specs.append(F.ArgSpec(p.name, "buffer", t, max(1, len(shape))))
+                specs.append(F.ArgSpec(p.name, "buffer", t, max(1, len(shape)), wide=math.prod(shape) >= WIDE))
                 if first_array is None:
                     first_array = (shape, t)
             elif is_struct(v) and p.name not in self._size_names:
@@ -276,6 +279,10 @@ class Kernel(KernelBase):
                                             hint="Metal has no float64; use float32")
             if any(s <= 0 for s in shape):
                 raise KernelLaunchError(f"output {p.name!r} would be empty (shape {shape})")
+            if any(s >= WIDE for s in shape):
+                raise KernelLaunchError(f"output {p.name!r} would have a dimension of {max(shape)} elements: MLX "
+                                        "arrays keep their dimensions in 32-bit ints (below 2**31)",
+                                        hint="give the output two dimensions, e.g. shape=(n // 65536, 65536)")
             out_specs.append((p.name, shape, t))
         # Outputs keep their place among the parameters for the front end.
         all_specs = []
@@ -283,7 +290,8 @@ class Kernel(KernelBase):
         for p, (kind, _) in zip(self.params, self.kinds):
             if kind == "out":
                 o = next(o for o in out_specs if o[0] == p.name)
-                all_specs.append(F.ArgSpec(p.name, "buffer", o[2], len(o[1]), is_output=True))
+                all_specs.append(F.ArgSpec(p.name, "buffer", o[2], len(o[1]), is_output=True,
+                                           wide=math.prod(o[1]) >= WIDE))
             else:
                 all_specs.append(next(it))
         return values, all_specs + leaf_specs, out_specs
@@ -444,6 +452,23 @@ def call_with_named(fn, values: dict, what: str):
     return fn(**{n: values[n] for n in params if n in values})
 
 
+WIDE = 2 ** 31      # buffers of this many elements or more: shapes and index arithmetic in 64 bits
+
+
+def _check_gpu_extents(values, specs, out_specs):
+    """MLX hands GPU kernels their shapes as 32-bit ints: a dimension of 2**31 or more
+    cannot reach one (the simulator takes it)."""
+    shapes = [(s.name, tuple(values[s.name].shape)) for s in specs if s.wide and s.name in values]
+    for name, shape in shapes + [(n, sh) for n, sh, _ in out_specs]:
+        big = [d for d in shape if d >= WIDE]
+        if big:
+            shown = name.replace("__", ".")
+            raise KernelLaunchError(
+                f"array {shown!r} has a dimension of {big[0]} elements: MLX passes shapes to GPU kernels as "
+                "32-bit ints, so a dimension must stay below 2**31 (arrays of more elements are fine)",
+                hint=f"reshape it, e.g. {shown}.reshape(-1, 65536), and index it in two dimensions")
+
+
 def _field_spec(leaf: str, v) -> F.ArgSpec:
     """The spec of field ``leaf`` (``p__x``) of a struct argument: a buffer or a scalar."""
     shown = leaf.replace("__", ".")
@@ -452,7 +477,7 @@ def _field_spec(leaf: str, v) -> F.ArgSpec:
         if math.prod(shape) == 0:
             raise KernelLaunchError(f"field {shown!r} is empty (shape {shape})",
                                     hint="kernels need at least one element; skip the launch for empty inputs")
-        return F.ArgSpec(leaf, "buffer", _array_type(v, shown), max(1, len(shape)))
+        return F.ArgSpec(leaf, "buffer", _array_type(v, shown), max(1, len(shape)), wide=math.prod(shape) >= WIDE)
     try:
         return F.ArgSpec(leaf, "scalar", scalar_type_of(v), 0)
     except (TypeError, T.TypeError_):
@@ -461,7 +486,7 @@ def _field_spec(leaf: str, v) -> F.ArgSpec:
 
 
 def _spec_key(specs) -> tuple:
-    return tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output, _key_value(s.value))
+    return tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output, _key_value(s.value), s.wide)
                  for s in specs)
 
 

@@ -99,6 +99,10 @@ _ARRAYS = """\
   `threadgroup_barrier()` before other threads read it. At most 32 KiB per kernel; not
   initialised. The argument order is `(shape, dtype)`; the shape is an int or a tuple of
   compile-time ints (literals, globals, `mb.constexpr` parameters).
+- **Arrays of 2**31 elements or more**: their `x.shape`/`x.size` are `int64` and the `+ - *`
+  of an index into them is done in 64 bits (`x[r * n + j]` does not wrap); a variable computed
+  in 32 bits by an earlier statement keeps its value (write `int64(r) * n`). MLX keeps each
+  dimension below 2**31: a larger one is a launch error on GPU backends and for outputs.
 - **Struct arguments**: a tuple, `NamedTuple` or dataclass of arrays, numbers and nested
   structs passed as one argument; `p.w[i]`, `p.scale`, `p[0]`, `p.lin.b` and `len(p)` in the
   kernel (each field is a parameter of its own, `p__w` in the printed source).

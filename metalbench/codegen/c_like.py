@@ -299,7 +299,10 @@ class CPrinter:
 
     def e_ShapeOf(self, e):
         meta = self._output_meta(e.buf, "shape")
-        return f"{meta or self.name(e.buf) + '_shape'}[{e.dim}]", POSTFIX
+        s = f"{meta or self.name(e.buf) + '_shape'}[{e.dim}]"
+        if e.type != T.int32:       # a buffer of 2**31 elements or more: products in 64 bits
+            return f"static_cast<{self.tname(e.type)}>({s})", POSTFIX
+        return s, POSTFIX
 
     def e_StrideOf(self, e):
         meta = self._output_meta(e.buf, "strides")

@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -120,7 +121,9 @@ class SimKernel:
                 if m is None:
                     if len(self._metas) > 64:
                         self._metas.clear()
-                    m = self._metas[mk] = (tuple(np.int32(s) for s in a.shape),
+                    # 2**31 elements or more: the front end types the shape int64 (kernel.WIDE)
+                    st = np.int64 if math.prod(a.shape) >= 2 ** 31 else np.int32
+                    m = self._metas[mk] = (tuple(st(s) for s in a.shape),
                                            np.asarray(a.strides, np.int64), np.int32(len(a.shape)))
                 meta[p.name] = m
             else:

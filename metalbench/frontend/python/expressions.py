@@ -275,7 +275,7 @@ class ExpressionsMixin:
             raise self.err(KernelTypeError, f"the shape of {info.name!r} is not known inside a device function",
                            node, hint="pass the size as an argument")
         info.kernel_param.uses_shape = True
-        return ir.ShapeOf(info.name, dim, T.int32, span=sp)
+        return ir.ShapeOf(info.name, dim, T.int64 if info.wide else T.int32, span=sp)
 
     def size_of(self, info: BufInfo, node) -> ir.Expr:
         if info.shape is not None:
@@ -306,6 +306,8 @@ class ExpressionsMixin:
                 raise self.err(KernelTypeError, f"this view of {info.name} has {info.ndim} dimension(s) but "
                                                 f"{len(idx)} indices were given", node)
             return self.strided_index(info, idx, node)
+        if info.wide:       # 2**31 elements or more: the index arithmetic in 64 bits
+            idx = [self.widen_index(e) for e in idx]
         if len(idx) == 1:
             return idx[0]
         if len(idx) != info.ndim:
@@ -313,6 +315,17 @@ class ExpressionsMixin:
                                             "were given", node)
         dims = [None] + [self.shape_of(info, d, node) for d in range(1, len(idx))]
         return self.sem.linear_index(idx, dims, self.span(node))
+
+    def widen_index(self, e: ir.Expr) -> ir.Expr:
+        """Index ``e`` of a buffer of 2**31 elements or more with its ``+ - *`` redone in
+        64 bits (operands converted to int64 first), so ``x[i * n + j]`` cannot wrap at
+        2**32; a variable computed in 32 bits by an earlier statement keeps its value."""
+        t = e.type
+        if not (isinstance(t, T.ScalarType) and t.is_int and t.itemsize < 8):
+            return e
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*"):
+            return self.sem.binop(e.op, self.widen_index(e.a), self.widen_index(e.b), e.span)
+        return self.sem.convert(e, T.int64, e.span)
 
     def subscript(self, node: ast.Subscript) -> ir.Expr:
         sp = self.span(node)

@@ -65,6 +65,7 @@ class ArgSpec:
     ndim: int = 1
     is_output: bool = False
     value: Any = None              # constexpr value
+    wide: bool = False             # a buffer of 2**31 elements or more: its shape and indices in 64 bits
 
 
 @dataclass
@@ -88,6 +89,8 @@ class BufInfo:
     # ``strides``: elements between neighbours along each dimension, when not row-major
     # (a slice with a step, a column slice ``a[:, j]``); IR expressions.
     strides: tuple | None = None
+    # a kernel buffer of 2**31 elements or more: shape in int64, index arithmetic widened
+    wide: bool = False
 
     @property
     def is_view(self) -> bool:

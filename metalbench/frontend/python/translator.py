@@ -224,7 +224,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             p = ir.Param(spec.name, "buffer", spec.type, spec.ndim, is_output=spec.is_output)
             params.append(p)
             bindings[spec.name] = Binding("buf", BufInfo(spec.name, spec.type, "device", spec.ndim, None,
-                                                          kernel_param=p))
+                                                          kernel_param=p, wide=spec.wide))
     # MLX order: inputs first, then outputs.
     params = [p for p in params if not p.is_output] + [p for p in params if p.is_output]
     tr = FunctionTranslator(module, with_struct_fields(parsed, structs), True, bindings)
