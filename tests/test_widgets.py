@@ -115,3 +115,20 @@ def test_check_memory_button_shows_stats_then_findings():
     bad = Workbench(shifted, (x,), dict(grid=N, threadgroup=64, backend="sim"))
     bad.debug_button.click()
     assert "out-of-bounds" in bad.memory_view.value and "x[i + 1]" in bad.memory_view.value
+
+
+def test_timing_tab_models_a_gpu_beside_simulator_time():
+    from metalbench import devices
+    wb = make()
+    wb.run()
+    v = wb.timing_view.value
+    assert "simulator time" in v and "modelled M" in v and "memory-bound" in v
+    wb.model_device.value = "H200"
+    h200 = wb.timing_view.value
+    assert "modelled H200" in h200
+    est = wb.model_estimate()
+    assert est.device.name == "H200" and est.nbytes == devices.work(
+        wb.kernel, *wb.args, **{k: v for k, v in wb.launch_kwargs().items() if k != "backend"})[0]
+    assert h200.count("<img") == 1                 # the run times only
+    wb.roofline_button.click()
+    assert wb.timing_view.value.count("<img") == 2   # and the roofline

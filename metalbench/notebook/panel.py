@@ -151,7 +151,17 @@ if HAVE_WIDGETS:
             self.source_text = source
             self.source_view = W.HTML(highlight_html(source, lang))
             self.diff_view = W.HTML(self._diff_html())
+            # (issue 18) a modelled GPU time beside the simulator's: pick the device, ask for a roofline
+            from .. import devices
+            self.model_device = W.Dropdown(options=list(devices.DEVICES), value=devices.chosen().name,
+                                           description="model on",
+                                           tooltip="the GPU whose modelled time (roofline) is shown")
+            self.roofline_button = W.Button(description="Roofline", icon="area-chart",
+                                            tooltip="plot this launch on the chosen device's roofline")
+            self.show_roofline = False
             self.timing_view = W.HTML(self._timing_html())
+            self.model_device.observe(lambda _: self._refresh_timing(), names="value")
+            self.roofline_button.on_click(lambda _: self._refresh_timing(roofline=True))
             self.sweep_view = W.HTML(sweep._repr_html_() if sweep is not None else
                                      "<i>press Sweep to time power-of-two threadgroup shapes</i>")
             self.export_view = W.Textarea(value="", placeholder="press Export for standalone MLX code",
@@ -173,7 +183,8 @@ if HAVE_WIDGETS:
             # the access map's tables and heat maps scroll in their own box, below the findings
             self.findings_view.layout = W.Layout(max_height="380px", overflow="auto")
             self.map_view = W.HTML("", layout=W.Layout(max_height="300px", overflow="auto"))
-            self.tabs = W.Tab(children=[self.source_view, self.diff_view, self.timing_view, self.sweep_view,
+            timing_tab = W.VBox([W.HBox([self.model_device, self.roofline_button]), self.timing_view])
+            self.tabs = W.Tab(children=[self.source_view, self.diff_view, timing_tab, self.sweep_view,
                                         self.export_view,
                                         W.VBox([self.memory_view, self.findings_view, self.map_view]),
                                         self.grad_view, self.inspector])
@@ -406,6 +417,20 @@ if HAVE_WIDGETS:
                 return "<i>no reference to compare with (give --ref)</i>"
             return self.result._repr_html_()
 
+        def _refresh_timing(self, roofline=None):
+            if roofline is not None:
+                self.show_roofline = roofline
+            self.timing_view.value = self._timing_html()
+
+        def model_estimate(self):
+            """The chosen device's modelled time of the current launch (None if it cannot be counted)."""
+            from .. import devices
+            try:
+                return devices.estimate_launch(self.kernel, *self.args, device=self.model_device.value,
+                                               **{k: v for k, v in self.launch_kwargs().items() if k != "backend"})
+            except Exception:  # noqa: BLE001 — the model is extra information, never an error
+                return None
+
         def _timing_html(self) -> str:
             if self.timing is None:
                 return "<i>not timed yet</i>"
@@ -414,7 +439,23 @@ if HAVE_WIDGETS:
                 img = _png_img(self.timing.plot_png())
             except Exception:
                 pass
-            return f"<div>{html.escape(str(self.timing))}</div>{img}"
+            model = ""
+            est = self.model_estimate()
+            if est is not None:
+                measured = "" if self.timing.backend == "sim" else f" (measured here: {fmt_time(self.timing.median)})"
+                model = f"<div><b>{html.escape(str(est))}</b>{html.escape(measured)}</div>"
+                if self.show_roofline:
+                    from .. import devices
+                    try:
+                        t = None if self.timing.backend == "sim" else self.timing.median
+                        buf = devices.roofline([(self.name, est, t)], est.device)._repr_png_()
+                        import base64
+                        model += _png_img(base64.b64encode(buf).decode())
+                    except Exception:
+                        pass
+            note = ("<div><i>simulator time: the simulator's own speed on this CPU, not a GPU's; "
+                    "the modelled time below estimates a GPU</i></div>" if self.timing.backend == "sim" else "")
+            return f"<div>{html.escape(str(self.timing))}</div>{note}{model}{img}"
 else:  # pragma: no cover
     Workbench = None
 
