@@ -35,6 +35,9 @@ from metalbench.dsl import *  # noqa: F401,F403
 
 # ----------------------------------------------------------------------------- DSL kernels
 
+# (before the kernels: a kernel resolves the module's names when it is decorated)
+INF = float("inf")
+
 
 @mb.kernel
 def copy_k(x, out: mb.Out):
@@ -91,8 +94,6 @@ def softmax_k(x, out: mb.Out, NC: mb.constexpr = 1024, TG: mb.constexpr = 256):
     for j in range(tid, NC, TG):
         out[base + j] = metal.exp(x[base + j] - m) * inv
 
-
-INF = float("inf")
 
 
 @mb.kernel
@@ -191,9 +192,59 @@ RAW_CUDA = {
     c[row * ND + col] = acc;""", ["a", "b"]),
 }
 
+# The same algorithms for mx.fast.metal_kernel (a Mac). ``--backend sim`` runs them through
+# mb.metal_kernel on the simulator, so they are checked here before a Mac sees them.
 RAW_MSL = {
     "copy": ("uint i = thread_position_in_grid.x; out[i] = x[i];", ["x"]),
     "saxpy": ("uint i = thread_position_in_grid.x; out[i] = a * x[i] + y[i];", ["a", "x", "y"]),
+    "block_sum": ("""
+    threadgroup float part[32];
+    float v = simd_sum(x[thread_position_in_grid.x]);
+    if (thread_index_in_simdgroup == 0) part[simdgroup_index_in_threadgroup] = v;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (simdgroup_index_in_threadgroup == 0) {
+        float s = simd_sum(part[thread_index_in_simdgroup]);
+        if (thread_index_in_simdgroup == 0) out[threadgroup_position_in_grid.x] = s;
+    }""", ["x"]),
+    "softmax": ("""
+    threadgroup float red[32];
+    uint row = threadgroup_position_in_grid.x;
+    int tid = thread_index_in_threadgroup;
+    uint lane = thread_index_in_simdgroup, w = simdgroup_index_in_threadgroup;
+    const device float* xr = x + row * NC;
+    float m = -INFINITY;
+    for (int j = tid; j < NC; j += TG) m = metal::max(m, xr[j]);
+    m = simd_max(m);
+    if (lane == 0) red[w] = m;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    m = simd_max(lane < TG / 32 ? red[lane] : -INFINITY);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float s = 0.0f;
+    for (int j = tid; j < NC; j += TG) s += metal::exp(xr[j] - m);
+    s = simd_sum(s);
+    if (lane == 0) red[w] = s;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    s = simd_sum(lane < TG / 32 ? red[lane] : 0.0f);
+    float inv = 1.0f / s;
+    for (int j = tid; j < NC; j += TG) out[row * NC + j] = metal::exp(xr[j] - m) * inv;""", ["x"]),
+    "bias_gelu": ("""
+    uint i = thread_position_in_grid.x;
+    float v = x[i] + bias[i % C];
+    out[i] = 0.5f * v * (1.0f + metal::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));""", ["x", "bias"]),
+    "matmul": ("""
+    threadgroup float ta[16][16];
+    threadgroup float tb[16][16];
+    uint tx = thread_position_in_threadgroup.x, ty = thread_position_in_threadgroup.y;
+    uint col = thread_position_in_grid.x, row = thread_position_in_grid.y;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < KD; k0 += 16) {
+        ta[ty][tx] = a[row * KD + k0 + tx];
+        tb[ty][tx] = b[(k0 + ty) * ND + col];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (int kk = 0; kk < 16; ++kk) acc += ta[ty][kk] * tb[kk][tx];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    c[row * ND + col] = acc;""", ["a", "b"]),
 }
 
 
@@ -201,8 +252,9 @@ RAW_MSL = {
 
 def median_time(fn, warmup=5, reps=30, inner=10):
     """Median over ``reps`` of the time per launch, each rep being ``inner`` launches
-    evaluated back to back and one synchronisation (so the host's launch cost and the
-    GPU's run overlap as in real use, and the sync latency is amortised)."""
+    queued back to back (``mx.async_eval``) and one synchronisation, so the host's launch
+    cost and the GPU's run overlap as in real use and the sync latency is amortised
+    (``metalbench.bench.time_launch`` times the same way)."""
     import mlx.core as mx
     for _ in range(warmup):
         mx.eval(fn())
@@ -211,7 +263,7 @@ def median_time(fn, warmup=5, reps=30, inner=10):
     for _ in range(reps):
         t0 = time.perf_counter()
         for _ in range(inner):
-            mx.eval(fn())
+            mx.async_eval(fn())
         mx.synchronize()
         ts.append((time.perf_counter() - t0) / inner)
     return statistics.median(ts)
@@ -234,7 +286,11 @@ def cupy_time(kern, grid, block, args, warmup=5, reps=30, inner=10):
 
 # ----------------------------------------------------------------------------- cases
 
-def cases(quick: bool):
+def cases(quick: bool, sim: bool = False):
+    if sim:     # the simulator: every kernel once, small (a check of the script and the raw MSL)
+        yield from [("copy", 1 << 12), ("saxpy", 1 << 12), ("block_sum", 1 << 12), ("softmax", (4, 1024)),
+                    ("bias_gelu", 1 << 14), ("matmul", 32)]
+        return
     sizes = [1 << 10, 1 << 20, 1 << 24] + ([] if quick else [1 << 26, 134_217_728])
     for n in sizes:
         yield "copy", n
@@ -243,15 +299,29 @@ def cases(quick: bool):
         yield "block_sum", n
     for rows, cols in ([(1024, 1024)] + ([] if quick else [(8192, 4096)])):
         yield "softmax", (rows, cols)
+    # the new-user check: fused bias + GELU over 64M elements against its cuda_kernel twin
+    for n in ([1 << 20] + ([] if quick else [1 << 26])):
+        yield "bias_gelu", n
     for n in ([512] + ([] if quick else [2048, 4096])):
         yield "matmul", n
 
 
-def run(backend: str, quick: bool, reps: int):
+def _sim_raw(**kw):
+    """mb.metal_kernel on the simulator, called as MLX's metal_kernel object is."""
+    k = mb.metal_kernel(**kw)
+    return lambda **call: k(backend="sim", **call)
+
+
+def run(backend: str, quick: bool, reps: int, device=None):
     import mlx.core as mx
+    from metalbench import devices
     rows = []
+    sim = backend == "sim"
     raw_table = RAW_CUDA if backend == "cuda" else RAW_MSL
-    make_raw = mx.fast.cuda_kernel if backend == "cuda" else mx.fast.metal_kernel
+    make_raw = mx.fast.cuda_kernel if backend == "cuda" else (_sim_raw if sim else mx.fast.metal_kernel)
+    model_device = devices.chosen(device or devices.current(backend) or ("H200" if backend == "cuda" else None))
+    if sim:
+        reps = 1
     raw_kernels = {}
     try:
         import cupy as cp
@@ -259,7 +329,7 @@ def run(backend: str, quick: bool, reps: int):
         cp = None
     if backend != "cuda":
         cp = None
-    for name, size in cases(quick):
+    for name, size in cases(quick, sim):
         mx.random.seed(0)
         tmpl, grid, tg, bytes_moved, flops = [], None, None, 0, 0
         if name in ("copy", "saxpy"):
@@ -299,6 +369,20 @@ def run(backend: str, quick: bool, reps: int):
             xn = np.array(x)
             e = np.exp(xn - xn.max(1, keepdims=True))
             ref = e / e.sum(1, keepdims=True)
+        elif name == "bias_gelu":
+            n = size
+            cols = min(GELU_COLS, n)
+            x = mx.random.normal((n,))
+            bias = mx.random.normal((cols,))
+            mb_args, raw_inputs = (x, bias), [x, bias]
+            grid, tg = (n, 1, 1), (256, 1, 1)
+            out_shape = (n,)
+            tmpl = [("N", n), ("C", cols)]
+            bytes_moved = n * 4 * 2 + cols * 4
+            mlx_fn = lambda: _gelu_mlx(x.reshape(-1, cols) + bias)  # noqa: E731
+            mb_kernel, mb_kw = bias_gelu_k, {}
+            v = (np.array(x).reshape(-1, cols) + np.array(bias)).reshape(-1)
+            ref = 0.5 * v * (1 + np.tanh(0.7978845608 * (v + 0.044715 * v ** 3)))
         else:
             n = size
             a_ = mx.random.normal((n, n))
@@ -318,7 +402,13 @@ def run(backend: str, quick: bool, reps: int):
         got = np.array(mb_fn())
         ok = bool(np.allclose(got, ref, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(ref).max()))))
         row = dict(kernel=name, size=str(size), ok=ok)
-        row["mb_ms"] = median_time(mb_fn, reps=reps) * 1e3
+        row["mb_ms"] = _sim_time(mb_fn) * 1e3 if sim else median_time(mb_fn, reps=reps) * 1e3
+        # the roofline model of this launch on this GPU (issue 18 item 5): how close it comes
+        est = devices.estimate_launch(mb_kernel, *mb_args, grid=grid, threadgroup=tg, device=model_device, **mb_kw)
+        row["model_device"] = model_device.name
+        row["model_ms"] = est.seconds * 1e3
+        if not sim:
+            row["model/mb"] = row["model_ms"] / row["mb_ms"]
         if name in raw_table:
             if name not in raw_kernels:
                 src, in_names = raw_table[name]
@@ -331,9 +421,11 @@ def run(backend: str, quick: bool, reps: int):
                           output_shapes=[out_shape], output_dtypes=[mx.float32])[0]
             row["raw_ok"] = bool(np.allclose(np.array(raw_fn()), ref, rtol=1e-3,
                                              atol=1e-3 * max(1.0, float(np.abs(ref).max()))))
-            row["raw_ms"] = median_time(raw_fn, reps=reps) * 1e3
-            row["raw/mb"] = row["raw_ms"] / row["mb_ms"]
-        row["mlx_ms"] = median_time(mlx_fn, reps=reps) * 1e3
+            if not sim:
+                row["raw_ms"] = median_time(raw_fn, reps=reps) * 1e3
+                row["raw/mb"] = row["raw_ms"] / row["mb_ms"]
+        if not sim:
+            row["mlx_ms"] = median_time(mlx_fn, reps=reps) * 1e3
         if cp is not None and name in RAW_CUDA:
             try:
                 row["cupy_ms"] = _cupy(name, size, reps) * 1e3
@@ -348,9 +440,29 @@ def run(backend: str, quick: bool, reps: int):
     return rows
 
 
+def _gelu_mlx(v):
+    import mlx.core as mx
+    return 0.5 * v * (1.0 + mx.tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+
+
+def _sim_time(fn):
+    t0 = time.perf_counter()
+    np.array(fn())
+    return time.perf_counter() - t0
+
+
 def _cupy(name, size, reps):
     import cupy as cp
     src, in_names = RAW_CUDA[name]
+    if name == "bias_gelu":
+        n, cols = size, min(GELU_COLS, size)
+        code = f'extern "C" __global__ void k(const float* x, const float* bias, float* out) ' \
+               f'{{ const int N = {n}; const int C = {cols}; {src} }}'
+        kern = cp.RawKernel(code, "k")
+        x = cp.random.standard_normal(n, dtype=cp.float32)
+        bias = cp.random.standard_normal(cols, dtype=cp.float32)
+        out = cp.empty_like(x)
+        return cupy_time(kern, ((n + 255) // 256,), (256,), (x, bias, out), reps=reps)
     if name in ("copy", "saxpy"):
         n = size
         params = ", ".join([f"const float* {v}" for v in in_names] + ["float* out"])
@@ -419,28 +531,34 @@ def overhead(backend: str, reps: int = 2000):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", default=None, help="cuda or metal (default: auto)")
+    ap.add_argument("--backend", default=None,
+                    help="cuda or metal (default: auto); sim: every kernel once, small, checked (a smoke test)")
+    ap.add_argument("--device", default=None, help="the device table's entry the model uses (default: this GPU)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--json", default=None, help="write the rows here")
     args = ap.parse_args(argv)
     backend = mb.resolve_backend(args.backend or "auto")
-    if backend == "sim":
-        print("no GPU backend here (metal or cuda); nothing to measure", file=sys.stderr)
-        return 0
     import mlx.core as mx
     print(f"# {platform.node()} {backend} mlx {mx.__version__} {time.strftime('%Y-%m-%d')}", flush=True)
-    ov = overhead(backend)
-    rows = run(backend, args.quick, args.reps)
+    if backend == "sim":
+        print("# sim: each kernel once at a small size (simulator time, not a GPU's); raw MSL via mb.metal_kernel",
+              flush=True)
+    ov = overhead(backend) if backend != "sim" else {}
+    rows = run(backend, args.quick, args.reps, args.device)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(overhead=ov, rows=rows), f, indent=1)
-    keys = ["kernel", "size", "ok", "mb_ms", "raw_ms", "raw/mb", "mlx_ms", "cupy_ms", "mb_GB/s", "mb_GFLOP/s"]
+    keys = ["kernel", "size", "ok", "mb_ms", "raw_ms", "raw/mb", "mlx_ms", "cupy_ms", "mb_GB/s", "mb_GFLOP/s",
+            "model_ms", "model/mb"]
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for r in rows:
         print("| " + " | ".join(_fmt(r.get(k, "")) for k in keys) + " |")
-    return 0
+    bad = [r["kernel"] for r in rows if not r["ok"] or r.get("raw_ok") is False]
+    if bad:
+        print(f"MISMATCH: {', '.join(bad)}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 def _fmt(v):
