@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo lab clean extension extension-if-node test-browser bench-sim wheel-test
+.PHONY: setup test demo lab clean extension extension-if-node test-browser bench-sim wheel-test ci-macos-sim lint-workflows
 
 # The wheel build hook (hatch-jupyter-builder) builds the JupyterLab extension with npm;
 # an editable install does not need it: `make extension` builds and links it.
@@ -78,3 +78,11 @@ wheel-test: $(STAMP)
 # benchmarks/.venv-numba on first use; numba is never a dependency of metalbench).
 bench-sim: $(STAMP)
 	$(BIN)/python benchmarks/sim_speed.py --compare-numba
+
+# .github/workflows/macos.yml (Apple silicon, Metal): lint it (zizmor, a dev dependency),
+# and run every command of it here with BACKEND=sim (its test suites in full)
+lint-workflows: $(STAMP)
+	$(BIN)/zizmor --offline .github/workflows/
+
+ci-macos-sim: $(STAMP) lint-workflows
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tests/test_benchmark_scripts.py

@@ -40,6 +40,7 @@ from .frontend.python import Out, constexpr
 from .kernel import Func, Kernel, func, kernel
 from .launch import resolve_backend
 from .types import bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+from . import devices  # noqa: E402,F401  (mb.devices: GPU table, limits, roofline model)
 
 
 
