@@ -38,7 +38,7 @@ step() {   # step NAME SECONDS COMMAND...: run, log to $OUT/NAME.log, remember a
     [ $rc -eq 0 ] || status=1
 }
 
-$PY -c "import platform, mlx.core as mx; print(platform.node(), 'mlx', mx.__version__)" | tee "$OUT/env.txt"
+$PY -c "import platform, mlx.core as mx; from metalbench import bench, devices; print(platform.node(), 'mlx', mx.__version__, bench.device_name('$BACKEND'), devices.current('$BACKEND'))" | tee "$OUT/env.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/env.txt" 2>/dev/null || true
 git log --oneline -1 >> "$OUT/env.txt" 2>/dev/null || true
 
@@ -75,6 +75,57 @@ for i, row in enumerate(runs[0]["rows"]):
 ovs = [r["overhead"] for r in runs if r.get("overhead")]
 if ovs:
     print("\nper call (µs, 1K-element copy):", {k: round(statistics.median(o[k] for o in ovs), 2) for k in ovs[0]})
+# how close the roofline model comes (rows of 1M elements and up)
+def _n(size):
+    import math, re
+    return math.prod(int(d) for d in re.findall(r"\d+", size))
+big = []
+for i, row in enumerate(runs[0]["rows"]):
+    v = [r["rows"][i].get("model/mb") for r in runs if i < len(r["rows"]) and "model/mb" in r["rows"][i]]
+    if v and _n(row["size"]) >= 1 << 20:
+        big.append(statistics.median(v))
+if big:
+    g = statistics.geometric_mean(big)
+    print(f"\nroofline model / measured, rows >= 1M elements: geometric mean {g:.2f}, "
+          f"range {min(big):.2f}..{max(big):.2f} (1.0: the kernel runs at the roofline)")
+
+def load(name):
+    try:
+        return json.load(open(f"{out}/{name}"))
+    except (OSError, ValueError):
+        return None
+
+ho = None
+try:
+    txt = open(f"{out}/host_overhead.log").read()
+    ho = json.loads(txt[txt.index("{"):txt.rindex("}") + 1])
+except (OSError, ValueError):
+    pass
+if ho:
+    raw = next(iter(ho.values()))
+    print("\nhost_overhead.py (µs per call, added over the raw call)\n\n| call | µs | added |\n|---|---|---|")
+    for k, v in ho.items():
+        print(f"| {k} | {v:.2f} | {v - raw:+.2f} |")
+msl = load("msl_cuda.json")
+if msl:
+    print("\nMSL -> CUDA (MLX's documented kernels vs hand-written cuda_kernel twins)\n")
+    print("| kernel | grid | ok | mb ms | raw ms | raw/mb |\n|---|---|---|---|---|---|")
+    for r in msl:
+        f = lambda k: f"{r[k]:.4g}" if isinstance(r.get(k), float) else ""
+        print(f"| {r['kernel']} | {r['grid']} | {r['ok']} | {f('mb_ms')} | {f('raw_ms')} | {f('raw/mb')} |")
+sim = load("simulation.json")
+if sim:
+    print(f"\nsimulation.py: {sim['n']} agents, {sim['steps']} steps [{sim['backend']}]\n")
+    print("| run | transfer ms | compute ms | matches NumPy |\n|---|---|---|---|")
+    for k in ("metalbench", "cupy"):
+        if k in sim:
+            r = sim[k]
+            print(f"| {k} | {r['transfer_ms']:.3f} | {r['compute_ms']:.3f} | {r['ok']} |")
+sw = load("sweep_vs_cupy.json")
+if sw:
+    print("\nsweep ranking at 64K elements vs CUDA events (CuPy)\n\n| kernel | Spearman rho | same best |\n|---|---|---|")
+    for r in sw:
+        print(f"| {r['kernel']} | {r.get('spearman', r.get('cupy_error', 'n/a'))} | {r.get('same_best', '')} |")
 PYEOF
 echo "results in $OUT (exit $status)"
 exit $status

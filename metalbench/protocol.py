@@ -265,15 +265,12 @@ class MLXLaunch:
     """
 
     def __init__(self, spec: Specialization, backend: str, grid, threadgroup, outputs, template=()):
-        # this GPU's own limits (threads, threadgroup memory, SIMD width), once per plan
+        # this GPU's own limits (threads, threadgroup memory, SIMD width), once per plan; the
+        # threadgroup memory when the IR exists (a verbatim MSL body is not parsed for it)
         from . import devices
         dev = devices.current(backend)
         if dev is not None:
-            try:
-                kir = spec.ir
-            except Exception:  # noqa: BLE001 — a verbatim MSL body the IR cannot hold: thread limits only
-                kir = None
-            devices.check_launch(dev, threadgroup, kir)
+            devices.check_launch(dev, threadgroup, spec._ir)
         import mlx.core as mx
         exact = all(g % t == 0 for g, t in zip(grid, threadgroup))
         # CUDA specialises the printed kernel for the block size (constant thread

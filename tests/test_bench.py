@@ -187,3 +187,28 @@ def test_sim_timing_is_labelled_simulator_time():
     s = scale.sweep(X, grid=N, threadgroup=[32, 64], backend="sim", repeats=1, progress=False)
     assert all(r["per_call"] > 0 and r["q20"] <= r["q80"] for r in s.rows)
     assert "per call" in s.table()
+
+
+def test_autotune_concurrent_tuners_keep_every_entry(tmp_path, monkeypatch):
+    """Notebooks tuning at once (threads here) each keep their entry: one file per entry,
+    written to a private temporary file and renamed."""
+    import threading
+    monkeypatch.setenv("METALBENCH_CACHE_DIR", str(tmp_path))
+    sizes = [64, 128, 192, 256]
+    errors = []
+
+    def tune(n):
+        try:
+            bench.autotune_kernel(scale, X[:n], grid=n, threadgroup=[32, 64], backend="sim", repeats=1,
+                                  progress=False)
+        except Exception as e:  # noqa: BLE001 — reported below
+            errors.append(e)
+    threads = [threading.Thread(target=tune, args=(n,)) for n in sizes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    entries = [json.loads(p.read_text()) for p in (tmp_path / "autotune").glob("*.json")]
+    assert sorted(e["describe"]["args"][0][0][0] for e in entries) == sizes
+    assert not list((tmp_path / "autotune").glob("*.tmp"))
