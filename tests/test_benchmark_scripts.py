@@ -71,8 +71,11 @@ def test_h200_session_runs_on_sim(tmp_path):
                        env=_env(OUT=str(tmp_path), PY=sys.executable), capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     summary = (tmp_path / "summary.md").read_text()
-    rows = [ln for ln in summary.splitlines() if ln.startswith("| ") and not ln.startswith("| kernel")]
+    gpu_table = summary.split("\n\n")[1]         # the first table: gpu.py's rows
+    rows = [ln for ln in gpu_table.splitlines() if ln.startswith("| ") and not ln.startswith("| kernel")]
     assert len(rows) == 6 and all("| True |" in ln for ln in rows), summary
+    for part in ("host_overhead.py", "MSL -> CUDA", "simulation.py", "sweep ranking"):
+        assert part in summary, part
     for name in ("msl_cuda.json", "simulation.json", "sweep_vs_cupy.json"):
         assert (tmp_path / name).exists(), name
     msl = json.loads((tmp_path / "msl_cuda.json").read_text())
