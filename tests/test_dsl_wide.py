@@ -9,6 +9,7 @@ import pytest
 
 import metalbench as mb
 import importlib
+import inspect
 from metalbench.dsl import *  # noqa: F401,F403
 
 RNG = np.random.default_rng(2 ** 31)
@@ -75,3 +76,26 @@ def test_dimensions_mlx_cannot_hold_are_launch_errors():
     with pytest.raises(mb.KernelLaunchError, match=r"array 'x' has a dimension of 2147483651 elements") as ei:
         kernel_mod._check_gpu_extents(b.values, b.specs, b.outputs)      # what a GPU launch checks
     assert "reshape" in str(ei.value)
+
+
+@mb.kernel
+def precomputed(x, out: mb.Out(shape=lambda x: (x.shape[0],), dtype=mb.float32), WIDE64: mb.constexpr = 0):
+    r = thread_position_in_grid.x
+    if WIDE64:
+        j = int64(r) * 20 + 19
+    else:
+        j = r * 20 + 19
+    out[r] = x[j]
+
+
+def test_an_index_computed_in_32_bits_before_is_named(monkeypatch):
+    x = RNG.standard_normal((6, 20)).astype(np.float32)
+    monkeypatch.setattr(importlib.import_module("metalbench.kernel"), "WIDE", 64)
+    lines, first = inspect.getsourcelines(precomputed.fn)
+    line = first + next(k for k, t in enumerate(lines) if "j = r * 20 + 19" in t)
+    with pytest.raises(mb.KernelTypeError, match=rf"j indexes 'x', which has 2\*\*31 elements or more, but line "
+                                                 rf"{line} computes it in 32 bits \(uint32\)") as ei:
+        precomputed(x, grid=6, threadgroup=6, backend="sim")
+    assert "out[r] = x[j]" in str(ei.value) and "int64(" in str(ei.value)
+    got = np.asarray(precomputed(x, WIDE64=1, grid=6, threadgroup=6, backend="sim"))
+    np.testing.assert_array_equal(got, x[:, 19])

@@ -100,8 +100,9 @@ _ARRAYS = """\
   initialised. The argument order is `(shape, dtype)`; the shape is an int or a tuple of
   compile-time ints (literals, globals, `mb.constexpr` parameters).
 - **Arrays of 2**31 elements or more**: their `x.shape`/`x.size` are `int64` and the `+ - *`
-  of an index into them is done in 64 bits (`x[r * n + j]` does not wrap); a variable computed
-  in 32 bits by an earlier statement keeps its value (write `int64(r) * n`). MLX keeps each
+  of an index into them is done in 64 bits (`x[r * n + j]` does not wrap); an index variable
+  that an earlier statement computed in 32 bits with `*` or `<<` is an error naming that line
+  (write `j = int64(r) * n + k`). MLX keeps each
   dimension below 2**31: a larger one is a launch error on GPU backends and for outputs.
 - **Struct arguments**: a tuple, `NamedTuple` or dataclass of arrays, numbers and nested
   structs passed as one argument; `p.w[i]`, `p.scale`, `p[0]`, `p.lin.b` and `len(p)` in the

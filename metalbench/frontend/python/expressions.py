@@ -40,6 +40,29 @@ _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">
 _NOT_STATIC = object()
 
 
+def _narrow_product(fdef, name: str):
+    """The first assignment to ``name`` whose value multiplies or shifts left
+    (``j = r * 65536 + k``, ``j *= 2``), else None."""
+    for a in ast.walk(fdef):
+        if isinstance(a, ast.Assign):
+            targets, value = a.targets, a.value
+        elif isinstance(a, (ast.AugAssign, ast.AnnAssign)):
+            targets, value = [a.target], a.value
+            if isinstance(a, ast.AugAssign) and isinstance(a.op, (ast.Mult, ast.LShift)) \
+                    and isinstance(a.target, ast.Name) and a.target.id == name:
+                return a
+        else:
+            continue
+        if value is None or not any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            continue
+        inner = list(ast.walk(value))
+        wide = any(isinstance(b, ast.Call) and isinstance(b.func, ast.Name) and b.func.id in ("int64", "uint64")
+                   for b in inner)           # computed in 64 bits already
+        if not wide and any(isinstance(b, ast.BinOp) and isinstance(b.op, (ast.Mult, ast.LShift)) for b in inner):
+            return a
+    return None
+
+
 class ExpressionsMixin:
     """Expressions: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
 
@@ -307,7 +330,7 @@ class ExpressionsMixin:
                                                 f"{len(idx)} indices were given", node)
             return self.strided_index(info, idx, node)
         if info.wide:       # 2**31 elements or more: the index arithmetic in 64 bits
-            idx = [self.widen_index(e) for e in idx]
+            idx = [self.widen_index(e, info.name, node) for e in idx]
         if len(idx) == 1:
             return idx[0]
         if len(idx) != info.ndim:
@@ -316,15 +339,25 @@ class ExpressionsMixin:
         dims = [None] + [self.shape_of(info, d, node) for d in range(1, len(idx))]
         return self.sem.linear_index(idx, dims, self.span(node))
 
-    def widen_index(self, e: ir.Expr) -> ir.Expr:
-        """Index ``e`` of a buffer of 2**31 elements or more with its ``+ - *`` redone in
-        64 bits (operands converted to int64 first), so ``x[i * n + j]`` cannot wrap at
-        2**32; a variable computed in 32 bits by an earlier statement keeps its value."""
+    def widen_index(self, e: ir.Expr, buf: str, node) -> ir.Expr:
+        """Index ``e`` of buffer ``buf`` of 2**31 elements or more with its ``+ - *`` redone
+        in 64 bits (operands converted to int64 first), so ``x[i * n + j]`` cannot wrap at
+        2**32. A 32-bit variable that an earlier statement computed with ``*`` or ``<<``
+        may have wrapped already: an error naming both lines."""
         t = e.type
         if not (isinstance(t, T.ScalarType) and t.is_int and t.itemsize < 8):
             return e
         if isinstance(e, ir.BinOp) and e.op in ("+", "-", "*"):
-            return self.sem.binop(e.op, self.widen_index(e.a), self.widen_index(e.b), e.span)
+            return self.sem.binop(e.op, self.widen_index(e.a, buf, node), self.widen_index(e.b, buf, node), e.span)
+        if isinstance(e, ir.Var):
+            where = _narrow_product(self.p.fdef, e.name)
+            if where is not None:
+                line = self.span(where).line
+                raise self.err(KernelTypeError, f"{e.name} indexes {buf!r}, which has 2**31 elements or more, but "
+                                                f"line {line} computes it in 32 bits ({t.name}) with a product that "
+                                                "can wrap", node,
+                               hint=f"compute it in 64 bits there: make a factor int64(...) (or annotate "
+                                    f"{e.name}: int64)")
         return self.sem.convert(e, T.int64, e.span)
 
     def subscript(self, node: ast.Subscript) -> ir.Expr:
