@@ -243,3 +243,4 @@ def test_cuda_prints_full_warp_reductions_only_when_proved():
     assert "mb_simd_reduce_full(" not in partial
     # the block size is written in: a 1-D threadgroup's index is threadIdx.x
     assert "const uint32_t thread_index_in_simdgroup = threadIdx.x & 31u;" in full
+
