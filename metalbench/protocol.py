@@ -262,6 +262,10 @@ class MLXLaunch:
     plus the input list: ``mx.array`` inputs of the right dtype reach MLX untouched
     (so ``mx.compile``/``vmap``/``export_function`` trace through it), NumPy inputs are
     converted once, scalars become (cached) 0-d arrays.
+
+    float64 on cuda crosses MLX as its bits (``runtime.carrier``): float64 inputs are
+    viewed as uint64 and the uint64 outputs viewed back as float64, both on the CPU
+    stream without a copy; :meth:`call_raw` returns the outputs as MLX holds them.
     """
 
     def __init__(self, spec: Specialization, backend: str, grid, threadgroup, outputs, template=()):
@@ -281,12 +285,16 @@ class MLXLaunch:
         if self.extra:
             mx.eval(*self.extra)
         self.kernel_name = spec.name
+        self.backend = backend
         self.spec_inputs = spec.launch_inputs(backend)
         self.names = [n for n, _, _ in self.spec_inputs]
-        self.converters = [_converter(kind, t) for _, kind, t in self.spec_inputs]
+        self.converters = [_converter(kind, t, backend) for _, kind, t in self.spec_inputs]
         self.kwargs = dict(grid=tuple(grid), threadgroup=tuple(threadgroup),
                            output_shapes=[tuple(s) for _, s, _ in outputs],
-                           output_dtypes=[T.to_mlx(t) for _, _, t in outputs])
+                           output_dtypes=[T.to_mlx(runtime.carrier(t, backend)) for _, _, t in outputs])
+        # outputs MLX holds as bits (float64 on cuda), viewed back by call()
+        self.bits_outputs = [i for i, (_, _, t) in enumerate(outputs) if runtime.carrier(t, backend) is not t]
+        self.output_types = [t for _, _, t in outputs]
         if template:
             self.kwargs["template"] = [(n, T.to_mlx(v) if isinstance(v, T.ScalarType) else v) for n, v in template]
 
@@ -298,13 +306,26 @@ class MLXLaunch:
         return self.call(self.inputs(values), init_value, stream)
 
     def call(self, inputs: list, init_value=None, stream=None) -> list:
+        """Launch with the MLX input list; returns the outputs (float64 ones as float64)."""
+        outs = self.call_raw(inputs, init_value, stream)
+        for i in self.bits_outputs:
+            outs[i] = runtime.bits_float64(outs[i])
+        return outs
+
+    def call_raw(self, inputs: list, init_value=None, stream=None) -> list:
+        """Launch; returns the outputs as MLX holds them (float64 on cuda: uint64 bits)."""
+        if self.bits_outputs:
+            init_value = runtime.float64_init_value(init_value, self.output_types)
         if stream is None:
             return self.kernel(inputs=inputs, init_value=init_value, **self.kwargs)
         return self.kernel(inputs=inputs, init_value=init_value, stream=stream, **self.kwargs)
 
 
-def _converter(kind: str, t: T.ScalarType):
-    """value -> what MLX receives for an input of ``kind`` and type ``t``."""
+def _converter(kind: str, t: T.ScalarType, backend: str = ""):
+    """value -> what MLX receives for an input of ``kind`` and type ``t`` on ``backend``
+    (float64 on cuda: its bits, ``runtime.carrier``)."""
+    if runtime.carrier(t, backend) is not t:
+        return runtime.float64_scalar_bits if kind == "scalar" else runtime.float64_bits
     mt = T.to_mlx(t)
     mx_array = mlx_array_type()
 
@@ -330,6 +351,8 @@ def scalar_array(v, t: T.ScalarType):
     import mlx.core as mx
     try:
         key = (t.name, v.item() if isinstance(v, (np.generic, np.ndarray)) else v)
+        if not key[1] and isinstance(key[1], float):
+            key = None                               # -0.0 == 0.0: the sign is not in the key
         a = _SCALARS.get(key)
     except (TypeError, ValueError):
         key, a = None, None
@@ -659,39 +682,44 @@ def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bo
     env.update(("k_" + k, v) for k, v in plan.kwargs.items())
     items = []
     for j, ((name, kind, t), c, v, i) in enumerate(zip(plan.spec_inputs, plan.converters, first_values, sources)):
-        if type(v) is mx_array and v.dtype == T.to_mlx(t):
+        if type(v) is mx_array and v.dtype == T.to_mlx(t) and c is not runtime.float64_bits:
             items.append(f"vec[{i}]")
         else:
-            env[f"c{j}"] = _cached_scalar(t) if kind == "scalar" and not runtime.is_array(v) else c
+            env[f"c{j}"] = _cached_scalar(t, plan.backend) if kind == "scalar" and not runtime.is_array(v) else c
             items.append(f"c{j}(vec[{i}])")
     for j, e in enumerate(plan.extra):
         env[f"e{j}"] = e
         items.append(f"e{j}")
     kws = ", ".join(f"{k}=k_{k}" for k in plan.kwargs)
+    env["v64"] = runtime.bits_float64
+    env["init64"] = functools.partial(runtime.float64_init_value, types=plan.output_types)
     ret = "outs" if single is None else "outs[0]" if single else "tuple(outs)"   # None: MLX's list
+    views = "".join(f"    outs[{k}] = v64(outs[{k}])\n" for k in plan.bits_outputs)   # float64 results
     env["fixed"] = fixed
     src = ("def call(vec, kwargs, init_value, checked, stream):\n"
-           + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "") +
+           + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "")
+           + ("    init_value = init64(init_value)\n" if plan.bits_outputs else "") +
            "    owner.last_launch = last\n"
            f"    if stream is None:\n"
            f"        outs = kernel(inputs=[{', '.join(items)}], {kws}, init_value=init_value)\n"
            f"    else:\n"
            f"        outs = kernel(inputs=[{', '.join(items)}], {kws}, init_value=init_value, stream=stream)\n"
-           f"    return {ret}\n")
+           + views + f"    return {ret}\n")
     if owner is None:
         src = src.replace("    owner.last_launch = last\n", "")
     exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
     return env["call"]
 
 
-def _cached_scalar(t: T.ScalarType):
-    """value -> a 0-d MLX array of ``t``, remembered per value (bounded)."""
+def _cached_scalar(t: T.ScalarType, backend: str = ""):
+    """value -> a 0-d MLX array of ``t`` (as ``backend`` carries it), remembered per
+    value (bounded)."""
     cache: dict = {}
-    convert = _converter("scalar", t)
+    convert = _converter("scalar", t, backend)
 
     def scalar(v):
         a = cache.get(v)
-        if a is None:
+        if a is None or (type(v) is float and not v):     # -0.0 == 0.0: the sign is not in the key
             a = convert(v)
             if len(cache) > 64:
                 cache.clear()

@@ -74,6 +74,116 @@ def to_mlx(a: np.ndarray):
     return mx.array(a)
 
 
+# ----------------------------------------------------------------------------- float64 across MLX
+# MLX refuses float64 in every primitive on a GPU stream (mlx/array.cpp: "float64 is not
+# supported on the GPU"), so a float64 value crosses MLX's CUDA backend as its bit
+# pattern, a uint64 (the printed CUDA reinterprets the pointer as double*). Views
+# between the two run on the CPU stream, where float64 is allowed; MLX's View shares
+# the buffer when the item sizes agree (View::eval_cpu -> copy_shared_buffer): no copy.
+
+def carrier(t: T.ScalarType, backend: str) -> T.ScalarType:
+    """The type MLX holds a kernel value of type ``t`` as on ``backend``: uint64 for
+    float64 on cuda (its bits), ``t`` itself otherwise.
+
+    >>> carrier(T.float64, "cuda").name, carrier(T.float64, "sim").name, carrier(T.float32, "cuda").name
+    ('uint64', 'float64', 'float32')
+    """
+    return T.uint64 if t is T.float64 and backend == "cuda" else t
+
+
+def float64_bits(v):
+    """The uint64 ``mx.array`` holding float64 data ``v``'s bits: an ``mx.array`` is
+    viewed on the CPU stream (lazy, shares its buffer: no copy; another dtype is
+    converted there first); NumPy and array-likes are copied into MLX once, as any
+    NumPy input is.
+
+    >>> import mlx.core as mx
+    >>> float64_bits(np.array([1.0, -2.0])).tolist() == np.array([1.0, -2.0]).view(np.uint64).tolist()
+    True
+    >>> float64_bits(mx.array([0.5], dtype=mx.float64)).dtype
+    mlx.core.uint64
+    """
+    import mlx.core as mx
+    if type(v) is Float64Bits:
+        return v.bits
+    if type(v) is mx.array:
+        if v.dtype != mx.float64:
+            v = v.astype(mx.float64, stream=mx.cpu)
+        return mx.view(v, mx.uint64, stream=mx.cpu)
+    a = np.ascontiguousarray(to_numpy(v), dtype=np.float64)
+    return mx.array(a.view(np.uint64))
+
+
+class Float64Bits:
+    """float64 data already held as its bits (``bits``: a uint64 ``mx.array``), as a
+    float64 device array lives on cuda: :func:`float64_bits` passes it on untouched.
+
+    >>> import mlx.core as mx
+    >>> b = mx.array(np.array([1.5]).view(np.uint64))
+    >>> float64_bits(Float64Bits(b)) is b
+    True
+    """
+    __slots__ = ("bits",)
+
+    def __init__(self, bits):
+        self.bits = bits
+
+
+def float64_init_value(init_value, types: list):
+    """The ``init_value`` MLX must be given so that outputs of ``types`` (as the kernel
+    sees them) start at ``init_value``, where float64 outputs are held as uint64 bits on
+    cuda: MLX fills every output with ``init_value`` converted to its dtype, and takes a
+    float32. Zero is zero in every type; another value works only when every output is
+    float64 and its float64 bit pattern is a float32 integer (1.0, -2.0, 0.5, inf, NaN).
+
+    >>> float64_init_value(1.0, [T.float64]) == float(np.float64(1.0).view(np.uint64))
+    True
+    >>> float64_init_value(0, [T.float64, T.float32])
+    0
+    """
+    if init_value is None or init_value == 0 and not np.signbit(init_value):
+        return init_value
+    from .errors import KernelLaunchError
+    if any(t is not T.float64 for t in types):
+        raise KernelLaunchError(
+            f"init_value={init_value!r} with float64 and other outputs on cuda: MLX holds float64 outputs as "
+            "their bits (uint64) there and fills every output with one value",
+            hint="use init_value=0, or write the start value in the kernel")
+    bits = int(np.float64(np.float32(init_value)).view(np.uint64))
+    if float(np.float32(bits)) != bits:
+        raise KernelLaunchError(
+            f"init_value={init_value!r} for a float64 output on cuda: MLX holds it as its bits (uint64) and "
+            f"takes init_value as a float32, which cannot hold the bit pattern {bits:#x}",
+            hint="use init_value=0, or write the start value in the kernel")
+    return float(bits)
+
+
+def float64_scalar_bits(v):
+    """A 0-d uint64 ``mx.array`` holding the bits of the number ``v`` as a float64.
+
+    >>> float64_scalar_bits(1.0).item() == 0x3FF0000000000000
+    True
+    """
+    import mlx.core as mx
+    if type(v) is mx.array:
+        return float64_bits(mx.reshape(v, (), stream=mx.cpu))      # MLX reshapes float64 on the CPU only
+    return mx.array(np.array(v, dtype=np.float64).reshape(()).view(np.uint64))
+
+
+def bits_float64(a):
+    """The float64 ``mx.array`` whose bits the uint64 ``mx.array`` ``a`` holds: a view
+    on the CPU stream (lazy, no copy). It lives on the CPU device as far as MLX is
+    concerned (MLX computes with float64 only there); ``np.asarray`` reads it without
+    a copy, and passing it to a cuda kernel views it back to bits, again without a copy.
+
+    >>> import mlx.core as mx
+    >>> bits_float64(mx.array(np.array([2.5]).view(np.uint64))).tolist()
+    [2.5]
+    """
+    import mlx.core as mx
+    return mx.view(a, mx.float64, stream=mx.cpu)
+
+
 def is_array(x) -> bool:
     """True for ``mx.array``, NumPy arrays and other array-likes with a dtype and shape."""
     return hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x) and getattr(x, "ndim", 1) >= 0 \

@@ -142,3 +142,168 @@ def test_simd_sums_of_doubles_stay_double():
     s, p = (np.asarray(o) for o in k(x, grid=64, threadgroup=64, backend="sim"))
     assert s.tolist() == [x[:32].sum()] * 32 + [x[32:].sum()] * 32
     assert p.tolist() == np.concatenate([np.cumsum(x[:32]), np.cumsum(x[32:])]).tolist()
+
+
+# ----------------------------------------------------------------------------- float64 on cuda
+# MLX refuses float64 on the GPU: it crosses MLX's CUDA backend as its bits (uint64).
+# The conversions run here on MLX's CPU backend; tests marked gpu run the kernels.
+
+def test_float64_crosses_mlx_as_bits_and_back():
+    from metalbench import runtime
+    x = np.array([0.1, -0.0, np.inf, np.nan, 5e-324, -1e300])
+    b = runtime.float64_bits(x)
+    assert b.dtype == mx.uint64 and np.array_equal(np.asarray(b), x.view(np.uint64))
+    b2 = runtime.float64_bits(mx.array(x, dtype=mx.float64))             # an mx.array: a view
+    assert np.array_equal(np.asarray(b2), x.view(np.uint64))
+    f = x[:5].astype(np.float32)
+    assert runtime.float64_bits(f).tolist() == f.astype(np.float64).view(np.uint64).tolist()   # converted first
+    back = runtime.bits_float64(b)
+    assert back.dtype == mx.float64 and np.asarray(back).tobytes() == x.tobytes()
+    assert runtime.float64_scalar_bits(-0.0).item() == 1 << 63
+    bits = runtime.Float64Bits(b)
+    assert runtime.float64_bits(bits) is b                                # held as bits: untouched
+
+
+def test_cuda_launch_plan_carries_float64_as_bits(monkeypatch):
+    """What MLX receives for a float64 kernel on cuda, without a GPU: the converters and
+    output dtypes of the launch plan, the printed signature."""
+    from metalbench import protocol
+    monkeypatch.setattr(protocol.Specialization, "mlx_kernel", lambda self, *a, **k: None)
+    sp = axpy64.specialize(np.float64(0.5), X, Y)
+    plan = protocol.MLXLaunch(sp, "cuda", (100, 1, 1), (32, 1, 1), [("out", X.shape, T.float64)])
+    assert plan.kwargs["output_dtypes"] == [mx.uint64] and plan.bits_outputs == [0]
+    ins = plan.inputs({"a": np.float64(1 / 3), "x": X, "y": mx.array(Y, dtype=mx.float64)})
+    assert [a.dtype for a in ins[:3]] == [mx.uint64] * 3
+    assert ins[0].item() == np.float64(1 / 3).view(np.uint64)
+    assert np.asarray(ins[1]).tobytes() == X.tobytes() and np.asarray(ins[2]).tobytes() == Y.tobytes()
+    assert "double* out = reinterpret_cast<double*>(mb_bits_out);" in sp.rendered("cuda").body
+
+
+def test_float64_init_value_on_cuda_is_its_bits():
+    from metalbench import runtime
+    for v in (1.0, -2.0, 0.5, float("inf"), float("-inf"), -0.0):
+        bits = runtime.float64_init_value(v, [T.float64])
+        assert np.uint64(np.float32(bits)) == np.float64(v).view(np.uint64)   # as MLX fills it
+    assert runtime.float64_init_value(0, [T.float64, T.int32]) == 0
+    assert runtime.float64_init_value(None, [T.float64]) is None
+    with pytest.raises(mb.KernelLaunchError, match="one value"):
+        runtime.float64_init_value(1.0, [T.float64, T.float32])
+    with pytest.raises(mb.KernelLaunchError, match="bit pattern"):
+        runtime.float64_init_value(0.1, [T.float64])
+
+
+def test_device_arrays_hold_float64_bits_on_cuda(monkeypatch):
+    """metalbench.cuda device arrays on cuda: float64 lives in MLX as uint64 bits; the
+    transfers, views, element assignment and merges keep the values exact."""
+    from metalbench.numba_compat import devicearray as da
+    from metalbench.numba_compat import inplace
+    monkeypatch.setattr(da, "gpu_backend", lambda: "cuda")
+    x = RNG.standard_normal(12)
+    d = da.to_device(x)
+    assert d.on_device and d.dtype == np.float64 and d._read().dtype == mx.uint64
+    assert d.copy_to_host().tobytes() == x.tobytes() and np.asarray(d[3:5]).tolist() == x[3:5].tolist()
+    d[2] = 7.25
+    d[4:6] = da.to_device(np.array([1, 2], np.int32))                  # values convert as in NumPy
+    x[2], x[4:6] = 7.25, [1.0, 2.0]
+    assert d.copy_to_host().tolist() == x.tolist() and d[2] == 7.25
+    assert d.view(np.int64).copy_to_host().tolist() == x.view(np.int64).tolist()
+    z = da.device_array(3)                                                # Numba's default dtype
+    assert z._read().dtype == mx.uint64 and z.copy_to_host().tolist() == [0.0] * 3
+    m = da.to_device(mx.array(x, dtype=mx.float64))
+    assert m._read().dtype == mx.uint64 and m.copy_to_host().tolist() == x.tolist()
+    # merges on the bits: a mask selects them, an atomic accumulator adds in float64
+    orig, new = da.to_device(x[:4])._read(), da.to_device(np.array([0.5, 0.25, 3.0, 4.0]))._read()
+    mask = inplace.Plan("x", "mask", ["o", "m"])
+    r = inplace.merge_device(mask, orig, {"o": new, "m": mx.array([1, 0, 1, 0], dtype=mx.uint8)},
+                             float64_bits=True)
+    assert np.asarray(r).view(np.float64).tolist() == [0.5, x[1], 3.0, x[3]]
+    acc = inplace.Plan("x", "acc", ["a"], "+")
+    r = inplace.merge_device(acc, orig, {"a": new}, float64_bits=True)
+    assert r.dtype == mx.uint64 and np.asarray(r).view(np.float64).tolist() == (x[:4] + [0.5, 0.25, 3.0, 4.0]).tolist()
+
+
+def test_64_bit_atomics_on_the_simulator_and_not_on_metal():
+    @mb.kernel
+    def atom(x, acc: mb.Out(shape=(4,), dtype=mb.float64), cnt: mb.Out(shape=(3,), dtype=mb.int64)):
+        i = thread_position_in_grid.x
+        atomic_add(acc, 0, x[i])
+        atomic_max(acc, 1, x[i])
+        atomic_min(acc, 2, x[i])
+        atomic_compare_exchange(acc, 3, 0.0, x[i])
+        atomic_add(cnt, 0, 1)
+        cnt[1 + i % 2] = atomic_compare_exchange(cnt, 2, 0, 2**40 + i)
+
+    from metalbench.dsl import atomic_add, atomic_compare_exchange, atomic_max, atomic_min  # noqa: F401
+    x = RNG.standard_normal(64)
+    acc, cnt = (np.asarray(o) for o in atom(x, grid=64, threadgroup=32, backend="sim", init_value=0))
+    np.testing.assert_allclose(acc[0], x.sum(), rtol=1e-13)
+    assert acc[1] == x.max() and acc[2] == x.min() and acc[3] in x
+    assert cnt[0] == 64 and 2**40 <= cnt[2] < 2**40 + 64
+
+    @mb.kernel
+    def count(x, cnt: mb.Out(shape=(1,), dtype=mb.int64)):
+        atomic_compare_exchange(cnt, 0, 0, 5)
+
+    with pytest.raises(mb.KernelTypeError, match="Metal has no 64-bit atomics") as e:
+        count.source(x.astype(np.float32), backend="metal")
+    assert "atomic_compare_exchange(cnt, 0, 0, 5)" in str(e.value)
+
+
+@pytest.mark.gpu
+def test_float64_everywhere_on_cuda():
+    """DSL, metal_kernel and metalbench.cuda kernels with float64 arrays and scalars,
+    inputs and outputs, mx.arrays, device arrays and 64-bit atomics, bit for bit against
+    the simulator (products are never fused into FMAs)."""
+    from metalbench import cuda
+    from metalbench.dsl import atomic_add, atomic_compare_exchange  # noqa: F401
+    a = np.float64(1 / 3)
+    for xs in (X, mx.array(X, dtype=mx.float64)):
+        out = np.asarray(axpy64(a, xs, Y, grid=100, threadgroup=32, backend="cuda"))
+        assert out.tobytes() == (a * X + Y).tobytes()
+    f = RNG.standard_normal(100).astype(np.float32)
+    for g, s in zip(mixed(X, f, grid=100, threadgroup=32, backend="cuda"),
+                    mixed(X, f, grid=100, threadgroup=32, backend="sim")):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(s), rtol=1e-15)
+    k = mb.metal_kernel(name="d", input_names=["a", "s"], output_names=["o"],
+                        source="uint i = thread_position_in_grid.x;\no[i] = a[i] * s + 1.0;")
+    (o,) = k(inputs=[X, np.float64(0.1)], grid=(100, 1, 1), threadgroup=(32, 1, 1), output_shapes=[X.shape],
+             output_dtypes=[mx.float64], backend="cuda", init_value=1.0)
+    assert np.asarray(o).tobytes() == (X * 0.1 + 1.0).tobytes()
+
+    @cuda.jit
+    def step(v, p, dt, acc):
+        i = cuda.grid(1)
+        if i < v.size:
+            v[i] -= dt * p[i]
+            p[i] += dt * v[i]
+            cuda.atomic.add(acc, 0, p[i])
+
+    cuda.set_backend("cuda")
+    try:
+        v0, p0 = RNG.standard_normal(1000), RNG.standard_normal(1000)
+        dv, dp, dacc = cuda.to_device(v0), cuda.to_device(p0), cuda.to_device(np.zeros(1))
+        for _ in range(3):
+            step[8, 128](dv, dp, 0.01, dacc)
+        v, p, acc = v0.copy(), p0.copy(), 0.0
+        for _ in range(3):
+            v -= 0.01 * p
+            p += 0.01 * v
+            acc += p.sum()
+        assert dv.copy_to_host().tobytes() == v.tobytes() and dp.copy_to_host().tobytes() == p.tobytes()
+        np.testing.assert_allclose(dacc.copy_to_host()[0], acc, rtol=1e-12)
+        hv, hp = v0.copy(), p0.copy()                       # NumPy arguments, written back
+        step[8, 128](hv, hp, 0.01, np.zeros(1))
+        assert hv.tobytes() == (v0 - 0.01 * p0).tobytes()
+
+        @cuda.jit
+        def cas(a, out):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = cuda.atomic.cas(a, 0, 0, i + 1)
+
+        for dt in (np.int64, np.uint64):
+            cnt, out = np.zeros(1, dt), np.zeros(64, dt)
+            with pytest.raises(mb.KernelLaunchError, match="atomic cas"):   # in place: not on a GPU backend
+                cas[2, 32](cnt, out)
+    finally:
+        cuda.set_backend("sim")

@@ -136,9 +136,17 @@ def test_atomic_rules():
         dsl.check_atomic("xor", T.float32, "device", "out", SP)
     with pytest.raises(KernelTypeError, match="local arrays"):
         dsl.check_atomic("add", T.int32, "thread", "tmp", SP)
-    for bad in (T.float16, T.bfloat16, T.int8, T.uint16, T.bool_, T.int64):
+    for bad in (T.float16, T.bfloat16, T.int8, T.uint16, T.bool_):
         with pytest.raises(KernelTypeError, match="int32, uint32 or float32"):
             Semantics(MSL).check_atomic("add", bad, "device", "out", SP)
+    # 64-bit atomics run on sim and cuda (as float64 does); the Metal printer refuses them
+    for t in (T.int64, T.uint64, T.float64):
+        Semantics(MSL).check_atomic("cas", t, "device", "out", SP)
+    with pytest.raises(KernelTypeError, match="integer elements"):
+        Semantics(MSL).check_atomic("xor", T.float64, "device", "out", SP)
+    from metalbench.builtins import check_atomic
+    with pytest.raises(KernelTypeError, match="Metal has no 64-bit atomics"):
+        check_atomic("cas", T.int64, SP)
 
 
 def test_builtin_typing_errors_carry_the_span():

@@ -27,21 +27,43 @@ ATOMIC_ELEMS = {
 }
 
 
-def atomic_error(op: str, elem, what: str | None = None) -> str | None:
+# 64-bit atomics: the simulator and CUDA have them (atomicCAS/atomicAdd & co. on 64-bit
+# words, atomicAdd on double), Metal has not; the semantic layer accepts them
+# (``wide=True``) and the Metal printer refuses them, as it refuses double.
+ATOMIC_ELEMS_64 = {
+    T.int64: ATOMIC_ELEMS[T.int32],
+    T.uint64: ATOMIC_ELEMS[T.uint32],
+    T.float64: ATOMIC_ELEMS[T.float32],
+}
+
+
+def atomic_error(op: str, elem, what: str | None = None, wide: bool = False) -> str | None:
     """None if atomic ``op`` works on elements of ``elem``, else the reason (the one
-    rule every front end and the Numba layer use). ``what`` names the call in the message."""
+    rule every front end and the Numba layer use). ``what`` names the call in the message;
+    ``wide`` accepts 64-bit elements too (sim and cuda; Metal's printer refuses them).
+
+    >>> atomic_error("cas", T.int64, wide=True) is None, atomic_error("cas", T.int64)[:46]
+    (True, 'atomic_compare_exchange on int64: Metal has no')
+    """
     what = what or f"atomic_{'compare_exchange' if op == 'cas' else op}"
-    ops = ATOMIC_ELEMS.get(elem)
+    ops = ATOMIC_ELEMS.get(elem) or (ATOMIC_ELEMS_64.get(elem) if wide else None)
     if ops is None:
-        return f"{what} needs int32, uint32 or float32 elements, not {getattr(elem, 'name', elem)}"
+        if elem in ATOMIC_ELEMS_64 and op in ATOMIC_ELEMS_64[elem]:
+            return (f"{what} on {elem.name}: Metal has no 64-bit atomics (they work on backend='sim' and "
+                    "'cuda'); use an int32, uint32 or float32 buffer on Metal")
+        also = " (or int64, uint64, float64 on sim and cuda)" if wide else ""
+        return f"{what} needs int32, uint32 or float32 elements{also}, not {getattr(elem, 'name', elem)}"
     if op not in ops:
-        return f"{what} needs integer elements (int32 or uint32), not {elem.name}"
+        ints = "int32, uint32, int64 or uint64" if wide else "int32 or uint32"
+        return f"{what} needs integer elements ({ints}), not {elem.name}"
     return None
 
 
-def check_atomic(op: str, elem, span=None, what: str | None = None, buffer: str | None = None) -> None:
-    """Raises ``KernelTypeError`` at ``span`` when atomic ``op`` does not work on ``elem``."""
-    msg = atomic_error(op, elem, what)
+def check_atomic(op: str, elem, span=None, what: str | None = None, buffer: str | None = None,
+                 wide: bool = False) -> None:
+    """Raises ``KernelTypeError`` at ``span`` when atomic ``op`` does not work on ``elem``
+    (``wide``: 64-bit elements allowed, as on sim and cuda)."""
+    msg = atomic_error(op, elem, what, wide)
     if msg is not None:
         if buffer:
             msg += f" ({buffer!r} holds {getattr(elem, 'name', elem)})"

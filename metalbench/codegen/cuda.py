@@ -251,6 +251,27 @@ __device__ inline float mb_atomic_cas_float(float* p, float expected, float desi
                                     __float_as_int(desired)));
 }"""
 
+_DOUBLE_ATOMIC = """\
+// double atomic_{op} through atomicCAS on the bits; returns the old value (NaN never replaces).
+__device__ inline double mb_atomic_{op}_double(double* p, double v) {{
+    unsigned long long* ip = reinterpret_cast<unsigned long long*>(p);
+    unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(ip);
+    while (v {cmp} __longlong_as_double(static_cast<long long>(old))) {{
+        unsigned long long prev = atomicCAS(ip, old, static_cast<unsigned long long>(__double_as_longlong(v)));
+        if (prev == old) break;
+        old = prev;
+    }}
+    return __longlong_as_double(static_cast<long long>(old));
+}}"""
+
+_DOUBLE_CAS = """\
+// double compare-and-swap on the bits; returns the old value.
+__device__ inline double mb_atomic_cas_double(double* p, double expected, double desired) {
+    return __longlong_as_double(static_cast<long long>(atomicCAS(
+        reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(__double_as_longlong(expected)),
+        static_cast<unsigned long long>(__double_as_longlong(desired)))));
+}"""
+
 _ATOMIC_LOAD = """\
 template <class T> __device__ inline T mb_atomic_load(T* p) { return *reinterpret_cast<volatile T*>(p); }"""
 
@@ -399,6 +420,8 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
     # PTX clamps shift counts (x << 33 is 0) where the table masks them (x << 1), and
     # integer division by zero gives -1 where the table gives 0
     def e_BinOp(self, e):
+        if e.op == "*" and e.type is T.float64:
+            return self.float64_product(e.a, e.b), POSTFIX
         t = e.a.type
         if isinstance(t, T.ScalarType) and t.is_int and isinstance(e.type, T.ScalarType):
             b = e.b
@@ -409,6 +432,37 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
                 fn = self.need("mb_idiv" if e.op == "/" else "mb_imod", _IDIV if e.op == "/" else _IMOD)
                 return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
         return super().e_BinOp(e)
+
+    # -- float64: exact, and carried through MLX as its bits (runtime.carrier)
+    def float64_product(self, a, b) -> str:
+        """``a * b`` in double, never fused into an FMA with a following add (NVRTC
+        contracts by default and MLX passes no ``--fmad=false``): the simulator, like
+        NumPy, rounds the product and the sum separately."""
+        return f"__dmul_rn({self.expr(a, ASSIGN)}, {self.expr(b, ASSIGN)})"
+
+    def assign_text(self, s: ir.Assign) -> str:
+        v = s.value
+        if isinstance(v, ir.BinOp) and v.op == "*" and v.type is T.float64:
+            return f"{self.name(s.var.name)} = {self.float64_product(v.a, v.b)}"   # not *=
+        return super().assign_text(s)
+
+    def float64_aliases(self, lines: list[str]) -> list[str]:
+        """``lines`` (the kernel body) with the float64 parameters read as double: MLX
+        refuses float64 arrays on the GPU, so they arrive as uint64 (their bits;
+        MLX declares ``const uint64_t* x``). A nested block declares ``double* x`` over
+        the bits under the parameter's own name, so the body prints unchanged and
+        ``x_shape``/``x_strides`` stay MLX's."""
+        params = [p for p in self.k.params if p.type is T.float64]
+        if not params:
+            return lines
+        out = ["// MLX carries float64 as its bits (uint64_t): read them as double"]
+        inner = []
+        for p in params:
+            n, c = self.name(p.name), "" if p.is_output else "const "
+            out.append(f"{c}uint64_t* mb_bits_{n} = {n};")
+            inner.append(f"{c}double* {n} = reinterpret_cast<{c}double*>(mb_bits_{n});")
+        ind = self.d.indent
+        return out + ["{"] + [ind + x for x in inner] + [ind + x if x else x for x in lines] + ["}"]
 
     def cast(self, t, value) -> str:
         src = value.type
@@ -443,13 +497,15 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
     # -- atomics
     def atomic(self, e: ir.Atomic) -> str:
         t = e.type
-        check_atomic(e.op, t, e.span)
+        check_atomic(e.op, t, e.span, wide=True)
         p = f"&{self.name(e.buf)}[{self.expr(e.index)}]"
         a = [self.expr(x, ASSIGN) for x in e.args]
         f = t.is_float
         if e.op == "load":
             self.need("mb_atomic_load", _ATOMIC_LOAD)
             return f"mb_atomic_load({p})"
+        if t.bits == 64:
+            return self.atomic64(e.op, t, p, a)
         if e.op in ("store", "exchange"):
             return f"atomicExch({p}, {a[0]})"
         if e.op == "add":
@@ -470,6 +526,34 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
                 return f"mb_atomic_cas_float({p}, {a[0]}, {a[1]})"
             return f"atomicCAS({p}, {a[0]}, {a[1]})"
         raise KernelTypeError(f"unknown atomic operation {e.op}", e.span)
+
+    def atomic64(self, op: str, t, p: str, a: list) -> str:
+        """A 64-bit atomic: CUDA's overloads take ``unsigned long long`` (``long long``
+        for signed min/max, ``double`` for add), while ``int64_t`` is ``long`` on Linux,
+        so the pointer and the values are cast to them and the old value back."""
+        u, tn = "unsigned long long", self.tname(t)
+        up = f"reinterpret_cast<{u}*>({p})"
+        if t is T.float64:
+            if op in ("add", "sub"):
+                return f"atomicAdd({p}, {a[0] if op == 'add' else f'-({a[0]})'})"
+            if op in ("store", "exchange"):
+                return (f"__longlong_as_double(static_cast<long long>(atomicExch({up}, "
+                        f"static_cast<{u}>(__double_as_longlong({a[0]})))))")
+            if op == "cas":
+                self.need("mb_atomic_cas_double", _DOUBLE_CAS)
+                return f"mb_atomic_cas_double({p}, {a[0]}, {a[1]})"
+            fn = f"mb_atomic_{op}_double"
+            self.need(fn, _DOUBLE_ATOMIC.format(op=op, cmp="<" if op == "min" else ">"))
+            return f"{fn}({p}, {a[0]})"
+        if op in ("min", "max") and t.is_signed:
+            return f"static_cast<{tn}>(atomic{op.capitalize()}(reinterpret_cast<long long*>({p}), " \
+                   f"static_cast<long long>({a[0]})))"
+        fn = {"add": "atomicAdd", "sub": "atomicAdd", "store": "atomicExch", "exchange": "atomicExch",
+              "cas": "atomicCAS"}.get(op) or f"atomic{op.capitalize()}"
+        vals = [f"static_cast<{u}>({x})" for x in a]
+        if op == "sub":
+            vals = [f"0ull - {vals[0]}"]        # wraps as the two's complement subtraction does
+        return f"static_cast<{tn}>({fn}({up}, {', '.join(vals)}))"
 
     def param_decl(self, p: ir.FuncParam, fn: ir.Function) -> str:
         if p.space is None:
@@ -558,8 +642,27 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None) -> R
     kernel = signed_loops(kernel, facts)
     p = CUDAPrinter(kernel, exact_grid, facts)
     lines = p.body_lines()    # printing decides the helpers and extra inputs
-    return render_with(p, kernel, p.prelude() + lines,
-                       extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])
+    r = render_with(p, kernel, p.float64_aliases(p.prelude() + lines),
+                    extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])
+    return mlx_facing_types(r)
+
+
+def mlx_facing_types(r: Rendered) -> Rendered:
+    """``r`` with its input and output types as MLX declares them: float64 as uint64
+    (``runtime.carrier``), so ``full_source`` prints MLX's signature.
+
+    >>> from metalbench import ir, types as T
+    >>> k = ir.KernelIR("k", [ir.Param("x", "buffer", T.float64), ir.Param("o", "buffer", T.float64,
+    ...                       is_output=True)], [ir.Store("o", ir.Const(0, T.uint32), ir.Load("x",
+    ...                       ir.Const(0, T.uint32), T.float64))])
+    >>> src = full_source(render(k))
+    >>> "const uint64_t* x," in src and "uint64_t* o)" in src and "double* o = " in src
+    True
+    """
+    from ..runtime import carrier
+    r.input_types = [(carrier(t, "cuda"), nd) for t, nd in r.input_types]
+    r.output_types = [carrier(t, "cuda") for t in r.output_types]
+    return r
 
 
 _DEFAULT_HEADER = """

@@ -72,6 +72,9 @@ MB_D1(tgamma) MB_D1(fabs)
 #define MB_D2(f) double f(double, double);
 MB_D2(pow) MB_D2(atan2) MB_D2(fmod) MB_D2(copysign) MB_D2(hypot) MB_D2(fdim) MB_D2(fmin) MB_D2(fmax)
 double fma(double, double, double); double ldexp(double, int);
+double __dmul_rn(double, double);   // a product never fused into an FMA
+void* memcpy(void*, const void*, unsigned long);   // CUDA's device memcpy (NVRTC has it built in)
+double __longlong_as_double(long long); long long __double_as_longlong(double);
 bool isnan(double); bool isinf(double); bool isfinite(double); bool signbit(double);
 int min(int, int); unsigned int min(unsigned int, unsigned int); long min(long, long);
 unsigned long min(unsigned long, unsigned long); long long min(long long, long long);
@@ -97,7 +100,8 @@ unsigned int __ballot_sync(unsigned int, int);
 void __syncthreads(); void __syncwarp(unsigned int mask = 0xffffffffu); void __threadfence();
 
 int atomicAdd(int*, int); unsigned int atomicAdd(unsigned int*, unsigned int); float atomicAdd(float*, float);
-unsigned long long atomicAdd(unsigned long long*, unsigned long long);
+unsigned long long atomicAdd(unsigned long long*, unsigned long long); double atomicAdd(double*, double);
+long long atomicMin(long long*, long long); long long atomicMax(long long*, long long);
 __half atomicAdd(__half*, __half); __nv_bfloat16 atomicAdd(__nv_bfloat16*, __nv_bfloat16);
 int atomicSub(int*, int); unsigned int atomicSub(unsigned int*, unsigned int);
 #define MB_ATOMIC_INT(f) int f(int*, int); unsigned int f(unsigned int*, unsigned int); \

@@ -21,9 +21,12 @@ take :class:`ThinDeviceLaunch`, a prepared call whose host cost is the MLX call 
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .. import runtime
+from .. import types as T
 from ..protocol import BoundLaunch, Specialization
 from . import inplace, metal64
 from .devicearray import DeviceNDArray
@@ -52,11 +55,11 @@ def functional(sp: Specialization, name: str, cover: frozenset = frozenset(), ba
     """(functionalized Specialization, merge plans) for the covered set ``cover``; for
     ``metal``, with float64 scalars computed in float32 (:mod:`.metal64`; float64 data
     is an error there)."""
-    key = ("numba_functional", cover)
+    key = ("numba_functional", cover, backend == "cuda")
     got = sp.artifacts.get(key)
     if got is None:
         proofs = {n: c for n, c in coverage(sp).items() if n in cover} if cover else None
-        kir2, plans = inplace.functionalize(sp.ir, name, proofs)
+        kir2, plans = inplace.functionalize(sp.ir, name, proofs, backend)
         fsp = Specialization(sp.key + ("functional", tuple(sorted(cover))), kir2, sp.specs, name=name)
         got = sp.artifacts[key] = (fsp, plans)
     if backend != "metal" or not metal64.uses_float64(got[0].ir):
@@ -72,6 +75,17 @@ def functional(sp: Specialization, name: str, cover: frozenset = frozenset(), ba
 
 def _is_device(v) -> bool:
     return isinstance(v, DeviceNDArray) and v._host is None
+
+
+def _holds_bits(v) -> bool:
+    """A device-mode float64 array held as its bits (uint64) on cuda (``runtime.carrier``)."""
+    return v.dtype == np.float64 and v._mx_dtype() != T_to_mlx(T.float64)
+
+
+def _as_float64(outs: dict, types: dict) -> dict:
+    """The kernel's raw outputs with float64 ones (uint64 bits on cuda) viewed as float64."""
+    return {k: runtime.bits_float64(x) if types[k] is T.float64 and x.dtype != T_to_mlx(T.float64) else x
+            for k, x in outs.items()}
 
 
 def _prepare(sp, name, values, grid, tg, backend, cover):
@@ -107,30 +121,40 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
         if p.kind == "scalar":
             inputs[p.name] = v
         elif _is_device(v):
-            inputs[p.name] = v._read()          # the mx.array: no copy
+            # the mx.array: no copy (float64 on cuda: its bits, passed on as they are)
+            inputs[p.name] = runtime.Float64Bits(v._read()) if mlx_call is not None and _holds_bits(v) \
+                else v._read()
         else:
             inputs[p.name] = a if a.dtype == t.np else a.astype(t.np)
     if mlx_call is None:
         outs, _ = fsp.launch_sim(inputs, out_specs, grid, tg, False, init_value)
     else:
-        outs = mlx_call(inputs, init_value)
+        outs = mlx_call.call_raw(mlx_call.inputs(inputs), init_value)   # float64 on cuda: bits
     if not out_specs:
         return
     by_name = {o[0]: x for o, x in zip(out_specs, outs)}
+    types = {o[0]: o[2] for o in out_specs}
     written = []
     for pl in plans:
         v, a, t = values[pl.param]
         if _is_device(v):
-            new = inplace.merge_device(pl, inputs[pl.param], by_name)
+            bits = _holds_bits(v)
+            new = inplace.merge_device(pl, v._read(), by_name if bits else _as_float64(by_name, types),
+                                       float64_bits=bits)
             v._write(new)
             written.append(new)
         elif type(v).__module__.startswith("mlx"):
-            orig = v if v.dtype == by_name[pl.outputs[0]].dtype else v.astype(by_name[pl.outputs[0]].dtype)
-            new = inplace.merge_device(pl, orig, by_name)
-            v[...] = new if new.dtype == v.dtype else new.astype(v.dtype)
+            import mlx.core as mx
+            f64 = _as_float64(by_name, types)
+            # MLX computes float64 only on the CPU stream
+            f64_math = mx.float64 in (v.dtype, f64[pl.outputs[0]].dtype)
+            with mx.stream(mx.cpu) if f64_math else contextlib.nullcontext():
+                orig = v if v.dtype == f64[pl.outputs[0]].dtype else v.astype(f64[pl.outputs[0]].dtype)
+                new = inplace.merge_device(pl, orig, f64)
+                v[...] = new if new.dtype == v.dtype else new.astype(v.dtype)
         else:
             from .host import _write_back
-            host = {k: runtime.to_numpy(x) for k, x in by_name.items() if k in pl.outputs}
+            host = {k: runtime.to_numpy(x) for k, x in _as_float64(by_name, types).items() if k in pl.outputs}
             orig = a if a.dtype == t.np else a.astype(t.np)
             _write_back(v, a, inplace.merge(pl, orig, host))
     if written:
@@ -159,7 +183,7 @@ class ThinDeviceLaunch:
         for j, (n, kind, t) in enumerate(mlx_call.spec_inputs):
             i = pos[n]
             if kind == "scalar":
-                env[f"c{j}"] = _cached_scalar(t)
+                env[f"c{j}"] = _cached_scalar(t, backend)
                 items.append(f"c{j}(a{i})")
             else:
                 in_pos[i] = j
@@ -187,7 +211,8 @@ class ThinDeviceLaunch:
             else:
                 env[f"pl{i}"] = pl
                 outs_d = ", ".join(f"{o!r}: outs[{out_pos[o]}]" for o in pl.outputs)
-                lines.append(f"    new = merge(pl{i}, ins[{in_pos[i]}], {{{outs_d}}})")
+                bits = values[pl.param][0].dtype == np.float64 and backend == "cuda"
+                lines.append(f"    new = merge(pl{i}, ins[{in_pos[i]}], {{{outs_d}}}, float64_bits={bits})")
             lines.append(f"    if a{i}._base is None: a{i}._dev = new")
             lines.append(f"    else: a{i}._write(new)")
             lines.append("    pending.append(new)")
@@ -198,7 +223,8 @@ class ThinDeviceLaunch:
         for pl in plans:
             v = values[pl.param][0]
             spec = next(o for o in out_specs if o[0] == pl.outputs[0])
-            if tuple(spec[1]) != (tuple(v._kmeta.shape) or (1,)) or v._mx_dtype() != T_to_mlx(spec[2]):
+            if tuple(spec[1]) != (tuple(v._kmeta.shape) or (1,)) or \
+                    v._mx_dtype() != T_to_mlx(runtime.carrier(spec[2], backend)):
                 self.launch = None
 
     def __call__(self, args) -> bool:
@@ -207,7 +233,6 @@ class ThinDeviceLaunch:
 
 
 def T_to_mlx(t):
-    from .. import types as T
     return T.to_mlx(t)
 
 

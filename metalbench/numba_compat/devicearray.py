@@ -9,6 +9,10 @@ A :class:`DeviceNDArray` keeps its elements where the kernels that use it run:
 * on the simulator, and for dtypes MLX has no device type for (records, complex128,
   float64 on Metal), in a NumPy array ("host mode"): kernels run on it in place.
 
+On ``cuda`` a float64 array is held as its bits, a uint64 ``mx.array``
+(``runtime.carrier``: MLX refuses float64 on the GPU); the kernels read the bits as
+``double``, and the transfers view them as float64 on the host without a copy.
+
 Shape, strides and flags follow Numba's (NumPy's) layout rules in both modes: an
 F-order array reports F strides, a slice or a transpose is a view of its parent and
 writes through to it. Transfers go through ``cuda.cudadrv.driver`` (``cuMemcpyHtoD``,
@@ -51,8 +55,9 @@ def _device_dtype(dtype: np.dtype, backend: str | None):
         return None
     if backend == "metal" and t.name == "float64":
         return None                     # Metal has no double: such arrays stay on the host
+    from ..runtime import carrier
     try:
-        return T.to_mlx(t)
+        return T.to_mlx(carrier(t, backend))    # float64 on cuda: its bits, uint64
     except Exception:
         return None
 
@@ -138,8 +143,7 @@ class DeviceNDArray:
         """Device mode: replace the logical contents by the ``mx.array`` ``new`` (same
         shape; a view writes through to its parent, on the device)."""
         mx = _mx()
-        if new.dtype != self._mx_dtype():
-            new = new.astype(self._mx_dtype())
+        new = _coerce(new, self)
         if tuple(new.shape) != self._kmeta.shape:
             new = new.reshape(self._kmeta.shape)
         if self._base is None:
@@ -167,6 +171,8 @@ class DeviceNDArray:
             return np.array(self._host, copy=True, order="K")
         from .. import runtime
         a = runtime.to_numpy(self._read())
+        if self.dtype == np.float64 and a.dtype == np.uint64:
+            a = a.view(np.float64)                # float64 held as its bits (cuda)
         a = a.astype(self.dtype, copy=False)
         order = "F" if (self._meta.flags.f_contiguous and not self._meta.flags.c_contiguous) else "C"
         return np.array(a, copy=True, order=order)
@@ -256,7 +262,7 @@ class DeviceNDArray:
         mx = _mx()
         cur = mx.array(self._read())
         if isinstance(value, DeviceNDArray):
-            val = value._read() if value.on_device else _to_mlx(value._host, self._mx_dtype())
+            val = _coerce(value._read(), self, value) if value.on_device else _to_mlx(value._host, self._mx_dtype())
         else:
             val = _to_mlx(np.asarray(value, dtype=self.dtype), self._mx_dtype())
         cur[item] = val
@@ -345,7 +351,7 @@ class DeviceNDArray:
             if self._host is not None:
                 np.copyto(self._host, ary._host_copy().reshape(self.shape))
             else:
-                val = ary._read() if ary.on_device else _to_mlx(ary._host, self._mx_dtype())
+                val = _coerce(ary._read(), self, ary) if ary.on_device else _to_mlx(ary._host, self._mx_dtype())
                 self._write(val.reshape(self.shape))
             return
         a = np.asarray(ary)
@@ -397,8 +403,29 @@ class _Memory:
 
 def _to_mlx(a: np.ndarray, mx_dtype=None):
     from .. import runtime
+    if a.dtype == np.float64 and mx_dtype == _mx().uint64:
+        return _mx().array(np.ascontiguousarray(a).view(np.uint64))    # float64 as its bits (cuda)
     m = runtime.to_mlx(np.ascontiguousarray(a))
     return m if mx_dtype is None or m.dtype == mx_dtype else m.astype(mx_dtype)
+
+
+def _coerce(new, dst: DeviceNDArray, src: DeviceNDArray | None = None):
+    """The ``mx.array`` ``new`` (the contents of ``src`` when it comes from a device
+    array) with ``dst``'s MLX dtype, converting values as NumPy assignment does: a
+    float64 array held as bits (cuda) takes float64 values as bits, other values
+    converted to float64 first, on the CPU stream (MLX computes float64 only there)."""
+    mt = dst._mx_dtype()
+    if new.dtype == mt and (src is None or src.dtype == dst.dtype):
+        return new
+    from .. import runtime
+    mx = _mx()
+    if src is not None and src.dtype == np.float64 and new.dtype == mx.uint64:
+        new = runtime.bits_float64(new)            # the source holds float64 bits
+    if dst.dtype == np.float64 and mt == mx.uint64:
+        return runtime.float64_bits(new)
+    if new.dtype == mx.float64:
+        return new.astype(mt, stream=mx.cpu)
+    return new.astype(mt)
 
 
 def _h2d(dev: DeviceNDArray, host: np.ndarray, nbytes=None) -> None:
@@ -454,7 +481,8 @@ def to_device(obj, stream=0, copy=True, to=None):
         from .. import runtime
         mt = _device_dtype(np.dtype(runtime.to_numpy(obj[:0] if obj.ndim else obj).dtype), gpu_backend())
         if mt is not None:   # already an MLX array: a device-side copy, no transfer
-            return DeviceNDArray(stream=stream, _dev=_mx().array(obj), _layout_=_layout(obj.shape, np.dtype(
+            dev = runtime.float64_bits(obj) if obj.dtype != mt and mt == _mx().uint64 else _mx().array(obj)
+            return DeviceNDArray(stream=stream, _dev=dev, _layout_=_layout(obj.shape, np.dtype(
                 runtime.to_numpy(obj[:0] if obj.ndim else obj).dtype)))
         obj = runtime.to_numpy(obj)
     a = np.asarray(obj)

@@ -135,7 +135,7 @@ def _pure(e) -> bool:
 
 
 def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
-                  cover: dict | None = None) -> tuple[ir.KernelIR, list[Plan]]:
+                  cover: dict | None = None, backend: str | None = None) -> tuple[ir.KernelIR, list[Plan]]:
     """Rewrite ``kir`` so that no input parameter is written (see the module docstring).
 
     ``cover`` maps parameters to the :class:`Cover` proofs that hold for this launch:
@@ -144,9 +144,11 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
 
     Returns the new kernel IR (``kir`` is not modified) and one :class:`Plan` per
     written parameter, in order. Raises :class:`KernelLaunchError` naming the parameter
-    for what cannot be made exact.
+    for what cannot be made exact. ``backend="cuda"`` also accumulates 64-bit elements
+    (int64, uint64, float64: CUDA has those atomics; MLX's cuda_kernel makes no output atomic).
     """
     kname = kernel_name or kir.name
+    atomic_ok = _ATOMIC_OK + ((T.int64, T.uint64, T.float64) if backend == "cuda" else ())
     cover = cover or {}
     after_loads = set().union(*(c.after_loads for c in cover.values())) if cover else set()
     u = usage(kir)
@@ -187,9 +189,10 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
                     f"{where} is updated with atomic {', '.join(bad)}; on the GPU backends in-place atomics are "
                     "supported only for add/sub (or only or, or only xor), which can start from zero in a fresh "
                     "output", hint=_HINT)
-            if p.type not in _ATOMIC_OK:
+            if p.type not in atomic_ok:
                 raise KernelLaunchError(f"{where}: atomics need int32, uint32 or float32 elements, not "
-                                        f"{p.type.name}", hint=_HINT)
+                                        f"{p.type.name}" + (" (64-bit ones work on cuda)" if p.type.bits == 64
+                                                            else ""), hint=_HINT)
             plans[p.name] = Plan(p.name, "acc", [unique(p.name + "__acc")], combos.pop())
         elif p.name in cover:
             plans[p.name] = Plan(p.name, "cover", [unique(p.name + "__out")])
@@ -200,7 +203,7 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
     if atomic_mode:
         for pl in plans.values():
             t = kir.param(pl.param).type
-            if pl.scheme == "mask" and t not in _ATOMIC_OK:
+            if pl.scheme == "mask" and t not in atomic_ok:
                 raise KernelLaunchError(
                     f"in kernel {kname!r}, array argument {pl.param!r} ({t.name}) is written while another "
                     "argument is updated atomically; MLX then makes every output atomic, which needs int32, "
@@ -664,8 +667,11 @@ def _loads_ok(body, p, index):
     return after if visit(body, False) else None
 
 
-def merge_device(plan: Plan, original, outs: dict):
+def merge_device(plan: Plan, original, outs: dict, float64_bits: bool = False):
     """:func:`merge` on ``mx.array``s: the in-place result computed on the device.
+    ``float64_bits``: the arrays are float64 held as their bits (uint64, on cuda);
+    masks and coverage select bits as they are, sums are formed in float64 on the CPU
+    stream (MLX computes float64 only there).
 
     >>> import mlx.core as mx
     >>> p = Plan("x", "mask", ["x__out", "x__mask"])
@@ -680,5 +686,9 @@ def merge_device(plan: Plan, original, outs: dict):
         r = mx.where(outs[plan.outputs[1]].reshape(shape) != 0, outs[plan.outputs[0]].reshape(shape), original)
     else:
         acc = outs[plan.outputs[0]].reshape(shape)
+        if float64_bits and plan.combine == "+":
+            from .. import runtime
+            r = mx.add(runtime.bits_float64(original), runtime.bits_float64(acc), stream=mx.cpu)
+            return runtime.float64_bits(r)
         r = original + acc if plan.combine == "+" else original | acc if plan.combine == "|" else original ^ acc
     return r if r.dtype == original.dtype else r.astype(original.dtype)

@@ -133,9 +133,11 @@ class RuleSet:
     def atomic_error(self, op: str, elem, what: str) -> str | None:
         """None if atomic ``op`` works on ``elem`` elements, else the reason: the element
         table of the builtin registry (:func:`metalbench.builtins.atomic_error`: int32 and
-        uint32 for every operation, float32 without the bitwise ones)."""
+        uint32 for every operation, float32 without the bitwise ones; their 64-bit
+        counterparts too, which run on sim and cuda and which the Metal printer refuses,
+        as it refuses double)."""
         from ..builtins import atomic_error
-        return atomic_error(op, elem, what)
+        return atomic_error(op, elem, what, wide=True)
 
     def __repr__(self) -> str:
         return f"<metalbench rules {self.name}>"
