@@ -266,9 +266,10 @@ def test_float64_everywhere_on_cuda():
         np.testing.assert_allclose(np.asarray(g), np.asarray(s), rtol=1e-15)
     k = mb.metal_kernel(name="d", input_names=["a", "s"], output_names=["o"],
                         source="uint i = thread_position_in_grid.x;\no[i] = a[i] * s + 1.0;")
-    (o,) = k(inputs=[X, np.float64(0.1)], grid=(100, 1, 1), threadgroup=(32, 1, 1), output_shapes=[X.shape],
-             output_dtypes=[mx.float64], backend="cuda", init_value=1.0)
-    assert np.asarray(o).tobytes() == (X * 0.1 + 1.0).tobytes()
+    got, want = (k(inputs=[X, mx.array(0.1, dtype=mx.float64)], grid=(100, 1, 1), threadgroup=(32, 1, 1),
+                   output_shapes=[X.shape], output_dtypes=[mx.float64], backend=be, init_value=1.0)[0]
+                 for be in ("cuda", "sim"))
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes() == (X * 0.1 + 1.0).tobytes()
 
     @cuda.jit
     def step(v, p, dt, acc):

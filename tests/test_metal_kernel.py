@@ -594,7 +594,9 @@ def test_simd_and_atomic_counting():
 def test_uninitialised_outputs_are_poisoned_and_init_value_fills():
     src = "uint i = thread_position_in_grid.x;\nif (i == 0) out[0] = 1;"
     (o,) = run(src, [], [("out", (3,), mx.float32)], (3, 1, 1), (3, 1, 1), [])
-    assert o[0] == 1 and np.isnan(o[1:]).all()
+    assert o[0] == 1
+    if BACKEND == "sim":        # on a GPU, unwritten elements hold whatever the memory held
+        assert np.isnan(o[1:]).all()
     (o,) = run(src, [], [("out", (3,), mx.float32)], (3, 1, 1), (3, 1, 1), [], init_value=7)
     assert o.tolist() == [1, 7, 7]
 
