@@ -104,6 +104,10 @@ def _flat_broadcast(a, shape, dtype):
             from .devicearray import _device_dtype, _layout, gpu_backend
             m = mx.broadcast_to(a._read(), tuple(shape)).reshape(-1)
             mt = _device_dtype(np.dtype(dtype), gpu_backend() or "cuda")
+            if (a.dtype == np.float64) != (np.dtype(dtype) == np.float64) and mx.uint64 in (m.dtype, mt):
+                from .. import runtime      # float64 held as its bits on cuda: convert values, not bits
+                m = runtime.float64_bits(m) if mt == mx.uint64 else \
+                    runtime.bits_float64(m).astype(mt, stream=mx.cpu)
             m = m.astype(mt) if m.dtype != mt else mx.array(m)
             size = int(np.prod(shape)) if shape else 1
             return DeviceNDArray(_dev=m, _layout_=_layout((size,), dtype))
