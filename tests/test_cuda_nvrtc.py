@@ -105,8 +105,8 @@ def numba_cas(a, out):
 
 
 def test_numba_float64_and_64_bit_atomics_compile():
-    compile_ok(numba_axpy.specialize(1.5, X64, X64, np.zeros(64)), label="numba axpy")
-    compile_ok(numba_atomics.specialize(np.zeros(1), np.zeros(1, np.int64), X64), label="numba atomics")
+    compile_ok(numba_axpy.specialization_of(1.5, X64, X64, np.zeros(64)), label="numba axpy")
+    compile_ok(numba_atomics.specialization_of(np.zeros(1), np.zeros(1, np.int64), X64), label="numba atomics")
 
 
 def test_int64_cas_prints_for_cuda():
