@@ -30,7 +30,7 @@ def test_advanced_kernels_notebook_runs(tmp_path, monkeypatch):
             if o.output_type == "stream":
                 text.append(o.text)
     text = "\n".join(text)
-    for line in ("float32 GEMM: max |C - A@B|", "half inputs, float accumulators", "flash attention: max",
+    for line in ("float32 GEMM: max |C - A@B|", "half inputs, float accumulators", "flash attention: max", "fp16 flash attention: max error",
                  "fused softmax: max error", "simdgroup_multiply_accumulate(acc[0]", "simulator only"):
         assert line in text
     assert "Warning" not in text
