@@ -249,3 +249,23 @@ def test_view_misuse_errors():
         def bad2(x, out: mb.Out):
             out[0] = x.view(3)[0]
         bad2(_x(), grid=1, backend="sim")
+
+
+@mb.kernel
+def _geometry(x, out: mb.Out(shape=lambda x: (x.size // 4,), dtype=mb.float32)):
+    i = thread_position_in_grid.x
+    v = x.view(float4)[i]
+    u = v.xyz
+    c = cross(u, float3(v.w, 1.0, -2.0))
+    out[i] = dot(v, v) + length(u) + normalize(u).x + c.x * 3.0 + c.y * 5.0 + c.z + distance(u, float3(1.0))
+
+
+def test_geometric_functions_on_vector_views():
+    x = np.random.default_rng(7).standard_normal(64).astype(np.float32)
+    got = np.asarray(_geometry(x, grid=16, backend="sim", checked=True))
+    v = x.reshape(16, 4).astype(np.float64)
+    u = v[:, :3]
+    c = np.cross(u, np.stack([v[:, 3], np.ones(16), -2 * np.ones(16)], 1))
+    n = np.linalg.norm(u, axis=1)
+    exp = (v * v).sum(1) + n + u[:, 0] / n + c[:, 0] * 3 + c[:, 1] * 5 + c[:, 2] + np.linalg.norm(u - 1, axis=1)
+    np.testing.assert_allclose(got, exp, rtol=2e-6, atol=2e-5)

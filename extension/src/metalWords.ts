@@ -7,9 +7,9 @@ export const METAL_BUILTINS =
   'asin acos atan atan2 sinh cosh tanh asinh acosh atanh sinpi cospi tanpi floor ceil trunc ' +
   'round rint fract fmod divide copysign hypot fdim step fma mix smoothstep saturate fabs ' +
   'fmin fmax fmin3 fmax3 erf erfc lgamma tgamma isnan isinf isfinite isunordered signbit ' +
-  'dot length distance normalize abs min max clamp sign max3 min3 median3 popcount clz ctz ' +
-  'reverse_bits mulhi absdiff addsat subsat hadd rhadd rotate extract_bits insert_bits ' +
-  'simd_sum simd_product simd_max simd_min simd_and simd_or simd_xor ' +
+  'dot length distance normalize cross abs min max clamp sign max3 min3 median3 popcount ' +
+  'clz ctz reverse_bits mulhi absdiff addsat subsat hadd rhadd rotate extract_bits ' +
+  'insert_bits simd_sum simd_product simd_max simd_min simd_and simd_or simd_xor ' +
   'simd_prefix_inclusive_sum simd_prefix_exclusive_sum simd_prefix_inclusive_product ' +
   'simd_prefix_exclusive_product simd_shuffle simd_broadcast simd_shuffle_down ' +
   'simd_shuffle_up simd_shuffle_xor simd_shuffle_rotate_down simd_shuffle_rotate_up ' +
@@ -29,9 +29,9 @@ export const METAL_BUILTINS =
   'thread_scope_simdgroup thread_scope_thread memory_scope simd_shuffle_and_fill_up ' +
   'simd_shuffle_and_fill_down simd_active_threads_mask simd_is_helper_thread quad_sum ' +
   'quad_broadcast quad_shuffle quad_shuffle_xor simdgroup_matrix simdgroup_float8x8 ' +
-  'simdgroup_half8x8 simdgroup_bfloat8x8 thread_elements cross length_squared frexp ilogb ' +
-  'modf nextafter sincos fmedian3 mul24 mad24 madsat madhi all any as_type metal fast ' +
-  'precise std';
+  'simdgroup_half8x8 simdgroup_bfloat8x8 thread_elements length_squared frexp ilogb modf ' +
+  'nextafter sincos fmedian3 mul24 mad24 madsat madhi all any as_type metal fast precise ' +
+  'std';
 
 /** Metal thread attributes ([[thread_position_in_grid]] and friends). */
 export const METAL_THREAD_ATTRIBUTES =

@@ -12,7 +12,9 @@ import numpy as np
 
 from . import numerics as N
 from . import refs as R
-from .core import add_builtin, float_int, float_math, float_predicate, float_vectors, numeric
+from .. import types as T
+from .core import (BuiltinTypeError, add_builtin, custom, float_int, float_math, float_predicate, float_vectors, numeric,
+                   type_word)
 from .spell import ASSIGN, CUDA_FT, cuda, metal, metal_helper
 
 _PS = ("precise", "fast")       # Metal's nested math namespaces
@@ -384,7 +386,8 @@ def _length(x):
 _GEO_SHIM = {"dot": "template <class T> typename _mb_vt<T>::E dot(T, T);",
              "length": "template <class T> typename _mb_vt<T>::E length(T);",
              "distance": "template <class T> typename _mb_vt<T>::E distance(T, T);",
-             "normalize": "template <class T> T normalize(T);"}
+             "normalize": "template <class T> T normalize(T);",
+             "cross": "template <class T> T cross(T, T);"}
 _GEO_CUDA = """\
 template <class T, int N> __device__ inline float mb_dot_f(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
     float s = 0.0f;
@@ -418,3 +421,42 @@ template <class T, int N> __device__ inline mb_vec<T, N> mb_normalize(const mb_v
     for (int i = 0; i < N; ++i) out[i] = static_cast<T>(static_cast<float>(a[i]) * r);
     return out;
 }""", "n = normalize(v)")
+
+
+def _cross_rule():
+    def check(name, types):
+        if len(types) != 2 or any(not isinstance(t, T.VectorType) or not t.elem.is_float or t.n != 3 for t in types):
+            got = ", ".join(type_word(t) for t in types)
+            raise BuiltinTypeError(f"{name} takes two 3-component float vectors (float3, half3), got {got}")
+        c = types[0] if types[0] == types[1] else T.vector_of(T.float32, 3)
+        return [c, c], c
+    return custom(("x", "y"), check, "(x: F3, y: F3) -> F3", "F3 is float3, half3 or bfloat3.",
+                  [(T.vector_of(T.float32, 3),) * 2, (T.vector_of(T.float16, 3),) * 2])
+
+
+def _cross(x, y):
+    return [x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]]
+
+
+def _cross_sim(args, dt):
+    with np.errstate(all="ignore"):
+        r = _cross(*[[np.asarray(c, np.float64) for c in a] for a in args])
+    return [N.out(c, dt) for c in r]
+
+
+def _cross_cuda(p, args, t):
+    p.need("mb_cross", _CROSS_CUDA)
+    return f"mb_cross({', '.join(p.expr(a, ASSIGN) for a in args)})"
+
+
+_cross_cuda.cuda_name = "mb_cross"
+_CROSS_CUDA = """\
+template <class T> __device__ inline mb_vec<T, 3> mb_cross(const mb_vec<T, 3>& a, const mb_vec<T, 3>& b) {
+    const float a0 = static_cast<float>(a[0]), a1 = static_cast<float>(a[1]), a2 = static_cast<float>(a[2]);
+    const float b0 = static_cast<float>(b[0]), b1 = static_cast<float>(b[1]), b2 = static_cast<float>(b[2]);
+    return mb_vec<T, 3>(static_cast<T>(a1 * b2 - a2 * b1), static_cast<T>(a2 * b0 - a0 * b2),
+                        static_cast<T>(a0 * b1 - a1 * b0));
+}"""
+add_builtin("cross", group="Geometric", doc="The cross product of two 3-component vectors.",
+            example="n = cross(u, v)", rule=_cross_rule(), sim=_cross_sim, componentwise=False,
+            msl=metal("cross"), cuda=_cross_cuda, ref=_cross, tol_ulp=4, shim=_GEO_SHIM["cross"])

@@ -238,6 +238,7 @@ template <class T> typename _mb_vt<T>::E dot(T, T);
 template <class T> typename _mb_vt<T>::E length(T);
 template <class T> typename _mb_vt<T>::E distance(T, T);
 template <class T> T normalize(T);
+template <class T> T cross(T, T);
 template <class T> T abs(T);
 template <class T> T sign(T);
 template <class A, class B, class C> auto max3(A a, B b, C c) -> decltype(a + b + c);
