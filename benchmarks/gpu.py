@@ -10,14 +10,20 @@ table gives the median time of:
 - ``mlx``     MLX's built-in ops,
 - ``cupy``    a CuPy ``RawKernel`` of the same CUDA source (NVIDIA only, when CuPy exists),
 
-and the ratio raw/mb (≥ 0.95 is the target: generated code as fast as hand-written).
+and the ratio raw/mb (≥ 0.95 is the target: generated code as fast as hand-written), and
+``model_ms``: the roofline time of the launch on this GPU (``metalbench.devices``), with
+``model/mb`` saying how close the model comes. ``bias_gelu`` is the new-user check: a fused
+bias + GELU as someone new would write it, against its hand-written twin.
 
     python benchmarks/gpu.py                    # backend from METALBENCH_BACKEND / auto
     python benchmarks/gpu.py --backend metal    # on Apple silicon
     python benchmarks/gpu.py --quick            # small sizes only
+    python benchmarks/gpu.py --backend sim      # smoke test: each kernel once, small, and the
+                                                # raw MSL twins through mb.metal_kernel, all checked
 
-Timing: wall clock around launch + ``mx.eval`` + ``mx.synchronize()``, warm-up first,
-median over many repeats; inputs are created on the device (``mx.random``).
+Timing: launches queued back to back (``mx.async_eval``) with one ``mx.synchronize()``
+per batch of 10, warm-up first, median over the batches; inputs are created on the
+device (``mx.random``). Exit status 1 when a kernel's result is wrong.
 """
 from __future__ import annotations
 
