@@ -194,7 +194,10 @@ def main(argv=None):
               file=sys.stderr)
         return 0
     import mlx.core as mx
-    print(f"# {platform.node()} {backend} mlx {mx.__version__} {time.strftime('%Y-%m-%d')}", flush=True)
+    from metalbench.codegen.matrix import tensor_cores_enabled
+    tc = backend == "cuda" and tensor_cores_enabled()
+    print(f"# {platform.node()} {backend} mlx {mx.__version__} {time.strftime('%Y-%m-%d')}; CUDA tensor cores for "
+          f"half matrices: {'on' if tc else 'off (exact shuffle multiply)'}", flush=True)
     rows = run(backend, [int(s) for s in args.sizes.split(",")], args.reps)
     if args.json:
         with open(args.json, "w") as f:
