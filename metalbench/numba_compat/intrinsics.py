@@ -351,7 +351,8 @@ def _atomic_target(tr, arr_node, idx_node, call, op, what):
     layer's one atomic rule (Numba's: ``cas`` on integers, ``inc``/``dec`` on unsigned)."""
     info = tr.buffer_of(arr_node)
     tr.sem.check_atomic(op, info.elem, info.space, info.name, tr.span(call), who=f"cuda.atomic.{what}")
-    idx = tr.index(info, idx_node, call)
+    # the buffer's element index: a view (``res[gid:]``) adds its offset
+    idx = tr.absolute_index(info, tr.index(info, idx_node, call), tr.span(call))
     if info.kernel_param is not None:
         info.kernel_param.atomic = True
     return info, idx
