@@ -56,9 +56,11 @@ def dyn_shared(a):
     s[cuda.threadIdx.x] = a[cuda.threadIdx.x]
 
 
-def test_dynamic_shared_memory():
-    with pytest.raises(KernelSyntaxError, match="dynamic shared memory") as e:
-        dyn_shared[1, 64, 0, 256](x.copy())
+def test_dynamic_shared_memory_without_bytes():
+    """Dynamic shared memory runs (tests/test_numba_shared.py); a launch that gives it no
+    bytes is an error at its line."""
+    with pytest.raises(KernelSyntaxError, match="dynamic shared memory, and this launch gives it 0 bytes") as e:
+        dyn_shared[1, 64](x.copy())
     assert e.value.span.line == line_of(dyn_shared, "cuda.shared.array(0")
 
 

@@ -29,4 +29,4 @@ def test_porting_notebook_runs(monkeypatch):
     assert "max abs error vs NumPy" in text
     assert "in place: True" in text
     assert "checked run clean: True" in text
-    assert "dynamic shared memory" in text
+    assert "cuda.local.array with a runtime size" in text

@@ -17,8 +17,8 @@ runs on Apple GPUs (Metal), NVIDIA GPUs (MLX's CUDA backend) or the CPU simulato
     add[4, 256](a, b, out)          # out is written in place, as with Numba
 
 Choose the backend with ``cuda.set_backend("sim")``, ``add.configure(backend="sim")`` or
-``METALBENCH_BACKEND=sim``. Unsupported Numba features (grid-wide sync, dynamic shared
-memory, runtime-sized local arrays, recursion) raise ``KernelSyntaxError`` at the line.
+``METALBENCH_BACKEND=sim``. Unsupported Numba features (grid-wide sync, runtime-sized
+local arrays, recursion) raise ``KernelSyntaxError`` at the line.
 """
 from ..numba_compat.devicearray import (DeviceNDArray, as_cuda_array, device_array, device_array_like,
                                        is_cuda_array, managed_array, mapped, mapped_array, mapped_array_like,

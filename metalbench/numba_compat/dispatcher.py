@@ -210,7 +210,8 @@ class DispatcherAPI:
         """Compile for these arguments (a launch calls this for argument types it has not
         compiled yet, inside the launch's ``current_launch_config()``)."""
         vals = tuple(unwrap(a) for a in args)
-        bound = self.bind_inplace(vals, kws)
+        cfg = current_launch_config()          # its dynamic shared memory is compile-time
+        bound = self.bind_inplace(vals, kws, sharedmem=getattr(cfg, "sharedmem", 0) or 0)
         sp = self.specialization(bound)
         types = argument_types(vals)
         ck = self.overloads.get(types)

@@ -39,7 +39,7 @@ from . import inplace, metal64
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .dispatcher import ArgHint, DispatcherAPI, unwrap
-from .intrinsics import attach_const_arrays
+from .intrinsics import DYNSHARED, attach_const_arrays
 
 _state = {"backend": None, "checked": None}
 
@@ -301,9 +301,13 @@ class CUDAKernel(DispatcherAPI, Kernel):
         return self.bind_inplace(copies, kw, grid, threadgroup, backend, checked, reusable=False)
 
     def bind_inplace(self, args, kwargs, grid=None, threadgroup=None, backend=None, checked=None,
-                     reusable=True) -> BoundLaunch:
-        """Numba-style binding: the launch updates the array arguments in place."""
+                     reusable=True, sharedmem=0) -> BoundLaunch:
+        """Numba-style binding: the launch updates the array arguments in place.
+        ``sharedmem``: the bytes of dynamic shared memory (the launch's fourth item), a
+        compile-time value that sizes ``cuda.shared.array(0, dtype)`` (intrinsics.py)."""
         host, specs = self._bind(args, kwargs)
+        if sharedmem:
+            specs = specs + [F.ArgSpec(DYNSHARED, "constexpr", None, 0, value=int(sharedmem))]
         g, t = L.normalize(grid, threadgroup) if grid is not None else (None, None)
         given = {k: v for k, v in (("grid", grid), ("threadgroup", threadgroup)) if v is not None}
         return BoundLaunch(self, _spec_key(specs), {n: h[0] for n, h in host.items()}, [], g, t,
@@ -348,25 +352,25 @@ class CUDAKernel(DispatcherAPI, Kernel):
         return self.specialization_of(*args, **kwargs).ir
 
     # -- launching ---------------------------------------------------------------------
-    def launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None):
+    def launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None, sharedmem=0):
         """Run with ``grid3`` threads in threadgroups of ``tg3``, updating arrays in place.
         A repeated launch with the same argument signature skips binding."""
         ext = self.__dict__.get("_extensions")
         if ext:     # Numba's dispatcher extensions: prepare the arguments, then run their callbacks
             args, retr = self._prepare_args(args, ext)
             try:
-                self._launch_inplace(args, kwargs, grid3, tg3, backend, checked)
+                self._launch_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem)
             finally:
                 for r in retr:
                     r()
             return
-        self._launch_inplace(args, kwargs, grid3, tg3, backend, checked)
+        self._launch_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem)
 
-    def _launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None):
+    def _launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None, sharedmem=0):
         key = None
         if not kwargs and backend is None and checked is None:
             key = (_signatures(args), grid3, tg3, self._backend, _state["backend"], self._checked,
-                   _state["checked"], backend_token(None))
+                   _state["checked"], backend_token(None), sharedmem)
             try:
                 hit = self._thin_cache.get(key)
             except TypeError:           # an argument of another type: bind
@@ -387,9 +391,9 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 return
         if any(isinstance(a, ArgHint) for a in args):
             args = tuple(unwrap(a) for a in args)
-        bound = self.bind_inplace(args, kwargs, grid3, tg3, backend, checked)
+        bound = self.bind_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem=sharedmem)
         if bound.key not in self.__dict__.get("_cache", ()):
-            self._compile_hook(args, kwargs, grid3, tg3)    # Numba's compile step, in its launch config
+            self._compile_hook(args, kwargs, grid3, tg3, sharedmem=sharedmem)    # Numba's compile step, in its launch config
         self.launch(bound)
         if key is not None and len(bound.data) == len(args):
             bound.last = self.last_launch
@@ -560,7 +564,7 @@ class _Launcher:
 
     def __call__(self, *args, **kwargs):
         try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
-            self.kernel.launch_inplace(args, kwargs, self.grid, self.blockdim)
+            self.kernel.launch_inplace(args, kwargs, self.grid, self.blockdim, sharedmem=self.sharedmem)
         except MetalbenchError as e:
             raise trim_traceback(e)
         return None

@@ -187,11 +187,8 @@ class _ArrayMaker(_Placeholder):
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
         ok = isinstance(shape, tuple) and shape and all(isinstance(d, (int, np.integer)) for d in shape)
-        if self._space == "threadgroup" and ok and any(int(d) == 0 for d in shape):
-            raise KernelSyntaxError(
-                "dynamic shared memory (cuda.shared.array(0, ...) sized by the launch's sharedmem argument) "
-                "is not supported", tr.span(call),
-                hint="give the shared array a size known at compile time (a literal or a global constant)")
+        if self._space == "threadgroup" and ok and len(shape) == 1 and int(shape[0]) == 0:
+            return self._dynamic(tr, call, dtype_node)
         if not ok or any(int(d) <= 0 for d in shape):
             if self._space == "thread":
                 raise KernelSyntaxError(
@@ -207,6 +204,34 @@ class _ArrayMaker(_Placeholder):
             raise tr.err(KernelTypeError, f"{dt!r} is not a supported dtype", dtype_node,
                          hint="use float32, int32, uint32, float16, ...")
         return self._space, tuple(int(d) for d in shape), t
+
+
+    def _dynamic(self, tr, call, dtype_node):
+        """``cuda.shared.array(0, dtype)``: dynamic shared memory, as many elements as the
+        launch's fourth item (bytes) holds. Every such array of a kernel starts at the same
+        address (CUDA's ``extern __shared__``), so they are one array here; arrays of two
+        dtypes would alias bytes, which metalbench's typed arrays cannot express."""
+        t = numba_dtype(tr.static_value(dtype_node))
+        if t is None:
+            raise tr.err(KernelTypeError, "unsupported dtype for dynamic shared memory", dtype_node)
+        nbytes = getattr(tr.m, "constexprs", {}).get(DYNSHARED, 0)
+        if nbytes < t.np.itemsize:
+            raise KernelSyntaxError(
+                f"cuda.shared.array(0, {t.name}) is dynamic shared memory, and this launch gives it "
+                f"{nbytes} bytes", tr.span(call),
+                hint="give the bytes as the launch's fourth item: kernel[blocks, threads, 0, nbytes](...)")
+        dyn = tr.m.__dict__.setdefault("dynamic_shared", {})
+        other = [e for e in dyn if e != t]
+        if other:
+            raise KernelSyntaxError(
+                f"dynamic shared arrays of two dtypes ({other[0].name} and {t.name}) share their bytes; "
+                "metalbench cannot alias arrays of different types", tr.span(call),
+                hint="use one dtype for cuda.shared.array(0, ...) in a kernel, or give the arrays static sizes")
+        name = dyn.setdefault(t, tr.m.unique("dynshared"))
+        return "threadgroup", (nbytes // t.np.itemsize,), t, name
+
+
+DYNSHARED = "_mb_dynamic_shared_bytes"   # the constexpr spec carrying a launch's sharedmem (host.py)
 
 
 class _ArrayNS(_Placeholder):

@@ -79,6 +79,12 @@ class FunctionsMixin:
                     key.append(("obj", id(obj)))
                     continue
                 e = self.value_or_tuple(a)
+                if isinstance(e, TupleValue) and e.names is None and all(isinstance(x, ir.Const) for x in e.items):
+                    # a tuple of constants ((4, 8) as a shape): compile-time, as Numba's literals
+                    v = tuple(x.value for x in e.items)
+                    bindings[pname] = Binding("const", v)
+                    key.append(("ctuple", tuple(x.type.name for x in e.items), v))
+                    continue
                 if isinstance(e, TupleValue):
                     # a tuple argument: one value parameter per item (tuples.py)
                     leaves = []
@@ -127,6 +133,7 @@ class FunctionsMixin:
             used = {n.name for n in ir.walk(body) if isinstance(n, ir.Var)}
             passed = [h for h in hidden if h[0] in used]
             fparams = fparams + [ir.FuncParam(n, e.type) for n, e in passed]
+            fparams = fparams + [ir.FuncParam(d.name, d.elem, "threadgroup") for d in sub.shared_decls]
             ret = sub.ret_type
             if isinstance(ret, TupleType):      # items returned through thread arrays (tuples.py)
                 fparams = fparams + [ir.FuncParam(f"_mb_ret{k}", t, "thread") for k, t in enumerate(ret.leaves)]
@@ -135,10 +142,18 @@ class FunctionsMixin:
                                 span=node_span(parsed.source, parsed.fdef))
             fn_ir.tuple_result = sub.ret_type if isinstance(sub.ret_type, TupleType) else None
             fn_ir.hidden = [n for n, _ in passed]
+            fn_ir.shared = list(sub.shared_decls)
             self.m.functions[key] = fn_ir
             self.m.order.append(fn_ir)
         by_name = dict(hidden)
         args = args + [by_name[n] for n in getattr(fn_ir, "hidden", [])]
+        for d in getattr(fn_ir, "shared", []):       # the function's shared arrays (statements.py)
+            args.append(ir.BufArg(d.name, None, span=self.span(node)))
+            if self.is_kernel:
+                if not any(isinstance(h, ir.ArrayDecl) and h.name == d.name for h in self.hoisted):
+                    self.hoisted.append(d)
+            elif not any(x.name == d.name for x in self.shared_decls):
+                self.shared_decls.append(d)
         rt = getattr(fn_ir, "tuple_result", None)
         if rt is not None:
             return self.tuple_result(fn_ir, rt, args, node)

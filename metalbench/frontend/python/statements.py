@@ -3,6 +3,7 @@ range``, ``while``, ``break``/``continue``/``return`` and array declarations."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 import numpy as np
 
@@ -235,8 +236,10 @@ class StatementsMixin:
     def declare_array(self, name: str, call: ast.Call, obj) -> list[ir.Stmt]:
         sp = self.span(call)
         hook = getattr(obj, "__metalbench_array__", None)
+        fixed = None            # a name the hook chose (arrays that are one: dynamic shared memory)
         if hook is not None:
-            space, shape, dtype = hook(self, call)
+            space, shape, dtype, *fixed = hook(self, call)
+            fixed = fixed[0] if fixed else None
         else:
             space = "threadgroup" if obj.dsl_name == "threadgroup_array" else "thread"
             args = list(call.args)
@@ -260,10 +263,16 @@ class StatementsMixin:
         if t is None:
             raise self.err(KernelTypeError, f"{dtype!r} is not a supported dtype", call,
                            hint="use float32, float16, bfloat16, int32, uint32, ...")
-        if space == "threadgroup" and not self.is_kernel:
-            raise KernelSyntaxError("threadgroup arrays must be declared in the kernel, not in a device "
-                                    "function", sp, hint="declare it in the kernel and pass it as an argument")
-        cname = self.fresh(name, ("array", call.lineno, call.col_offset))
+        shared_in_function = space == "threadgroup" and not self.is_kernel
+        if fixed is not None:
+            cname = fixed
+        elif shared_in_function:
+            # One array per specialisation of the function, as CUDA's __shared__ in a device
+            # function (and Numba's) has: declared in the kernel, reaching the function (and
+            # the functions between) as a threadgroup parameter of the same name (functions.py).
+            cname = self.fresh(f"{self.p.name}_{name}", ("array", call.lineno, call.col_offset))
+        else:
+            cname = self.fresh(name, ("array", call.lineno, call.col_offset))
         if isinstance(t, T.MatrixType) and space != "thread":
             raise self.err(KernelTypeError, "simdgroup matrices live in threads' registers: declare an array of "
                                             "them with local_array", call,
@@ -280,6 +289,12 @@ class StatementsMixin:
         else:
             decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp)
             info = BufInfo(cname, t, space, len(shape), decl.shape, decl=decl)
+        if shared_in_function:
+            if not any(d.name == cname for d in self.shared_decls):
+                self.shared_decls.append(decl)
+            info = replace(info, decl=None)
+            self.scopes[0][name] = Binding("buf", info)
+            return []
         self.scopes[0][name] = Binding("buf", info)
         if not any(isinstance(h, ir.ArrayDecl) and h.name == cname for h in self.hoisted):
             self.hoisted.append(decl)       # once, also when an unrolled loop declares it again

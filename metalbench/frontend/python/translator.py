@@ -47,6 +47,9 @@ class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMix
         self.ret_declared = ret_hint is not None     # a declared result type (a Numba signature) stays
         self._pending_list: list = []
         self._names: dict = {}
+        # threadgroup arrays this device function (or one it calls) declares: the kernel
+        # declares them and passes them down (statements.declare_array, functions.device_call)
+        self.shared_decls: list[ir.ArrayDecl] = []
         self.sem = Semantics(module.rules, once=self._once)
         self.single_assigned = single_assignments(parsed.fdef)   # compile-time constant candidates
         # Parameters the body assigns to are local variables initialised from the parameter
@@ -201,6 +204,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     """
     kname = name or parsed.name
     module = Module(kname, parsed.rules or DSL)
+    module.constexprs = {s.name: s.value for s in specs if s.kind == "constexpr"}   # launch values (Numba's sharedmem)
     params: list[ir.Param] = []
     bindings: dict[str, Binding] = {}
     leaf_types = {s.name: s.type for s in specs if s.kind == "scalar"}
