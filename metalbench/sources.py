@@ -50,6 +50,9 @@ def function_source(fn) -> tuple[list[str], int, str]:
                 block = []
             if block and "def " + fn.__name__ in "".join(block):
                 return block, start, code.co_filename
+        found = _from_compiled_strings(code)
+        if found is not None:
+            return found
     raise KernelSyntaxError(f"cannot read the source of {getattr(fn, '__name__', fn)!r}: {_why(fn, err)}",
                             hint=_HINT)
 
@@ -59,6 +62,93 @@ _HINT = ("define the kernel in a file or a notebook cell, or give its text: "
          "functions); for exec(), register the string first: "
          "linecache.cache[name] = (len(src), None, src.splitlines(True), name), then "
          "exec(compile(src, name, 'exec'))")
+
+
+# -- exec() of a string -----------------------------------------------------------------
+# Numba compiles functions from their bytecode, so a kernel made by ``exec(text)`` works
+# there. metalbench needs the text: once remember_compiled_strings() is called (importing
+# metalbench.cuda does), an audit hook keeps the last few strings compiled under a
+# pseudo-file name ("<string>"), and a function without source is looked up in them: the
+# text whose compiled code holds a code object equal to the function's own.
+_COMPILED: list = []            # (file name, text), newest last
+_KEEP = 64
+_hooked = False
+
+
+def _audit(event, args):
+    if event != "compile" or len(args) < 2:
+        return
+    src, name = args[0], args[1]
+    if _busy or not (isinstance(name, str) and name.startswith("<")) or not isinstance(src, (str, bytes)) \
+            or len(src) > 1_000_000:
+        return
+    _COMPILED.append((name, src))
+    del _COMPILED[:-_KEEP]
+
+
+_busy = False            # compiling a remembered text again (the lookup) records nothing
+
+
+def remember_compiled_strings() -> None:
+    r"""Keep the text of strings compiled by ``exec``/``compile`` (a process-wide audit
+    hook, installed once) so that functions defined in them have a source::
+
+        >>> remember_compiled_strings()
+        >>> ns = {}
+        >>> exec("def f(x):\n    return x + 1\n", ns)
+        >>> function_source(ns["f"])[0]
+        ['def f(x):\n', '    return x + 1\n']
+    """
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+
+
+def _codes(code):
+    yield code
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            yield from _codes(c)
+
+
+def _same(a, b) -> bool:
+    """Whether code objects ``a`` and ``b`` are the same code (bytecode, names, constants;
+    ``cuda.atomic.max`` and ``cuda.atomic.min`` differ only in their names)."""
+    if (a.co_name, a.co_code, a.co_names, a.co_varnames) != (b.co_name, b.co_code, b.co_names, b.co_varnames) \
+            or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if hasattr(x, "co_code") or hasattr(y, "co_code"):
+            if not (hasattr(x, "co_code") and hasattr(y, "co_code") and _same(x, y)):
+                return False
+        elif type(x) is not type(y) or x != y:
+            if not (x != x and y != y):      # NaN constants
+                return False
+    return True
+
+
+def _from_compiled_strings(code):
+    for name, src in reversed(_COMPILED):
+        if name != code.co_filename:
+            continue
+        text = src.decode("utf-8", "replace") if isinstance(src, bytes) else src
+        global _busy
+        _busy = True
+        try:
+            top = compile(text, name, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+        finally:
+            _busy = False
+        if any(c.co_firstlineno == code.co_firstlineno and _same(c, code) for c in _codes(top)):
+            lines = text.splitlines(True)
+            try:
+                block = inspect.getblock(lines[code.co_firstlineno - 1:])
+            except Exception:   # noqa: BLE001
+                continue
+            return block, code.co_firstlineno, name
+    return None
 
 
 def _why(fn, err) -> str:

@@ -75,9 +75,13 @@ def test_source_text_sees_the_callers_locals():
     assert np.asarray(k(np.zeros(3, np.float32), grid=3, backend="sim")).tolist() == [5.0] * 3
 
 
-def test_exec_of_a_string():
+def test_exec_of_a_string(monkeypatch):
     src = KERNEL.replace("print(", "result = (")
     ns = {}
+    # as before metalbench.cuda is imported (which keeps compiled strings: test_numba_exec.py)
+    from metalbench import sources
+    monkeypatch.setattr(sources, "_COMPILED", [])
+    monkeypatch.setattr(sources, "_busy", True)
     with pytest.raises(mb.KernelSyntaxError) as e:
         exec(compile(src, "<string>", "exec"), ns)
     assert "exec()" in str(e.value) and "linecache.cache[name]" in e.value.hint

@@ -20,6 +20,7 @@ Choose the backend with ``cuda.set_backend("sim")``, ``add.configure(backend="si
 ``METALBENCH_BACKEND=sim``. Unsupported Numba features (grid-wide sync, runtime-sized
 local arrays, recursion) raise ``KernelSyntaxError`` at the line.
 """
+from ..sources import remember_compiled_strings as _remember_compiled_strings
 from ..numba_compat.devicearray import (DeviceNDArray, as_cuda_array, device_array, device_array_like,
                                        is_cuda_array, managed_array, mapped, mapped_array, mapped_array_like,
                                        pinned, pinned_array, pinned_array_like, to_device)
@@ -56,3 +57,7 @@ from .compiler import (compile, compile_for_current_device, compile_ptx,  # noqa
 
 # Numba exposes `cuda.local.array` and `cuda.const.array_like`; `local` is also a module name here.
 __all__ = [n for n in dir() if not n.startswith("_")]
+
+# Numba compiles kernels made by exec() of a string from their bytecode; metalbench reads
+# the string (sources.py keeps strings compiled from now on).
+_remember_compiled_strings()
