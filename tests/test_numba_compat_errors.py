@@ -192,3 +192,19 @@ def test_unsupported_dtype_argument():
         a[0] = 1
     with pytest.raises(KernelLaunchError, match="complex"):
         k[1, 1](np.ones(3, np.complex64))
+
+
+@cuda.jit
+def grid_index(a):
+    a[0] = cuda.grid(1)
+
+
+def test_grid_over_32_bits_is_refused_before_it_runs():
+    """numba-cuda's issue 9229 launches 22121216 x 256 threads; thread positions here are
+    32-bit, so the launch is refused at once (not after minutes, not wrapped)."""
+    a = np.zeros(1, np.uint64)
+    with pytest.raises(KernelLaunchError, match="5663031296 threads in one dimension.*32 bits") as e:
+        grid_index[22121216, 256](a)
+    assert "grid-stride loop" in e.value.hint and a[0] == 0
+    with pytest.raises(KernelLaunchError):
+        grid_index.forall(2**32 + 5, 1024)(a)

@@ -552,6 +552,9 @@ class _numba_double_hint:
         return False
 
 
+_MAX_GRID = 2**32 - 1
+
+
 class _Launcher:
     """``kernel[griddim, blockdim]``: call it with the kernel's arguments."""
 
@@ -563,6 +566,14 @@ class _Launcher:
         self.grid = tuple(a * b for a, b in zip(self.griddim, self.blockdim))
 
     def __call__(self, *args, **kwargs):
+        if max(self.grid) > _MAX_GRID:
+            # refused before anything runs: thread positions are 32-bit (Metal's uint), and a
+            # 64-bit index would change every kernel's types for grids no backend here can run
+            raise KernelLaunchError(
+                f"{self.kernel.name}[{self.griddim}, {self.blockdim}]: {max(self.grid)} threads in one dimension; "
+                f"metalbench indexes threads in 32 bits (at most {_MAX_GRID})",
+                hint="launch fewer blocks and loop over the rest in the kernel (a grid-stride loop: "
+                     "for i in range(cuda.grid(1), n, cuda.gridsize(1)))")
         try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
             self.kernel.launch_inplace(args, kwargs, self.grid, self.blockdim, sharedmem=self.sharedmem)
         except MetalbenchError as e:
