@@ -1,6 +1,7 @@
 """Python constructs in Numba kernels that fold at compile time: ``x is None`` on an
 optional argument (kernel and device function), module-level NumPy arrays read as
-constants, tuple comparisons, code after a ``return`` in a compile-time branch. Each
+constants, tuple comparisons, tuples of tuples and of arrays as arguments, code after a
+``return`` in a compile-time branch. Each
 program runs on metalbench against the values written here and, where the Numba venv
 exists, against Numba's own simulator (tests/numba_oracle.py)."""
 import numpy as np
@@ -84,6 +85,57 @@ def k(r, a, b):
 r = np.zeros(4, np.int64)
 k[1, 1](r, 2, 3)
 RESULT = {"r": r}
+''')
+
+program("len_of_tuple_items", {"r": [3, 0, 2, 3, 5, 6, 8, 9, 10, 2, 3, 4, 7]})('''
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def k(r, x, y):
+    r[0] = len(x)
+    r[1] = len(x[0])
+    r[2] = len(x[1])
+    r[3] = len(x[2])
+    r[4] = x[1][0]
+    r[5] = x[1][1]
+    r[6] = x[2][0]
+    r[7] = x[2][1]
+    r[8] = x[2][2]
+    r[9] = len(y)
+    r[10] = len(y[0])
+    r[11] = y[0][2]
+    r[12] = y[1]
+
+r = np.zeros(13, np.int64)
+k[1, 1](r, ((), (5, 6), (8, 9, 10)), ((6, 5, 4), 7))
+RESULT = {"r": r}
+''')
+
+program("tuple_of_arrays", {"x0": [4.0] * 10, "r": [0, 2, 10, 4, 3]})('''
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def add(x):
+    i = cuda.grid(1)
+    if i < len(x[0]):
+        x[0][i] = x[1][i] + x[2][i]
+
+@cuda.jit
+def mixed(r, x):
+    r[0] = x[0][0]
+    r[1] = x[0][1]
+    r[2] = x[1]
+    r[3] = x[2][0]
+    r[4] = x[2][1]
+
+x0 = np.zeros(10)
+x1 = np.ones_like(x0)
+add[1, 16]((x0, x1, x1 * 3))
+r = np.zeros(5, np.int64)
+mixed[1, 1](r, (2 * np.arange(2, dtype=np.int64), 10, (4, 3)))
+RESULT = {"x0": x0, "r": r}
 ''')
 
 ORACLE = Oracle(PROGRAMS)

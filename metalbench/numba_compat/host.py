@@ -256,6 +256,13 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 values[name] = (v, None, None)
                 specs.append(F.ArgSpec(name, "tuple", None, 0, value=structure))
                 for leaf, lv in leaves:
+                    if runtime.is_array(lv) or isinstance(lv, DeviceNDArray):
+                        a, t = _host_array(lv, leaf)
+                        if a.size == 0:
+                            raise KernelLaunchError(f"argument {name!r}: an item is empty (shape {a.shape})")
+                        values[leaf] = (lv, a, t)
+                        specs.append(F.ArgSpec(leaf, "buffer", t, max(1, a.ndim)))
+                        continue
                     t = _scalar_type(lv, name)
                     values[leaf] = (lv, None, t)
                     specs.append(F.ArgSpec(leaf, "scalar", t, 0))
@@ -429,10 +436,7 @@ def _tuple_structure(name: str, v: tuple, leaves: list, path=()):
         p = path + (k,)
         if isinstance(x, tuple):
             items.append(_tuple_structure(name, x, leaves, p))
-        elif runtime.is_array(x) or isinstance(x, DeviceNDArray):
-            raise KernelLaunchError(f"argument {name!r}: tuples of arrays are not supported",
-                                    hint="pass the arrays as separate arguments")
-        else:
+        else:       # a number, or an array (a buffer parameter of its own)
             leaf = f"{name}__{'_'.join(map(str, p))}"
             leaves.append((leaf, x))
             items.append(leaf)

@@ -76,6 +76,10 @@ class CallsMixin:
             a = node.args[0]
             if isinstance(a, ast.Tuple) or (isinstance(a, ast.Name) and self.lookup(a.id, a).kind == "tuple"):
                 return self.sem.int_literal(len(self.value_or_tuple(a)), sp)       # a run-time tuple's length
+            if isinstance(a, ast.Subscript) and self.array_of(a) is None:
+                t = self.value_or_tuple(a)                  # an item of a tuple that is a tuple: x[0]
+                if isinstance(t, TupleValue):
+                    return self.sem.int_literal(len(t), sp)
             return self.shape_of(self.buffer_of(a), 0, node)
         elif obj is range:
             raise self.err(KernelSyntaxError, "range() is only allowed in `for ... in range(...)`", node)

@@ -209,6 +209,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     bindings: dict[str, Binding] = {}
     leaf_types = {s.name: s.type for s in specs if s.kind == "scalar"}
     structs: dict = {}
+    tuples: list[ArgSpec] = []
     for spec in specs:
         module.names.add(spec.name)
         if spec.kind == "constexpr":
@@ -222,13 +223,16 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             structs[spec.name] = spec.value
             bindings[spec.name] = Binding("pyobj", StructArg(spec.name, spec.value))
         elif spec.kind == "tuple":
-            # a tuple argument: its items are the scalar specs that follow (leaf names in spec.value)
-            bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types))
+            # a tuple argument: its items are the specs that follow (leaf names in spec.value);
+            # bound below, once its array items have their bindings
+            tuples.append(spec)
         else:
             p = ir.Param(spec.name, "buffer", spec.type, spec.ndim, is_output=spec.is_output)
             params.append(p)
             bindings[spec.name] = Binding("buf", BufInfo(spec.name, spec.type, "device", spec.ndim, None,
                                                           kernel_param=p, wide=spec.wide))
+    for spec in tuples:
+        bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types, bindings))
     # MLX order: inputs first, then outputs.
     params = [p for p in params if not p.is_output] + [p for p in params if p.is_output]
     tr = FunctionTranslator(module, with_struct_fields(parsed, structs), True, bindings)
@@ -242,12 +246,33 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
         raise internal_error(e, node_span(parsed.source, parsed.fdef), f"kernel {kname!r}") from e
 
 
-def _tuple_of_leaves(structure, leaf_types) -> TupleValue:
+def _tuple_of_leaves(structure, leaf_types, bindings) -> TupleValue:
     """The TupleValue of a tuple argument: ``structure`` is ``(items, names)`` where each item
-    is a leaf parameter's name or a nested structure."""
+    is a leaf parameter's name or a nested structure; an array item is an
+    :class:`ArrayItem` (``x[0][i]``: views.array_of)."""
     items, names = structure
-    return TupleValue([_tuple_of_leaves(x, leaf_types) if isinstance(x, tuple) else ir.Var(x, leaf_types[x])
-                       for x in items], names=names)
+    out = []
+    for x in items:
+        if isinstance(x, tuple):
+            out.append(_tuple_of_leaves(x, leaf_types, bindings))
+        elif x in leaf_types:
+            out.append(ir.Var(x, leaf_types[x]))
+        else:
+            out.append(ArrayItem(bindings[x].value))
+    return TupleValue(out, names=names)
+
+
+class ArrayItem(ir.Expr):
+    """An array inside a tuple argument (Numba's tuples of arrays): not a value; indexing
+    the tuple with a constant gives the array (views.array_of)."""
+
+    def __init__(self, info):
+        self.info = info
+        self.span = None
+
+    @property
+    def type(self):
+        return None
 
 
 def _reachable(functions: list[ir.Function], body) -> list[ir.Function]:

@@ -43,10 +43,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+import numpy as np
 
 from ... import ir
 from ... import types as T
-from ...errors import KernelSyntaxError, KernelTypeError
+from ...errors import KernelSyntaxError, KernelTypeError, MetalbenchError
 from ...semantics import View
 from .specs import Binding, BufInfo, resolve_dtype
 
@@ -118,6 +119,9 @@ class ViewsMixin:
                 if base is None:
                     return None
                 return self.slice_view(base, parts, node)
+            item = self._tuple_array_item(node)
+            if item is not None:
+                return item
             if not want_array:
                 return None
             base = self.array_of(node.value)
@@ -125,6 +129,20 @@ class ViewsMixin:
                 return None
             return self.row_view(base, parts, node)
         return None
+
+    def _tuple_array_item(self, node: ast.Subscript):
+        """``x[k]`` of a tuple argument whose item ``k`` (a constant) is an array."""
+        if not (isinstance(node.value, ast.Name) and self.lookup(node.value.id, node.value).kind == "tuple"):
+            return None
+        tup = self.lookup(node.value.id, node.value).value
+        try:
+            k = self.static_value(node.slice)
+        except MetalbenchError:
+            return None
+        items = getattr(tup, "items", None)
+        if not isinstance(k, (int, np.integer)) or items is None or not -len(items) <= k < len(items):
+            return None
+        return getattr(items[k], "info", None)
 
     def global_array(self, name: str, obj, node) -> BufInfo:
         """A NumPy array (or device array) of the Python scope read by the kernel: its
