@@ -451,6 +451,29 @@ def test_coverage_is_exact_when_the_kernel_writes_the_poison_value(dtype):
     assert _coverage_warnings(copy_all, src, perm, grid=n, threadgroup=64, backend="sim") == []
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_coverage_counts_scattered_and_contiguous_writes_exactly(seed):
+    # contiguous stores (ranges) and scattered ones (the scan) into the same output
+    @mb.kernel
+    def scatter(x, idx, m, out: mb.Out(shape=lambda x, **_: (2 * x.size,), dtype=mb.float32)):
+        i = thread_position_in_grid.x
+        out[i] = x[i]                   # the first half, contiguous
+        if m[i] != 0:
+            out[idx[i]] = x[i] + 1.0    # anywhere
+    rng = np.random.default_rng(seed)
+    n = 1024
+    x = rng.standard_normal(n).astype(np.float32)
+    idx = rng.integers(0, 2 * n, n).astype(np.int32)
+    m = (rng.random(n) < rng.random()).astype(np.int32)
+    written = set(range(n)) | set(idx[m != 0].tolist())
+    w = _coverage_warnings(scatter, x, idx, m, grid=n, threadgroup=128, backend="sim")
+    n *= 2
+    if len(written) == n:
+        assert w == []
+    else:
+        assert len(w) == 1 and f"wrote {len(written)} of the {n} elements" in str(w[0].message)
+
+
 def test_coverage_of_outputs_written_through_device_functions_and_atomics():
     @mb.func
     def put(out, i, v):

@@ -71,27 +71,36 @@ class Coverage:
             outs = self.sk.ir.outputs
             static = self.sk._cov_static = [(p.name, p.type) for p in outs]
         out = {}
+        dirty = self.dirty
         for j, (name, t) in enumerate(static):
+            if name not in self.watch:
+                continue
             data = self.bufs.get(name)
-            if name not in self.watch or data is None:
+            if data is None:
                 continue
             n = data.size
-            iv = _merged(self.iv.get(j, []))
-            if len(iv) == 1 and iv[0][0] <= 0 and iv[0][1] >= n:
-                continue                       # the common case: contiguous stores covered it
-            miss = np.ones(n, bool)
-            for a, b in iv:
-                miss[a:b] = False
-            if j in self.dirty or -1 in self.dirty:
+            iv = self.iv.get(j)
+            if iv is None:
+                iv = ()
+            else:
+                iv = [(iv[0][0], iv[0][0] + iv[0][1])] if len(iv) == 1 else _merged(iv)
+                if len(iv) == 1 and iv[0][0] <= 0 and iv[0][1] >= n:
+                    continue                   # the common case: contiguous stores covered it
+            if j in dirty or -1 in dirty:
+                # one pass over the output's bits (no gather of the uncovered indices)
                 bits = data.view(R._UINT[data.itemsize]) if not t.is_bool else data.view(np.uint8)
-                idx = np.flatnonzero(miss)
-                hit = np.zeros(n, bool)
-                hit[idx] = bits[idx] == R.poison_bits(t)
+                hit = bits == R.poison_bits(t)
+                for a, b in iv:
+                    hit[max(a, 0):b] = False
                 if not hit.any():
                     continue
                 out[name] = (hit, t.is_float)
-            elif miss.any():
-                out[name] = (miss, True)
+            else:
+                miss = np.ones(n, bool)
+                for a, b in iv:
+                    miss[max(a, 0):b] = False
+                if miss.any():
+                    out[name] = (miss, True)
         return out
 
 

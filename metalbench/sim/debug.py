@@ -128,6 +128,38 @@ class LaunchHooks:
             self.prints = None
 
 
+class CoverageHooks(Coverage):
+    """The hooks of a plain launch with fresh outputs (no print, no trace or access map):
+    the coverage check alone, one object, as little per-launch work as it can (the common
+    case: ``benchmarks/debug_overhead.py`` times it)."""
+
+    __slots__ = ()
+    variant = None
+    checked = False
+    obs = None
+    prints = None
+    quiet = False
+
+    def __init__(self, sim_kernel, coverage):
+        super().__init__(sim_kernel, coverage, None)
+
+    @property
+    def cov(self):
+        return self
+
+    def launch_checker(self, default):
+        return default
+
+    def start(self, lg, prog, bufs) -> None:
+        self.bufs = bufs
+
+    def chunk(self, c) -> None:
+        c.cov = self
+
+    def finish(self) -> None:
+        pass
+
+
 def prog_prints(prog) -> bool:
     p = prog.__dict__.get("_prints")
     if p is None:
@@ -135,11 +167,11 @@ def prog_prints(prog) -> bool:
     return p
 
 
-def launch_hooks(sim_kernel, coverage=None) -> LaunchHooks | None:
+def launch_hooks(sim_kernel, coverage=None) -> LaunchHooks | CoverageHooks | None:
     """The hooks a launch needs, or None (no print, no fresh outputs, no observer)."""
     obs = _OBSERVER.get()
-    if obs is None and not coverage and not sim_kernel_prints(sim_kernel):
-        return None
+    if obs is None and not sim_kernel_prints(sim_kernel):
+        return CoverageHooks(sim_kernel, coverage) if coverage else None
     return LaunchHooks(sim_kernel, coverage, obs)
 
 
