@@ -205,8 +205,7 @@ def main():
     for name in LABELS:
         if name not in samples["after"]:
             continue
-        b, a = statistics.median(samples["before"][name]), statistics.median(samples["after"][name])
-        rows.append((name, b, a, statistics.median(samples["nocov"][name])))
+        rows.append((name, *(statistics.median(samples[w][name]) for w in ("before", "after", "nocov"))))
     cmd = "python benchmarks/debug_overhead.py" + (" --write" if args.write else "") + \
         (f" --after {args.after}" if args.after else "") + (f" --rounds {args.rounds}" if args.rounds != 3 else "") + \
         (f" --repeat {args.repeat}" if args.repeat != 5 else "") + "".join(" " + n for n in args.names)
@@ -247,8 +246,9 @@ def render(rows, before, after, args, cmd):
              f"processes (load average {load:.1f} at the end of the run), {now}.",
              f"- Each figure is the median of {args.rounds} rounds x {args.repeat} launches "
              f"({args.repeat_tiny} for the 256-thread launch) after a warm-up launch per round (compilation "
-             "excluded); the two trees run in alternating worker processes. Ratios within about 10% are "
-             "the machine's noise (it is shared).",
+             "excluded); the two trees run in alternating worker processes. On this shared machine the "
+             "large launches' medians move by 10-30% from run to run (memory-bound NumPy work under "
+             "other processes' load); the 256-thread launch (pure Python path) is steady to ~1 us.",
              "- The last column is the same tree with the launch hooks switched off in the benchmark "
              "process (`--no-coverage`: no coverage check), to show what is left of the difference "
              "without it.",
