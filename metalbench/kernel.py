@@ -333,6 +333,36 @@ class Kernel(KernelBase):
     # -- launching -------------------------------------------------------------------------
     def __call__(self, *args, grid=None, threadgroup=None, backend="auto", out=None, init_value=None,
                  checked=None, stream=None, print_threads=None, **kwargs):
+        """Launch the kernel: ``k(*args, grid=..., threadgroup=256, backend="auto")``.
+
+        ``args`` are the kernel's non-output parameters in order (arrays: NumPy, MLX, or
+        anything ``np.asarray`` takes; scalars for ``a: float`` / ``n: int``; constexpr
+        values, also by name). Launch keywords:
+
+        - ``grid``: the number of *threads* per dimension (Metal's ``dispatchThreads``:
+          threads, not threadgroups), an int or a tuple of up to 3;
+        - ``threadgroup``: threads per threadgroup (default ``min(256, grid)`` in x);
+        - ``backend``: ``"auto"`` (``METALBENCH_BACKEND``, else metal on Apple silicon,
+          cuda with an NVIDIA GPU, else sim), ``"metal"``, ``"cuda"`` or ``"sim"``;
+        - ``out``: arrays to write into instead of fresh outputs;
+        - ``init_value``: fill fresh outputs first (else they are uninitialised, and the
+          simulator warns with ``mb.CoverageWarning`` about elements left unwritten);
+        - ``checked=True``: the checked simulator (bounds, races, uninitialised reads,
+          divergent barriers) raising ``mb.KernelCheckError``;
+        - ``print_threads``: on ``sim``, the threads whose ``print`` lines show (linear
+          positions or position tuples; without it at most ~100 lines);
+        - ``stream``: an MLX stream or device.
+
+        Returns the output (an ``mx.array``), or a tuple of them.
+
+        >>> import numpy as np, metalbench as mb
+        >>> k = mb.kernel(source='''
+        ... def twice(x, out: mb.Out):
+        ...     out[thread_position_in_grid.x] = 2 * x[thread_position_in_grid.x]
+        ... ''')
+        >>> np.asarray(k(np.arange(4, dtype=np.float32), grid=4, backend="sim")).tolist()
+        [0.0, 2.0, 4.0, 6.0]
+        """
         if print_threads is not None:   # prints of these threads only (simulator): see sim/printing.py
             from .sim.printing import print_threads as selected
             with selected(print_threads):
