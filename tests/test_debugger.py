@@ -118,6 +118,31 @@ y[i] = x[i];
                      "[thread 6] x=9.00 at 6", "[thread 6] 3", "[thread 6] hex 100", "[thread 6] dbg"]
 
 
+def test_string_literals_print_through_percent_s_in_both_front_ends():
+    @mb.kernel
+    def tagged(x, out: mb.Out):
+        i = thread_position_in_grid.x
+        print("%-4s|%d|%s" % ("ok", i, "100%"), "{}:{:>3}".format("a", "b"))
+        out[i] = x[i]
+    x = np.zeros(4, np.float32)
+    assert captured(tagged, x, grid=4, backend="sim", print_threads=[2]) == ["[thread 2] ok  |2|100% a:  b"]
+    cu = [ln for ln in tagged.source(x, backend="cuda").splitlines() if "printf" in ln]
+    assert len(cu) == 1 and '"[thread (%u, %u, %u)] ok  |%lld|100%% a:  b\\n"' in cu[0]
+    k = mb.metal_kernel("named", ["x"], ["y"], """
+uint i = thread_position_in_grid.x;
+printf("%s=%5s|%u\\n", "name", "ab", i);
+os_log_default.log("%{public}s", "done");
+y[i] = x[i];
+""")
+    lines = captured(k, inputs=[x], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
+                     output_dtypes=[np.float32], backend="sim", print_threads=[3])
+    assert lines == ["[thread 3] name=   ab|3", "[thread 3] done"]
+    bad = mb.metal_kernel("bad", ["x"], ["y"], 'uint i = thread_position_in_grid.x; printf("%d", "no"); y[i] = x[i];')
+    with pytest.raises(mb.MetalbenchError, match="prints with %s"):
+        bad(inputs=[x], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)], output_dtypes=[np.float32],
+            backend="sim")
+
+
 def test_prints_are_compiled_out_on_metal_and_printf_on_cuda():
     x = np.zeros(4, np.float32)
     with warnings.catch_warnings():
@@ -270,6 +295,11 @@ y[i] = acc;
     tr = inc.trace(x, thread=6, grid=8, threadgroup=4)
     assert tr.values("v") == [7] and tr.rows[-1].name == "a[6]"
     assert x[6] == 6        # the trace ran on a copy, as MLX-style cuda.jit calls do
+    # Numba's spelling, kernel[blocks, threads]
+    tr = inc[2, 4].trace(x, thread=6)
+    assert tr.values("v") == [7] and x[6] == 6
+    am = inc[2, 4].access_map(x)
+    assert am.reads["a"].tolist() == [1] * 8 and am.writes["a"].tolist() == [1] * 8
 
 
 def test_trace_thread_outside_the_grid_is_an_error():

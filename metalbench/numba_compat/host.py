@@ -584,6 +584,16 @@ class _Launcher:
             raise trim_traceback(e)
         return None
 
+    def trace(self, *args, thread=None, group=None):
+        """The debugger's per-thread trace of this launch (``k[blocks, threads].trace(a, thread=5)``;
+        see ``KernelBase.trace``): on the simulator, on copies of the arrays."""
+        return self.kernel.trace(*args, thread=thread, group=group, grid=self.grid, threadgroup=self.blockdim)
+
+    def access_map(self, *args):
+        """The debugger's access map of this launch (``k[blocks, threads].access_map(a)``; see
+        ``KernelBase.access_map``): per-element read/write counts, coalescing, bank conflicts."""
+        return self.kernel.access_map(*args, grid=self.grid, threadgroup=self.blockdim)
+
 
 def _storage(a: np.ndarray, t: T.ScalarType):
     """(contiguous storage of dtype ``t`` the simulator can write, whether it is ``a`` itself)."""

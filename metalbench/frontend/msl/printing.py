@@ -12,7 +12,7 @@ import codecs
 import re
 
 from ... import ir
-from ...codegen.printf import FormatError, split_c_format
+from ...codegen.printf import FormatError, c_to_python, split_c_format
 from ..printing import PrintBuilder
 
 LOGGER_TYPES = ("os_log", "metal::os_log", "mlx::os_log")
@@ -69,6 +69,11 @@ def print_call(tr, node) -> ir.Print | None:
     pb = PrintBuilder(error)
     for t, s, a in zip(texts, specs, args[1:]):
         pb.lit(t)
+        if a.type in ("string_literal", "concatenated_string"):    # printf("%s", "text"): folded here
+            if not s.endswith("s"):
+                tr.type_err(a, f"a string literal prints with %s, not {s}")
+            pb.lit(c_to_python(s) % _string(tr, a))
+            continue
         pb.value(tr.expr(a), ("c", s), lambda v, c: tr.sem.component(v, c, v.span))
     pb.lit(texts[-1])
     sp = tr.sp(node)

@@ -8,7 +8,7 @@ import ast
 import string
 
 from ... import ir
-from ...codegen.printf import FormatError, split_c_format
+from ...codegen.printf import FormatError, c_to_python, split_c_format
 from ...errors import KernelSyntaxError
 from ..printing import PrintBuilder
 from .expressions import _NOT_STATIC
@@ -46,7 +46,9 @@ def translate_print(tr, node: ast.Call, statement: bool) -> ir.Print:
 
 
 def _field(tr, pb, node, spec):
-    obj = tr._maybe_static(node)
+    obj = _const_str(node)
+    if obj is None:
+        obj = tr._maybe_static(node)
     if obj is not _NOT_STATIC and _is_dim3(obj):
         # Numba's cuda.threadIdx & co. print as a tuple of ints
         from ...numba_compat.intrinsics import _attr_int
@@ -103,7 +105,9 @@ def _piece(tr, pb, a):
             raise tr.err(KernelSyntaxError, f"the format has {len(specs)} conversion(s) for {len(values)} value(s)", a)
         for t, s, v in zip(texts, specs, values):
             pb.lit(t)
-            if s.endswith("s"):
+            if s.endswith("s") and _const_str(v) is not None:   # "%-6s" % "text": folded here
+                pb.lit(c_to_python(s) % _const_str(v))
+            elif s.endswith("s"):
                 _field(tr, pb, v, ("py", ""))
             else:
                 _field(tr, pb, v, ("c", s))
