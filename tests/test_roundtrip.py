@@ -86,6 +86,19 @@ def hist(x, h: mb.Out(shape=(8,), dtype=mb.int32)):
     atomic_add(h, x[i] % 8, 1)
 
 
+@mb.kernel
+def vec_views(x, h, out: mb.Out):
+    # float4/half2 views print as packed-vector loads and stores (codegen/msl.py)
+    i = thread_position_in_grid.x
+    t = threadgroup_array(32, float4)
+    t[i] = x.view(float4)[i] * 2.0
+    threadgroup_barrier()
+    v = t[31 - i]
+    hv = h.view(half2)[i]
+    v.y += float(hv.x) - float(hv.y)
+    out.view(float4)[i] = v
+
+
 CASES = [
     ("saxpy", saxpy, lambda: (2.5, RNG.standard_normal(40).astype(np.float32),
                               RNG.standard_normal(40).astype(np.float32)), 64, 32, {}),
@@ -94,6 +107,8 @@ CASES = [
     ("block_sum", block_sum, lambda: (RNG.standard_normal(128).astype(np.float32),), 128, 32, {}),
     ("ints", ints, lambda: (RNG.integers(0, 1000, 16).astype(np.int32),), 16, 16, {}),
     ("simd_red", simd_red, lambda: (RNG.standard_normal(64).astype(np.float32),), 64, 64, {}),
+    ("vec_views", vec_views, lambda: (RNG.standard_normal(128).astype(np.float32),
+                                      RNG.standard_normal(64).astype(np.float16)), 32, 32, {}),
     ("hist", hist, lambda: (RNG.integers(0, 100, 64).astype(np.int32),), 64, 32, {"init_value": 0}),
 ]
 
