@@ -6,11 +6,13 @@ spellings, docs and the reference model the registry test compares with.
 """
 from __future__ import annotations
 
+import decimal
 import math
 
 import numpy as np
 
 from . import numerics as N
+from .. import types as T
 from . import refs as R
 from .. import types as T
 from .core import (BuiltinTypeError, add_builtin, custom, float_int, float_math, float_predicate, float_vectors, numeric,
@@ -20,7 +22,6 @@ from .spell import ASSIGN, CUDA_FT, cuda, metal, metal_helper
 _PS = ("precise", "fast")       # Metal's nested math namespaces
 MB_FMIN3 = "template <class T> __device__ inline T mb_fmin3(T a, T b, T c) { return mb_fmin_t(mb_fmin_t(a, b), c); }"
 MB_FMAX3 = "template <class T> __device__ inline T mb_fmax3(T a, T b, T c) { return mb_fmax_t(mb_fmax_t(a, b), c); }"
-_BELOW_1 = float.fromhex("0x1.fffffep-1")   # the largest float32 below 1
 
 
 def _vec(fn):
@@ -29,13 +30,14 @@ def _vec(fn):
 
 
 def _f(name, n, sim, cu, doc, *, example=None, py=(), numba=(), msl=None, ref=None, tol=1.0,
-       details="", helpers=None, rule=None, namespaces=_PS, group="Float math", grad=None, shim=None):
+       details="", helpers=None, rule=None, namespaces=_PS, group="Float math", grad=None, shim=None,
+       cuda_spell=None):
     args = ", ".join("x[i]" if k == 0 else ("y" if k == 1 else "z") for k in range(n))
     if msl is not None and not getattr(msl, "metal_name", "").startswith("metal::"):
         namespaces = ()         # not in Metal's library (a helper prints it): no precise::/fast:: spellings
     return add_builtin(
         name, group=group, doc=doc, example=example or f"r = {name}({args})",
-        rule=rule or float_math(n), sim=sim, msl=msl or metal(name), cuda=cuda(float=cu, helpers=helpers),
+        rule=rule or float_math(n), sim=sim, msl=msl or metal(name), cuda=cuda_spell or cuda(float=cu, helpers=helpers),
         python=py, numba=numba, namespaces=namespaces, tol_ulp=tol, details=details,
         ref=ref if ref is not None else getattr(R, name, None) or getattr(R, name + "_"),
         shim=shim or {1: "m1", 2: "m2", 3: "m3"}[n], grad=grad)
@@ -150,7 +152,8 @@ _f("tanpi", 1, N.fsim(N.tanpi), "mb_tanpi", "tan(pi * x); +-inf at half-integers
 
 def _trig_pi(f, x: float, period: float) -> float:
     """A reference for sinpi/cospi/tanpi: the exact values at multiples of 1/2, else
-    f(pi * r) on the exactly reduced argument r."""
+    f(pi * r) on the exactly reduced argument r, evaluated in 40-digit decimal arithmetic
+    (math.sin(math.pi * r) is off by many ulps for float64: pi * r is rounded)."""
     if not math.isfinite(x):
         return math.nan
     r = math.fmod(x, period)
@@ -161,7 +164,26 @@ def _trig_pi(f, x: float, period: float) -> float:
     if a in exact:
         v = exact[a]
         return -v if (r < 0 and f is not math.cos) else v
-    return f(math.pi * r)
+    s, c = _dec_sincos(r)
+    with decimal.localcontext(_DEC):
+        return float(s if f is math.sin else (c if f is math.cos else s / c))
+
+
+_DEC = decimal.Context(prec=40)
+_DEC_PI = decimal.Decimal("3.14159265358979323846264338327950288419716939937510")
+
+
+def _dec_sincos(r: float):
+    """sin and cos of pi r (|r| < 2) by their Taylor series, to 40 digits."""
+    with decimal.localcontext(_DEC):
+        z = decimal.Decimal(r) * _DEC_PI
+        s, c, term, k = decimal.Decimal(0), decimal.Decimal(0), decimal.Decimal(1), 0
+        while k < 80:
+            c += term if k % 4 == 0 else (-term if k % 4 == 2 else 0)
+            s += term if k % 4 == 1 else (-term if k % 4 == 3 else 0)
+            k += 1
+            term = term * z / k
+        return +s, +c
 
 
 # ----------------------------------------------------------------------------- rounding and remainders
@@ -177,10 +199,27 @@ _f("round", 1, N.fsim(N.round_half_away), "roundf",
    ref=_vec(lambda x: x if not math.isfinite(x) else math.copysign(math.floor(abs(x) + 0.5), x)), grad="zero")
 _f("rint", 1, N.fsim(np.rint), "rintf", "x rounded to the nearest integer value, halfway cases to even.",
    py=_py("rint"), grad="zero")
-_f("fract", 1, N.fsim(N.fract), "mb_fract", "x - floor(x), at most the largest float below 1.",
-   helpers={"mb_fract": "template <class T> __device__ inline T mb_fract(T x) { if constexpr (sizeof(T) == 8) "
-                        "return fmin(x - floor(x), 0x1.fffffffffffffp-1); else return fminf(x - floorf(x), 0x1.fffffep-1f); }"},
-   ref=_vec(lambda x: x if x != x else (_BELOW_1 if math.isinf(x) else min(x - math.floor(x), _BELOW_1))),
+_FRACT_CUDA = {
+    # fmin(x - floor(x), the largest value below 1 of the RESULT type): half and bfloat
+    # compute in float, so the float constant would round up to 1.0 there
+    name: cuda(float=fn, helpers={fn: code}) for name, fn, code in (
+        ("float", "mb_fract", "template <class T> __device__ inline T mb_fract(T x) { if constexpr (sizeof(T) == 8) "
+                              "return fmin(x - floor(x), 0x1.fffffffffffffp-1); else return fminf(x - floorf(x), 0x1.fffffep-1f); }"),
+        ("float16", "mb_fract_h", "__device__ inline float mb_fract_h(float x) { return fminf(x - floorf(x), 0x1.ffcp-1f); }"),
+        ("bfloat16", "mb_fract_bf", "__device__ inline float mb_fract_bf(float x) { return fminf(x - floorf(x), 0x1.fep-1f); }"))}
+
+
+def _fract_cuda(p, args, t):
+    return _FRACT_CUDA.get(T.elem_of(args[0].type).name, _FRACT_CUDA["float"])(p, args, t)
+
+
+_fract_cuda.cuda_name = "mb_fract"
+_f("fract", 1, N.fract, None, "x - floor(x), clamped below 1: always in [0, 1).", cuda_spell=_fract_cuda,
+   details="Metal specifies a result >= 0 and < 1 (Table 6.4), which x - floor(x) alone breaks for tiny negative x "
+           "(-1e-9 - floor(-1e-9) rounds to 1.0): the result is fmin(x - floor(x), the largest value below 1 of "
+           "the result type), so NaN and +-inf give that value too (fmin drops the NaN of inf - inf).",
+   ref=lambda x, dt: _vec(lambda v: min(v - math.floor(v), N.below_one(dt)) if math.isfinite(v)
+                          else N.below_one(dt))(x),
    grad=("grad",))
 _f("fmod", 2, N.fsim(np.fmod), "fmodf", "Remainder of x / y with the sign of x (C's fmod; also x % y on floats).",
    py=_py("fmod"), grad=("grad", "-grad * trunc(x / y)"))
@@ -299,7 +338,7 @@ _f("erfc", 1, N.fsim(N.erfc, math.erfc), "erfcf", "The complementary error funct
    msl=metal_helper("mb_erfc", _ERFC), ref=_vec(math.erfc), tol=1e6,
    details="The simulator and Metal use an approximation with relative error below 1.2e-7 "
            "(larger in absolute ulps where erfc underflows).", grad=("-grad * 1.1283791670955126 * exp(-x * x)",))
-_f("lgamma", 1, N.fsim(N.lgamma, lambda x: R.lgamma_scalar(x)), "lgammaf", "log |Gamma(x)|; +inf at 0, -1, -2, ...", py=_py("lgamma"),
+_f("lgamma", 1, N.fsim(N.lgamma, N.lgamma64), "lgammaf", "log |Gamma(x)|; +inf at 0, -1, -2, ...", py=_py("lgamma"),
    msl=metal_helper("mb_lgamma", """\
 inline float mb_lgamma(float x) {
     if (x < 0.5f) {

@@ -67,8 +67,10 @@ _num("max", 2, lambda a, b, dt: np.maximum(a, b), np.fmax, "fmaxf", "mb_max",
      grad=("grad if x > y else 0", "0 if x > y else grad"))
 _num("clamp", 3, lambda x, lo, hi, dt: np.minimum(np.maximum(x, lo), hi), lambda x, lo, hi: np.fmin(np.fmax(x, lo), hi),
      "mb_fclamp", "mb_clamp", "min(max(x, lo), hi).", example="r = clamp(x[i], 0.0, 1.0)", py=("np.clip",),
+     # Metal's integer clamp is min(max(x, minval), maxval) (Table 6.2), spelled out so that
+     # lo > hi (undefined in Metal) gives hi on CUDA as on the simulator
      helpers={"mb_clamp": "template <class T> __device__ inline T mb_clamp(T x, T lo, T hi) "
-                          "{ return x < lo ? lo : (hi < x ? hi : x); }",
+                          "{ T m = x < lo ? lo : x; return hi < m ? hi : m; }",
               "mb_fclamp": "template <class T> __device__ inline T mb_fclamp(T x, T lo, T hi) "
                            "{ return mb_fmin_t(mb_fmax_t(x, lo), hi); }", **CUDA_FT},
      ref_int=lambda x, lo, hi, bits, signed: min(max(x, lo), hi),

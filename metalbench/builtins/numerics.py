@@ -143,6 +143,46 @@ def lgamma(x):
     return np.where(((x <= 0) & (x == np.floor(x))) | np.isinf(x), np.inf, o)
 
 
+def _zeta_table(kmax: int) -> list:
+    """zeta(k) - 1 for k = 2..kmax: a direct sum to N = 1000 (small terms first) plus the
+    Euler-Maclaurin tail; good to float64 rounding."""
+    out = []
+    for k in range(2, kmax + 1):
+        n = 1000
+        s = sum(j ** -float(k) for j in range(n - 1, 1, -1))
+        s += n ** (1.0 - k) / (k - 1) + 0.5 * n ** -float(k) + k * n ** (-k - 1.0) / 12.0
+        out.append(s)
+    return out
+
+
+_EULER_GAMMA = 0.5772156649015329
+# lgamma(1 + z) = -gamma z + sum_k (-1)^k zeta(k) / k z^k and, subtracting log(1 + z)'s series,
+# lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) / k z^k (|z| < 1): 60 terms reach
+# float64 rounding for |z| <= 1/2
+_ZM1 = _zeta_table(61)
+_LG1 = [-_EULER_GAMMA] + [(-1) ** k * (zk + 1.0) / k for k, zk in enumerate(_ZM1, start=2)]
+_LG2 = [1.0 - _EULER_GAMMA] + [(-1) ** k * zk / k for k, zk in enumerate(_ZM1, start=2)]
+
+
+def lgamma64(x: float) -> float:
+    """C's lgamma for one float64, accurate near its zeros at 1 and 2 (a power series in
+    x - 1, which is exact there): math.lgamma is off by ~100 ulps at lgamma(1.034...)."""
+    if 0.5 <= x <= 2.5:
+        z = x - 1.0 if x < 1.5 else x - 2.0           # exact (Sterbenz)
+        p = 0.0
+        for c in reversed(_LG1 if x < 1.5 else _LG2):
+            p = p * z + c
+        return p * z
+    if x != x:
+        return x
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return math.inf
+    try:
+        return math.lgamma(x)
+    except OverflowError:
+        return math.inf
+
+
 def tgamma(x):
     """Gamma(x), as C's tgamma: +-inf at +-0, NaN at the negative integers and -inf."""
     x = np.asarray(x, np.float64)
@@ -156,30 +196,92 @@ def tgamma(x):
     return np.where(((x < 0) & (x == np.floor(x))) | (x == -np.inf), np.nan, o)
 
 
-def _pi_mod(x, period):
-    # x modulo period, exactly (fmod is exact): the argument reduction sin(pi x) needs
-    return np.fmod(x, period)
+_PI_HI = math.pi                      # pi = _PI_HI + _PI_LO to about 2**-107
+_PI_LO = 1.2246467991473532e-16
+_SPLIT = 134217729.0                  # 2**27 + 1: Veltkamp's splitting constant
+
+
+def _split(a):
+    c = _SPLIT * a
+    h = c - (c - a)
+    return h, a - h
+
+
+def _two_prod(a, b):
+    """(p, e) with p = fl(a * b) and p + e = a * b exactly (Dekker; no overflow)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _pi_times(t):
+    """pi * t as an unevaluated sum hi + lo (double-double), for |t| <= 1/4."""
+    hi, err = _two_prod(_PI_HI, t)
+    return hi, err + _PI_LO * t
+
+
+def _reduce_half(x, period):
+    """(k, t) with |x| mod period == k / 2 + t, |t| <= 1/4, all exact: fmod is exact and
+    subtracting a multiple of 1/2 within a factor 2 of it is too (Sterbenz). sin(pi x)
+    from sin(pi * x) loses the error of pi * x: for float64 x that is many ulps (the
+    H200's sinpi agreed with the exact value where this did not)."""
+    a = np.abs(np.fmod(x, period))
+    k = np.rint(2.0 * a)
+    return k, a - 0.5 * k
+
+
+def _sincos_pi(t):
+    """sin(pi t) and cos(pi t) for |t| <= 1/4, to about half an ulp."""
+    hi, lo = _pi_times(t)
+    s, c = np.sin(hi), np.cos(hi)
+    return s + lo * c, c - lo * s
 
 
 def sinpi(x):
-    """sin(pi x), exact at integers (+-0) and half-integers (+-1), accurate for huge x."""
-    r = _pi_mod(x, 2.0)
-    s = np.sin(np.pi * r)
-    s = np.where(r == np.trunc(r), np.copysign(0.0, x), s)
-    return np.where(np.abs(r) == 0.5, np.copysign(1.0, r), np.where(np.abs(r) == 1.5, -np.copysign(1.0, r), s))
+    """sin(pi x) with exact argument reduction: +-0 at integers (the sign of x), +-1 at
+    half-integers, accurate for float64 and huge x.
+
+    >>> float(sinpi(np.float64(1 / 3)) - math.sqrt(3) / 2)
+    0.0
+    """
+    x = np.asarray(x, np.float64)
+    k, t = _reduce_half(x, 2.0)
+    s, c = _sincos_pi(t)
+    q = np.mod(k, 4.0)
+    r = np.where(q == 0, s, np.where(q == 1, c, np.where(q == 2, -s, -c)))
+    r = np.where(np.signbit(x), -r, r)
+    return np.where((t == 0) & (q % 2 == 0), np.copysign(0.0, x), r)
 
 
 def cospi(x):
-    """cos(pi x), exact at integers (+-1) and half-integers (+0)."""
-    r = np.abs(_pi_mod(x, 2.0))
-    c = np.cos(np.pi * r)
-    c = np.where((r == 0.5) | (r == 1.5), 0.0, c)
-    return np.where(r == 0, 1.0, np.where(r == 1, -1.0, c))
+    """cos(pi x) with exact argument reduction: +-1 at integers, +0 at half-integers."""
+    x = np.asarray(x, np.float64)
+    k, t = _reduce_half(x, 2.0)
+    s, c = _sincos_pi(t)
+    q = np.mod(k, 4.0)
+    r = np.where(q == 0, c, np.where(q == 1, -s, np.where(q == 2, -c, s)))
+    return np.where((t == 0) & (q % 2 == 1), 0.0, r)
 
 
 def tanpi(x):
-    """sinpi(x) / cospi(x): +-0 at integers, +-inf at half-integers (as CUDA's sinpif/cospif)."""
-    return sinpi(x) / cospi(x)
+    """tan(pi x): +-0 at integers; +-inf at half-integers with the sign of
+    sinpi(x) / cospi(x) (CUDA's sinpi / cospi, C23's tanpi); elsewhere tan of the exactly
+    reduced argument (cot for the odd quarter periods), to about an ulp."""
+    x = np.asarray(x, np.float64)
+    k, t = _reduce_half(x, 1.0)
+    hi, lo = _pi_times(t)
+    th = np.tan(hi)
+    tl = lo * (1.0 + th * th)               # tan(hi + lo) = th + tl to first order
+    with np.errstate(all="ignore"):
+        q = 1.0 / th                        # cot: 1 / (th + tl) with one Newton step
+        p, e = _two_prod(q, np.where(np.isfinite(q), th, 0.0))
+        q = q + q * (((1.0 - p) - e) - q * tl)
+        r = np.where(k == 1, -q, th + tl)
+    r = np.where(np.signbit(x), -r, r)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = sinpi(x) / cospi(x)
+    return np.where(t == 0, exact, r)
 
 
 def round_half_away(x):
@@ -191,10 +293,25 @@ def fsaturate(x):
     return np.fmin(np.fmax(x, 0.0), 1.0)
 
 
-def fract(x):
-    # fmin: fract(+-inf) is the largest float below 1, as CUDA's fminf gives (NaN stays NaN)
-    r = np.fmin(x - np.floor(x), float(np.nextafter(np.float32(1), np.float32(0))))
-    return np.where(np.isnan(x), x, r)
+_BELOW_ONE = {"float64": 1.0 - 2.0 ** -53, "float32": 1.0 - 2.0 ** -24, "float16": 1.0 - 2.0 ** -11,
+              "bfloat16": 1.0 - 2.0 ** -8}
+
+
+def below_one(dt) -> float:
+    """The largest value of float dtype ``dt`` below 1.
+
+    >>> below_one(np.dtype(np.float16)) == float(np.nextafter(np.float16(1), np.float16(0)))
+    True
+    """
+    return _BELOW_ONE[np.dtype(dt).name]
+
+
+def fract(args, dt):
+    """fmin(x - floor(x), below_one(dt)): in [0, 1) in the result type, NaN and +-inf
+    included (they give below_one: fmin drops the NaN), as Metal and CUDA's fminf."""
+    x = _f64(args[0])
+    with np.errstate(all="ignore"):
+        return out(np.fmin(x - np.floor(x), below_one(dt)), dt)
 
 
 def smoothstep(e0, e1, x):

@@ -118,11 +118,28 @@ def _msl_call(name):
     return spell
 
 
+def _float_minmax(kind, e: str, tn: str, a: str = "a", b: str = "b") -> str:
+    """fmax/fmin of two floats of element type ``e`` (half and bfloat through float): a NaN
+    operand gives the other, as Metal's max/min (= fmax/fmin, Table 6.4) do."""
+    f = {"max": "fmax", "min": "fmin"}[kind]
+    if e == "float64":
+        return f"{f}({a}, {b})"
+    if e == "float32":
+        return f"{f}f({a}, {b})"
+    return f"{tn}({f}f(static_cast<float>({a}), static_cast<float>({b})))"
+
+
 def _cuda_op(p, kind, t) -> str:
     text = _REDUCE_OPS[kind]
+    e = T.elem_of(t)
+    if kind in ("max", "min") and e.is_float:
+        if isinstance(t, T.VectorType):
+            et = p.tname(e)
+            return f"mb_map([]({et} x, {et} y) {{ return {_float_minmax(kind, e.name, et, 'x', 'y')}; }}, a, b)"
+        return _float_minmax(kind, e.name, p.tname(t))
     if isinstance(t, T.VectorType) and kind in ("max", "min"):
         return "mb_select(" + ("b > a" if kind == "max" else "b < a") + ", b, a)"
-    if T.elem_of(t).name in ("float16", "bfloat16") and kind in ("sum", "product"):
+    if e.name in ("float16", "bfloat16") and kind in ("sum", "product"):
         return f"{p.tname(t)}(static_cast<float>(a) {text[2]} static_cast<float>(b))"
     return text
 
@@ -130,7 +147,8 @@ def _cuda_op(p, kind, t) -> str:
 # ----------------------------------------------------------------------------- reductions
 
 def _reduce_ref(op):
-    fns = {"sum": np.sum, "product": np.prod, "max": np.max, "min": np.min,
+    # float max/min ignore NaNs (a NaN only when every value is one): np.fmax/np.fmin
+    fns = {"sum": np.sum, "product": np.prod, "max": np.fmax.reduce, "min": np.fmin.reduce,
            "and": np.bitwise_and.reduce, "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce}
 
     def ref(vals, active):
@@ -145,7 +163,14 @@ def _reduction(op, doc, int_only=False, float_tol=False, grad=None):
     name = f"simd_{op}"
 
     def sim(lay, args, m):
-        return S.reduce(lay, op, args[0], m)
+        v = args[0]
+        if op in ("max", "min") and isinstance(v, np.ndarray) and S._is_float(v.dtype):
+            # Metal's max/min of floats are fmax/fmin (a NaN argument gives the other), and
+            # simd_max broadcasts one value to every lane: NaN lanes drop out unless all are NaN
+            nan = np.isnan(v.astype(np.float32))
+            r = S.reduce(lay, op, np.where(nan, S.identity(op, v.dtype), v), m)
+            return np.where(S.reduce(lay, "min", nan, m), v.dtype.type(np.nan), r)
+        return S.reduce(lay, op, v, m)
 
     def cuda(p, args, t):
         tn = p.tname(t)
@@ -166,9 +191,9 @@ _reduction("sum", "The sum of x over the active lanes of the SIMD-group, on ever
            grad=("simd_sum(grad)",))
 _reduction("product", "The product of x over the active lanes, on every lane.", float_tol=True,
            grad=("simd_sum(grad) * result / x",))
-_reduction("max", "The maximum of x over the active lanes, on every lane.",
+_reduction("max", "The maximum of x over the active lanes, on every lane (NaNs ignored, as fmax).",
            grad=("s = simd_sum(grad); n = simd_sum(1.0 if x == result else 0.0); s / n if x == result else 0",))
-_reduction("min", "The minimum of x over the active lanes, on every lane.",
+_reduction("min", "The minimum of x over the active lanes, on every lane (NaNs ignored, as fmin).",
            grad=("s = simd_sum(grad); n = simd_sum(1.0 if x == result else 0.0); s / n if x == result else 0",))
 _reduction("and", "Bitwise AND of x over the active lanes, on every lane.", int_only=True)
 _reduction("or", "Bitwise OR of x over the active lanes, on every lane.", int_only=True)
