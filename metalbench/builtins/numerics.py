@@ -172,7 +172,7 @@ def lgamma64(x: float) -> float:
         p = 0.0
         for c in reversed(_LG1 if x < 1.5 else _LG2):
             p = p * z + c
-        return p * z
+        return p * z + 0.0                            # + 0.0: lgamma(1) is +0, not -0
     if x != x:
         return x
     if math.isinf(x) or (x <= 0 and x == math.floor(x)):
