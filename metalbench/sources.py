@@ -20,6 +20,7 @@ import inspect
 import linecache
 import os
 import sys
+import weakref
 
 from .errors import KernelSyntaxError
 
@@ -73,17 +74,31 @@ _HINT = ("define the kernel in a file or a notebook cell, or give its text: "
 _COMPILED: list = []            # (file name, text), newest last
 _KEEP = 64
 _hooked = False
+# The code objects that exec() ran, and the functions in them, -> (file name, text): found
+# however many strings were compiled since (dataclasses and namedtuples compile strings too).
+_BY_CODE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_last = None                    # the string compiled just before an "exec" event
 
 
 def _audit(event, args):
-    if event != "compile" or len(args) < 2:
-        return
-    src, name = args[0], args[1]
-    if _busy or not (isinstance(name, str) and name.startswith("<")) or not isinstance(src, (str, bytes)) \
-            or len(src) > 1_000_000:
-        return
-    _COMPILED.append((name, src))
-    del _COMPILED[:-_KEEP]
+    global _last
+    if event == "compile" and len(args) >= 2:
+        src, name = args[0], args[1]
+        if _busy or not (isinstance(name, str) and name.startswith("<")) or not isinstance(src, (str, bytes)) \
+                or len(src) > 1_000_000:
+            return
+        _last = (name, src)
+        _COMPILED.append(_last)
+        del _COMPILED[:-_KEEP]
+    elif event == "exec" and _last is not None and args:
+        last, _last = _last, None
+        code = args[0]
+        if getattr(code, "co_filename", None) == last[0]:
+            for c in _codes(code):
+                try:
+                    _BY_CODE[c] = last
+                except TypeError:
+                    pass
 
 
 _busy = False            # compiling a remembered text again (the lookup) records nothing
@@ -129,7 +144,11 @@ def _same(a, b) -> bool:
 
 
 def _from_compiled_strings(code):
-    for name, src in reversed(_COMPILED):
+    try:
+        first = [_BY_CODE[code]]
+    except (KeyError, TypeError):
+        first = []
+    for name, src in first + list(reversed(_COMPILED)):
         if name != code.co_filename:
             continue
         text = src.decode("utf-8", "replace") if isinstance(src, bytes) else src

@@ -79,3 +79,17 @@ def test_an_unrelated_string_with_the_same_pseudo_file_is_not_taken():
     cuda.jit(ns["k"])[1, 1](a)
     assert a[0] == 7
     assert KernelSyntaxError is not None
+
+
+def test_found_after_many_other_strings_were_compiled():
+    """A kernel exec'd at import and compiled at its first launch, after more strings
+    were compiled (dataclasses, namedtuples, other exec calls) than the recent-text memory
+    holds: the code object exec ran still leads to its text."""
+    ns = {}
+    exec("def late(a):\n    i = cuda.grid(1)\n    if i < a.size:\n        a[i] = 3 * i\n", {"cuda": cuda}, ns)
+    for k in range(200):
+        exec(f"x = {k}", {})
+    a = np.zeros(6)
+    cuda.jit(ns["late"])[1, 8](a)
+    np.testing.assert_array_equal(a, 3 * np.arange(6.0))
+
