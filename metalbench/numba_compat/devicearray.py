@@ -26,6 +26,7 @@ writes through to it. Transfers go through ``cuda.cudadrv.driver`` (``cuMemcpyHt
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -221,6 +222,7 @@ class DeviceNDArray:
             raise AttributeError("metalbench device arrays on a GPU backend live in MLX arrays, which expose no "
                                  "device pointer; use copy_to_host() or the mx.array from cuda.as_mlx(d)")
         ai = self._host.__array_interface__
+        _EXPOSED[ai["data"][0]] = self         # so a wrapper of this interface finds the array back
         return {"shape": ai["shape"], "strides": ai["strides"] if not self._host.flags.c_contiguous else None,
                 "data": ai["data"], "typestr": ai["typestr"], "version": 3, "stream": None,
                 **({"descr": ai["descr"]} if self.dtype.fields else {})}
@@ -566,6 +568,26 @@ def pinned_array_like(ary):
 
 
 mapped_array_like = managed_array_like = pinned_array_like
+
+
+# host pointer -> the device array whose __cuda_array_interface__ gave it (live arrays only)
+_EXPOSED: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def from_interface(obj):
+    """The metalbench device array behind ``obj``'s ``__cuda_array_interface__`` (an object
+    wrapping one of ours, as numba-cuda's ForeignArray does), or None: only pointers this
+    module handed out are followed, never foreign memory."""
+    try:
+        iface = getattr(obj, "__cuda_array_interface__", None)
+    except Exception:           # noqa: BLE001 — a property that refuses (GPU-mode arrays)
+        return None
+    if not isinstance(iface, dict) or not isinstance(iface.get("data"), tuple):
+        return None
+    d = _EXPOSED.get(iface["data"][0])
+    if d is None or tuple(d.shape) != tuple(iface.get("shape", ())):
+        return None
+    return d
 
 
 def is_cuda_array(obj) -> bool:

@@ -532,6 +532,10 @@ def _host_array(obj):
         return obj
     if type(obj).__name__ == "DeviceNDArray" and hasattr(obj, "copy_to_host"):
         return np.asarray(obj.copy_to_host())
+    if hasattr(type(obj), "__cuda_array_interface__") or "__cuda_array_interface__" in getattr(obj, "__dict__", {}):
+        from ...numba_compat.devicearray import from_interface     # a wrapper of a metalbench device array
+        d = from_interface(obj)
+        return np.asarray(d.copy_to_host()) if d is not None else None
     return None
 
 

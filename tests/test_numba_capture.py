@@ -1,0 +1,65 @@
+"""Arrays of the Python scope read by Numba kernels: NumPy arrays and metalbench device
+arrays, and objects that only expose a metalbench device array's
+``__cuda_array_interface__`` (numba-cuda's ForeignArray wrapper). Foreign pointers are
+never followed."""
+
+import numpy as np
+import pytest
+
+from metalbench import cuda
+from metalbench.errors import KernelTypeError
+
+
+@pytest.fixture(autouse=True)
+def _sim():
+    cuda.set_backend("sim")      # the interface is a host pointer on the simulator only
+    yield
+    cuda.set_backend(None)
+
+
+class Wrapper:
+    """Hides a device array behind its interface, as numba-cuda's ForeignArray does."""
+
+    def __init__(self, arr):
+        self._arr = arr
+        self.__cuda_array_interface__ = arr.__cuda_array_interface__
+
+
+def test_wrapped_device_array_read_in_kernel_and_device_function():
+    host = np.array([7.0, 8.0, 9.0], np.float32)
+    g = Wrapper(cuda.to_device(host))
+    h = Wrapper(cuda.to_device(np.arange(6, dtype=np.int64).reshape(2, 3)))
+
+    @cuda.jit(device=True)
+    def pick(i):
+        return h[1, i]
+
+    @cuda.jit
+    def k(out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = g[i] + pick(i)
+
+    out = np.zeros(3, np.float32)
+    k[1, 4](out)
+    np.testing.assert_array_equal(out, host + np.array([3, 4, 5], np.float32))
+
+
+class Foreign:
+    """An interface whose pointer metalbench did not hand out (another library's memory)."""
+
+    def __init__(self):
+        self._keep = np.zeros(3, np.float32)
+        self.__cuda_array_interface__ = {"shape": (3,), "typestr": "<f4", "data": (self._keep.ctypes.data + 4096,
+                                                                                    False), "version": 3}
+
+
+def test_foreign_memory_is_not_followed():
+    f = Foreign()
+
+    @cuda.jit
+    def k(out):
+        out[0] = f[0]
+
+    with pytest.raises(KernelTypeError, match="'f'"):
+        k[1, 1](np.zeros(1, np.float32))
