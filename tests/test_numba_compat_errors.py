@@ -208,3 +208,28 @@ def test_grid_over_32_bits_is_refused_before_it_runs():
     assert "grid-stride loop" in e.value.hint and a[0] == 0
     with pytest.raises(KernelLaunchError):
         grid_index.forall(2**32 + 5, 1024)(a)
+
+
+def _vote(mask, predicate, result):
+    i = cuda.grid(1)
+    if i < result.shape[0]:
+        result[i] = cuda.all_sync(mask[i], predicate[i])
+
+
+@pytest.mark.parametrize("sig, msg", [("void(float32[:], int32[:], int32[:])", "Mask type must be an integer"),
+                                      ("void(boolean[:], int32[:], int32[:])", "Mask type must be an integer"),
+                                      ("void(int32[:], float64[:], int32[:])",
+                                       "Predicate must be an integer or boolean")])
+def test_typed_signature_compiles_when_decorated(sig, msg):
+    """As in Numba, a kernel with a declared signature is typed at the decorator: a typing
+    error is raised there, naming the line."""
+    with pytest.raises(KernelTypeError, match=msg) as e:
+        cuda.jit(sig)(_vote)
+    assert e.value.span.line == line_of(cuda.jit(_vote), "cuda.all_sync")
+
+
+def test_typed_signature_that_types_runs():
+    k = cuda.jit("void(uint32[:], boolean[:], int32[:])")(_vote)
+    r = np.zeros(32, np.int32)
+    k[1, 32](np.full(32, 0xFFFFFFFF, np.uint32), np.ones(32, bool), r)
+    assert (r == 1).all()

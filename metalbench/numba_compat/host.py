@@ -163,6 +163,32 @@ class CUDAKernel(DispatcherAPI, Kernel):
             if len(sig.args) != len(self.params):
                 raise KernelLaunchError(f"@cuda.jit signature {sig} has {len(sig.args)} argument(s); "
                                         f"{self.name} takes {len(self.params)}")
+        for sig in self.signatures:
+            self._compile_signature(sig)
+
+    def _compile_signature(self, sig):
+        """Numba compiles a kernel with declared signatures when it is decorated, so a
+        typing error (Numba's TypingError) is raised by the decorator: here too. Other
+        errors (a source that cannot be read, an unsupported feature) still come at the
+        first launch, as before."""
+        args = []
+        for at in sig.args:
+            if isinstance(at, nbt.Array):
+                t = nbt.scalar_of(at.dtype)
+                if t is None:
+                    return
+                args.append(np.zeros((1,) * max(1, at.ndim), t.np))
+            else:
+                t = nbt.scalar_of(at)
+                if t is None:
+                    return
+                args.append(t.np.type(0))
+        try:
+            self.specialization(self.bind_inplace(tuple(args), {}))
+        except KernelTypeError as e:
+            raise trim_traceback(e)
+        except MetalbenchError:
+            pass
 
     @property
     def py_func(self):

@@ -558,8 +558,15 @@ shfl_xor_sync = _Intrinsic("shfl_xor_sync", _shfl("shfl_xor_sync", "simd_shuffle
 def _vote(what, builtin, rt):
     def fn(tr, call):
         mask, pred = _args(tr, call, ["mask", "predicate"], what)
-        tr.expr(mask)
-        p = tr.to_bool(tr.expr(pred))
+        m, p = tr.expr(mask), tr.expr(pred)
+        # Numba's typing: an integer mask, an integer or boolean predicate
+        if not (isinstance(m.type, T.ScalarType) and m.type.is_int):
+            raise tr.err(KernelTypeError, f"cuda.{what}: Mask type must be an integer, not "
+                                          f"{getattr(m.type, 'name', m.type)}", mask)
+        if not (isinstance(p.type, T.ScalarType) and (p.type.is_int or p.type.is_bool)):
+            raise tr.err(KernelTypeError, f"cuda.{what}: Predicate must be an integer or boolean, not "
+                                          f"{getattr(p.type, 'name', p.type)}", pred)
+        p = tr.to_bool(p)
         return tr.sem.cast(rt, tr.builtin_call(builtin, [p], call), tr.span(call))
     return fn
 
