@@ -254,6 +254,19 @@ def test_float64_everywhere_on_cuda():
     """DSL, metal_kernel and metalbench.cuda kernels with float64 arrays and scalars,
     inputs and outputs, mx.arrays, device arrays and 64-bit atomics, bit for bit against
     the simulator (products are never fused into FMAs)."""
+    float64_everywhere()
+
+
+def test_float64_everywhere_on_simulated_cuda(monkeypatch):
+    """The same on the cuda backend's host side with the simulator standing in for MLX's
+    cuda_kernel (tests/simcuda.py): everything MLX receives and returns is checked
+    (float64 as uint64 bits), so CI covers the float64 launch path without a GPU."""
+    import simcuda
+    simcuda.install(monkeypatch)
+    float64_everywhere()
+
+
+def float64_everywhere():
     from metalbench import cuda
     from metalbench.dsl import atomic_add, atomic_compare_exchange  # noqa: F401
     a = np.float64(1 / 3)
