@@ -6,7 +6,7 @@ kernel's inputs in order, float64 as its uint64 bits, scalars as 0-d arrays, the
 ``init_value`` applied as MLX applies it, to the output's MLX dtype). So the whole host
 side of the cuda backend -- launch plans, converters, thin calls, device arrays, in-place
 merges -- runs here, and the kernels MLX would compile (one NVRTC compile per distinct
-name and template) are counted.
+name and template) are counted (and, with ``SIMCUDA_NVRTC=1``, compiled with NVRTC).
 
 In a test::
 
@@ -49,6 +49,8 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, *args, **kwargs):
         if key not in SEEN:
             SEEN[key] = CURRENT["node"]
             PER_FILE[(CURRENT["node"] or "?").split("::")[0]] += 1
+            if os.environ.get("SIMCUDA_NVRTC"):
+                _nvrtc_check(r, template, key)
         assert len(inputs) == len(r.input_names), (r.input_names, len(inputs))
         values = {}
         for p, v in zip(ins, inputs):                      # the user's inputs come first, in order
@@ -71,6 +73,22 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, *args, **kwargs):
         return [mx.array(runtime.to_numpy(o).view(np.uint64)) if t is T.float64 else o
                 for (_, _, t), o in zip(outs, res)]
     return call
+
+
+NVRTC_FAILED: dict = {}
+
+
+def _nvrtc_check(r, template, key) -> None:
+    """With ``SIMCUDA_NVRTC=1``: compile the source MLX would build with NVRTC (tests/nvrtc.py)."""
+    import nvrtc
+    from metalbench.codegen import cuda
+    nv = nvrtc.find()
+    if nv is None:
+        raise RuntimeError("SIMCUDA_NVRTC=1 but NVRTC is not installed (tests/nvrtc.py says how)")
+    tmpl = [(n, v) for n, v in template] if template else None
+    ok, log = nv.compile(cuda.full_source(r, tmpl))
+    if not ok:
+        NVRTC_FAILED[key] = (CURRENT["node"], log[:2000])
 
 
 def install(monkeypatch) -> None:
@@ -99,4 +117,4 @@ def pytest_sessionfinish(session):
         per_test = collections.Counter(SEEN.values())
         with open(out, "w") as f:
             json.dump({"total": len(SEEN), "per_file": PER_FILE.most_common(),
-                       "per_test": per_test.most_common(80)}, f, indent=1)
+                       "per_test": per_test.most_common(80), "nvrtc_failed": NVRTC_FAILED}, f, indent=1)

@@ -14,7 +14,7 @@ from .. import types as T
 from .attributes import ATTRIBUTES, CONSTANTS
 from .core import GROUPS, registry
 from .docs import spellings
-from .nodes import ATOMIC_ELEMS
+from .nodes import ATOMIC_ELEMS, ATOMIC_ELEMS_64
 
 _INTRO = """\
 # The metalbench kernel language
@@ -220,13 +220,15 @@ def _aliases() -> list[str]:
 
 
 def _atomic_table() -> list[str]:
-    ops = sorted({op for s in ATOMIC_ELEMS.values() for op in s})
+    table = {**ATOMIC_ELEMS, **ATOMIC_ELEMS_64}
+    ops = sorted({op for s in table.values() for op in s})
     out = ["## Atomic element types", "",
            "One rule for the DSL, MSL bodies and the Numba layer (Metal's atomics: `atomic_int`, `atomic_uint`, "
-           "`atomic_float`; 64-bit and half atomics do not exist there):", "",
-           _row("operation", *[f"`{t.name}`" for t in ATOMIC_ELEMS]), _row("---", *["---"] * len(ATOMIC_ELEMS))]
+           "`atomic_float`; half atomics do not exist anywhere; the 64-bit ones run on `sim` and `cuda` and are "
+           "an error on Metal, which has none, as double is):", "",
+           _row("operation", *[f"`{t.name}`" for t in table]), _row("---", *["---"] * len(table))]
     for op in ops:
-        out.append(_row(op, *["yes" if op in s else "no" for s in ATOMIC_ELEMS.values()]))
+        out.append(_row(op, *["yes" if op in s else "no" for s in table.values()]))
     return out + [""]
 
 
