@@ -258,6 +258,21 @@ def test_trace_of_a_threadgroup_is_a_table_of_threads_by_steps():
     assert "<table" in tr._repr_html_()
 
 
+def test_trace_of_a_loop_over_an_array_records_the_values_not_the_hidden_index():
+    @mb.kernel
+    def total(x, out: mb.Out):
+        i = thread_position_in_grid.x
+        s = 0.0
+        for v in x:
+            s += v
+        out[i] = s
+    x = RNG.standard_normal(5).astype(np.float32)
+    tr = total.trace(x, thread=(3,), grid=5, threadgroup=5)
+    assert {r.name for r in tr.rows} == {"i", "s", "v", "out[3]"}
+    assert tr.values("v") == list(x)
+    assert tr.values("s") == [np.float32(0)] + list(np.cumsum(x, dtype=np.float32))
+
+
 def test_trace_prints_as_a_text_table():
     x = np.arange(16, dtype=np.float32)
     tr = running_sum.trace(x, thread=6, grid=16, threadgroup=4)

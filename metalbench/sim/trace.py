@@ -95,8 +95,9 @@ class TraceGen(Gen):
 
     def block(self, stmts):
         s = self._loops[-1] if self._loops else None
-        if isinstance(s, ir.For) and stmts is s.body:
-            # the start of an iteration: record the loop variable
+        if isinstance(s, ir.For) and stmts is s.body and not s.var.name.startswith("_"):
+            # the start of an iteration: record the loop variable (not the front end's own
+            # counters, such as the index behind `for v in x`)
             k = self._rec_node(s, display_name(s.var))
             self.emit(f"_c.tr.rec({k}, v_{s.var.name}, {self.m})")
         super().block(stmts)
