@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import html
+import inspect
 import io
 from dataclasses import dataclass, field
 
@@ -348,14 +349,30 @@ def _ref_label(ref) -> str:
     return getattr(ref, "__name__", None) or type(ref).__name__
 
 
-def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None) -> list[np.ndarray]:
-    """Call ``ref`` on the NumPy inputs and validate what it returns against ``got``."""
+def _named_constants(ref, launch: Launch, config, npos: int, given: dict) -> dict:
+    """The compile-time constants (constexprs, template values) of this configuration that
+    ``ref`` names as parameters after the inputs (``lambda x, BLOCK: ...``), so a sweep
+    over ``BLOCK=[...]`` checks a reference that depends on it."""
+    try:
+        params = list(inspect.signature(ref).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    consts = launch.kernel.sweepable_constants({**launch.kwargs, **(config or {})})
+    return {p.name: consts[p.name] for p in params[npos:]
+            if p.name in consts and consts[p.name] is not None and p.name not in given
+            and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+
+
+def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None, config=None) -> list[np.ndarray]:
+    """Call ``ref`` on the NumPy inputs (and the constants it names: ``_named_constants``)
+    and validate what it returns against ``got``."""
     if not callable(ref):
         raise BadReferenceError(
             f"the reference must be a callable taking the kernel's inputs as NumPy arrays; got "
             f"{type(ref).__name__} {ref!r:.60}",
             hint="for example ref=lambda x, y: x + y (in a cell: --ref 'lambda x, y: x + y')")
     args, kw = launch.ref_args()
+    kw = {**kw, **_named_constants(ref, launch, config, len(args), kw)}
     try:
         exp = ref(*args, **kw)
     except Exception as e:  # the user's function: any failure becomes a short message
@@ -409,7 +426,7 @@ def check_outputs(launch: Launch, ref, got: list[np.ndarray], rtol=None, atol=No
         names = None
     if not names or len(names) != len(got):
         names = [f"out{i}" if len(got) > 1 else "out" for i in range(len(got))]
-    exp = call_reference(ref, launch, got, names)
+    exp = call_reference(ref, launch, got, names, config)
     diffs = [compare(g, e, n, rtol, atol, ulp) for n, g, e in zip(names, got, exp)]
     return CheckResult(launch.name, launch.backend, diffs, config if config is not None else launch.config())
 

@@ -166,3 +166,27 @@ def test_a_threadgroup_function_naming_an_unknown_key_says_so():
     x = RNG.standard_normal(256).astype(np.float32)
     with pytest.raises(MetalbenchError, match="takes Q, which the sweep's configuration does not have"):
         tile_copy.sweep(x, T=[32], threadgroup=lambda Q, T: T, grid=256, backend="sim", progress=False)
+
+
+@mb.kernel
+def _reverse_blocks(x, out: mb.Out, BS: mb.constexpr = 64):
+    t = threadgroup_array(BS, float32)
+    i = thread_position_in_grid.x
+    l = thread_position_in_threadgroup.x
+    t[l] = x[i]
+    threadgroup_barrier(mem_flags.mem_threadgroup)
+    out[i] = t[BS - 1 - l]
+
+
+def test_a_reference_may_name_the_swept_constants():
+    x = np.arange(256, dtype=np.float32)
+
+    def ref(x, BS):       # the result depends on the block size
+        return x.reshape(-1, BS)[:, ::-1].reshape(-1)
+    s = _reverse_blocks.sweep(x, grid=256, threadgroup=lambda BS: BS, BS=[16, 32, 128], ref=ref, backend="sim",
+                              progress=False)
+    assert [r["ok"] for r in s.rows] == [True, True, True]
+    assert _reverse_blocks.check(ref, x, grid=256, threadgroup=32, BS=32, backend="sim").ok
+    assert _reverse_blocks.check(ref, x, grid=256, threadgroup=64, backend="sim").ok          # the default
+    assert not _reverse_blocks.check(lambda x, BS: ref(x, 2 * BS), x, grid=256, threadgroup=32, BS=32,
+                                     backend="sim").ok
