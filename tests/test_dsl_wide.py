@@ -99,3 +99,13 @@ def test_an_index_computed_in_32_bits_before_is_named(monkeypatch):
     assert "out[r] = x[j]" in str(ei.value) and "int64(" in str(ei.value)
     got = np.asarray(precomputed(x, WIDE64=1, grid=6, threadgroup=6, backend="sim"))
     np.testing.assert_array_equal(got, x[:, 19])
+
+
+@pytest.mark.gpu
+def test_a_wide_array_on_the_gpu():
+    import mlx.core as mx
+    n1 = 2 ** 16 + 1
+    x = mx.zeros((n1, 2 ** 15), dtype=mx.int8)
+    x[-1, -64:] = mx.arange(64, dtype=mx.int8) - 32
+    got = np.asarray(tail2d(x, grid=64, threadgroup=64))
+    np.testing.assert_array_equal(got, np.arange(64) - 32 + (n1 * 2 ** 15) % 1000)
