@@ -217,3 +217,10 @@ def test_internal_error_in_a_cell_keeps_its_cause_for_the_report():
         text = "\n".join(cell_error(e)._render_traceback_())
     assert "cell, line 2" in text and "KeyError: 'key'" in text and "bug report" in text
     assert "Traceback" in text
+
+
+def test_args_may_be_a_single_array(ip):
+    # --args x (not '(x,)'): one positional argument; an array has no truth value to test
+    body = "def twice(v, out: mb.Out):\n    out[thread_position_in_grid.x] = 2 * v[thread_position_in_grid.x]\n"
+    r = cell(ip, "--grid n --args x --ref 'lambda v: 2 * v' --no-widget", body)
+    assert r.error is None and r.check.ok

@@ -287,12 +287,12 @@ class MetalMagics(Magics):
             consts[n] = v
         args, missing = [], []
         kwargs = {}
+        if over is not None and not isinstance(over, (tuple, list, dict)):
+            over = (over,)          # --args x: one positional argument (an array is not a bool)
         if isinstance(over, (tuple, list)):
             args = list(over)
         else:
             over = dict(over or {})
-            if not isinstance(over, dict):
-                raise MagicError("--args must evaluate to a dict (by name) or a tuple (positional)")
             positional = True
             for p, (kind, _) in zip(k.params, k.kinds):
                 if kind == "out":
