@@ -258,8 +258,9 @@ def literal_ok(n) -> bool:
 
 
 def _is_float_mul(n) -> bool:
-    """A float product, possibly under casts to its own type (which the IR drops)."""
-    while n.kind == "cast" and n.kids[0].type == n.type:
+    """A float product, possibly under casts to its own type (which the IR drops) or a
+    negation (nvcc contracts -(a * b) + c into fma(-a, b, c) as well)."""
+    while (n.kind == "cast" and n.kids[0].type == n.type) or (n.kind == "un" and n.op == "-" and n.type.is_float):
         n = n.kids[0]
     return n.kind == "bin" and n.op == "*" and n.type.is_float
 
