@@ -269,3 +269,21 @@ def test_geometric_functions_on_vector_views():
     n = np.linalg.norm(u, axis=1)
     exp = (v * v).sum(1) + n + u[:, 0] / n + c[:, 0] * 3 + c[:, 1] * 5 + c[:, 2] + np.linalg.norm(u - 1, axis=1)
     np.testing.assert_allclose(got, exp, rtol=2e-6, atol=2e-5)
+
+
+@mb.kernel
+def _vec_copy(x, out: mb.Out(shape=lambda x: (x.size // 4 * 4,), dtype=mb.float32)):
+    i = thread_position_in_grid.x
+    v = x.view(float4)[i]
+    out.view(float4)[i] = v.wzyx * 2.0
+
+
+@pytest.mark.gpu
+def test_vector_view_accesses_on_the_gpu_equal_the_simulator():
+    """One 128-bit access where the address is aligned, element accesses where it is not
+    (a view of an offset buffer: x[1:])."""
+    import mlx.core as mx
+    x = mx.array(np.random.default_rng(8).standard_normal(1025).astype(np.float32))
+    for arr in (x[:1024], x[1:]):
+        sim = np.asarray(_vec_copy(np.array(arr), grid=256, threadgroup=64, backend="sim"))
+        np.testing.assert_array_equal(np.asarray(_vec_copy(arr, grid=256, threadgroup=64)), sim)

@@ -56,6 +56,7 @@ from ..passes.simdgroup_matrix import lower as lower_matrices
 from ..passes.warps import converged_calls
 from .c_like import ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, render_with
 from .matrix import CUDAMatrixMixin
+from .vector_access import VectorAccessMixin
 
 __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INPUT", "SHIM_INCLUDE"]
 
@@ -341,7 +342,35 @@ template <class T, class F> __device__ inline T mb_f2narrow(F x, int lo, int hi)
 }"""
 
 
-class CUDAPrinter(CUDAMatrixMixin, CPrinter):
+_VLOAD = """\
+// A vector view's n consecutive elements as one access: the aligned 64/128-bit path when
+// the address is a multiple of the vector's size (views of offset buffers may not be).
+template <class T, int N> struct alignas(sizeof(T) * N) mb_packet { T v[N]; };
+template <class T, int N> __device__ inline bool mb_vaccess_aligned(const T* p) {
+    return (reinterpret_cast<unsigned long long>(p) & (sizeof(T) * N - 1)) == 0ull;
+}
+template <class T, int N> __device__ inline mb_vec<T, N> mb_vload(const T* p) {
+    mb_vec<T, N> r;
+    if (mb_vaccess_aligned<T, N>(p)) {
+        const mb_packet<T, N> q = *reinterpret_cast<const mb_packet<T, N>*>(p);
+        for (int i = 0; i < N; ++i) r[i] = q.v[i];
+    } else {
+        for (int i = 0; i < N; ++i) r[i] = p[i];
+    }
+    return r;
+}
+template <class T, int N> __device__ inline void mb_vstore(T* p, const mb_vec<T, N>& a) {
+    if (mb_vaccess_aligned<T, N>(p)) {
+        mb_packet<T, N> q;
+        for (int i = 0; i < N; ++i) q.v[i] = a[i];
+        *reinterpret_cast<mb_packet<T, N>*>(p) = q;
+    } else {
+        for (int i = 0; i < N; ++i) p[i] = a[i];
+    }
+}"""
+
+
+class CUDAPrinter(VectorAccessMixin, CUDAMatrixMixin, CPrinter):
     """The CUDA dialect's non-tabular parts. ``exact_grid=True`` prints the variant for
     grids that are whole threadgroups (no launch guard, no ``mb_grid`` input)."""
 
@@ -362,6 +391,17 @@ class CUDAPrinter(CUDAMatrixMixin, CPrinter):
         # through a pointer cannot move past a store the compiler must assume aliases it)
         self.hoisted = {p.name for p in kernel.params if p.kind == "scalar"} & \
             {n.name for n in ir.walk(kernel.body) if isinstance(n, ir.Var)}
+
+    # -- vector views (codegen/vector_access.py)
+    def vector_load(self, buf, first, t) -> str:
+        self._vectors()
+        self.need("mb_vload", _VLOAD)
+        return f"mb_vload<{self.tname(t.elem)}, {t.n}>({self.pointer_to(buf, first)})"
+
+    def vector_store(self, buf, first, t, value) -> str:
+        self._vectors()
+        self.need("mb_vload", _VLOAD)
+        return f"mb_vstore<{self.tname(t.elem)}, {t.n}>({self.pointer_to(buf, first)}, {self.expr(value, ASSIGN)});"
 
     def tname(self, t) -> str:
         if isinstance(t, T.VectorType):

@@ -26,9 +26,10 @@ from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
 from ..passes.ranges import signed_loops
-from .c_like import (ADD, ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, atomic_buffers,
+from .c_like import (ASSIGN, CPrinter, Dialect, Rendered, atomic_buffers,
                      render_with)
 from .matrix import MSLMatrixMixin
+from .vector_access import VectorAccessMixin
 
 __all__ = ["render", "Rendered", "MSLPrinter", "MSL"]
 
@@ -93,7 +94,7 @@ _ATOMIC_FETCH = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_ex
                  "xor": "atomic_fetch_xor_explicit", "exchange": "atomic_exchange_explicit"}
 
 
-class MSLPrinter(MSLMatrixMixin, CPrinter):
+class MSLPrinter(VectorAccessMixin, MSLMatrixMixin, CPrinter):
     """The Metal dialect's non-tabular parts: atomics, SIMD-group calls, math helpers."""
 
     dialect = MSL
@@ -106,65 +107,17 @@ class MSLPrinter(MSLMatrixMixin, CPrinter):
         from .printf import msl_print
         out.append(ind + msl_print(s))
 
-    # -- vector views (x.view(float4)[i]) read and write n consecutive elements: printed as
-    # one packed-vector access (packed types need only the element's alignment)
-    def _run_base(self, buf, indices) -> str | None:
-        """The printed first index when ``indices`` are ``b, b + 1, ..., b + n - 1`` of a
-        plain (not atomic) ``buf``, else None."""
-        if self._is_atomic(buf):
-            return None
-        base = self.expr(indices[0])
-        for k, ix in enumerate(indices[1:], 1):
-            if not (isinstance(ix, ir.BinOp) and ix.op == "+" and isinstance(ix.b, ir.Const) and ix.b.value == k
-                    and self.expr(ix.a) == base):
-                return None
-        return base
+    # -- vector views: one packed-vector access (packed types need only the element's
+    # alignment, so views of offset buffers stay valid); see codegen/vector_access.py
+    def vector_load(self, buf, first, t) -> str:
+        return f"{self.tname(t)}(*{self._packed_ptr(buf, first, t)})"
+
+    def vector_store(self, buf, first, t, value) -> str:
+        return f"*{self._packed_ptr(buf, first, t)} = packed_{self.tname(t)}({self.expr(value, ASSIGN)});"
 
     def _packed_ptr(self, buf, first, t) -> str:
         self.need("mb_view", _VIEW)
-        at = "" if isinstance(first, ir.Const) and first.value == 0 else f" + {self.expr(first, ADD)}"
-        return f"mb_view<packed_{self.tname(t)}>({self.name(buf)}{at})"
-
-    def e_VecCons(self, e):
-        t, args = e.type, e.args
-        if isinstance(t, T.VectorType) and t.n in (2, 4) and len(args) == t.n and all(
-                isinstance(a, ir.Load) and a.buf == args[0].buf and a.type == t.elem for a in args) \
-                and self._run_base(args[0].buf, [a.index for a in args]) is not None:
-            return f"{self.tname(t)}(*{self._packed_ptr(args[0].buf, args[0].index, t)})", POSTFIX
-        return super().e_VecCons(e)
-
-    def block(self, stmts, ind: str, out: list[str]) -> None:
-        stmts = list(stmts)
-        k = 0
-        while k < len(stmts):
-            n = self._vector_store_run(stmts, k)
-            if n:
-                s0 = stmts[k]
-                t = s0.value.value.type
-                out.append(f"{ind}*{self._packed_ptr(s0.buf, s0.index, t)} = packed_{self.tname(t)}"
-                           f"({self.expr(s0.value.value, ASSIGN)});")
-                k += n
-                continue
-            self.stmt(stmts[k], ind, out)
-            k += 1
-
-    def _vector_store_run(self, stmts, k) -> int:
-        """n when ``stmts[k:k + n]`` store the components x, y, (z, w) of one vector
-        variable to consecutive elements of one buffer (a vector view's store), else 0."""
-        s0 = stmts[k]
-        if not (isinstance(s0, ir.Store) and isinstance(s0.value, ir.Swizzle) and s0.value.components == "x"
-                and isinstance(s0.value.value, ir.Var)):
-            return 0
-        v = s0.value.value
-        n = v.type.n if isinstance(v.type, T.VectorType) else 0
-        if n not in (2, 4) or k + n > len(stmts) or s0.value.type != v.type.elem:
-            return 0
-        run = stmts[k:k + n]
-        if not all(isinstance(s, ir.Store) and s.buf == s0.buf and isinstance(s.value, ir.Swizzle)
-                   and s.value.components == "xyzw"[j] and isinstance(s.value.value, ir.Var)
-                   and s.value.value.name == v.name for j, s in enumerate(run)):
-            return 0
-        return n if self._run_base(s0.buf, [s.index for s in run]) is not None else 0
+        return f"mb_view<packed_{self.tname(t)}>({self.pointer_to(buf, first)})"
 
     def _is_atomic(self, buf: str) -> bool:
         if self.in_function is not None:
