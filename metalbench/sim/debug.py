@@ -141,7 +141,8 @@ class CoverageHooks(Coverage):
     quiet = False
 
     def __init__(self, sim_kernel, coverage):
-        super().__init__(sim_kernel, coverage, None)
+        # Coverage.__init__'s fields, set here: no super() call on the per-launch path
+        self.sk, self.watch, self.bufs, self.iv, self.dirty = sim_kernel, coverage, None, {}, ()
 
     @property
     def cov(self):
@@ -170,7 +171,8 @@ def prog_prints(prog) -> bool:
 def launch_hooks(sim_kernel, coverage=None) -> LaunchHooks | CoverageHooks | None:
     """The hooks a launch needs, or None (no print, no fresh outputs, no observer)."""
     obs = _OBSERVER.get()
-    if obs is None and not sim_kernel_prints(sim_kernel):
+    p = sim_kernel.__dict__.get("_prints")
+    if obs is None and not (sim_kernel_prints(sim_kernel) if p is None else p):
         return CoverageHooks(sim_kernel, coverage) if coverage else None
     return LaunchHooks(sim_kernel, coverage, obs)
 

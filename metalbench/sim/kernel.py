@@ -187,7 +187,7 @@ class SimKernel:
         per = max(1, CHUNK_LANES // max(1, lg.TG))
         stats = SimStats(threads=lg.grid[0] * lg.grid[1] * lg.grid[2],
                          threadgroups=lg.n_groups, chunks=0, seconds=0.0)
-        make_lc = LaunchChecker if hooks is None else hooks.launch_checker(LaunchChecker)
+        make_lc = LaunchChecker if hooks is None or not checked else hooks.launch_checker(LaunchChecker)
         lc = make_lc(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name,
                      buffer_aliases(bufs), uninitialised) if checked else None
         if hooks is not None:
