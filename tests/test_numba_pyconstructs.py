@@ -138,6 +138,34 @@ mixed[1, 1](r, (2 * np.arange(2, dtype=np.int64), 10, (4, 3)))
 RESULT = {"x0": x0, "r": r}
 ''')
 
+program("reshape_run_time_minus_one", {"a": list(range(25)), "b": list(range(25)), "c": list(range(24))})('''
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def flat(arr, newshape, got):
+    y = arr.reshape(newshape)
+    for i in range(y.shape[0]):
+        got[i] = y[i]
+
+@cuda.jit
+def three(arr, newshape, got):
+    y = arr.reshape(newshape)
+    for i in range(y.shape[0]):
+        for j in range(y.shape[1]):
+            for k in range(y.shape[2]):
+                got[i, j, k] = y[i, j, k]
+
+arr = np.arange(25).reshape(5, 5)
+a = np.zeros(25, np.int64)
+flat[1, 1](arr, -1, a)
+b = np.zeros((5, 1, 5), np.int64)
+three[1, 1](arr, (5, -1, 5), b)
+c = np.zeros((2, 3, 4), np.int64)
+three[1, 1](np.arange(24), (-1, 3, 4), c)
+RESULT = {"a": a, "b": b.ravel(), "c": c.ravel()}
+''')
+
 ORACLE = Oracle(PROGRAMS)
 
 

@@ -324,7 +324,32 @@ class ViewsMixin:
                 raise self.err(KernelTypeError, f"cannot reshape an array of {total.value} elements into "
                                                 f"{tuple(vals)}", node)
             return replace(info, ndim=len(vals), shape=tuple(vals), dims=None, strides=None)
-        return replace(info, ndim=len(dims), shape=None, dims=tuple(dims), strides=None)
+        return replace(info, ndim=len(dims), shape=None, dims=self._resolve_minus_one(dims, total, node),
+                       strides=None)
+
+    def _resolve_minus_one(self, dims, total, node) -> tuple:
+        """Run-time extents with NumPy's -1 ("the rest") resolved: a -1 extent is the
+        array's size over the product of the others (the others' -1 counting as 1)."""
+        sem, sp = self.sem, self.span(node)
+        if all(isinstance(d, ir.Const) and d.value != -1 for d in dims):
+            return tuple(dims)
+        dims = [d if isinstance(d, ir.Const) else sem.once(d, sp) for d in dims]
+        out = []
+        for i, d in enumerate(dims):
+            if isinstance(d, ir.Const) and d.value != -1:
+                out.append(d)
+                continue
+            t = d.type
+            one, minus = ir.Const(1, t, span=sp), ir.Const(-1, t, span=sp)
+            others = one
+            for j, e in enumerate(dims):
+                if j != i:
+                    others = sem.binop("*", others, sem.select(sem.binop("==", e, minus, sp), one, e, sp), sp)
+            others = sem.once(others, sp)
+            rest = self.binop("//", sem.convert(total, t, sp),
+                              sem.select(sem.binop(">", others, ir.Const(0, t, span=sp), sp), others, one, sp), node)
+            out.append(sem.once(sem.select(sem.binop("==", d, minus, sp), sem.convert(rest, t, sp), d, sp), sp))
+        return tuple(out)
 
     def row_at(self, info: BufInfo, idx: list, node) -> BufInfo:
         """The row ``info[idx...]`` (``idx`` IR values) of a multi-dimensional array."""
