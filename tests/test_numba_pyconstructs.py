@@ -166,6 +166,31 @@ three[1, 1](np.arange(24), (-1, 3, 4), c)
 RESULT = {"a": a, "b": b.ravel(), "c": c.ravel()}
 ''')
 
+program("is_true_false", {"a": [1, 1, 5, 7], "b": [0, 666, 5, 0]})('''
+import numpy as np
+from numba import cuda
+
+FLAG = True
+
+@cuda.jit
+def k(pred, stack):
+    i = 0
+    if pred is True:
+        stack[i] = 1
+        i += 1
+        stack[i] = 1
+    if FLAG is True:
+        stack[2] = 5
+    if pred is not False:
+        stack[3] = 7
+
+a = np.array([0, 666, 0, 0])
+k[1, 1](True, a)
+b = np.array([0, 666, 0, 0])
+k[1, 1](False, b)
+RESULT = {"a": a, "b": b}
+''')
+
 ORACLE = Oracle(PROGRAMS)
 
 
@@ -179,6 +204,24 @@ def test_written_values(name):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_against_numba_simulator(name):
     assert_same(run_metalbench(PROGRAMS[name], name), ORACLE[name])
+
+
+def test_is_with_a_number_is_an_error_naming_it():
+    from metalbench import cuda
+    from metalbench.errors import KernelSyntaxError
+
+    @cuda.jit
+    def k(r, x):
+        if x is 3:  # noqa: F632
+            r[0] = 1
+
+    cuda.set_backend("sim")
+    try:
+        with pytest.raises(KernelSyntaxError, match="`is` compares with None, True or False only") as e:
+            k[1, 1](np.zeros(1), 2)
+        assert "if x is 3" in str(e.value)
+    finally:
+        cuda.set_backend(None)
 
 
 def test_tuple_ordering_is_an_error_naming_it():

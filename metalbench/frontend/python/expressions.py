@@ -121,8 +121,7 @@ class ExpressionsMixin:
                 # `x is None`: known at compile time (an omitted/None argument is a constant)
                 a, b = self._is_none(node.left), self._is_none(node.comparators[0])
                 if not (a or b):
-                    raise self.err(KernelSyntaxError, "`is` compares with None only in kernels", node,
-                                   hint="use == to compare values")
+                    return self._is_bool(node)
                 same = a and b
                 return self.sem.bool_const(same if isinstance(node.ops[0], ast.Is) else not same, sp)
             parts = []
@@ -160,6 +159,23 @@ class ExpressionsMixin:
         if isinstance(node, ast.Tuple):
             return self.tuple_expr(node)             # a run-time tuple value (tuples.py)
         raise KernelSyntaxError(f"{type(node).__name__} expressions are not supported in kernels", sp)
+
+    def _is_bool(self, node: ast.Compare) -> ir.Expr:
+        """``x is True`` / ``x is not False``: folded when both sides are known at compile
+        time (``flag is True`` for a global flag), else ``x == True`` for a boolean ``x``
+        (Numba's ``is`` on booleans); other operands are an error naming ``is``."""
+        sp = self.span(node)
+        left, right = node.left, node.comparators[0]
+        same = isinstance(node.ops[0], ast.Is)
+        lv, rv = self.try_static(left), self.try_static(right)
+        if lv is not NOT_STATIC and rv is not NOT_STATIC:
+            return self.sem.bool_const((lv is rv) == same, sp)
+        if lv is NOT_STATIC and isinstance(rv, bool) or rv is NOT_STATIC and isinstance(lv, bool):
+            e, lit = (self.expr(left), rv) if isinstance(rv, bool) else (self.expr(right), lv)
+            if isinstance(e.type, T.ScalarType) and e.type.is_bool:
+                return self.binop("==" if same else "!=", e, self.sem.bool_const(lit, sp), node)
+        raise self.err(KernelSyntaxError, "`is` compares with None, True or False only in kernels (True and "
+                                          "False with a boolean)", node, hint="use == to compare values")
 
     def _is_none(self, node) -> bool:
         """Whether ``node`` is None at compile time (a literal, a name bound to None)."""
