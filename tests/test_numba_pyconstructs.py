@@ -271,3 +271,45 @@ def test_global_array_changed_after_compile_keeps_the_compiled_values():
             assert out[0] == 2.0
         finally:
             cuda.set_backend(None)
+
+
+def test_slices_with_negative_steps_against_numpy():
+    """x[hi:lo:step] with negative steps (and default bounds) reads what NumPy's view holds,
+    and writing through a reversed view lands where NumPy's would."""
+    import itertools
+    from metalbench import cuda
+
+    @cuda.jit
+    def read(x, out, lo, hi):
+        v = x[hi:lo:-3]
+        w = x[::-2]
+        out[0] = len(v)
+        for j in range(len(v)):
+            out[j + 1] = v[j]
+        out[20] = len(w)
+        for j in range(len(w)):
+            out[21 + j] = w[j]
+
+    @cuda.jit
+    def write(x):
+        v = x[7:1:-2]
+        for j in range(len(v)):
+            v[j] = 100 + j
+
+    x = np.arange(20)
+    cuda.set_backend("sim")
+    try:
+        for lo, hi in itertools.product((-30, -5, 0, 3, 19, 25), (-30, -1, 0, 4, 17, 30)):
+            out = np.full(40, -7)
+            read[1, 1](x, out, lo, hi)
+            v, w = x[hi:lo:-3], x[::-2]
+            assert out[0] == len(v) and list(out[1:1 + len(v)]) == list(v), (lo, hi)
+            assert out[20] == len(w) and list(out[21:21 + len(w)]) == list(w)
+        y = np.zeros(10, np.int64)
+        write[1, 1](y)
+        want = np.zeros(10, np.int64)
+        want[7:1:-2] = 100 + np.arange(3)
+        np.testing.assert_array_equal(y, want)
+    finally:
+        cuda.set_backend(None)
+

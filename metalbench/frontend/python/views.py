@@ -228,7 +228,7 @@ class ViewsMixin:
 
     def strided_view(self, info: BufInfo, parts, node) -> BufInfo:
         """``a[i:j:k]``, ``a[1:, 2]``, ``a[:, j]``: Python's slicing (negative bounds count
-        from the end, bounds clip to the extent, steps are positive constants)."""
+        from the end, bounds clip to the extent, steps are non-zero constants)."""
         if info.vec is not None:
             raise self.err(KernelTypeError, "slicing a vector view this way is not supported", node)
         if len(parts) > info.ndim:
@@ -272,11 +272,10 @@ class ViewsMixin:
             step = self.static_value(p.step)
             if not isinstance(step, int) or isinstance(step, bool) or step == 0:
                 raise self.err(KernelTypeError, "a slice step must be a non-zero constant integer", p)
-            if step < 0:
-                raise self.err(KernelSyntaxError, "slices with a negative step are not supported in kernels", p,
-                               hint="index in reverse with a loop instead")
         n = sem.convert(n, T.int64, sp)
         zero = ir.Const(0, T.int64, span=sp)
+        if step < 0:
+            return self._reverse_bounds(p, n, step, node)
 
         def bound(x, default):
             if x is None:
@@ -296,6 +295,29 @@ class ViewsMixin:
         if step != 1:
             diff = sem.binop("//", sem.binop("+", diff, ir.Const(step - 1, T.int64, span=sp), sp),
                              ir.Const(step, T.int64, span=sp), sp)
+        length = sem.fold(sem.select(sem.binop(">", diff, zero, sp), diff, zero, sp))
+        return start, length, step
+
+    def _reverse_bounds(self, p: ast.Slice, n, step: int, node):
+        """(start, length, step) of a slice with a negative step, as ``slice.indices``
+        gives them: bounds clip to [-1, n - 1], the defaults are n - 1 and "before 0"."""
+        sem, sp = self.sem, self.span(node)
+        minus1 = ir.Const(-1, T.int64, span=sp)
+        last = sem.binop("-", n, ir.Const(1, T.int64, span=sp), sp)
+
+        def bound(x, default):
+            if x is None:
+                return default
+            v = sem.once(sem.convert(self.expr(x), T.int64, sp), sp)
+            v = sem.once(sem.select(sem.binop("<", v, ir.Const(0, T.int64, span=sp), sp), sem.binop("+", n, v, sp),
+                                    v, sp), sp)
+            v = sem.select(sem.binop("<", v, minus1, sp), minus1, v, sp)
+            return sem.select(sem.binop(">", v, last, sp), last, v, sp)
+        start = sem.once(bound(p.lower, last), sp)
+        stop = bound(p.upper, minus1)
+        diff = sem.binop("//", sem.binop("+", sem.binop("-", start, stop, sp), ir.Const(-step - 1, T.int64, span=sp),
+                                         sp), ir.Const(-step, T.int64, span=sp), sp)
+        zero = ir.Const(0, T.int64, span=sp)
         length = sem.fold(sem.select(sem.binop(">", diff, zero, sp), diff, zero, sp))
         return start, length, step
 
