@@ -233,3 +233,23 @@ def test_typed_signature_that_types_runs():
     r = np.zeros(32, np.int32)
     k[1, 32](np.full(32, 0xFFFFFFFF, np.uint32), np.ones(32, bool), r)
     assert (r == 1).all()
+
+
+@cuda.jit(device=True)
+def maybe(a):
+    if a > 1:
+        return
+    return a
+
+
+@cuda.jit
+def optional_result(r, a):
+    r[0] = maybe(a)
+
+
+def test_device_function_returning_none_on_some_paths_is_an_error():
+    """Numba types such a result as Optional (a kernel tests it with `is None`); metalbench
+    refuses it at the bare return instead of giving 0 there."""
+    with pytest.raises(KernelSyntaxError, match="returns a value on some paths and None here") as e:
+        optional_result[1, 1](np.zeros(1), 3)
+    assert "        return" in str(e.value)

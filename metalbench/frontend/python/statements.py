@@ -99,7 +99,14 @@ class StatementsMixin:
                 raise KernelSyntaxError("'continue' outside a loop", sp)
             return [ir.Continue(span=sp)]
         if isinstance(s, ast.Return):
-            if s.value is None:
+            if s.value is None or (isinstance(s.value, ast.Constant) and s.value.value is None):
+                if not self.is_kernel and _returns_value(self.p.fdef):
+                    # Numba types this function's result as Optional (None or the value): a
+                    # result that is None on some paths is not a value metalbench can give
+                    raise KernelSyntaxError(
+                        f"{self.p.name} returns a value on some paths and None here (Numba's Optional "
+                        "results are not supported)", sp,
+                        hint="return a value on every path (a sentinel such as -1 for 'none')")
                 return [ir.Return(span=sp)]
             if self.is_kernel:
                 raise KernelSyntaxError("a kernel cannot return a value", sp,
@@ -299,3 +306,18 @@ class StatementsMixin:
         if not any(isinstance(h, ir.ArrayDecl) and h.name == cname for h in self.hoisted):
             self.hoisted.append(decl)       # once, also when an unrolled loop declares it again
         return []
+
+
+def _returns_value(fdef) -> bool:
+    """Whether ``fdef`` has a ``return <value>`` (not counting nested functions)."""
+    stack = list(fdef.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.Return) and n.value is not None and not (isinstance(n.value, ast.Constant)
+                                                                       and n.value.value is None):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
