@@ -212,7 +212,7 @@ RESULT = {"r": r}
 # lgamma(0.5) and lgamma(2.0000001) correctly rounded: CPython's math.lgamma is 3 ulps and
 # 7e-9 relative off there (near lgamma's zero at 2); the simulator's float64 lgamma is not
 program("lgamma", {"r": [0.0, 0.0, 0.5723649429247001, math.lgamma(1e-5), 4.227843666532498e-08,
-                         math.lgamma(-2.5), math.gamma(4.5), 24.0]})('''
+                         math.lgamma(-2.5), math.gamma(4.5), 24.0]}, exact=False)('''
 import math
 import numpy as np
 from numba import cuda
@@ -281,4 +281,5 @@ def test_written_values(name):
 def test_against_numba_simulator(name):
     want = ORACLE[name]
     got = run_metalbench(PROGRAMS[name], name)
-    assert_same(got, want)
+    # lgamma: metalbench's is correctly rounded, the simulator's is CPython's (a few ulps off)
+    assert_same(got, want, exact=EXPECTED[name][1])
