@@ -409,7 +409,8 @@ def _geo(name, n, result, sim, doc, cu_code, example):
         with np.errstate(all="ignore"):
             r = sim(*[[np.asarray(c, np.float64) for c in a] for a in args])
         return [N.out(c, dt) for c in r] if isinstance(r, list) else N.out(r, dt)
-    return add_builtin(name, group="Geometric", doc=doc, example=example,
+    details = "" if name == "dot" else _GEO_RANGE
+    return add_builtin(name, group="Geometric", doc=doc, example=example, details=details,
                        rule=float_vectors(n, ("x", "y")[:n], result), sim=f64sim, componentwise=False,
                        msl=metal(name), cuda=spell_cuda, ref=sim, tol_ulp=4, shim=_GEO_SHIM[name])
 
@@ -422,6 +423,12 @@ def _length(x):
     return np.sqrt(_dot(x, x))
 
 
+# what the GPU run showed for length(float3(FLT_MIN)) (0) and normalize(float3(3e38)) (0)
+_GEO_RANGE = ("The simulator computes in float64. A GPU forms the squared sum x[0]^2 + x[1]^2 + ... as a float "
+              "(MSL defines these by that formula; CUDA here, and Metal's fast variant): where it leaves float's "
+              "normal range (components below about 1e-19 or above about 1e19) the GPU's result loses precision, "
+              "underflows to 0 (Metal may also flush denormals, MSL 8.1) or overflows (length inf, normalize 0); "
+              "scale such vectors first.")
 _GEO_SHIM = {"dot": "template <class T> typename _mb_vt<T>::E dot(T, T);",
              "length": "template <class T> typename _mb_vt<T>::E length(T);",
              "distance": "template <class T> typename _mb_vt<T>::E distance(T, T);",
