@@ -5,6 +5,7 @@ A table of hand-picked cases carries the C type each must have and a NumPy model
 value; a hypothesis test writes random expression trees in both syntaxes."""
 from dataclasses import fields
 
+import mlx.core as mx
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -301,3 +302,24 @@ def test_atomic_element_rule_is_shared():
     with pytest.raises(KernelTypeError, match="int32, uint32 or float32 elements") as e3:
         numba_k.ir(x)
     assert "cuda.atomic.add(x, 0, 1)" in str(e3.value)
+
+
+# tree-sitter reads `(a & (a * a)) * b` as a C cast of `*b` to the abstract type `a& (a*)`
+# and `(a) * b` as a cast of `*b` to `a`: where the parenthesised name is a variable, the
+# MSL front end reads them as the binary expressions they are (the hypothesis test above
+# found the first one).
+PAREN_BINOPS = ["((A & (A * A)) * A)", "(A) * A", "(A) & 6", "(A + 1) * (A - 2)", "(A | (A >> 1)) - A",
+                "(A * (A + 1)) & A", "(A) - 3", "(int)(A) * 2"]
+
+
+@pytest.mark.parametrize("expr", PAREN_BINOPS)
+def test_parenthesised_left_operands_are_not_casts(expr):
+    a = np.array([3, -5, 7, 100000, -2**31, 2**31 - 1], np.int32)
+    src = f"uint i = thread_position_in_grid.x;\nint A = a[i];\nauto r = {expr};\nout[i] = r;\n"
+    k = mb.metal_kernel("paren", ["a"], ["out"], src)
+    out = k(inputs=[mx.array(a)], grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1), output_shapes=[a.shape],
+            output_dtypes=[mx.int32], backend="sim")[0]
+    with np.errstate(over="ignore"):
+        A = a.astype(np.int64)
+        want = eval(expr.replace("(int)", ""), {"A": A})
+    np.testing.assert_array_equal(np.array(out), (want & 0xFFFFFFFF).astype(np.uint32).view(np.int32))

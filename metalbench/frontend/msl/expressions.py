@@ -25,6 +25,30 @@ class ExpressionsMixin:
         """C's binary operator ``op`` (see :meth:`Semantics.binop`)."""
         return self.sem.binop(op, a, b, self.sp(node))
 
+    def reparse_expression(self, cast, tn):
+        """The parenthesised part of a ``cast_expression`` tree-sitter misread (``(a & (a * a))
+        * b``, where ``a`` is a variable), parsed again as an expression. The text is parsed
+        alone, at its own byte offsets (everything else blanked, newlines kept), so the new
+        nodes' spans and ``self.text`` stay those of the kernel source."""
+        from .parse import _PARSER
+        start, end = cast.start_byte, tn.end_byte
+        while end < len(self.code) and self.code[end] != ")":
+            end += 1
+        lead = "int x="             # written into the blanks of any earlier line long enough
+        before = "".join(c if c == "\n" else " " for c in self.code[:start])
+        at = before.find(" " * len(lead))
+        if at < 0:
+            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'",
+                          hint="write the operator's left side without parentheses")
+        text = before[:at] + lead + before[at + len(lead):] + self.code[start:end + 1] + ";"
+        root = _PARSER.parse(text.encode()).root_node
+        found = root.named_descendant_for_byte_range(start, end + 1)
+        while found is not None and (found.start_byte, found.end_byte) != (start, end + 1):
+            found = found.parent
+        if found is None or found.type != "parenthesized_expression" or found.has_error:
+            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'")
+        return found
+
     @error_net("sp")
     def expr(self, node, stmt=False) -> ir.Expr:
         k = node.type
@@ -125,10 +149,13 @@ class ExpressionsMixin:
                               hint="index it (p[i]) or dereference it (*p)")
             inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
             if inner is not None and inner.type in ("type_identifier", "identifier") \
-                    and not self.is_type_name(inner) and val.type == "unary_expression":
-                # `(a) - b` parsed as a cast of `-b` to type `a`
+                    and not self.is_type_name(inner) and val.type in ("unary_expression", "pointer_expression"):
+                # `(a) - b` parsed as a cast of `-b` to type `a`; `(a & (a * a)) * a` as a cast
+                # of `*a` to the abstract type `a& (a*)`: the parentheses hold an expression
                 op = self.text(val.child_by_field_name("operator"))
-                return self.binop(op, self.expr(inner), self.expr(val.child_by_field_name("argument")), node)
+                left = inner if tn.type != "type_descriptor" or tn.named_child_count == 1 \
+                    else self.reparse_expression(node, tn)
+                return self.binop(op, self.expr(left), self.expr(val.child_by_field_name("argument")), node)
             t, _ = self.resolve_type(tn)
             v = self.expr(val)
             return self.cast_to(t, [v], node)
