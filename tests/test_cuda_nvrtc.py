@@ -1,7 +1,8 @@
 """The generated CUDA compiles with NVRTC, as MLX's ``cuda_kernel`` compiles it (no GPU needed).
 
 Runs where NVRTC is installed (see ``tests/nvrtc.py``: the pip packages in this Python or in
-``METALBENCH_NVRTC_SITE``); skips otherwise (CI does not install it). Covers float64 end to
+``METALBENCH_NVRTC_SITE``) and no GPU is (there the cuda suites compile through MLX); skips
+otherwise (CI does not install NVRTC). Covers float64 end to
 end (double arithmetic, float64 carried through MLX as uint64 bits, 64-bit atomics) and a
 set of representative DSL, ``metal_kernel`` and Numba kernels. The first failure prints
 the generated source with NVRTC's log.
@@ -20,7 +21,9 @@ from metalbench.dsl import (atomic_add, atomic_compare_exchange, atomic_max, ato
                             simd_sum, thread_position_in_grid)
 
 NV = nvrtc.find()
-pytestmark = pytest.mark.skipif(NV is None, reason="NVRTC not installed (tests/nvrtc.py says how)")
+pytestmark = [pytest.mark.skipif(NV is None, reason="NVRTC not installed (tests/nvrtc.py says how)"),
+              # with a GPU, MLX compiles these kernels itself in the cuda suites: no second compile
+              pytest.mark.skipif(mb.launch.cuda_available(), reason="a CUDA GPU is here: the gpu tests compile")]
 RNG = np.random.default_rng(3)
 X64 = RNG.standard_normal(64)
 

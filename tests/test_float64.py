@@ -321,3 +321,35 @@ def float64_everywhere():
                 cas[2, 32](cnt, out)
     finally:
         cuda.set_backend("sim")
+
+
+def test_numba_64_bit_compare_and_swap_and_accumulators():
+    """cuda.atomic.cas on int64/uint64 runs on the simulator (the old value back, the swap
+    only where it matched); 64-bit accumulators print for CUDA (atomicAdd on double, on
+    unsigned long long for int64), where in-place cas cannot run (MLX outputs are fresh)."""
+    from metalbench import cuda
+
+    @cuda.jit
+    def cas(a, out):
+        i = cuda.grid(1)
+        if i < a.size:
+            out[i] = cuda.atomic.cas(a, i, 7, 2**40 + i)
+
+    @cuda.jit
+    def acc(s, n, x):
+        i = cuda.grid(1)
+        if i < x.size:
+            cuda.atomic.add(s, 0, x[i])
+            cuda.atomic.add(n, 0, 1)
+
+    for dt in (np.int64, np.uint64):
+        a = np.arange(16, dtype=dt)
+        a[::3] = 7
+        before, out = a.copy(), np.zeros(16, dt)
+        cas[1, 16](a, out)
+        assert out.tolist() == before.tolist()
+        assert a.tolist() == [2**40 + i if v == 7 else v for i, v in enumerate(before.tolist())]
+    src = acc.source(np.zeros(1), np.zeros(1, np.int64), X, backend="cuda")
+    assert "atomicAdd(&s__acc[" in src and "atomicAdd(reinterpret_cast<unsigned long long*>(&n__acc[" in src
+    with pytest.raises(mb.KernelLaunchError, match="atomic cas"):
+        cas.source(np.zeros(4, np.int64), np.zeros(4, np.int64), backend="cuda")
