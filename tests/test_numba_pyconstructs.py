@@ -191,6 +191,49 @@ k[1, 1](False, b)
 RESULT = {"a": a, "b": b}
 ''')
 
+program("enum_members", {"a": [0, 0, 1, 1, 1], "o": [146, 301]})('''
+import enum
+import numpy as np
+from numba import cuda
+
+class Color(enum.Enum):
+    red = 1
+    green = 2
+
+class Shape(enum.IntEnum):
+    circle = 1
+
+class RequestError(enum.IntEnum):
+    not_found = 404
+    internal_error = 500
+
+@cuda.jit(device=True)
+def inner(pred):
+    return Color.red if pred else Color.green
+
+@cuda.jit
+def k(a, pred):
+    a[0] = Color.red == Color.green
+    a[1] = Color["red"] == Color["green"]
+    a[2] = Color.red == Color.red
+    a[3] = inner(pred) == Color.red
+    a[4] = inner(not pred) == Color.green
+
+@cuda.jit
+def coerce(x, out, j):
+    if x > RequestError.internal_error:
+        out[j] = x - RequestError.not_found
+    else:
+        out[j] = x + Shape.circle
+
+a = np.zeros(5, np.bool_)
+k[1, 1](a, True)
+o = np.zeros(2, np.int32)
+coerce[1, 1](550, o, 0)
+coerce[1, 1](300, o, 1)
+RESULT = {"a": a, "o": o}
+''')
+
 ORACLE = Oracle(PROGRAMS)
 
 

@@ -4,6 +4,7 @@ and compile-time evaluation of static values."""
 from __future__ import annotations
 
 import ast
+import enum
 
 import numpy as np
 
@@ -154,6 +155,15 @@ class ExpressionsMixin:
             return e
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)) \
+                and isinstance(self._maybe_static(node.value), enum.EnumMeta):
+            cls = self._maybe_static(node.value)            # Color["red"]: a member by name
+            key = self.static_value(node.slice)
+            try:
+                member = cls[key]
+            except KeyError:
+                raise self.err(KernelNameError, f"{cls.__name__} has no member {key!r}", node)
+            return self.object_value(member, node, repr(member))
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Tuple):
@@ -236,8 +246,12 @@ class ExpressionsMixin:
         hook = getattr(obj, "__metalbench_value__", None)
         if hook is not None:
             return hook(self, node)
+        if isinstance(obj, enum.Enum) and isinstance(obj, (int, float)):
+            return self.const(int(obj) if isinstance(obj, int) else float(obj), node)   # an IntEnum member
         if isinstance(obj, (bool, int, float, np.generic)):
             return self.const(obj, node)
+        if isinstance(obj, enum.Enum) and type(obj.value) in (bool, int, float):
+            return self.const(obj.value, node)   # Numba's Enum members: their value (Color.red == Color.green)
         raise self.err(KernelTypeError, f"{what} cannot be used as a value in a kernel", node,
                        hint="kernels can use numbers, arrays, thread attributes and builtins")
 
