@@ -31,7 +31,8 @@ from . import types as T
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .frontend import python as F
 from .frontend.python.structs import flatten_struct, is_struct
-from .protocol import (_SIGNATURES, BoundLaunch, KernelBase, ThinCache, arg_signature, backend_token,
+from .protocol import (_SIGNATURES, MISS, BoundLaunch, KernelBase, ThinCache, arg_signature, backend_token,
+                       launch_guard,
                        thin_gpu_call, unwrap)
 from .protocol import Specialization, unique_name  # noqa: F401  (their home before protocol.py)
 
@@ -120,6 +121,9 @@ class Kernel(KernelBase):
         computed = any(callable(extra.shape) for _, extra in self._out_params if extra is not None)
         self._value_positions = tuple(i for i, p in enumerate(self._in_params)
                                       if computed or p.name in self._constexpr_names or p.name in self._size_names)
+
+    #: the last thin-path entry's ``guarded`` launch (``protocol.thin_gpu_call``), or None
+    _guard = None
 
     def __repr__(self) -> str:
         return f"<metalbench kernel {self.name}({self.signature_text()})>"
@@ -331,8 +335,7 @@ class Kernel(KernelBase):
         return self.specialize(*args, out=out, **kwargs).source(backend)
 
     # -- launching -------------------------------------------------------------------------
-    def __call__(self, *args, grid=None, threadgroup=None, backend="auto", out=None, init_value=None,
-                 checked=None, stream=None, print_threads=None, **kwargs):
+    def __call__(self, *args, grid=None, threadgroup=None, backend="auto", **kwargs):
         """Launch the kernel: ``k(*args, grid=..., threadgroup=256, backend="auto")``.
 
         ``args`` are the kernel's non-output parameters in order (arrays: NumPy, MLX, or
@@ -363,11 +366,29 @@ class Kernel(KernelBase):
         >>> np.asarray(k(np.arange(4, dtype=np.float32), grid=4, backend="sim")).tolist()
         [0.0, 2.0, 4.0, 6.0]
         """
+        # The thinnest path: a call with no other keywords tries the last thin-path entry's
+        # guard, which checks the call against that entry's key and launches, in one
+        # generated frame (protocol.launch_guard). The launch options (out=, init_value=,
+        # checked=, stream=, print_threads=) are _call's: each keyword-only parameter here
+        # costs every call a defaults lookup.
+        if not kwargs:
+            guard = self._guard
+            if guard is not None:
+                try:
+                    r = guard(args, grid, threadgroup, backend)
+                except MetalbenchError as e:
+                    raise trim_traceback(e)
+                if r is not MISS:
+                    return r
+        return self._call(args, grid, threadgroup, backend, **kwargs)
+
+    def _call(self, args, grid, threadgroup, backend, /, out=None, init_value=None, checked=None, stream=None,
+              print_threads=None, **kwargs):
         if print_threads is not None:   # prints of these threads only (simulator): see sim/printing.py
             from .sim.printing import print_threads as selected
             with selected(print_threads):
-                return self(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
-                            init_value=init_value, checked=checked, stream=stream, **kwargs)
+                return self._call(args, grid, threadgroup, backend, out=out, init_value=init_value,
+                                  checked=checked, stream=stream, **kwargs)
         # The thin path: a call with the signature of an earlier one (array dtypes and
         # shapes, scalar types, constexpr values, grid, threadgroup, backend) goes
         # straight to that call's prepared launch. (The try block is user_facing inlined:
@@ -388,16 +409,20 @@ class Kernel(KernelBase):
                     fast = key = None
                 if fast is not None:
                     self._thin_cache.last = (key, fast)
+                    self._guard = getattr(fast, "guarded", None)
                     return fast(args, kwargs, init_value, checked, stream)
             bound = self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
                               init_value=init_value, checked=checked, stream=stream, **kwargs)
             outs = self.launch(bound)
             if key is not None and not any(s.kind == "struct" for s in bound.specs):
                 # (a struct argument's fields are bound by name: no thin path)
-                self._thin_cache.put(key, self._thin_entry(bound, len(args), list(kwargs)))
+                fast = self._thin_entry(bound, len(args), list(kwargs), (grid, threadgroup, backend))
+                self._thin_cache.put(key, fast)
+                self._guard = getattr(fast, "guarded", None)
             return unwrap(outs)
         except MetalbenchError as e:
             raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
+    _call.__qualname__ = "Kernel.__call__"      # what a TypeError about its keywords names
 
     def _thin_key_more(self, key, args, kwargs):
         # The thin-path key (which may hold an unhashable marker for an argument of another
@@ -410,9 +435,10 @@ class Kernel(KernelBase):
                           for k, v in kwargs.items()),)
         return key
 
-    def _thin_entry(self, bound: BoundLaunch, nargs: int, kwnames: list):
+    def _thin_entry(self, bound: BoundLaunch, nargs: int, kwnames: list, given=None):
         """The prepared launch ``f(args, kwargs, init_value, checked, stream)`` for calls
-        shaped like ``bound`` (``nargs`` positional arguments, then ``kwnames`` keywords)."""
+        shaped like ``bound`` (``nargs`` positional arguments, then ``kwnames`` keywords;
+        ``given``: the call's grid, threadgroup, backend, for ``f.guarded``)."""
         sp = self.specialization(bound)
         names = [p.name for p in self._in_params[:nargs]] + kwnames
         fixed_names = [n for n in bound.values if n not in names]
@@ -431,9 +457,13 @@ class Kernel(KernelBase):
             return sim_call
         plan = sp.gpu_plan(bound, bound.backend)
         pos = {n: i for i, n in enumerate(names + fixed_names)}
+        guard = None
+        if given is not None and not kwnames and not self._value_positions:
+            g = launch_guard(bound.args[:nargs], *given)
+            guard = g and ("args, grid, threadgroup, backend, init_value=None, stream=None", *g, nargs)
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names],
                              len(bound.outputs) == 1, self, last,
-                             fixed if (kwnames or fixed_names) else None)
+                             fixed if (kwnames or fixed_names) else None, guard)
 
     # -- derivatives (metalbench.autodiff) ---------------------------------------------------
     @user_facing

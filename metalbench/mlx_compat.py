@@ -24,8 +24,8 @@ from . import runtime
 from . import types as T
 from .codegen.c_like import Rendered
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
-from .protocol import (_SIGNATURES, BoundLaunch, KernelBase, Specialization, ThinCache, _np_arg, backend_token,
-                       thin_gpu_call)
+from .protocol import (_SIGNATURES, MISS, BoundLaunch, KernelBase, Specialization, ThinCache, _np_arg, backend_token,
+                       launch_guard, thin_gpu_call)
 
 
 class MetalKernelValueError(KernelLaunchError, ValueError):
@@ -93,6 +93,7 @@ class MetalKernel(KernelBase):
         self.compile_options = compile_options
         self._cache: dict = {}
         self._thin_cache = ThinCache()
+        self._guard = None      # the last thin-path entry's ``guarded`` launch (protocol.thin_gpu_call)
         self.last_stats = None
 
     def __repr__(self):
@@ -118,21 +119,38 @@ class MetalKernel(KernelBase):
         launch["template"] = list(tmpl.items())
 
     # ------------------------------------------------------------------ call
-    def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
-                 init_value=None, verbose=False, stream=None, backend="auto", checked=None, print_threads=None):
+    def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, backend="auto", **options):
         """Launch; returns a list of ``mx.array`` (one per output), as MLX does.
 
         ``backend``: "auto" (metal, else cuda, else sim; ``METALBENCH_BACKEND``
         overrides), "metal", "cuda" or "sim". ``checked`` (sim only): bounds, race
         and uninitialised-read checks. ``print_threads`` (sim only): the threads whose
         ``printf``/``os_log`` lines are printed (linear positions or position tuples).
+        The other options are MLX's: ``template``, ``init_value``, ``verbose``, ``stream``.
         """
+        # The thinnest path: a call without options tries the last thin-path entry's guard
+        # (checks the call against that entry's key and launches, in one generated frame);
+        # the options are _call's, since each keyword-only parameter here costs every call.
+        if not options:
+            guard = self._guard
+            if guard is not None:
+                try:
+                    r = guard(inputs, output_shapes, output_dtypes, grid, threadgroup, backend)
+                except MetalbenchError as e:
+                    raise trim_traceback(e)
+                if r is not MISS:
+                    return r
+        return self._call(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
+                          threadgroup=threadgroup, backend=backend, **options)
+
+    def _call(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
+              init_value=None, verbose=False, stream=None, backend="auto", checked=None, print_threads=None):
         if print_threads is not None:
             from .sim.printing import print_threads as selected
             with selected(print_threads):
-                return self(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
-                            threadgroup=threadgroup, template=template, init_value=init_value, verbose=verbose,
-                            stream=stream, backend=backend, checked=checked)
+                return self._call(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes,
+                                  grid=grid, threadgroup=threadgroup, template=template, init_value=init_value,
+                                  verbose=verbose, stream=stream, backend=backend, checked=checked)
         try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
             key = None
             if not verbose:
@@ -154,6 +172,7 @@ class MetalKernel(KernelBase):
                         fast = key = None
                 if fast is not None:
                     self._thin_cache.last = (key, fast)
+                    self._guard = getattr(fast, "guarded", None)
                     return fast(inputs, None, init_value, checked, stream)
             bound = self.bind(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
                               threadgroup=threadgroup, template=template, init_value=init_value, stream=stream,
@@ -162,12 +181,16 @@ class MetalKernel(KernelBase):
                 print(self.full_source(bound.values.values(), output_dtypes, template))
             outs = self.launch(bound)
             if key is not None:
-                self._thin_cache.put(key, self._thin_entry(bound))
+                fast = self._thin_entry(bound, (inputs, output_shapes, output_dtypes, grid, threadgroup, template,
+                                                backend))
+                self._thin_cache.put(key, fast)
+                self._guard = getattr(fast, "guarded", None)
             return list(outs)
         except MetalbenchError as e:
             raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
+    _call.__qualname__ = "MetalKernel.__call__"     # what a TypeError about its keywords names
 
-    def _thin_entry(self, bound: BoundLaunch):
+    def _thin_entry(self, bound: BoundLaunch, given=None):
         sp = self.specialization(bound)
         last = dict(grid=bound.grid, threadgroup=bound.threadgroup, backend=bound.backend)
         names = list(self.input_names)
@@ -180,8 +203,19 @@ class MetalKernel(KernelBase):
             return sim_call
         plan = sp.gpu_plan(bound, bound.backend)
         pos = {n: i for i, n in enumerate(names)}
+        guard = None
+        # the call's own arguments: f.guarded checks a later call against them (shapes given
+        # as tuples: a list comparison then compares plain values)
+        if given is not None and all(type(s) is tuple for s in given[1]):
+            inputs, shapes, dtypes, grid, tg, template, backend = given
+            g = launch_guard(inputs, grid, tg, backend, "inputs",
+                             ["output_shapes == g_shapes", "output_dtypes == g_dtypes",
+                              "template is None" if template is None else "template == g_template"],
+                             {"g_shapes": list(shapes), "g_dtypes": list(dtypes), "g_template": template})
+            guard = g and ("inputs, output_shapes, output_dtypes, grid, threadgroup, backend, template=None, "
+                           "init_value=None, stream=None", *g, len(names))
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], None,
-                             self, last)
+                             self, last, None, guard)
 
     def bind(self, *args, inputs=None, output_shapes=None, output_dtypes=None, grid=None, threadgroup=None,
              template=None, init_value=None, verbose=False, stream=None, backend="auto", checked=None,

@@ -668,7 +668,7 @@ def unwrap(outs):
 
 
 def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bool, owner=None,
-                  last=None, fixed: tuple | None = None):
+                  last=None, fixed: tuple | None = None, guard: tuple | None = None):
     """A function ``f(args, kwargs, init_value, checked, stream)`` launching ``plan``
     with the inputs taken by position from ``vec`` (``args``, or with ``fixed`` given,
     ``args + tuple(kwargs.values()) + fixed``), and setting ``owner.last_launch = last``.
@@ -678,39 +678,108 @@ def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bo
     kernel's dtype need no converter (the thin key guarantees the same dtype later),
     scalars get a per-input cache of their 0-d arrays. The function is generated for
     its inputs (no loop, no ``**kwargs``): it is the whole host cost of a repeated call.
+
+    With ``guard = (params, lines, env, nargs)`` (:func:`launch_guard`), ``f.guarded(params)``
+    is the same launch for the kernel's own arguments, after ``lines`` (which return
+    :data:`MISS` unless the call has this entry's key): check and launch in one frame.
     """
     mx_array = mlx_array_type()
-    env = {"kernel": plan.kernel, "owner": owner, "last": last}
+    env = {"kernel": plan.kernel, "owner": owner, "last": last, "MISS": MISS}
     env.update(("k_" + k, v) for k, v in plan.kwargs.items())
-    items = []
+    items, gitems = [], []
+    nargs = guard[3] if guard is not None else 0
     for j, ((name, kind, t), c, v, i) in enumerate(zip(plan.spec_inputs, plan.converters, first_values, sources)):
+        a = f"a{i}" if i < nargs else f"fixed[{i - nargs}]"
         if type(v) is mx_array and v.dtype == T.to_mlx(t) and c is not runtime.float64_bits:
             items.append(f"vec[{i}]")
-        else:
-            env[f"c{j}"] = _cached_scalar(t, plan.backend) if kind == "scalar" and not runtime.is_array(v) else c
+            gitems.append(a)
+        elif kind == "scalar" and not runtime.is_array(v):
+            env[f"c{j}"] = cs = _cached_scalar(t, plan.backend)
+            env[f"sc{j}"] = cs.cache
             items.append(f"c{j}(vec[{i}])")
+            # the cache inlined (a call costs more than the lookup); zero: the sign is not in the key
+            gitems.append(f"(s if {a} and (s := sc{j}.get({a})) is not None else c{j}({a}))"
+                          if type(v) in (float, int, bool) and i < nargs else f"c{j}({a})")
+        else:
+            env[f"c{j}"] = c
+            items.append(f"c{j}(vec[{i}])")
+            gitems.append(f"c{j}({a})")
     for j, e in enumerate(plan.extra):
         env[f"e{j}"] = e
         items.append(f"e{j}")
+        gitems.append(f"e{j}")
     kws = ", ".join(f"{k}=k_{k}" for k in plan.kwargs)
     env["v64"] = runtime.bits_float64
     env["init64"] = functools.partial(runtime.float64_init_value, types=plan.output_types)
     ret = "outs" if single is None else "outs[0]" if single else "tuple(outs)"   # None: MLX's list
     views = "".join(f"    outs[{k}] = v64(outs[{k}])\n" for k in plan.bits_outputs)   # float64 results
     env["fixed"] = fixed
+
+    def body(items):
+        ins = f"inputs=[{', '.join(items)}], {kws}, init_value=init_value"
+        return (("    init_value = init64(init_value)\n" if plan.bits_outputs else "")
+                + ("    owner.last_launch = last\n" if owner is not None else "")
+                + f"    if stream is None:\n        outs = kernel({ins})\n"
+                f"    else:\n        outs = kernel({ins}, stream=stream)\n" + views + f"    return {ret}\n")
     src = ("def call(vec, kwargs, init_value, checked, stream):\n"
-           + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "")
-           + ("    init_value = init64(init_value)\n" if plan.bits_outputs else "") +
-           "    owner.last_launch = last\n"
-           f"    if stream is None:\n"
-           f"        outs = kernel(inputs=[{', '.join(items)}], {kws}, init_value=init_value)\n"
-           f"    else:\n"
-           f"        outs = kernel(inputs=[{', '.join(items)}], {kws}, init_value=init_value, stream=stream)\n"
-           + views + f"    return {ret}\n")
-    if owner is None:
-        src = src.replace("    owner.last_launch = last\n", "")
+           + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "") + body(items))
+    if guard is not None:
+        params, lines, genv, _ = guard
+        env.update(genv)
+        src += f"def guarded({params}):\n" + "".join(lines) + body(gitems)
     exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
+    if guard is not None:
+        env["call"].guarded = env["guarded"]
     return env["call"]
+
+
+#: what a thin-path guard returns for a call without its entry's key
+MISS = object()
+
+
+def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_env=None):
+    """``(lines, env)``: source returning :data:`MISS` unless a call's arguments (``name``,
+    unpacked to ``a0``..), grid, threadgroup and backend give the key these do and
+    ``extra`` holds (None: no signature). Stricter than the key is fine; looser never.
+
+    >>> lines, env = launch_guard((1.5,), 8, None, "sim")
+    >>> print(lines[-1].strip())
+    if not (type(a0) is float): return MISS
+    """
+    if _MXA is None:
+        _mx_facts()
+    env = {"mxa": _MXA, "dk": _DTYPE_KEY, "sig": arg_signature, "MISS": MISS, "g_grid": grid,
+           "g_grid_t": type(grid), "g_tg": threadgroup, "g_tg_t": type(threadgroup), **(extra_env or {})}
+    conds = []
+    for i, a in enumerate(args):
+        s = arg_signature(a)
+        if s is _UNKEYED:
+            return None
+        if type(a) is _MXA:
+            env[f"g_s{i}"], env[f"g_d{i}"] = a.shape, _DTYPE_KEY(a.dtype)
+            conds.append(f"type(a{i}) is mxa and a{i}.shape == g_s{i} and dk(a{i}.dtype) == g_d{i}")
+        elif type(a) in (float, bool):
+            conds.append(f"type(a{i}) is {type(a).__name__}")
+        else:
+            env[f"g_sig{i}"] = s
+            conds.append(f"sig(a{i}) == g_sig{i}")
+    if backend is None or backend == "auto":
+        env["envf"], env["g_env"] = L.env_fast, L.env_fast(_ENV_KEY)
+        bcheck = f"(backend != 'auto' and backend is not None) or envf({_ENV_KEY!r}) != g_env"
+    else:
+        env["g_backend"] = backend
+        bcheck = "backend != g_backend"
+    lines = ["    if not (grid is g_grid or (type(grid) is g_grid_t and grid == g_grid)): return MISS\n",
+             "    if not (threadgroup is g_tg or (type(threadgroup) is g_tg_t and threadgroup == g_tg)): return MISS\n",
+             f"    if {bcheck}: return MISS\n"]
+    lines += [f"    if not ({c}): return MISS\n" for c in extra]
+    unpack = f"{', '.join(f'a{i}' for i in range(len(args)))}, = {name}\n"
+    if name == "args" and args:     # a tuple: unpacking checks the count (a try is free until it catches)
+        lines += ["    try:\n", "        " + unpack, "    except ValueError:\n", "        return MISS\n"]
+    else:                           # any sequence (unpacking would take an iterator's items)
+        lines += [f"    if len({name}) != {len(args)}: return MISS\n"] + (["    " + unpack] if args else [])
+    lines += [f"    if not ({' and '.join(conds)}): return MISS\n"] if args else []
+    return lines, env
 
 
 def _cached_scalar(t: T.ScalarType, backend: str = ""):
@@ -727,4 +796,5 @@ def _cached_scalar(t: T.ScalarType, backend: str = ""):
                 cache.clear()
             cache[v] = a
         return a
+    scalar.cache = cache
     return scalar

@@ -1,0 +1,172 @@
+"""The thinnest launch path: a repeated call runs the last thin-path entry's generated
+guard (``protocol.launch_guard``), which checks the call against that entry's key and
+launches in one frame. A guard may only ever be stricter than the key: every change a
+key would see (array dtype or shape, even made in place on the same ``mx.array``;
+scalar type; grid; threadgroup; backend, including ``METALBENCH_BACKEND`` under
+"auto"; output shapes and dtypes; template) must reach a launch prepared for it.
+
+``mx.fast.cuda_kernel`` is a stand-in recording which prepared kernel each call reached
+and computing saxpy with MLX ops (no GPU needed); results are checked against NumPy."""
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+from metalbench import launch as L
+from metalbench.dsl import thread_position_in_grid
+
+RNG = np.random.default_rng(18)
+
+
+class Recorder:
+    """A stand-in ``mx.fast.cuda_kernel`` object: remembers the calls it received."""
+
+    def __init__(self, made, **kw):
+        self.kw, self.calls = kw, []
+        made.append(self)
+
+    def __call__(self, *, inputs, grid, threadgroup, output_shapes, output_dtypes, init_value=None,
+                 template=None, verbose=False, stream=None):
+        self.calls.append((list(inputs), grid, threadgroup))
+        by = dict(zip(self.kw["input_names"], inputs))
+        out = by["a"] * by["x"] + by["y"]
+        return [out.reshape(output_shapes[0]).astype(output_dtypes[0])]
+
+
+@pytest.fixture
+def made(monkeypatch):
+    made = []
+    monkeypatch.setattr(mx.fast, "cuda_kernel", lambda **kw: Recorder(made, **kw))
+    monkeypatch.setattr(L, "cuda_available", lambda: True)
+    monkeypatch.delenv("METALBENCH_BACKEND", raising=False)
+    return made
+
+
+def dsl():
+    @mb.kernel
+    def saxpy(a: float, x, y, out: mb.Out):
+        i = thread_position_in_grid.x
+        if i < x.size:
+            out[i] = a * x[i] + y[i]
+    return saxpy
+
+
+def msl():
+    return mb.metal_kernel("saxpy_guard", ["a", "x", "y"], ["out"],
+                           "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = a * x[i] + y[i]; }")
+
+
+def call(kind, k, a, x, y, grid=None, tg=64, backend="cuda", **kw):
+    n = x.shape[0]
+    if kind == "dsl":
+        return k(a, x, y, grid=grid or n, threadgroup=tg, backend=backend, **kw)
+    return k(inputs=[a, x, y], grid=(grid or n, 1, 1), threadgroup=(tg, 1, 1), output_shapes=[x.shape],
+             output_dtypes=[mx.float32], backend=backend, **kw)[0]
+
+
+def arr(n, dtype=np.float32):
+    return mx.array(RNG.standard_normal(n).astype(dtype))
+
+
+def check(out, a, x, y):
+    want = np.float32(a) * np.asarray(x).astype(np.float32) + np.asarray(y).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["dsl", "msl"])
+def test_repeated_calls_take_the_guard_and_match_numpy(made, kind):
+    k = dsl() if kind == "dsl" else msl()
+    x, y = arr(256), arr(256)
+    for a in (2.0, 2.0, -0.0, 0.0, 3.5, 2.0):        # zero: the sign of -0.0 is not a cache key
+        out = call(kind, k, a, x, y)
+        check(out, a, x, y)
+        assert np.signbit(np.asarray(made[-1].calls[-1][0][0])) == np.signbit(a)
+    assert k._guard is not None and len(made) == 1 and len(made[0].calls) == 6
+    assert k.last_launch == dict(grid=(256, 1, 1), threadgroup=(64, 1, 1), backend="cuda")
+
+
+@pytest.mark.parametrize("kind", ["dsl", "msl"])
+def test_every_key_change_reaches_its_own_launch(made, kind):
+    k = dsl() if kind == "dsl" else msl()
+    x, y = arr(256), arr(256)
+    call(kind, k, 2.0, x, y)
+    call(kind, k, 2.0, x, y)
+    # another dtype (same shape): another prepared kernel
+    xh = mx.array(np.asarray(x).astype(np.float16))
+    check(call(kind, k, 2.0, xh, y), 2.0, xh, y)
+    kernels = {id(r) for r in made if r.calls and r.calls[-1][0][1] is xh}
+    assert kernels and all(id(r) != id(made[0]) for r in made if r.calls and r.calls[-1][0][1] is xh)
+    # another shape, grid and threadgroup: the launch says so
+    x2, y2 = arr(512), arr(512)
+    check(call(kind, k, 2.0, x2, y2), 2.0, x2, y2)
+    assert k.last_launch["grid"] == (512, 1, 1)
+    check(call(kind, k, 2.0, x2, y2, tg=128), 2.0, x2, y2)
+    assert k.last_launch["threadgroup"] == (128, 1, 1)
+    # back to the first call: its launch again, and last_launch follows
+    check(call(kind, k, 2.0, x, y), 2.0, x, y)
+    assert k.last_launch == dict(grid=(256, 1, 1), threadgroup=(64, 1, 1), backend="cuda")
+    # another backend
+    check(call(kind, k, 2.0, x, y, backend="sim"), 2.0, x, y)
+    assert k.last_launch["backend"] == "sim"
+    check(call(kind, k, 2.0, x, y), 2.0, x, y)
+    assert k.last_launch["backend"] == "cuda"
+
+
+@pytest.mark.parametrize("kind", ["dsl", "msl"])
+def test_an_array_changed_in_place_is_a_new_signature(made, kind):
+    # MLX's in-place operators rebind the same Python object to a new dtype or shape
+    k = dsl() if kind == "dsl" else msl()
+    x, y = mx.array(np.arange(256, dtype=np.int32)), arr(256)
+    call(kind, k, 2.0, x, y)
+    first = made[-1]
+    call(kind, k, 2.0, x, y)
+    x += 0.5                                           # int32 -> float32, same object
+    assert x.dtype == mx.float32
+    check(call(kind, k, 2.0, x, y), 2.0, x, y)
+    assert made[-1] is not first and made[-1].calls[-1][0][1] is x
+
+
+def test_auto_backend_follows_the_environment(made, monkeypatch):
+    k = dsl()
+    x, y = arr(64), arr(64)
+    for _ in range(2):
+        check(call("dsl", k, 2.0, x, y, backend="auto"), 2.0, x, y)
+    assert k.last_launch["backend"] == "cuda"
+    monkeypatch.setenv("METALBENCH_BACKEND", "sim")
+    check(call("dsl", k, 2.0, x, y, backend="auto"), 2.0, x, y)
+    assert k.last_launch["backend"] == "sim"
+    monkeypatch.delenv("METALBENCH_BACKEND")
+    check(call("dsl", k, 2.0, x, y, backend=None), 2.0, x, y)
+    assert k.last_launch["backend"] == "cuda"
+
+
+def test_scalar_type_and_argument_count_changes_bind_again(made):
+    k = dsl()
+    x, y = arr(64), arr(64)
+    call("dsl", k, 2.0, x, y)
+    call("dsl", k, 2.0, x, y)
+    check(call("dsl", k, 3, x, y), 3, x, y)              # an int: another signature
+    check(call("dsl", k, np.float32(1.5), x, y), 1.5, x, y)
+    with pytest.raises(mb.MetalbenchError):
+        k(2.0, x, grid=64, threadgroup=64, backend="cuda")   # a missing argument: still the binding's error
+    with pytest.raises(mb.MetalbenchError):
+        k(2.0, x, y, x, grid=64, threadgroup=64, backend="cuda")
+
+
+def test_metal_kernel_options_and_bad_keywords(made):
+    k = msl()
+    x, y = arr(64), arr(64)
+    call("msl", k, 2.0, x, y)
+    check(call("msl", k, 2.0, x, y, init_value=0.0), 2.0, x, y)     # an option: the keyed path
+    check(call("msl", k, 2.0, x, y, stream=mx.default_stream(mx.default_device())), 2.0, x, y)
+    out = k(inputs=[2.0, x, y], grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(8, 8)],
+            output_dtypes=[mx.float32], backend="cuda")[0]
+    assert out.shape == (8, 8)                       # other output shapes: not the guard's launch
+    out = k(inputs=[2.0, x, y], grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(64,)],
+            output_dtypes=[mx.float16], backend="cuda")[0]
+    assert out.dtype == mx.float16
+    with pytest.raises(TypeError, match=r"__call__\(\) got an unexpected keyword argument 'colour'"):
+        k(inputs=[2.0, x, y], grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(64,)],
+          output_dtypes=[mx.float32], backend="cuda", colour=1)
+    with pytest.raises(TypeError, match="inputs"):
+        k(grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(64,)], output_dtypes=[mx.float32])
