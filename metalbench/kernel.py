@@ -371,16 +371,16 @@ class Kernel(KernelBase):
         # generated frame (protocol.launch_guard). The launch options (out=, init_value=,
         # checked=, stream=, print_threads=) are _call's: each keyword-only parameter here
         # costs every call a defaults lookup.
-        if not kwargs:
-            guard = self._guard
-            if guard is not None:
-                try:
+        try:    # user_facing, inlined (one metalbench frame in a traceback: this one)
+            if not kwargs:
+                guard = self._guard
+                if guard is not None:
                     r = guard(args, grid, threadgroup, backend)
-                except MetalbenchError as e:
-                    raise trim_traceback(e)
-                if r is not MISS:
-                    return r
-        return self._call(args, grid, threadgroup, backend, **kwargs)
+                    if r is not MISS:
+                        return r
+            return self._call(args, grid, threadgroup, backend, **kwargs)
+        except MetalbenchError as e:
+            raise trim_traceback(e)
 
     def _call(self, args, grid, threadgroup, backend, /, out=None, init_value=None, checked=None, stream=None,
               print_threads=None, **kwargs):

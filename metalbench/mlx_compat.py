@@ -131,17 +131,17 @@ class MetalKernel(KernelBase):
         # The thinnest path: a call without options tries the last thin-path entry's guard
         # (checks the call against that entry's key and launches, in one generated frame);
         # the options are _call's, since each keyword-only parameter here costs every call.
-        if not options:
-            guard = self._guard
-            if guard is not None:
-                try:
+        try:    # user_facing, inlined (one metalbench frame in a traceback: this one)
+            if not options:
+                guard = self._guard
+                if guard is not None:
                     r = guard(inputs, output_shapes, output_dtypes, grid, threadgroup, backend)
-                except MetalbenchError as e:
-                    raise trim_traceback(e)
-                if r is not MISS:
-                    return r
-        return self._call(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
-                          threadgroup=threadgroup, backend=backend, **options)
+                    if r is not MISS:
+                        return r
+            return self._call(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
+                              threadgroup=threadgroup, backend=backend, **options)
+        except MetalbenchError as e:
+            raise trim_traceback(e)
 
     def _call(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
               init_value=None, verbose=False, stream=None, backend="auto", checked=None, print_threads=None):
