@@ -170,3 +170,107 @@ def test_metal_kernel_options_and_bad_keywords(made):
           output_dtypes=[mx.float32], backend="cuda", colour=1)
     with pytest.raises(TypeError, match="inputs"):
         k(grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(64,)], output_dtypes=[mx.float32])
+
+
+# ----------------------------------------------------------------------------- cuda.jit
+# A launcher (k[blocks, threads]) keeps the guard of its last launch on device arrays
+# (ThinDeviceLaunch.guarded); the kernel's and the global settings are part of its key.
+
+@pytest.fixture
+def simcuda(monkeypatch):
+    import simcuda as S
+    from metalbench.numba_compat import host
+    S.install(monkeypatch)
+    monkeypatch.delenv("METALBENCH_BACKEND", raising=False)
+    yield
+    host.set_backend(None)
+
+
+def jit_saxpy():
+    from metalbench import cuda
+
+    @cuda.jit
+    def saxpy(a, x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a * x[i] + y[i]
+    return saxpy
+
+
+def launch_jit(k, a, x, y, dtype=np.float32, n=256):
+    from metalbench import cuda
+    d = [cuda.to_device(np.asarray(v).astype(dtype)) for v in (x, y)]
+    out = cuda.device_array(n, dtype)
+    launcher = k[n // 64, 64]
+    launcher(a, *d, out)
+    return launcher, d, out
+
+
+def test_cuda_jit_repeated_launches_take_the_guard_and_match_numpy(simcuda):
+    k = jit_saxpy()
+    k.configure(backend="cuda")
+    x, y = RNG.standard_normal(256), RNG.standard_normal(256)
+    launcher, (dx, dy), out = launch_jit(k, 2.0, x, y)
+    assert launcher._guard is not None
+    for a in (2.0, -1.5, 0.0, 3.25):
+        launcher(a, dx, dy, out)
+        check(out.copy_to_host(), a, x.astype(np.float32), y.astype(np.float32))
+        assert k.last_launch["backend"] == "cuda"
+    launcher(np.float32(0.5), dx, dy, out)          # another scalar type: the keyed path, still right
+    check(out.copy_to_host(), 0.5, x.astype(np.float32), y.astype(np.float32))
+
+
+def test_cuda_jit_guard_follows_settings_and_signatures(simcuda, monkeypatch):
+    from metalbench import cuda
+    from metalbench.numba_compat import host
+    k = jit_saxpy()
+    x, y = RNG.standard_normal(256), RNG.standard_normal(256)
+    launcher, (dx, dy), out = launch_jit(k, 2.0, x, y)
+    launcher(2.0, dx, dy, out)
+    assert k.last_launch["backend"] == "cuda" and launcher._guard is not None
+    monkeypatch.setenv("METALBENCH_BACKEND", "sim")       # auto follows the environment
+    launcher(1.0, dx, dy, out)
+    assert k.last_launch["backend"] == "sim"
+    check(out.copy_to_host(), 1.0, x.astype(np.float32), y.astype(np.float32))
+    monkeypatch.delenv("METALBENCH_BACKEND")
+    launcher(2.0, dx, dy, out)
+    assert k.last_launch["backend"] == "cuda"
+    host.set_backend("sim")                               # the global setting
+    launcher(2.0, dx, dy, out)
+    assert k.last_launch["backend"] == "sim"
+    host.set_backend(None)
+    launcher(2.0, dx, dy, out)
+    k.configure(backend="sim")                            # the kernel's own setting
+    launcher(3.0, dx, dy, out)
+    assert k.last_launch["backend"] == "sim"
+    check(out.copy_to_host(), 3.0, x.astype(np.float32), y.astype(np.float32))
+    k.configure(backend="cuda")
+    launcher(2.0, dx, dy, out)
+    # device arrays of another dtype: another launch, in float64
+    dx64, dy64, out64 = cuda.to_device(x), cuda.to_device(y), cuda.device_array(256, np.float64)
+    launcher(2.0, dx64, dy64, out64)
+    np.testing.assert_allclose(out64.copy_to_host(), 2.0 * x + y, rtol=1e-12)
+    # a host array in place of a device array: the general path (written back in place)
+    hout = np.zeros(256, np.float32)
+    launcher(2.0, dx, dy, hout)
+    check(hout, 2.0, x.astype(np.float32), y.astype(np.float32))
+    with pytest.raises(mb.MetalbenchError):
+        launcher(2.0, dx, dy)                             # one argument short: the binding's error
+
+
+def test_cuda_jit_guard_steps_aside_for_dispatcher_extensions(simcuda):
+    k = jit_saxpy()
+    k.configure(backend="cuda")
+    x, y = RNG.standard_normal(256), RNG.standard_normal(256)
+    launcher, (dx, dy), out = launch_jit(k, 2.0, x, y)
+    launcher(2.0, dx, dy, out)
+    seen = []
+
+    class Ext:
+        def prepare_args(self, ty, val, stream=None, retr=None):
+            seen.append(val)
+            return ty, val
+    k.extensions.append(Ext())
+    launcher(2.0, dx, dy, out)
+    assert len(seen) == 4
+    check(out.copy_to_host(), 2.0, x.astype(np.float32), y.astype(np.float32))

@@ -169,7 +169,7 @@ class ThinDeviceLaunch:
     shapes, scalar types) stays the same; scalars that bound a coverage proof are
     compared on every call (another value: the caller takes the general path)."""
 
-    def __init__(self, sp, name, values, grid, tg, backend, arg_names):
+    def __init__(self, sp, name, values, grid, tg, backend, arg_names, guard=None):
         from ..protocol import _cached_scalar
         from . import runtime_stubs
         cover = covered(sp, values, grid)
@@ -179,12 +179,15 @@ class ThinDeviceLaunch:
                "pending": runtime_stubs._pending, "flush": runtime_stubs.note_pending,
                "MAXP": runtime_stubs._PENDING_MAX}
         env.update(("k_" + k, v) for k, v in mlx_call.kwargs.items())
-        items, in_pos = [], {}
+        items, in_pos, inline = [], {}, {}
         for j, (n, kind, t) in enumerate(mlx_call.spec_inputs):
             i = pos[n]
             if kind == "scalar":
-                env[f"c{j}"] = _cached_scalar(t, backend)
+                env[f"c{j}"] = cs = _cached_scalar(t, backend)
                 items.append(f"c{j}(a{i})")
+                if type(values[n][0]) in (float, int, bool):     # (a guard keeps the type)
+                    env[f"sc{j}"] = cs.cache
+                    inline[items[-1]] = f"(s if a{i} and (s := sc{j}.get(a{i})) is not None else c{j}(a{i}))"
             else:
                 in_pos[i] = j
                 items.append(f"(a{i}._dev if a{i}._base is None else a{i}._read())")
@@ -217,15 +220,26 @@ class ThinDeviceLaunch:
             lines.append(f"    else: a{i}._write(new)")
             lines.append("    pending.append(new)")
         lines += ["    if len(pending) >= MAXP: flush(())", "    return True"]
-        exec(compile("\n".join(lines) + "\n", f"<metalbench cuda.jit launch {name}>", "exec"), env)
+        src = "\n".join(lines) + "\n"
+        if guard is not None:
+            # ``guarded(args)``: the launcher's thinnest path (``host._Launcher``): ``guard``'s
+            # checks (lines, env: the call's key) and this launch in one frame; MISS if not
+            body = "\n".join(lines[2:]) + "\n"
+            for call, cached in inline.items():     # the scalar cache inlined: a call costs more
+                body = body.replace(call, cached)
+            src += "def guarded(args):\n" + "".join(guard[0]) + body.replace("return False", "return MISS").replace(
+                "return True", "owner.last_launch = last")
+            env.update(guard[1])
+        exec(compile(src, f"<metalbench cuda.jit launch {name}>", "exec"), env)
         self.launch = env["launch"]
+        self.guarded = env.get("guarded")
         # The outputs rebind the arrays only if they have the arrays' MLX dtype and shape.
         for pl in plans:
             v = values[pl.param][0]
             spec = next(o for o in out_specs if o[0] == pl.outputs[0])
             if tuple(spec[1]) != (tuple(v._kmeta.shape) or (1,)) or \
                     v._mx_dtype() != T_to_mlx(runtime.carrier(spec[2], backend)):
-                self.launch = None
+                self.launch = self.guarded = None
 
     def __call__(self, args) -> bool:
         """Launch; False when this prepared launch does not apply (the general path runs)."""

@@ -33,7 +33,7 @@ from ..errors import (KernelLaunchError, KernelSyntaxError, KernelTypeError, Met
                       user_facing)
 from ..frontend import python as F
 from ..kernel import Func, Kernel, _spec_key
-from ..protocol import BoundLaunch, Specialization, backend_token, signatures
+from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
 from . import inplace, metal64
 from . import nbtypes as nbt
@@ -396,8 +396,9 @@ class CUDAKernel(DispatcherAPI, Kernel):
             finally:
                 for r in retr:
                     r()
-            return
-        self._launch_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem)
+            return None
+        # (returns the entry's ``guarded(args)`` launch when it has one: the launcher keeps it)
+        return self._launch_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem)
 
     def _launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None, sharedmem=0):
         key = None
@@ -413,7 +414,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 thin = bound.thin
                 if thin is not None and thin(args):
                     self.last_launch = bound.last
-                    return
+                    return thin.guarded
                 host = {}
                 for (name, (_, _, t)), v in zip(bound.data.items(), args):
                     host[name] = (v, *_host_array(v, name)) if t is not None and \
@@ -422,7 +423,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 self.last_stats = sp.run_inplace(host, bound.grid, bound.threadgroup, bound.backend,
                                                  bound.checked)
                 return
-        if any(isinstance(a, ArgHint) for a in args):
+        hinted = any(isinstance(a, ArgHint) for a in args)
+        if hinted:
             args = tuple(unwrap(a) for a in args)
         bound = self.bind_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem=sharedmem)
         if bound.key not in self.__dict__.get("_cache", ()):
@@ -431,8 +433,39 @@ class CUDAKernel(DispatcherAPI, Kernel):
         if key is not None and len(bound.data) == len(args):
             bound.last = self.last_launch
             sp = self.specialization(bound)
-            bound.thin = _thin_device_launch(sp, self.name, bound, args)
+            bound.thin = _thin_device_launch(sp, self.name, bound, args,
+                                             None if hinted else self._launch_guard(args, bound.last))
             self._thin_cache.put(key, (sp, bound))
+            return bound.thin.guarded if bound.thin is not None else None
+        return None
+
+    def _launch_guard(self, args, last):
+        """(lines, env) checking, in a launcher's ``guarded(args)``, that a call has the
+        key ``args`` gave here: the kernel's and the global backend/checked settings (and
+        ``METALBENCH_BACKEND`` when neither names a backend), no dispatcher extensions, and
+        each argument's signature. The launcher's own grid, block and sharedmem are the
+        rest of the key."""
+        env = {"k": self, "kd": self.__dict__, "state": _state, "dna": DeviceNDArray, "sig": arg_signature,
+               "MISS": MISS, "owner": self, "last": last, "g_kb": self._backend, "g_kc": self._checked,
+               "g_sb": _state["backend"], "g_sc": _state["checked"], "envf": L.env_fast, "g_env": backend_token(None)[1]}
+        lines = ["    if k._backend != g_kb or k._checked != g_kc or state['backend'] != g_sb "
+                 "or state['checked'] != g_sc or kd.get('_extensions'): return MISS\n"]
+        if all(b in (None, "auto") for b in (self._backend, _state["backend"])):
+            lines.append(f"    if envf({_ENV_KEY!r}) != g_env: return MISS\n")
+        conds = []
+        for i, a in enumerate(args):
+            if type(a) is DeviceNDArray:
+                env[f"g_sig{i}"] = a._sig
+                conds.append(f"type(a{i}) is dna and a{i}._sig == g_sig{i}")
+            elif type(a) is float:
+                conds.append(f"type(a{i}) is float")
+            else:
+                env[f"g_sig{i}"] = arg_signature(a)
+                conds.append(f"sig(a{i}) == g_sig{i}")
+        unpack = ", ".join(f"a{i}" for i in range(len(args)))
+        lines += ["    try:\n", f"        {unpack}, = args\n", "    except ValueError:\n", "        return MISS\n",
+                  f"    if not ({' and '.join(conds)}): return MISS\n"] if args else ["    if args: return MISS\n"]
+        return lines, env
 
     @user_facing
     def __call__(self, *args, grid=None, threadgroup=None, backend=None, checked=None, print_threads=None,
@@ -500,7 +533,7 @@ def _match(sig, specs):
     return score
 
 
-def _thin_device_launch(sp, name, bound, args):
+def _thin_device_launch(sp, name, bound, args, guard=None):
     """The prepared launch of repeated calls whose arrays are all device arrays on the
     device (:class:`~metalbench.numba_compat.device_launch.ThinDeviceLaunch`), or None."""
     if bound.backend == "sim" or bound.checked:
@@ -509,7 +542,8 @@ def _thin_device_launch(sp, name, bound, args):
     if not arrays or not all(isinstance(v, DeviceNDArray) and v._host is None for v in arrays):
         return None
     from .device_launch import ThinDeviceLaunch
-    return ThinDeviceLaunch(sp, name, bound.data, bound.grid, bound.threadgroup, bound.backend, list(bound.data))
+    return ThinDeviceLaunch(sp, name, bound.data, bound.grid, bound.threadgroup, bound.backend, list(bound.data),
+                            guard)
 
 
 def _copy(a):
@@ -594,9 +628,12 @@ class _Launcher:
         self.blockdim = _dims(blockdim, "blockdim")
         self.sharedmem = sharedmem
         self.grid = tuple(a * b for a, b in zip(self.griddim, self.blockdim))
+        self._too_big = max(self.grid) > _MAX_GRID
+
+    _guard = None
 
     def __call__(self, *args, **kwargs):
-        if max(self.grid) > _MAX_GRID:
+        if self._too_big:
             # refused before anything runs: thread positions are 32-bit (Metal's uint), and a
             # 64-bit index would change every kernel's types for grids no backend here can run
             raise KernelLaunchError(
@@ -605,7 +642,10 @@ class _Launcher:
                 hint="launch fewer blocks and loop over the rest in the kernel (a grid-stride loop: "
                      "for i in range(cuda.grid(1), n, cuda.gridsize(1)))")
         try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
-            self.kernel.launch_inplace(args, kwargs, self.grid, self.blockdim, sharedmem=self.sharedmem)
+            guard = self._guard     # the last launch's generated check-and-launch (ThinDeviceLaunch.guarded)
+            if guard is not None and not kwargs and guard(args) is not MISS:
+                return None
+            self._guard = self.kernel.launch_inplace(args, kwargs, self.grid, self.blockdim, sharedmem=self.sharedmem)
         except MetalbenchError as e:
             raise trim_traceback(e)
         return None
