@@ -50,11 +50,14 @@ RESULT = out
 ''')
 
 ORACLE = Oracle(PROGRAMS)
+# On the GPU backends an in-place cas on an argument is refused (numba_compat/inplace.py:
+# only add/sub/or/xor start from a fresh output), so these run on the simulator.
+_BACKEND = "sim"
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_written_values(name):
-    got = run_metalbench(PROGRAMS[name], name)
+    got = run_metalbench(PROGRAMS[name], name, backend=_BACKEND)
     for k, w in EXPECTED[name].items():
         np.testing.assert_array_equal(got[k], np.array(w, dtype=got[k].dtype).reshape(got[k].shape),
                                       err_msg=f"{name}: {k}")
@@ -62,4 +65,4 @@ def test_written_values(name):
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_against_numba_simulator(name):
-    assert_same(run_metalbench(PROGRAMS[name], name), ORACLE[name])
+    assert_same(run_metalbench(PROGRAMS[name], name, backend=_BACKEND), ORACLE[name])

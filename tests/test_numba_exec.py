@@ -1,7 +1,7 @@
 """Kernels made by ``exec`` of a string (numba-cuda's tests generate families of them):
 Numba compiles them from bytecode; metalbench finds their text among the strings compiled
 since ``metalbench.cuda`` was imported (sources.py), telling apart functions whose text
-differs only in a name (``cuda.atomic.max`` / ``cuda.atomic.min``)."""
+differs only in a name (``cuda.atomic.add`` / ``cuda.atomic.sub``)."""
 import os
 import subprocess
 import sys
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from metalbench import cuda
-from metalbench.cuda import float64
+from metalbench.cuda import int32
 from metalbench.errors import KernelSyntaxError
 
 
@@ -31,24 +31,24 @@ def _family(func):
 
     def atomic_shared(res, ary):
         tid = cuda.threadIdx.x
-        sm = cuda.shared.array(32, float64)
+        sm = cuda.shared.array(32, int32)
         sm[tid] = ary[tid, 0]
         cuda.syncthreads()
         {func}(res, 0, sm[tid])
     """).format(func=func)
     ns = {}
-    exec(text, {"cuda": cuda, "float64": float64}, ns)
+    exec(text, {"cuda": cuda, "int32": int32}, ns)
     return ns["atomic"], ns["atomic_shared"]
 
 
 def test_exec_kernels_that_differ_in_one_name():
-    mx, mx_shared = _family("cuda.atomic.max")
-    mn, mn_shared = _family("cuda.atomic.min")      # the same lines, bytecode and layout as max's
-    ary = np.random.default_rng(1).random((32, 2))
-    for f, want in ((mx, max(ary.max(), 0.5)), (mx_shared, max(ary[:, 0].max(), 0.5)),
-                    (mn, min(ary.min(), 0.5)), (mn_shared, min(ary[:, 0].min(), 0.5))):
-        res = np.array([0.5])
-        cuda.jit(f)[2, 32](res, ary)
+    add, add_shared = _family("cuda.atomic.add")
+    sub, sub_shared = _family("cuda.atomic.sub")      # the same lines, bytecode and layout as add's
+    ary = np.random.default_rng(1).integers(-50, 50, (32, 2)).astype(np.int32)
+    for f, want in ((add, 5 + ary.sum()), (add_shared, 5 + 2 * ary[:, 0].sum()),
+                    (sub, 5 - ary.sum()), (sub_shared, 5 - 2 * ary[:, 0].sum())):
+        res = np.array([5], np.int32)
+        cuda.jit(f)[2, 32](res, ary)      # two blocks: the shared variants add column 0 twice
         assert res[0] == want, f.__name__
 
 

@@ -22,7 +22,7 @@ def program(name, expected):
 
 
 program("device_shared", {"out": [189.0 - 3 * k for k in range(8)] + [0.0] * 56,
-                          "hist": [[8 * (j % 4 == r) for j in range(8)] for r in range(4)]})('''
+                          "hist": [8] * 64})('''
 import numpy as np
 from numba import cuda
 from numba import float32, uint32
@@ -41,7 +41,7 @@ def twice(v):
     return mirror(v) + mirror(v * float32(2))
 
 @cuda.jit(device=True)
-def histogram(ary, dt, shape, binop):
+def histogram(dt, shape, binop):
     tx = cuda.threadIdx.x
     sm = cuda.shared.array(shape, dt)
     if tx < shape[0]:
@@ -50,9 +50,7 @@ def histogram(ary, dt, shape, binop):
     cuda.syncthreads()
     binop(sm, (tx % shape[0], tx % shape[1]), 1)
     cuda.syncthreads()
-    if tx < shape[0]:
-        for j in range(shape[1]):
-            ary[tx, j] = sm[tx, j]
+    return sm[tx % shape[0], tx % shape[1]]
 
 @cuda.jit
 def k(x, out, hist):
@@ -60,11 +58,11 @@ def k(x, out, hist):
     v = twice(x[i])
     if i < 8:
         out[i] = v
-    histogram(hist, uint32, (4, 8), cuda.atomic.add)
+    hist[i] = histogram(uint32, (4, 8), cuda.atomic.add)
 
 x = np.arange(64, dtype=np.float32)
 out = np.zeros(64, np.float32)
-hist = np.zeros((4, 8), np.uint32)
+hist = np.zeros(64, np.uint32)
 k[1, 64](x, out, hist)
 RESULT = {"out": out, "hist": hist}
 ''')
