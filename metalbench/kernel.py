@@ -460,7 +460,7 @@ class Kernel(KernelBase):
         guard = None
         if given is not None and not kwnames and not self._value_positions:
             g = launch_guard(bound.args[:nargs], *given)
-            guard = g and ("args, grid, threadgroup, backend, init_value=None, stream=None", *g, nargs)
+            guard = g and ("args, grid, threadgroup, backend", *g, nargs)
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names],
                              len(bound.outputs) == 1, self, last,
                              fixed if (kwnames or fixed_names) else None, guard)

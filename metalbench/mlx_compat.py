@@ -205,15 +205,14 @@ class MetalKernel(KernelBase):
         pos = {n: i for i, n in enumerate(names)}
         guard = None
         # the call's own arguments: f.guarded checks a later call against them (shapes given
-        # as tuples: a list comparison then compares plain values)
-        if given is not None and all(type(s) is tuple for s in given[1]):
+        # as tuples: a list comparison then compares plain values; no template: the call
+        # that reaches a guard gives no options)
+        if given is not None and all(type(s) is tuple for s in given[1]) and given[5] is None:
             inputs, shapes, dtypes, grid, tg, template, backend = given
             g = launch_guard(inputs, grid, tg, backend, "inputs",
-                             ["output_shapes == g_shapes", "output_dtypes == g_dtypes",
-                              "template is None" if template is None else "template == g_template"],
-                             {"g_shapes": list(shapes), "g_dtypes": list(dtypes), "g_template": template})
-            guard = g and ("inputs, output_shapes, output_dtypes, grid, threadgroup, backend, template=None, "
-                           "init_value=None, stream=None", *g, len(names))
+                             ["output_shapes == g_shapes", "output_dtypes == g_dtypes"],
+                             {"g_shapes": list(shapes), "g_dtypes": list(dtypes)})
+            guard = g and ("inputs, output_shapes, output_dtypes, grid, threadgroup, backend", *g, len(names))
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], None,
                              self, last, None, guard)
 

@@ -680,8 +680,8 @@ def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bo
     its inputs (no loop, no ``**kwargs``): it is the whole host cost of a repeated call.
 
     With ``guard = (params, lines, env, nargs)`` (:func:`launch_guard`), ``f.guarded(params)``
-    is the same launch for the kernel's own arguments, after ``lines`` (which return
-    :data:`MISS` unless the call has this entry's key): check and launch in one frame.
+    is the same launch (without init_value or stream) for the kernel's own arguments, after
+    ``lines`` (which return :data:`MISS` unless the call has this entry's key).
     """
     mx_array = mlx_array_type()
     env = {"kernel": plan.kernel, "owner": owner, "last": last, "MISS": MISS}
@@ -715,26 +715,26 @@ def thin_gpu_call(plan: MLXLaunch, sources: list, first_values: list, single: bo
     views = "".join(f"    outs[{k}] = v64(outs[{k}])\n" for k in plan.bits_outputs)   # float64 results
     env["fixed"] = fixed
 
-    def body(items):
-        ins = f"inputs=[{', '.join(items)}], {kws}, init_value=init_value"
-        return (("    init_value = init64(init_value)\n" if plan.bits_outputs else "")
+    def body(items, options=True):     # options=False: no init_value, no stream (MLX's defaults)
+        ins = f"inputs=[{', '.join(items)}], {kws}" + (", init_value=init_value" if options or plan.bits_outputs else "")
+        return ((f"    init_value = init64({'init_value' if options else None})\n" if plan.bits_outputs else "")
                 + ("    owner.last_launch = last\n" if owner is not None else "")
-                + f"    if stream is None:\n        outs = kernel({ins})\n"
-                f"    else:\n        outs = kernel({ins}, stream=stream)\n" + views + f"    return {ret}\n")
+                + (f"    if stream is None:\n        outs = kernel({ins})\n"
+                   f"    else:\n        outs = kernel({ins}, stream=stream)\n" if options else
+                   f"    outs = kernel({ins})\n") + views + f"    return {ret}\n")
     src = ("def call(vec, kwargs, init_value, checked, stream):\n"
            + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "") + body(items))
     if guard is not None:
         params, lines, genv, _ = guard
         env.update(genv)
-        src += f"def guarded({params}):\n" + "".join(lines) + body(gitems)
+        src += f"def guarded({params}):\n" + "".join(lines) + body(gitems, False)
     exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
     if guard is not None:
         env["call"].guarded = env["guarded"]
     return env["call"]
 
 
-#: what a thin-path guard returns for a call without its entry's key
-MISS = object()
+MISS = object()     # what a thin-path guard returns for a call without its entry's key
 
 
 def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_env=None):
@@ -756,8 +756,8 @@ def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_
         if s is _UNKEYED:
             return None
         if type(a) is _MXA:
-            env[f"g_s{i}"], env[f"g_d{i}"] = a.shape, _DTYPE_KEY(a.dtype)
-            conds.append(f"type(a{i}) is mxa and a{i}.shape == g_s{i} and dk(a{i}.dtype) == g_d{i}")
+            env[f"g_s{i}"], env[f"g_d{i}"] = a.shape, a.dtype      # (Dtype == Dtype: by value)
+            conds.append(f"type(a{i}) is mxa and a{i}.shape == g_s{i} and a{i}.dtype == g_d{i}")
         elif type(a) in (float, bool):
             conds.append(f"type(a{i}) is {type(a).__name__}")
         else:

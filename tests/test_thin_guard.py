@@ -274,3 +274,16 @@ def test_cuda_jit_guard_steps_aside_for_dispatcher_extensions(simcuda):
     launcher(2.0, dx, dy, out)
     assert len(seen) == 4
     check(out.copy_to_host(), 2.0, x.astype(np.float32), y.astype(np.float32))
+
+
+def test_float64_results_through_the_guard_stay_exact(simcuda):
+    # float64 crosses MLX as uint64 bits on cuda: the guard's launch views them back
+    k = dsl()
+    x, y = RNG.standard_normal(128), RNG.standard_normal(128)
+    mx_x, mx_y = mx.array(x.view(np.uint64)).view(mx.float64), mx.array(y.view(np.uint64)).view(mx.float64)
+    for a in (2.0, 0.1, 2.0):
+        out = k(a, mx_x, mx_y, grid=128, threadgroup=64, backend="cuda")
+        assert out.dtype == mx.float64
+        want = np.float64(np.float32(a)) * x + y         # a: float is float32 (MSL float)
+        np.testing.assert_array_equal(np.asarray(out.view(mx.uint64)).view(np.float64), want)
+    assert k._guard is not None

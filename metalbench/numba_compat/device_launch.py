@@ -206,7 +206,8 @@ class ThinDeviceLaunch:
                 lines.append(f"    if a{pos[n]} != b_{n}: return False")
         lines.append(f"    ins = [{', '.join(items)}]")
         kws = ", ".join(f"{k}=k_{k}" for k in mlx_call.kwargs)
-        lines.append(f"    outs = kernel(inputs=ins, {kws}, init_value=init_value)")
+        init = ", init_value=init_value" if init_value is not None else ""     # None: MLX's default
+        lines.append(f"    outs = kernel(inputs=ins, {kws}{init})")
         for pl in plans:
             i = pos[pl.param]
             if pl.scheme == "cover":
