@@ -63,3 +63,44 @@ def test_foreign_memory_is_not_followed():
 
     with pytest.raises(KernelTypeError, match="'f'"):
         k[1, 1](np.zeros(1, np.float32))
+
+
+def test_device_array_of_the_scope_is_read_as_it_is_at_each_launch():
+    """Numba reads a captured device array through its pointer: a host update between
+    launches is seen (metalbench recompiles when the contents changed)."""
+    prices = cuda.to_device(np.array([10.0, 25.0, 5.0], np.float32))
+    wrapped = Wrapper(prices)
+
+    @cuda.jit
+    def totals(q, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = q[i] * prices[i] + wrapped[i]
+
+    q = np.ones(3, np.float32)
+    out = np.zeros(3, np.float32)
+    totals[1, 4](q, out)
+    np.testing.assert_array_equal(out, [20.0, 50.0, 10.0])
+    prices.copy_to_device(np.array([1.0, 2.0, 3.0], np.float32))
+    totals[1, 4](q, out)
+    np.testing.assert_array_equal(out, [2.0, 4.0, 6.0])
+    totals[1, 4](q, out)                       # unchanged since: the cached kernel
+    np.testing.assert_array_equal(out, [2.0, 4.0, 6.0])
+
+
+def test_arrays_of_the_scope_cannot_be_written():
+    g = np.zeros(4, np.float32)
+    d = cuda.to_device(np.zeros(4, np.float32))
+
+    @cuda.jit
+    def write_numpy():
+        g[cuda.grid(1)] = 1.0
+
+    @cuda.jit
+    def write_device():
+        d[cuda.grid(1)] = 1.0
+
+    for k, name in ((write_numpy, "'g'"), (write_device, "'d'")):
+        with pytest.raises(KernelTypeError, match=f"{name} is an array of the Python scope, a constant in the "
+                                                  "kernel: it cannot be written"):
+            k[1, 4]()

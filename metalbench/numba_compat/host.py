@@ -360,7 +360,25 @@ class CUDAKernel(DispatcherAPI, Kernel):
     def _specialization_for(self, key, specs) -> Specialization:
         sp = super()._specialization_for(key, specs)
         attach_const_arrays(sp.ir)
+        for g in sp.ir.globals:
+            obj = getattr(g, "captured", None)
+            if obj is not None:          # a device array of the Python scope (views.global_array)
+                self.__dict__.setdefault("_captures", []).append((obj, g.elem.np, np.asarray(g.init)))
         return InplaceSpecialization(key, sp.ir, specs, name=self.name)
+
+    def _captures_changed(self) -> bool:
+        """Whether a device array read from the Python scope changed since it was compiled
+        in (Numba reads it through its pointer at every launch); if so the compiled
+        specialisations are dropped, and the launch compiles the new contents in."""
+        for obj, dt, seen in self._captures:
+            now = np.asarray(obj.copy_to_host() if hasattr(obj, "copy_to_host") else
+                             _captured_host(obj)).astype(dt).reshape(-1)
+            if now.shape != seen.shape or not np.array_equal(now, seen, equal_nan=dt.kind == "f"):
+                self._captures = []
+                self.__dict__.get("_cache", {}).clear()
+                self._thin_cache.clear()
+                return True
+        return False
 
     @user_facing
     def source(self, *args, backend: str = "metal", **kwargs) -> str:
@@ -401,6 +419,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
         return self._launch_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem)
 
     def _launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None, sharedmem=0):
+        if self.__dict__.get("_captures"):
+            self._captures_changed()
         key = None
         if not kwargs and backend is None and checked is None:
             key = (_signatures(args), grid3, tg3, self._backend, _state["backend"], self._checked,
@@ -781,3 +801,11 @@ def jit(func_or_sig=None, device=False, **options):
             and inspect.isfunction(func_or_sig):
         return wrap(func_or_sig)
     return wrap
+
+
+def _captured_host(obj):
+    """The contents of a wrapper of a metalbench device array (``__cuda_array_interface__``)."""
+    from .devicearray import from_interface
+    d = from_interface(obj)
+    return d.copy_to_host() if d is not None else np.zeros(0)
+

@@ -158,6 +158,11 @@ class ViewsMixin:
             cname = self.m.unique(f"{name}_const")
             decl = ir.ArrayDecl(cname, "constant", t, tuple(int(d) for d in a.shape) or (1,),
                                 np.ascontiguousarray(a).reshape(-1).tolist(), span=self.span(node))
+            if not isinstance(obj, np.ndarray):
+                # a device array: Numba reads it by reference, so the kernel compares these
+                # contents with the array's at each launch and recompiles when they changed
+                # (numba_compat/host.py, CUDAKernel._captures_changed)
+                decl.captured = obj
             self.m.globals.append(decl)
             got = self.m.global_arrays[id(obj)] = (obj, BufInfo(cname, t, "constant", max(1, a.ndim), decl.shape,
                                                                 decl=decl))
@@ -467,6 +472,10 @@ class ViewsMixin:
 
     def element_store(self, info: BufInfo, idx: ir.Expr, value: ir.Expr, span) -> list:
         """Statements storing ``value`` at ``info[idx]``."""
+        if info.space == "constant" and info.decl is not None:
+            raise KernelTypeError(f"{info.name.removesuffix('_const')!r} is an array of the Python scope, a "
+                                  "constant in the kernel: it cannot be written", span,
+                                  hint="pass the array as an argument to write it")
         if not info.is_view:
             return [ir.Store(info.name, idx, self.conv(value, info.elem), span=span)]
         return self.sem.view_store(self._as_view(info, span), idx, value, span)
