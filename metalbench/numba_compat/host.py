@@ -36,6 +36,7 @@ from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
 from . import inplace, metal64
+from .complexarg import complex_storage
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .dispatcher import ArgHint, DispatcherAPI, unwrap
@@ -62,14 +63,21 @@ def get_backend() -> str:
 
 def _host_array(v, name):
     """(NumPy storage the kernel reads and writes, ScalarType it has on the device)."""
+    return _host_array_kind(v, name)[:2]
+
+
+def _host_array_kind(v, name):
+    """``_host_array`` and whether the array is complex (its storage then the real parts)."""
     if isinstance(v, DeviceNDArray):
         a = v._host if v._host is not None else v._kmeta    # device mode: its layout (never read)
     elif isinstance(v, np.ndarray):
         a = v
     else:
         a = runtime.to_numpy(v)
+    if isinstance(a, np.ndarray) and a.dtype.kind == "c":
+        return (*complex_storage(a, name), True)
     try:
-        return a, T.from_numpy(a.dtype)
+        return a, T.from_numpy(a.dtype), False
     except T.TypeError_ as e:
         raise KernelLaunchError(f"array argument {name!r}: {e}", hint=f"for example {name}.astype(np.float32)")
 
@@ -266,11 +274,11 @@ class CUDAKernel(DispatcherAPI, Kernel):
         values, specs = {}, []
         for name, v in ba.arguments.items():
             if runtime.is_array(v) or isinstance(v, DeviceNDArray):
-                a, t = _host_array(v, name)
+                a, t, cplx = _host_array_kind(v, name)
                 if a.size == 0:
                     raise KernelLaunchError(f"argument {name!r} is empty (shape {a.shape})")
                 values[name] = (v, a, t)
-                specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim)))
+                specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim), value="complex" if cplx else None))
             elif v is None:
                 # an optional argument left None: a compile-time constant (`x is None` folds)
                 values[name] = (None, None, None)
@@ -283,7 +291,10 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 specs.append(F.ArgSpec(name, "tuple", None, 0, value=structure))
                 for leaf, lv in leaves:
                     if runtime.is_array(lv) or isinstance(lv, DeviceNDArray):
-                        a, t = _host_array(lv, leaf)
+                        a, t, cplx = _host_array_kind(lv, leaf)
+                        if cplx:
+                            raise KernelLaunchError(f"argument {name!r}: a complex array inside a tuple is not "
+                                                    "supported", hint="pass it as its own argument")
                         if a.size == 0:
                             raise KernelLaunchError(f"argument {name!r}: an item is empty (shape {a.shape})")
                         values[leaf] = (lv, a, t)

@@ -229,8 +229,11 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
         else:
             p = ir.Param(spec.name, "buffer", spec.type, spec.ndim, is_output=spec.is_output)
             params.append(p)
-            bindings[spec.name] = Binding("buf", BufInfo(spec.name, spec.type, "device", spec.ndim, None,
-                                                          kernel_param=p, wide=spec.wide))
+            # a complex array (numba_compat/host.py): storage of real parts with a trailing 2;
+            # its own binding kind, so only ``.real``/``.imag`` (views.py) can use it
+            bindings[spec.name] = Binding("complexbuf" if spec.value == "complex" else "buf",
+                                          BufInfo(spec.name, spec.type, "device", spec.ndim, None,
+                                                  kernel_param=p, wide=spec.wide))
     for spec in tuples:
         bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types, bindings))
     # MLX order: inputs first, then outputs.

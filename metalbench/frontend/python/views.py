@@ -95,10 +95,17 @@ class ViewsMixin:
             b = self.lookup(node.id, node)
             if b.kind == "buf":
                 return b.value
+            if b.kind == "complexbuf":
+                raise self.err(KernelTypeError, f"{node.id!r} is a complex array; kernels use only {node.id}.real "
+                                                f"and {node.id}.imag of it (complex values are not supported)", node,
+                               hint=f"read and write {node.id}.real[i] and {node.id}.imag[i]")
             hook = getattr(b.value, "__metalbench_buffer__", None) if b.kind == "pyobj" else None
             if hook is None and b.kind == "pyobj" and _host_array(b.value) is not None:
                 return self.global_array(node.id, b.value, node)
             return hook(self, node) if hook is not None else None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and self.lookup(node.value.id, node.value).kind == "complexbuf":
+            return self.complex_part(self.lookup(node.value.id, node.value).value, node)
         if isinstance(node, ast.Attribute):
             hook = getattr(self, "field_array", None)          # structure arguments (tuples.py)
             return hook(node) if hook is not None else None
@@ -211,6 +218,16 @@ class ViewsMixin:
                        else (int(n.value),) + tuple(info.shape[1:]))
 
     # -- strided views (steps, several sliced dimensions; Numba's slicing) --------------
+    def complex_part(self, info: BufInfo, node: ast.Attribute) -> BufInfo:
+        """``z.real`` / ``z.imag`` of a complex array argument: a strided view of its storage
+        (real parts with a trailing dimension of 2), as NumPy's ``z.real`` is."""
+        if node.attr not in ("real", "imag"):
+            raise self.err(KernelTypeError, f"complex arrays support only .real and .imag in kernels "
+                                            f"(not .{node.attr})", node)
+        parts = [ast.copy_location(ast.Slice(), node) for _ in range(info.ndim - 1)]
+        parts.append(ast.copy_location(ast.Constant(0 if node.attr == "real" else 1), node))
+        return self.strided_view(info, parts, node)
+
     def strides_of(self, info: BufInfo, node) -> list:
         """Elements between neighbours along each dimension (row-major unless a view says)."""
         if info.strides is not None:

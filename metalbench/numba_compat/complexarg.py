@@ -1,0 +1,37 @@
+"""Complex array arguments of ``cuda.jit`` kernels (issue 14).
+
+A complex64/complex128 array reaches the kernel as its storage read as the real type
+(float32/float64) with a trailing dimension of 2 (real part, imaginary part), sharing the
+caller's memory, so the kernel's writes land in the caller's array. Its buffer spec is
+marked ``value="complex"``; the Python front end binds it so that only ``z.real`` and
+``z.imag`` (strided views, as in NumPy) can use it, and any other use is an error at its
+line -- complex values themselves are not supported yet.
+
+    >>> import numpy as np
+    >>> z = np.array([1 + 2j, 3 - 4j], dtype=np.complex64)
+    >>> s, t = complex_storage(z, "z")
+    >>> s.tolist(), t.name, np.shares_memory(s, z)
+    ([[1.0, 2.0], [3.0, -4.0]], 'float32', True)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..errors import KernelLaunchError
+
+
+def complex_storage(a: np.ndarray, name: str):
+    """(``a``'s storage as real parts with a trailing 2, its ScalarType) for complex ``a``."""
+    real = np.dtype(a.dtype.char.lower())       # F -> f (complex64 -> float32), D -> d, G -> g
+    try:
+        t = T.from_numpy(real)
+    except T.TypeError_:
+        raise KernelLaunchError(f"array argument {name!r}: dtype {a.dtype} is not supported; use complex64 "
+                                "or complex128", hint=f"for example {name}.astype(np.complex128)")
+    try:
+        return a.view(real).reshape(a.shape + (2,)), t
+    except ValueError:
+        raise KernelLaunchError(f"array argument {name!r}: a complex array with strides {a.strides} cannot be "
+                                "passed (its last dimension must be contiguous)",
+                                hint=f"pass np.ascontiguousarray({name})")

@@ -1,0 +1,156 @@
+"""Complex arrays in the Numba layer (issue 14): a complex64/complex128 argument's ``.real``
+and ``.imag`` are strided views of the caller's storage (read, written, given to atomics,
+as numba-cuda's TestAtomicOnComplexComponents does), on random and edge-case data (inf,
+nan, signed zeros). Each program runs on metalbench against NumPy's answer computed in the
+program itself and, where the Numba venv exists, against Numba's own simulator
+(tests/numba_oracle.py). Results are split into real parts, imaginary parts and sign bits
+so that NaN payload-free and signed-zero comparisons are exact. Complex values themselves
+(``z[i]``, complex scalars) are not supported yet: an error at the line, never a wrong answer.
+"""
+import numpy as np
+import pytest
+
+from metalbench.errors import KernelLaunchError, KernelTypeError
+from numba_oracle import Oracle, assert_same, run_metalbench
+
+_DATA = '''
+import numpy as np
+from numba import cuda
+rng = np.random.default_rng(7)
+edge = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -3.5, 2.0])
+def data(dt, n=16):
+    z = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dt)
+    z.real[:8], z.imag[:8] = edge, edge[::-1]
+    return z
+def split(out, tag, z):
+    out[tag + "_re"], out[tag + "_im"] = z.real.copy(), z.imag.copy()
+    out[tag + "_sre"], out[tag + "_sim"] = np.signbit(z.real), np.signbit(z.imag)
+'''
+
+PROGRAMS = {
+    "atomic_parts": _DATA + '''
+@cuda.jit
+def add_re(values):
+    i = cuda.grid(1)
+    cuda.atomic.add(values.real, i, 1)
+
+@cuda.jit
+def add_im(values, k):
+    i = cuda.grid(1)
+    cuda.atomic.add(values.imag, i % k, 1)
+
+out = {}
+for dt, tag in ((np.complex64, "c8"), (np.complex128, "c16")):
+    a = data(dt)
+    b = a.copy(); add_re[1, 16](b); split(out, tag + "_re", b)
+    b = a.copy(); add_im[2, 16](b, 4); split(out, tag + "_im", b)
+RESULT = out
+''',
+    "read_write_parts": _DATA + '''
+@cuda.jit
+def parts(z, re, im):
+    i = cuda.grid(1)
+    if i < z.real.shape[0]:
+        re[i] = z.real[i]
+        im[i] = z.imag[i]
+        z.imag[i] = z.real[i] * 2
+        z.real[i] = -z.real[i]
+
+out = {}
+for dt, tag in ((np.complex64, "c8"), (np.complex128, "c16")):
+    z = data(dt)
+    re = np.zeros(16, z.real.dtype); im = np.zeros(16, z.real.dtype)
+    parts[1, 32](z, re, im)
+    split(out, tag, z)
+    out[tag + "_readre"], out[tag + "_readim"] = re, im
+    out[tag + "_readsre"], out[tag + "_readsim"] = np.signbit(re), np.signbit(im)
+RESULT = out
+''',
+    "two_dim_and_device_array": _DATA + '''
+@cuda.jit
+def diff(z, out):
+    i, j = cuda.grid(2)
+    if i < z.imag.shape[0] and j < z.imag.shape[1]:
+        out[i, j] = z.imag[i, j] - z.real[i, j]
+        z.real[i, j] += 1.0
+
+out = {}
+z = data(np.complex128, 12).reshape(3, 4)
+o = np.zeros((3, 4))
+diff[(1, 1), (4, 4)](z, o)
+split(out, "host", z)
+out["diff"] = o
+d = cuda.to_device(data(np.complex64, 12).reshape(3, 4))
+do = cuda.to_device(np.zeros((3, 4), np.float32))
+diff[(1, 1), (4, 4)](d, do)
+diff[(1, 1), (4, 4)](d, do)
+split(out, "dev", d.copy_to_host())
+out["ddiff"] = do.copy_to_host()
+RESULT = out
+''',
+}
+
+ORACLE = Oracle(PROGRAMS)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_against_numba_simulator(name):
+    assert_same(run_metalbench(PROGRAMS[name], name, backend="sim"), ORACLE[name])
+
+
+def test_against_numpy():
+    """The same programs checked against NumPy's answer, without the Numba venv."""
+    got = run_metalbench(PROGRAMS["atomic_parts"], "atomic_parts", backend="sim")
+    ns: dict = {}
+    exec(_DATA.replace("from numba import cuda", ""), ns)
+    for dt, tag in ((np.complex64, "c8"), (np.complex128, "c16")):
+        a = ns["data"](dt)
+        want_re, want_im = a.real + 1, a.imag.copy()
+        want_im[:4] += 8                      # 32 threads add 1 to element i % 4
+        np.testing.assert_array_equal(got[tag + "_re_re"], want_re)
+        np.testing.assert_array_equal(got[tag + "_re_im"], a.imag)
+        np.testing.assert_array_equal(got[tag + "_re_sim"], np.signbit(a.imag))
+        np.testing.assert_array_equal(got[tag + "_im_im"], want_im)
+        np.testing.assert_array_equal(got[tag + "_im_sre"], np.signbit(a.real))
+    got = run_metalbench(PROGRAMS["read_write_parts"], "read_write_parts", backend="sim")
+    exec(_DATA.replace("from numba import cuda", ""), ns)       # a fresh generator, as the program has
+    for dt, tag in ((np.complex64, "c8"), (np.complex128, "c16")):
+        z = ns["data"](dt)
+        np.testing.assert_array_equal(got[tag + "_readre"], z.real)
+        np.testing.assert_array_equal(got[tag + "_readsim"], np.signbit(z.imag))
+        np.testing.assert_array_equal(got[tag + "_re"], -z.real)
+        np.testing.assert_array_equal(got[tag + "_sre"], np.signbit(-z.real))
+        np.testing.assert_array_equal(got[tag + "_im"], z.real * 2)
+
+
+_BAD = {
+    "out[i] = z[i]": (KernelTypeError, "'z' is a complex array"),
+    "z[i] = out[i]": (KernelTypeError, "'z' is a complex array"),
+    "out[i] = len(z)": (KernelTypeError, "'z' is a complex array"),
+    "out[i] = z.shape[0]": (KernelTypeError, "only .real and .imag"),
+}
+
+
+@pytest.mark.parametrize("line", sorted(_BAD))
+def test_other_uses_are_errors_at_the_line(line):
+    from metalbench import cuda
+    ns = {"cuda": cuda}
+    exec(f"def k(z, out):\n    i = cuda.grid(1)\n    {line}\n", ns)
+    k = cuda.jit(ns["k"])
+    exc, msg = _BAD[line]
+    with pytest.raises(exc, match=msg) as ei:
+        k[1, 4](np.zeros(4, np.complex64), np.zeros(4, np.float32))
+    assert "line 3" in str(ei.value)
+
+
+def test_complex_scalars_and_strided_arrays_are_refused():
+    from metalbench import cuda
+
+    @cuda.jit
+    def k(z, out):
+        out[0] = z.real[0]
+
+    with pytest.raises(KernelLaunchError, match="complex numbers are not supported"):
+        k[1, 1](1 + 2j, np.zeros(1))
+    with pytest.raises(KernelLaunchError, match="last dimension must be contiguous"):
+        k[1, 1]((np.arange(8) * (1 + 1j))[::2], np.zeros(1))
