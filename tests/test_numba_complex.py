@@ -154,3 +154,36 @@ def test_complex_scalars_and_strided_arrays_are_refused():
         k[1, 1](1 + 2j, np.zeros(1))
     with pytest.raises(KernelLaunchError, match="last dimension must be contiguous"):
         k[1, 1]((np.arange(8) * (1 + 1j))[::2], np.zeros(1))
+
+
+def test_gpu_backends_refuse_complex_arrays():
+    """Until the GPU launch paths move the real-part storage, a complex argument there is an error."""
+    from metalbench import cuda
+
+    @cuda.jit
+    def k(z):
+        z.real[0] = 1.0
+
+    sp = k.specialization(k.bind_inplace((np.zeros(2, np.complex64),), {}, (1, 1, 1), (1, 1, 1), "sim", None))
+    for backend in ("metal", "cuda"):
+        with pytest.raises(KernelLaunchError, match="complex arrays run only on backend 'sim'"):
+            sp.source(backend)
+
+
+def test_declared_complex_signatures():
+    from metalbench import cuda
+    from metalbench.numba_compat.host import SignatureMismatch
+
+    @cuda.jit("void(complex64[:], float32[:])")
+    def k(z, out):
+        i = cuda.grid(1)
+        out[i] = z.imag[i]
+
+    z = np.array([1 + 2j, 3 - 4j], np.complex64)
+    out = np.zeros(2, np.float32)
+    k[1, 2](z, out)
+    np.testing.assert_array_equal(out, z.imag)
+    with pytest.raises(SignatureMismatch, match=r"\(complex128\[:\], float32\[:\]\)"):
+        k[1, 2](z.astype(np.complex128), out)
+    with pytest.raises(SignatureMismatch):
+        k[1, 2](np.zeros((2, 2), np.float32), out)    # the real-part storage is not a complex array

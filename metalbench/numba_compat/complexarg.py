@@ -35,3 +35,29 @@ def complex_storage(a: np.ndarray, name: str):
         raise KernelLaunchError(f"array argument {name!r}: a complex array with strides {a.strides} cannot be "
                                 "passed (its last dimension must be contiguous)",
                                 hint=f"pass np.ascontiguousarray({name})")
+
+
+def refuse_complex(sp, backend: str) -> None:
+    """Complex array arguments run on the simulator only (the GPU launch paths move the
+    caller's complex array, not its real-part storage): an error naming the argument."""
+    names = [s.name for s in getattr(sp, "specs", ()) if s.kind == "buffer" and s.value == "complex"]
+    if names:
+        raise KernelLaunchError(f"complex array argument(s) {', '.join(map(repr, names))}: complex arrays run only "
+                                f"on backend 'sim' so far, not {backend!r}",
+                                hint="pass the real and imaginary parts as two float arrays (z.real.copy(), "
+                                     "z.imag.copy()), or run on the simulator")
+
+
+def matches_complex(spec, real_type, ndim: int) -> bool:
+    """Whether buffer ``spec`` is a complex array of ``ndim`` dimensions whose parts are
+    ``real_type`` (a declared ``complex64[:]`` signature argument)."""
+    return spec.kind == "buffer" and spec.value == "complex" and spec.type == real_type and spec.ndim == ndim + 1
+
+
+def spec_text(s) -> str:
+    """An argument as a signature-mismatch error shows it: ``float32``, ``complex64[:, :]``."""
+    if s.kind != "buffer":
+        return s.type.name if s.type is not None else s.kind
+    if s.value == "complex":
+        return f"complex{2 * s.type.np.itemsize * 8}[{', '.join(':' * (s.ndim - 1))}]"
+    return f"{s.type.name}[{', '.join(':' * s.ndim)}]"

@@ -36,7 +36,7 @@ from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
 from . import inplace, metal64
-from .complexarg import complex_storage
+from .complexarg import complex_storage, matches_complex, refuse_complex, spec_text
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .dispatcher import ArgHint, DispatcherAPI, unwrap
@@ -321,8 +321,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
             if score is not None and (best is None or score < best[0]):
                 best = (score, sig)
         if best is None:
-            got = ", ".join(f"{s.type.name}{'[' + ', '.join(':' * s.ndim) + ']' if s.kind == 'buffer' else ''}"
-                            for s in specs)
+            got = ", ".join(spec_text(s) for s in specs)
             raise SignatureMismatch(
                 f"{self.name}: no signature matches the arguments ({got}); declared: "
                 + "; ".join(str(s) for s in self.signatures),
@@ -549,9 +548,12 @@ def _match(sig, specs):
             if not isinstance(at, nbt.BaseTuple):
                 return None
             continue
-        if isinstance(at, nbt.Array):
+        if isinstance(at, nbt.Array) and isinstance(at.dtype, nbt.Complex):
+            if not matches_complex(spec, nbt.scalar_of(at.dtype.underlying_float), at.ndim):
+                return None
+        elif isinstance(at, nbt.Array):
             t = nbt.scalar_of(at.dtype)
-            if spec.kind != "buffer" or t != spec.type or at.ndim != spec.ndim:
+            if spec.kind != "buffer" or t != spec.type or at.ndim != spec.ndim or spec.value == "complex":
                 return None
         else:
             t = nbt.scalar_of(at)
@@ -607,6 +609,7 @@ class InplaceSpecialization(Specialization):
         """Run on ``host`` (name -> (given, NumPy storage, type)); returns SimStats or None."""
         if backend == "sim":
             return _run_sim_inplace(self, host, grid, tg, checked)
+        refuse_complex(self, backend)
         from .device_launch import run_functional
         run_functional(self, self.name, host, grid, tg, backend)
         return None
@@ -617,12 +620,14 @@ class InplaceSpecialization(Specialization):
 
     # What MLX receives on a GPU backend is the functionalized kernel.
     def rendered(self, backend: str, exact_grid: bool = False, threadgroup=None):
+        refuse_complex(self, backend)
         with _numba_double_hint(backend):
             return _functional(self, self.name, backend)[0].rendered(backend, exact_grid, threadgroup)
 
     def source(self, backend: str = "metal") -> str:
         if backend == "sim":
             return super().source("sim")
+        refuse_complex(self, backend)
         with _numba_double_hint(backend):
             return _functional(self, self.name, backend)[0].source(backend)
 
