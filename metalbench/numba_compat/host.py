@@ -32,6 +32,7 @@ from .. import types as T
 from ..errors import (KernelLaunchError, KernelSyntaxError, KernelTypeError, MetalbenchError, trim_traceback,
                       user_facing)
 from ..frontend import python as F
+from .record_args import bind_record, record_layouts, record_uses, write_back_records
 from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
@@ -272,8 +273,12 @@ class CUDAKernel(DispatcherAPI, Kernel):
             raise KernelLaunchError(f"{self.name}(): {e}")
         ba.apply_defaults()
         values, specs = {}, []
+        records = record_layouts(ba.arguments)
+        used = record_uses(self, records) if records else None
         for name, v in ba.arguments.items():
-            if runtime.is_array(v) or isinstance(v, DeviceNDArray):
+            if name in records:
+                bind_record(name, v, records[name], used, values, specs, _host_array)
+            elif runtime.is_array(v) or isinstance(v, DeviceNDArray):
                 a, t, cplx = _host_array_kind(v, name)
                 if a.size == 0:
                     raise KernelLaunchError(f"argument {name!r} is empty (shape {a.shape})")
@@ -460,6 +465,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
         if bound.key not in self.__dict__.get("_cache", ()):
             self._compile_hook(args, kwargs, grid3, tg3, sharedmem=sharedmem)    # Numba's compile step, in its launch config
         self.launch(bound)
+        write_back_records(bound.data)
         if key is not None and len(bound.data) == len(args):
             bound.last = self.last_launch
             sp = self.specialization(bound)

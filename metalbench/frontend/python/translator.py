@@ -4,6 +4,7 @@ point :func:`translate_kernel`."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace as _replace
 import builtins as _pybuiltins
 from typing import Any
 
@@ -26,6 +27,7 @@ from .loops import LoopsMixin
 from .pyfuncs import PyFunctionsMixin
 from .statements import StatementsMixin
 from .structs import StructArg, with_struct_fields
+from .records import RecordArg, with_record_fields
 from .tuples import TuplesMixin
 from .views import ViewsMixin
 
@@ -209,6 +211,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
     bindings: dict[str, Binding] = {}
     leaf_types = {s.name: s.type for s in specs if s.kind == "scalar"}
     structs: dict = {}
+    records: dict = {}
     tuples: list[ArgSpec] = []
     for spec in specs:
         module.names.add(spec.name)
@@ -222,6 +225,10 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             # a struct argument: its fields are the parameters that follow (structs.py)
             structs[spec.name] = spec.value
             bindings[spec.name] = Binding("pyobj", StructArg(spec.name, spec.value))
+        elif spec.kind == "record":
+            # a NumPy structured array: its used fields are buffer parameters that follow (records.py)
+            records[spec.name] = {p: (leaf, sub) for p, leaf, sub in spec.value}
+            bindings[spec.name] = Binding("pyobj", RecordArg(spec.name, spec.value))
         elif spec.kind == "tuple":
             # a tuple argument: its items are the specs that follow (leaf names in spec.value);
             # bound below, once its array items have their bindings
@@ -238,6 +245,8 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
         bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types, bindings))
     # MLX order: inputs first, then outputs.
     params = [p for p in params if not p.is_output] + [p for p in params if p.is_output]
+    if records:
+        parsed = _replace(parsed, fdef=with_record_fields(parsed.fdef, records)[0])
     tr = FunctionTranslator(module, with_struct_fields(parsed, structs), True, bindings)
     try:
         body = tr.translate()

@@ -1,0 +1,62 @@
+"""Binding NumPy structured arrays and records (record dtypes) as ``@cuda.jit`` arguments:
+each field the kernel names is a strided view of the caller's bytes passed as a buffer
+(the body's field accesses are rewritten by ``frontend/python/records.py``).
+
+    >>> import numpy as np
+    >>> rec = np.dtype([("a", np.float32), ("b", np.int8)])
+    >>> [(p, leaf) for p, leaf, _ in record_layouts({"r": np.zeros(2, rec)})["r"]]
+    [(('a',), 'r__a'), (('b',), 'r__b')]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelLaunchError
+from ..frontend import python as F
+from ..frontend.python.records import field_view, is_record_array, record_leaves, with_record_fields
+
+
+def record_layouts(arguments: dict) -> dict:
+    """name -> ``(field path, leaf name, sub-shape)`` of each record argument; a record
+    scalar (``np.void``) also has the marker ``((), None, ())``."""
+    return {n: tuple(record_leaves(n, v.dtype)) + (((), None, ()),) * isinstance(v, np.void)
+            for n, v in arguments.items() if is_record_array(v)}
+
+
+def record_uses(kernel, records: dict) -> set:
+    """The record fields (leaf names) ``kernel``'s body names, for these layouts (cached)."""
+    cache = kernel.__dict__.setdefault("_record_use_cache", {})
+    key = tuple(sorted(records.items()))
+    used = cache.get(key)
+    if used is None:
+        _, used = with_record_fields(kernel.parsed().fdef, {n: {p: (lf, sub) for p, lf, sub in fields}
+                                                             for n, fields in records.items()})
+        cache[key] = used
+    return used
+
+
+def bind_record(name, v, fields, used, values, specs, host_array):
+    """One buffer per field the kernel names, each a strided view of ``v`` (written back into
+    it after the launch, as every array argument is); a record scalar is a one-element copy."""
+    if isinstance(v, np.void):      # one record: a one-element copy, written back after the launch
+        values[name] = (v, np.array([v]), None)
+        v = values[name][1]
+    elif v.size == 0:
+        raise KernelLaunchError(f"argument {name!r} is empty (shape {v.shape})")
+    else:
+        values[name] = (v, None, None)
+    specs.append(F.ArgSpec(name, "record", None, 0, value=fields))
+    for path, leaf, sub in fields:
+        if leaf is not None and leaf in used:
+            view = field_view(v, path)
+            a, t = host_array(view, leaf)
+            values[leaf] = (view, a, t)
+            specs.append(F.ArgSpec(leaf, "buffer", t, view.ndim))
+
+
+def write_back_records(data: dict):
+    """After a launch: record scalars get their copies' fields (Numba passes records by reference)."""
+    for v, arr, _ in data.values():
+        if isinstance(v, np.void) and arr is not None:
+            for f in arr.dtype.names:
+                v[f] = arr[f][0]

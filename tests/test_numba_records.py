@@ -1,0 +1,201 @@
+"""NumPy structured arrays (record dtypes) as @cuda.jit arguments (issue 14): field reads
+and writes in both spellings, mixed field types with NumPy's padding (aligned and packed),
+nested records, sub-array fields, whole-record copies, 2-D record arrays. Each program
+checks itself against NumPy (``want_*``) and, where the Numba venv exists, against Numba's
+own simulator (tests/numba_oracle.py)."""
+import numpy as np
+import pytest
+
+from metalbench.errors import MetalbenchError
+from numba_oracle import Oracle, assert_same, run_metalbench
+
+PROGRAMS = {}
+
+PROGRAMS["mixed_fields"] = '''
+import numpy as np
+from numba import cuda
+
+out = {}
+for align in (True, False):
+    rec = np.dtype([("a", np.float64), ("b", np.int8), ("c", np.float32), ("d", np.uint16)], align=align)
+
+    @cuda.jit
+    def k(r, out):
+        i = cuda.grid(1)
+        if i < r.size:
+            r[i].a = r[i].c + r[i].c + r[i]["b"]
+            r[i]["d"] = r[i].d + 3
+            out[i] = r[i].b * r[i].c
+
+    rng = np.random.default_rng(1)
+    r = np.zeros(37, rec)
+    r["a"] = rng.standard_normal(37); r["b"] = rng.integers(-100, 100, 37)
+    r["c"] = rng.standard_normal(37).astype(np.float32); r["d"] = rng.integers(0, 65000, 37)
+    want = r.copy()
+    o = np.zeros(37, np.float32)
+    k[2, 32](r, o)
+    tag = "al" if align else "pk"
+    for f in rec.names:
+        out[f"{tag}_{f}"] = r[f].copy()
+    out[tag + "_out"] = o
+    want["a"] = ((want["c"] + want["c"]) + want["b"].astype(np.float32)).astype(np.float64)
+    want["d"] = (want["d"].astype(np.int64) + 3).astype(np.uint16)
+    for f in rec.names:
+        out[f"want_{tag}_{f}"] = want[f]
+    out[f"want_{tag}_out"] = (want["b"].astype(np.float32) * want["c"]).astype(np.float32)
+RESULT = out
+'''
+
+PROGRAMS["nested_and_subarrays"] = '''
+import numpy as np
+from numba import cuda
+
+point = np.dtype([("x", np.int32), ("y", np.float32)])
+rec = np.dtype([("id", np.int16), ("p", point), ("h", np.float64, 3), ("j", np.int32, (2, 2))], align=True)
+
+@cuda.jit
+def k(r):
+    i = cuda.grid(1)
+    if i < len(r):
+        r[i].p.x = r[i].id + r[i]["p"]["x"]
+        acc = 0.0
+        for t in range(3):
+            acc += r[i].h[t]
+        r[i]["p"].y = acc
+        r[i].j[1, 0] = r[i].j[0, 1] * 2
+
+rng = np.random.default_rng(2)
+r = np.zeros(20, rec)
+r["id"] = rng.integers(-50, 50, 20); r["p"]["x"] = rng.integers(-9, 9, 20)
+r["h"] = rng.standard_normal((20, 3)); r["j"] = rng.integers(-9, 9, (20, 2, 2))
+w = r.copy()
+k[1, 32](r)
+out = {"px": r["p"]["x"].copy(), "py": r["p"]["y"].copy(), "j": r["j"].copy()}
+w["p"]["x"] = w["id"] + w["p"]["x"]
+h = w["h"]
+w["p"]["y"] = ((h[:, 0] + h[:, 1]) + h[:, 2]).astype(np.float32)
+w["j"][:, 1, 0] = w["j"][:, 0, 1] * 2
+out.update(want_px=w["p"]["x"], want_py=w["p"]["y"], want_j=w["j"])
+RESULT = out
+'''
+
+PROGRAMS["scalar_records"] = '''
+import numpy as np
+from numba import cuda
+
+rec = np.dtype([("g", np.int32), ("h", np.float32, 2), ("p", [("x", np.int16), ("y", np.float64)])], align=True)
+
+@cuda.jit
+def write(r, v):
+    r.g = v
+    r.h[1] = r.h[0] + 1
+    r["p"].x = r.p.x * 3
+
+@cuda.jit
+def read(r, out):
+    out[0] = r.g + r["h"][1] + r.p.y
+
+rng = np.random.default_rng(5)
+a = np.zeros(3, rec)
+a["g"] = rng.integers(-99, 99, 3); a["h"] = rng.standard_normal((3, 2))
+a["p"]["x"] = rng.integers(-99, 99, 3); a["p"]["y"] = rng.standard_normal(3)
+w = a.copy()
+write[1, 1](a[1], 42)
+o = np.zeros(1, np.float64)
+read[1, 1](a[2], o)
+w["g"][1] = 42; w["h"][1, 1] = w["h"][1, 0] + np.float32(1); w["p"]["x"][1] *= 3
+RESULT = {"g": a["g"].copy(), "h": a["h"].copy(), "px": a["p"]["x"].copy(), "o": o,
+          "want_g": w["g"], "want_h": w["h"], "want_px": w["p"]["x"],
+          "want_o": np.array([(np.float64(w["g"][2]) + np.float64(w["h"][2, 1])) + w["p"]["y"][2]])}
+'''
+
+# Whole-record assignment (numba-cuda's set_record): Numba's simulator cannot run it, so NumPy only.
+NUMPY_ONLY = {}
+NUMPY_ONLY["record_copy_2d"] = '''
+import numpy as np
+from numba import cuda
+
+rec = np.dtype([("a", np.int32), ("b", np.float64)], align=True)
+
+@cuda.jit
+def k(dst, src):
+    i, j = cuda.grid(2)
+    if i < dst.shape[0] and j < dst.shape[1]:
+        dst[i, j] = src[j, i]
+        dst[i, j].b += 0.5
+
+rng = np.random.default_rng(3)
+src = np.zeros((5, 5), rec)
+src["a"] = rng.integers(0, 1000, (5, 5)); src["b"] = rng.standard_normal((5, 5))
+dst = np.zeros((5, 5), rec)
+k[(1, 1), (8, 8)](dst, src)
+RESULT = {"a": dst["a"].copy(), "b": dst["b"].copy(), "want_a": src["a"].T.copy(), "want_b": src["b"].T + 0.5}
+'''
+
+NUMPY_ONLY["record_copy_subarrays"] = '''
+import numpy as np
+from numba import cuda
+
+rec = np.dtype([("id", np.int16), ("p", [("x", np.int32), ("y", np.float32)]), ("j", np.int32, (2, 3))], align=True)
+
+@cuda.jit
+def k(s, r):
+    i = cuda.grid(1)
+    if i < s.size:
+        s[i] = r[s.size - 1 - i]
+
+rng = np.random.default_rng(4)
+r = np.zeros(9, rec)
+r["id"] = rng.integers(-50, 50, 9); r["p"]["x"] = rng.integers(-9, 9, 9)
+r["p"]["y"] = rng.standard_normal(9); r["j"] = rng.integers(-9, 9, (9, 2, 3))
+s = np.zeros(9, rec)
+k[1, 16](s, r)
+RESULT = {f: s[f].copy() for f in ("id", "j")}
+RESULT.update(px=s["p"]["x"].copy(), py=s["p"]["y"].copy())
+RESULT.update({"want_" + f: r[f][::-1].copy() for f in ("id", "j")})
+RESULT.update(want_px=r["p"]["x"][::-1].copy(), want_py=r["p"]["y"][::-1].copy())
+'''
+
+
+
+
+ORACLE = Oracle(PROGRAMS)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS) + sorted(NUMPY_ONLY))
+def test_against_numpy(name):
+    got = run_metalbench({**PROGRAMS, **NUMPY_ONLY}[name], name, backend="sim")
+    wants = [k for k in got if k.startswith("want_")]
+    assert wants
+    for k in wants:
+        np.testing.assert_array_equal(got[k[5:]], got[k], err_msg=f"{name}: {k[5:]}")
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_against_numba_simulator(name):
+    assert_same(run_metalbench(PROGRAMS[name], name, backend="sim"), ORACLE[name])
+
+
+_BAD = '''
+import numpy as np
+from numba import cuda
+
+rec = np.dtype([("a", np.int32), ("b", np.float32)])
+
+@cuda.jit
+def k(r, out):
+    i = cuda.grid(1)
+    x = r[i]
+    out[i] = x.a
+
+k[1, 4](np.zeros(4, rec), np.zeros(4, np.int32))
+RESULT = {}
+'''
+
+
+def test_unsupported_use_is_an_error_at_its_line():
+    with pytest.raises(MetalbenchError) as e:
+        run_metalbench(_BAD, "bad_record", backend="sim")
+    msg = str(e.value)
+    assert "record array" in msg and "x = r[i]" in msg, msg
+
