@@ -199,3 +199,26 @@ def test_unsupported_use_is_an_error_at_its_line():
     msg = str(e.value)
     assert "record array" in msg and "x = r[i]" in msg, msg
 
+
+
+def test_declared_signature_with_record_arrays_and_records():
+    from metalbench import cuda
+    from metalbench.cuda.np.numpy_support import from_dtype
+    rec = np.dtype([("a", np.int32), ("b", np.float64)], align=True)
+    rt = from_dtype(rec)
+
+    @cuda.jit((rt[:], rt))
+    def k(a, r):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i].a = a[i].b + r.a
+
+    a = np.zeros(5, rec)
+    a["b"] = np.arange(5) * 3.0
+    one = np.zeros(1, rec)
+    one["a"] = 7
+    k.configure(backend="sim")[1, 8](a, one[0])
+    np.testing.assert_array_equal(a["a"], np.arange(5) * 3 + 7)
+    other = np.zeros(5, [("a", np.int32), ("c", np.float64)])
+    with pytest.raises(MetalbenchError, match="no signature matches"):
+        k.configure(backend="sim")[1, 8](other, one[0])

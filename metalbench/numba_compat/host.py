@@ -32,7 +32,7 @@ from .. import types as T
 from ..errors import (KernelLaunchError, KernelSyntaxError, KernelTypeError, MetalbenchError, trim_traceback,
                       user_facing)
 from ..frontend import python as F
-from .record_args import bind_record, record_layouts, record_uses, write_back_records
+from .record_args import bind_record, record_layouts, record_matches, record_uses, write_back_records
 from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
@@ -332,7 +332,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 + "; ".join(str(s) for s in self.signatures),
                 hint="pass arrays of the declared dtypes, or drop the signature to specialise on the arguments")
         sig = best[1]
-        if any(s.kind == "tuple" for s in specs):
+        if any(s.kind in ("tuple", "record") for s in specs):
             return          # tuple items keep their own types
         for k, (spec, at) in enumerate(zip(specs, sig.args)):
             t = nbt.scalar_of(at)
@@ -547,9 +547,13 @@ def _match(sig, specs):
     """How well ``specs`` fit Numba signature ``sig``: None if not at all, else a score
     (0: exact; more: scalars converted)."""
     score = 0
-    specs = [s for s in specs if not (s.kind == "scalar" and "__" in s.name and s.name.split("__")[0] in
-                                      {t.name for t in specs if t.kind == "tuple"})]
+    specs = [s for s in specs if not ("__" in s.name and s.name.split("__")[0] in
+                                      {t.name for t in specs if t.kind in ("tuple", "record")})]
     for spec, at in zip(specs, sig.args):
+        if spec.kind == "record":
+            if not record_matches(spec, at):
+                return None
+            continue
         if spec.kind == "tuple":
             if not isinstance(at, nbt.BaseTuple):
                 return None

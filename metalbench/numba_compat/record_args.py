@@ -45,7 +45,7 @@ def bind_record(name, v, fields, used, values, specs, host_array):
         raise KernelLaunchError(f"argument {name!r} is empty (shape {v.shape})")
     else:
         values[name] = (v, None, None)
-    specs.append(F.ArgSpec(name, "record", None, 0, value=fields))
+    specs.append(F.ArgSpec(name, "record", None, v.ndim if values[name][1] is None else 0, value=fields))
     for path, leaf, sub in fields:
         if leaf is not None and leaf in used:
             view = field_view(v, path)
@@ -60,3 +60,20 @@ def write_back_records(data: dict):
         if isinstance(v, np.void) and arr is not None:
             for f in arr.dtype.names:
                 v[f] = arr[f][0]
+
+
+def record_matches(spec, at) -> bool:
+    """Whether record argument ``spec`` fits Numba type ``at`` of a declared signature (a
+    ``Record`` for a record, an array of one for a record array, of the same fields)."""
+    from . import nbtypes as nbt
+    scalar = any(p == () for p, _, _ in spec.value)
+    if scalar:
+        rec = at
+    elif isinstance(at, nbt.Array) and at.ndim == spec.ndim:
+        rec = at.dtype
+    else:
+        return False
+    if not isinstance(rec, nbt.Record):
+        return False
+    want = [(p, sub) for p, _, sub in spec.value if p != ()]
+    return [(p, sub) for p, _, sub in record_leaves(spec.name, rec.dtype)] == want
