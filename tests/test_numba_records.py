@@ -164,7 +164,7 @@ ORACLE = Oracle(PROGRAMS)
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS) + sorted(NUMPY_ONLY))
 def test_against_numpy(name):
-    got = run_metalbench({**PROGRAMS, **NUMPY_ONLY}[name], name, backend="sim")
+    got = run_metalbench({**PROGRAMS, **NUMPY_ONLY}[name], name)     # METALBENCH_TEST_BACKEND, else sim
     wants = [k for k in got if k.startswith("want_")]
     assert wants
     for k in wants:
@@ -173,7 +173,7 @@ def test_against_numpy(name):
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_against_numba_simulator(name):
-    assert_same(run_metalbench(PROGRAMS[name], name, backend="sim"), ORACLE[name])
+    assert_same(run_metalbench(PROGRAMS[name], name), ORACLE[name])
 
 
 _BAD = '''
