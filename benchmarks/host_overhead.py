@@ -116,7 +116,7 @@ def measure(number=2000, repeats=7) -> dict:
 
 
 RAW_SAXPY = {
-    "cuda": "uint i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < x_shape[0]) { out[i] = a[0] * x[i] + y[i]; }",
+    "cuda": "unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\nif (i < x_shape[0]) { out[i] = a[0] * x[i] + y[i]; }",
     "metal": "uint i = thread_position_in_grid.x;\nout[i] = a * x[i] + y[i];",
 }
 

@@ -100,7 +100,9 @@ def install(checked=False, report_gpu=False):
     real_is_available = mx.is_available
     mx.fast.metal_kernel = SimKernel
     mx.metal.is_available = lambda: True
-    mx.cuda.is_available = lambda: False
+    if os.environ.get("METALBENCH_CORPUS_BACKEND", "sim") != "cuda":
+        # (on cuda, metalbench itself asks MLX whether CUDA is there; the cases check Metal first)
+        mx.cuda.is_available = lambda: False
     mx.is_available = lambda d=None: True if d == mx.gpu or getattr(d, "type", None) == mx.gpu else (
         real_is_available(d) if d is not None else True)
     if report_gpu:

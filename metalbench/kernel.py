@@ -429,7 +429,10 @@ class Kernel(KernelBase):
         # type: the lookup raises TypeError and the call binds from scratch), extended with
         # the values that matter (constexprs) and the keyword arguments.
         if self._value_positions:
-            key += (tuple(args[i] for i in self._value_positions if i < len(args)),)
+            # arrays by dtype and shape (what an Out(shape=lambda x: ...) reads), never by
+            # value: comparing two keys must not compare arrays elementwise
+            key += (tuple(arg_signature(args[i]) if runtime.is_array(args[i]) else args[i]
+                          for i in self._value_positions if i < len(args)),)
         if kwargs:
             key += (tuple((k, arg_signature(v)) if runtime.is_array(v) else (k, arg_signature(v), v)
                           for k, v in kwargs.items()),)

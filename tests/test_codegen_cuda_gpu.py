@@ -221,7 +221,8 @@ def host_source(cs: list[Case]) -> str:
         for p in kir.inputs + [ir.Param("mb_grid", "buffer", T.uint32)]:
             n = r.input_names[[q.name for q in kir.inputs].index(p.name)] if p.name != "mb_grid" else "mb_grid"
             a = np.asarray(c.grid, np.uint32) if p.name == "mb_grid" else np.asarray(c.inputs[p.name], p.type.np)
-            ct = cuda.CUDA_TYPES[p.type.name]
+            # float64 crosses MLX as its bits: the kernel declares uint64_t buffers
+            ct = "uint64_t" if p.type.name == "float64" else cuda.CUDA_TYPES[p.type.name]
             lines.append(f"  static const unsigned char h_{n}[] = {{{_bytes(a)}}};")
             lines.append(f"  {ct}* d_{n}; cudaMalloc(&d_{n}, {max(1, a.nbytes)}); "
                          f"cudaMemcpy(d_{n}, h_{n}, {a.nbytes}, cudaMemcpyHostToDevice);")
@@ -241,7 +242,8 @@ def host_source(cs: list[Case]) -> str:
         for p, n in zip(kir.outputs, r.output_names):
             size, dt = c.outputs[p.name]
             nb = size * np.dtype(dt).itemsize
-            lines.append(f"  {cuda.CUDA_TYPES[p.type.name]}* d_{n}; cudaMalloc(&d_{n}, {nb}); cudaMemset(d_{n}, 0, {nb});")
+            ct = "uint64_t" if p.type.name == "float64" else cuda.CUDA_TYPES[p.type.name]
+            lines.append(f"  {ct}* d_{n}; cudaMalloc(&d_{n}, {nb}); cudaMemset(d_{n}, 0, {nb});")
             args.append(f"d_{n}")
         g, t = c.grid, c.tg
         lines.append(f"  dim3 block({t[0]}, {t[1]}, {t[2]}); dim3 grid({-(-g[0] // t[0])}, {-(-g[1] // t[1])}, "

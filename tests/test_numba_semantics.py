@@ -6,6 +6,7 @@ The programs are ordinary Numba scripts (``from numba import cuda``); the runner
 the import. They leave their results in ``RESULT``.
 """
 import math
+import os
 
 import numpy as np
 import pytest
@@ -273,8 +274,13 @@ def _expected(name, got):
 def test_written_values(name):
     got = run_metalbench(PROGRAMS[name], name)
     want = _expected(name, got)
+    exact = EXPECTED[name][1] or os.environ.get("METALBENCH_TEST_BACKEND", "sim") == "sim"
     for k, w in want.items():
-        np.testing.assert_array_equal(got[k], w, err_msg=f"{name}: {k}")
+        if exact:
+            np.testing.assert_array_equal(got[k], w, err_msg=f"{name}: {k}")
+        else:   # a GPU libm: CUDA documents larger lgamma errors on (-11.0001, -2.2637)
+            np.testing.assert_allclose(got[k], w, rtol=1e-13, atol=1e-300,
+                                       err_msg=f"{name}: {k}")
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -287,3 +287,22 @@ def test_float64_results_through_the_guard_stay_exact(simcuda):
         want = np.float64(np.float32(a)) * x + y         # a: float is float32 (MSL float)
         np.testing.assert_array_equal(np.asarray(out.view(mx.uint64)).view(np.float64), want)
     assert k._guard is not None
+
+
+def test_computed_output_shapes_key_arrays_by_shape_not_value():
+    """An Out(shape=lambda x: ...) puts every argument in the thin-path key: two mx.arrays
+    of the same shape (x[:10], x[1:]) must not be compared elementwise (that raised
+    ValueError on the second call), and each call gives its own array's result."""
+    import mlx.core as mx
+    from metalbench.dsl import thread_position_in_grid
+
+    @mb.kernel
+    def pair_sums(x, out: mb.Out(shape=lambda x: (x.size // 2,), dtype=mb.float32)):
+        i = thread_position_in_grid.x
+        out[i] = x[2 * i] + x[2 * i + 1]
+
+    x = mx.array(np.random.default_rng(3).standard_normal(11).astype(np.float32))
+    for arr in (x[:10], x[1:], x[:10], x[1:], x[:8]):
+        a = np.asarray(arr)
+        got = np.asarray(pair_sums(arr, grid=a.size // 2, threadgroup=1, backend="sim"))
+        np.testing.assert_array_equal(got, a[0::2] + a[1::2])

@@ -481,11 +481,14 @@ def to_device(obj, stream=0, copy=True, to=None):
         return obj
     if type(obj).__module__.startswith("mlx"):
         from .. import runtime
-        mt = _device_dtype(np.dtype(runtime.to_numpy(obj[:0] if obj.ndim else obj).dtype), gpu_backend())
+        from .. import types as T
+        # the dtype from MLX's dtype, not from an op on the array: on a GPU stream any op on
+        # a float64 array (obj[:0] included) raises "float64 is not supported on the GPU"
+        npdt = np.dtype(T.from_mlx(obj.dtype).np)
+        mt = _device_dtype(npdt, gpu_backend())
         if mt is not None:   # already an MLX array: a device-side copy, no transfer
             dev = runtime.float64_bits(obj) if obj.dtype != mt and mt == _mx().uint64 else _mx().array(obj)
-            return DeviceNDArray(stream=stream, _dev=dev, _layout_=_layout(obj.shape, np.dtype(
-                runtime.to_numpy(obj[:0] if obj.ndim else obj).dtype)))
+            return DeviceNDArray(stream=stream, _dev=dev, _layout_=_layout(obj.shape, npdt))
         obj = runtime.to_numpy(obj)
     a = np.asarray(obj)
     if a.dtype.hasobject:
