@@ -42,6 +42,7 @@ from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .dispatcher import ArgHint, DispatcherAPI, unwrap
 from .intrinsics import DYNSHARED, attach_const_arrays
+from .sigmatch import SignatureMismatch, _match, _tuple_structure  # noqa: F401  (SignatureMismatch: public)
 
 _state = {"backend": None, "checked": None}
 
@@ -521,59 +522,6 @@ class CUDAKernel(DispatcherAPI, Kernel):
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
-
-
-def _tuple_structure(name: str, v: tuple, leaves: list, path=()):
-    """``(items, field names)`` of a tuple argument, items being leaf parameter names
-    (``name__0``, ``name__1_0`` ...) or nested structures; appends (leaf, value) to ``leaves``."""
-    items = []
-    for k, x in enumerate(v):
-        p = path + (k,)
-        if isinstance(x, tuple):
-            items.append(_tuple_structure(name, x, leaves, p))
-        else:       # a number, or an array (a buffer parameter of its own)
-            leaf = f"{name}__{'_'.join(map(str, p))}"
-            leaves.append((leaf, x))
-            items.append(leaf)
-    return tuple(items), (tuple(v._fields) if hasattr(v, "_fields") else None)
-
-
-class SignatureMismatch(KernelLaunchError, TypeError):
-    """No declared signature of a ``@cuda.jit(sig)`` kernel fits the arguments (Numba
-    raises a TypeError here)."""
-
-
-def _match(sig, specs):
-    """How well ``specs`` fit Numba signature ``sig``: None if not at all, else a score
-    (0: exact; more: scalars converted)."""
-    score = 0
-    specs = [s for s in specs if not ("__" in s.name and s.name.split("__")[0] in
-                                      {t.name for t in specs if t.kind in ("tuple", "record")})]
-    for spec, at in zip(specs, sig.args):
-        if spec.kind == "record":
-            if not record_matches(spec, at):
-                return None
-            continue
-        if spec.kind == "tuple":
-            if not isinstance(at, nbt.BaseTuple):
-                return None
-            continue
-        if isinstance(at, nbt.Array) and isinstance(at.dtype, nbt.Complex):
-            if not matches_complex(spec, nbt.scalar_of(at.dtype.underlying_float), at.ndim):
-                return None
-        elif isinstance(at, nbt.Array):
-            t = nbt.scalar_of(at.dtype)
-            if spec.kind != "buffer" or t != spec.type or at.ndim != spec.ndim or spec.value == "complex":
-                return None
-        else:
-            t = nbt.scalar_of(at)
-            if spec.kind != "scalar" or t is None:
-                return None
-            if t != spec.type:
-                if spec.type.is_float and not t.is_float:
-                    return None
-                score += 1
-    return score
 
 
 def _thin_device_launch(sp, name, bound, args, guard=None):
