@@ -109,6 +109,26 @@ RESULT = {"g": a["g"].copy(), "h": a["h"].copy(), "px": a["p"]["x"].copy(), "o":
           "want_o": np.array([(np.float64(w["g"][2]) + np.float64(w["h"][2, 1])) + w["p"]["y"][2]])}
 '''
 
+PROGRAMS["subarray_field_copy"] = '''
+import numpy as np
+from numba import cuda
+
+rec = np.dtype([("i", np.int32), ("j", np.float32, (3, 2))])
+
+@cuda.jit
+def k(src, dst, a, b):
+    dst["j"] = src["j"]
+    a[1].j = b[0]["j"]
+
+rng = np.random.default_rng(6)
+x = np.zeros(2, rec); x["j"] = rng.standard_normal((2, 3, 2))
+y = np.zeros(2, rec)
+a = np.zeros(2, rec); b = np.zeros(1, rec); b["j"] = rng.standard_normal((1, 3, 2))
+k[1, 1](x[1], y[0], a, b)
+RESULT = {"y": y["j"].copy(), "a": a["j"].copy(), "want_y": np.stack([x["j"][1], np.zeros((3, 2), np.float32)]),
+          "want_a": np.stack([np.zeros((3, 2), np.float32), b["j"][0]])}
+'''
+
 # Whole-record assignment (numba-cuda's set_record): Numba's simulator cannot run it, so NumPy only.
 NUMPY_ONLY = {}
 NUMPY_ONLY["record_copy_2d"] = '''

@@ -167,6 +167,15 @@ class _Fields(ast.NodeTransformer):
         # r[i] = s[j] of two record arrays of one dtype: one assignment per field
         if len(node.targets) == 1:
             t, v = node.targets[0], node.value
+            ht, hv = self.leaf(t), self.leaf(v)
+            if ht and hv and ht[2][1] and ht[2][1] == hv[2][1]:
+                # d.h = s.h / d[i]['h'] = s[j]['h'] of one sub-array shape: element by element
+                return [ast.copy_location(ast.Assign(
+                    targets=[self._index(ht[2][0], [self.visit(copy.deepcopy(x)) for x in self._elts(ht[1])]
+                                         + [ast.Constant(int(k)) for k in e], t, ast.Store())],
+                    value=self._index(hv[2][0], [self.visit(copy.deepcopy(x)) for x in self._elts(hv[1])]
+                                      + [ast.Constant(int(k)) for k in e], v, ast.Load())), node)
+                    for e in np.ndindex(*ht[2][1])]
             rt, rv = self._element(t), self._element(v)
             ft, fv = (rt and self._fields(rt[0])), (rv and self._fields(rv[0]))
             if rt and rv and list(ft) == list(fv) and all(ft[p][1] == fv[p][1] for p in ft) \
