@@ -242,3 +242,17 @@ def test_declared_signature_with_record_arrays_and_records():
     other = np.zeros(5, [("a", np.int32), ("c", np.float64)])
     with pytest.raises(MetalbenchError, match="no signature matches"):
         k.configure(backend="sim")[1, 8](other, one[0])
+
+
+def test_declared_unaligned_record_is_refused_at_decoration():
+    from metalbench import cuda
+    from metalbench.cuda.np.numpy_support import from_dtype
+    packed = from_dtype(np.dtype([("a", np.int32), ("b", np.float64)]))
+    with pytest.raises(MetalbenchError, match="type float64 is not aligned"):
+        @cuda.jit((packed[:],))
+        def k(a):
+            a[0].a = a[0].b
+    aligned = from_dtype(np.dtype([("a", np.int32), ("b", np.float64)], align=True))
+    @cuda.jit((aligned[:],))
+    def ok(a):
+        a[0].a = a[0].b

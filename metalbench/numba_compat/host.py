@@ -32,7 +32,7 @@ from .. import types as T
 from ..errors import (KernelLaunchError, KernelSyntaxError, KernelTypeError, MetalbenchError, trim_traceback,
                       user_facing)
 from ..frontend import python as F
-from .record_args import bind_record, record_layouts, record_matches, record_uses, write_back_records
+from .record_args import bind_record, check_record_alignment, record_layouts, record_matches, record_uses, write_back_records
 from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
@@ -183,6 +183,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
         first launch, as before."""
         args = []
         for at in sig.args:
+            check_record_alignment(at, self.name)
             if isinstance(at, nbt.Array):
                 t = nbt.scalar_of(at.dtype)
                 if t is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import KernelLaunchError
+from ..errors import KernelLaunchError, KernelTypeError
 from ..frontend import python as F
 from ..frontend.python.records import field_view, is_record_array, record_leaves, with_record_fields
 
@@ -77,3 +77,28 @@ def record_matches(spec, at) -> bool:
         return False
     want = [(p, sub) for p, _, sub in spec.value if p != ()]
     return [(p, sub) for p, _, sub in record_leaves(spec.name, rec.dtype)] == want
+
+
+def check_record_alignment(at, kernel: str):
+    """A declared signature's record type (or array of one) whose fields are not at multiples
+    of their alignment is refused, as Numba's CUDA target refuses it at compile time."""
+    from . import nbtypes as nbt
+    rec = at.dtype if isinstance(at, nbt.Array) else at
+    if isinstance(rec, nbt.Record):
+        bad = _misaligned(rec.dtype)
+        if bad is not None:
+            raise KernelTypeError(f"@cuda.jit kernel {kernel}: type {bad} is not aligned (record {rec.dtype})",
+                                  hint="build the dtype with np.dtype([...], align=True)")
+
+
+def _misaligned(dtype: np.dtype, base: int = 0):
+    for f in dtype.names:
+        ft, off = dtype.fields[f][:2]
+        elem = ft.subdtype[0] if ft.subdtype is not None else ft
+        if elem.names is not None:
+            bad = _misaligned(elem, base + off)
+            if bad is not None:
+                return bad
+        elif (base + off) % elem.alignment:
+            return elem.name
+    return None
