@@ -347,18 +347,27 @@ async function testMetalFile(page, url, root) {
   fs.writeFileSync(path.join(root, 'saxpy.metal'), METAL_FILE);
   await page.goto(`${url}/lab/tree/saxpy.metal?reset`);
   await page.waitForSelector('.jp-FileEditor .cm-content[data-language="metal"]', { timeout: 30000 }).catch(() => undefined);
-  const info = await page.evaluate(() => {
-    const w = window.jupyterapp.shell.currentWidget;
-    const tokens = {};
-    for (const span of w.node.querySelectorAll('.cm-line span')) {
-      tokens[span.textContent] = tokens[span.textContent] || span.className;
+  // the highlighter runs after the editor has its language (later on a loaded machine):
+  // read the tokens until the attribute spans are there (up to ~15 s)
+  let info;
+  for (let attempt = 0; attempt < 30; attempt++) {
+    info = await page.evaluate(() => {
+      const w = window.jupyterapp.shell.currentWidget;
+      const tokens = {};
+      for (const span of w.node.querySelectorAll('.cm-line span')) {
+        tokens[span.textContent] = tokens[span.textContent] || span.className;
+      }
+      return {
+        mime: w.content.model.mimeType,
+        language: w.node.querySelector('.cm-content')?.getAttribute('data-language'),
+        tokens
+      };
+    });
+    if (/tok-attributeName/.test(info.tokens['[[kernel]]'] || '') && /tok-keyword/.test(info.tokens['constant'] || '')) {
+      break;
     }
-    return {
-      mime: w.content.model.mimeType,
-      language: w.node.querySelector('.cm-content')?.getAttribute('data-language'),
-      tokens
-    };
-  });
+    await page.waitForTimeout(500);
+  }
   check(info.mime === 'text/x-metal', `.metal file mime type is text/x-metal (got ${info.mime})`);
   check(info.language === 'metal', '.metal file editor language is metal');
   check(/tok-attributeName/.test(info.tokens['[[kernel]]'] || ''), '[[kernel]] is an attribute');
