@@ -55,6 +55,27 @@ def _write(text: str, directory: str, name: str) -> str:
     return path
 
 
+def program_registry(with_exact: bool = False):
+    """``(PROGRAMS, EXPECTED, program)`` for a test file of Numba programs: ``@program(name,
+    expected)`` (a decorator over the program's text) records both; with ``with_exact``,
+    ``program(name, expected, exact=True)`` records ``(expected, exact)``.
+
+    >>> PROGRAMS, EXPECTED, program = program_registry()
+    >>> _ = program("p", {"r": [1]})("RESULT = {}")
+    >>> PROGRAMS["p"], EXPECTED["p"]
+    ('RESULT = {}', {'r': [1]})
+    """
+    programs, expected = {}, {}
+
+    def program(name, want, exact=True):
+        def deco(text):
+            programs[name] = text
+            expected[name] = (want, exact) if with_exact else want
+            return text
+        return deco
+    return programs, expected, program
+
+
 def run_metalbench(program: str, name: str = "prog", backend: str | None = None) -> dict:
     """``RESULT`` of ``program`` with ``from numba import cuda`` read as metalbench's."""
     from metalbench import cuda

@@ -5,18 +5,9 @@ Numba's own simulator (tests/numba_oracle.py)."""
 import numpy as np
 import pytest
 
-from numba_oracle import Oracle, assert_same, run_metalbench
+from numba_oracle import Oracle, assert_same, run_metalbench, program_registry
 
-PROGRAMS = {}
-EXPECTED = {}
-
-
-def program(name, expected):
-    def deco(text):
-        PROGRAMS[name] = text
-        EXPECTED[name] = expected
-        return text
-    return deco
+PROGRAMS, EXPECTED, program = program_registry()
 
 
 program("cas_views_and_64bit", {"res32": [1, -1, 3, -1, 5, -1, 7, -1], "old32": [-99, -1] * 4,

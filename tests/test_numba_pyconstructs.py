@@ -7,18 +7,9 @@ exists, against Numba's own simulator (tests/numba_oracle.py)."""
 import numpy as np
 import pytest
 
-from numba_oracle import Oracle, assert_same, run_metalbench
+from numba_oracle import Oracle, assert_same, run_metalbench, program_registry
 
-PROGRAMS = {}
-EXPECTED = {}
-
-
-def program(name, expected):
-    def deco(text):
-        PROGRAMS[name] = text
-        EXPECTED[name] = expected
-        return text
-    return deco
+PROGRAMS, EXPECTED, program = program_registry()
 
 
 program("is_none", {"r": [3.0, 7.0, 1.0, 0.0, 5.0, 1.0]})('''

@@ -11,18 +11,9 @@ import os
 import numpy as np
 import pytest
 
-from numba_oracle import Oracle, assert_same, run_metalbench
+from numba_oracle import Oracle, assert_same, run_metalbench, program_registry
 
-PROGRAMS = {}
-EXPECTED = {}
-
-
-def program(name, expected, exact=True):
-    def deco(text):
-        PROGRAMS[name] = text
-        EXPECTED[name] = (expected, exact)
-        return text
-    return deco
+PROGRAMS, EXPECTED, program = program_registry(with_exact=True)
 
 
 program("param_reassign", {"r": [124, 5, 0, 3]})('''

@@ -7,18 +7,9 @@ Numba's own simulator (tests/numba_oracle.py)."""
 import numpy as np
 import pytest
 
-from numba_oracle import Oracle, assert_same, run_metalbench
+from numba_oracle import Oracle, assert_same, run_metalbench, program_registry
 
-PROGRAMS = {}
-EXPECTED = {}
-
-
-def program(name, expected):
-    def deco(text):
-        PROGRAMS[name] = text
-        EXPECTED[name] = expected
-        return text
-    return deco
+PROGRAMS, EXPECTED, program = program_registry()
 
 
 program("device_shared", {"out": [189.0 - 3 * k for k in range(8)] + [0.0] * 56,
