@@ -383,4 +383,10 @@ def test_devicearray_helpers():
     assert isinstance(cuda.mapped_array(4), np.ndarray)
     assert cuda.is_cuda_array(cuda.to_device(np.ones(2))) and not cuda.is_cuda_array(np.ones(2))
     host = cuda.to_device(np.arange(4.0))
-    assert host.__cuda_array_interface__["shape"] == (4,)
+    if host._host is None:
+        # on a GPU backend the array lives in MLX, which gives no device pointer: the
+        # interface must say so, not hand out a host pointer a CUDA library would misuse
+        with pytest.raises(AttributeError, match="expose no device pointer"):
+            host.__cuda_array_interface__
+    else:
+        assert host.__cuda_array_interface__["shape"] == (4,)
