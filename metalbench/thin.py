@@ -1,0 +1,321 @@
+"""The thin path: what a repeated kernel call runs instead of binding again.
+
+A kernel's ``__call__`` keys a call by its argument signature (array dtype and shape,
+scalar types, constexpr values, grid, threadgroup, backend) and maps a repeated key
+straight to the prepared MLX call (``protocol.MLXLaunch``), through a function
+generated per entry (:func:`thin_gpu_call`); in front of that, the last entry's
+generated *guard* (:func:`launch_guard`) checks a call against the entry's key and
+launches in one frame. Also here: the converters from user values to MLX inputs
+(0-d arrays for scalars, cached). ``protocol`` re-exports every name.
+
+    >>> signatures([1.5, True])
+    (<class 'float'>, <class 'bool'>)
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import launch as L
+from . import runtime
+from . import types as T
+
+def _converter(kind: str, t: T.ScalarType, backend: str = ""):
+    """value -> what MLX receives for an input of ``kind`` and type ``t`` on ``backend``
+    (float64 on cuda: its bits, ``runtime.carrier``)."""
+    if runtime.carrier(t, backend) is not t:
+        return runtime.float64_scalar_bits if kind == "scalar" else runtime.float64_bits
+    mt = T.to_mlx(t)
+    mx_array = mlx_array_type()
+
+    def buffer(v):
+        if type(v) is mx_array:
+            return v if v.dtype == mt else v.astype(mt)
+        a = runtime.to_mlx(np.ascontiguousarray(runtime.to_numpy(v)))   # NumPy: the one copy
+        return a if a.dtype == mt else a.astype(mt)
+
+    def scalar(v):
+        if type(v) is mx_array:
+            return v if v.dtype == mt else v.astype(mt)
+        return scalar_array(v, t)
+    return scalar if kind == "scalar" else buffer
+
+
+_SCALARS: dict = {}
+
+
+def scalar_array(v, t: T.ScalarType):
+    """A 0-d MLX array holding scalar ``v`` as ``t``; recent values are kept, so a kernel
+    launched in a loop with the same scalars does not allocate and copy them each time."""
+    import mlx.core as mx
+    try:
+        key = (t.name, v.item() if isinstance(v, (np.generic, np.ndarray)) else v)
+        if not key[1] and isinstance(key[1], float):
+            key = None                               # -0.0 == 0.0: the sign is not in the key
+        a = _SCALARS.get(key)
+    except (TypeError, ValueError):
+        key, a = None, None
+    if a is None:
+        if isinstance(v, np.ndarray):
+            v = v.reshape(())[()]
+        a = (mx.array(float(v), dtype=T.to_mlx(t)) if t in (T.bfloat16, T.float64)
+             else mx.array(np.asarray(v, dtype=t.np)))
+        if key is not None:
+            if len(_SCALARS) > 256:
+                _SCALARS.clear()
+            _SCALARS[key] = a
+    return a
+
+
+@functools.lru_cache(maxsize=None)
+def mlx_array_type():
+    import mlx.core as mx
+    return mx.array
+
+
+# ----------------------------------------------------------------------------- thin path
+
+_INT32 = (-(2 ** 31), 2 ** 31)
+_UNKEYED = []     # in a key, makes it unhashable: that call binds from scratch
+_MXA = None       # mx.array (set on first use)
+_DTYPE_KEY = None  # how a dtype enters keys
+
+
+def _mx_facts():
+    global _MXA, _DTYPE_KEY
+    import mlx.core as mx
+    # MLX hashes a Dtype to its enum value: a unique small int, cheaper to hash and
+    # compare than the Dtype object (a new wrapper on every ``a.dtype``). Checked, not assumed.
+    dts = [getattr(mx, n) for n in ("bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                                     "int64", "float16", "float32", "float64", "bfloat16")]
+    _DTYPE_KEY = hash if len({hash(d) for d in dts}) == len(dts) else (lambda d: d)
+    _MXA = mx.array
+
+
+def arg_signature(a):
+    """A hashable description of one argument for the thin-path key: dtype and shape of
+    arrays, the type of scalars (ints: whether they fit int32, which decides their
+    type), or an unhashable marker for anything else (that call then binds from scratch).
+
+    >>> import numpy as np
+    >>> arg_signature(np.zeros((2, 3), np.float32)), arg_signature(2.0), arg_signature(3)
+    (('<f4', (2, 3)), <class 'float'>, (<class 'int'>, True))
+    """
+    if _MXA is None:
+        _mx_facts()
+    ta = type(a)
+    if ta is _MXA:
+        return (_DTYPE_KEY(a.dtype), a.shape)
+    if ta is float or ta is bool:
+        return ta
+    if ta is np.ndarray:
+        return (a.dtype.str, a.shape)
+    if ta is int:
+        return (int, _INT32[0] <= a < _INT32[1])
+    if isinstance(a, np.generic):
+        return a.dtype.str
+    sig = getattr(ta, "__metalbench_signature__", None)     # device arrays and other array types
+    return sig(a) if sig is not None else _UNKEYED
+
+
+def signatures(args) -> tuple:
+    """``arg_signature`` of each argument.
+
+    >>> signatures([1.5, True])
+    (<class 'float'>, <class 'bool'>)
+    """
+    return _SIGNATURES[len(args)](args)
+
+
+class _SignatureFunctions(dict):
+    """Number of arguments -> a function computing their signatures, generated unrolled
+    (``mx.array`` and float inline): a comprehension's frame and loop cost as much as
+    the attribute reads themselves, and this runs on every kernel call."""
+
+    def __missing__(self, n):
+        if _MXA is None:
+            _mx_facts()
+        names = [f"a{i}" for i in range(n)]
+        items = [f"((dk({a}.dtype), {a}.shape) if type({a}) is mxa else float if type({a}) is float "
+                 f"else sig({a}))" for a in names]
+        src = (f"def signatures_{n}(args):\n" + (f"    {', '.join(names)}, = args\n" if n else "")
+               + f"    return ({', '.join(items)}{',' if n == 1 else ''})\n")
+        env = {"mxa": _MXA, "dk": _DTYPE_KEY, "sig": arg_signature}
+        exec(compile(src, f"<metalbench signatures_{n}>", "exec"), env)
+        f = self[n] = env[f"signatures_{n}"]
+        return f
+
+
+_SIGNATURES = _SignatureFunctions()
+
+
+_ENV_KEY = b"METALBENCH_BACKEND"
+
+
+def backend_token(backend):
+    """What the thin-path key needs of ``backend``: the name, or for "auto" the
+    ``METALBENCH_BACKEND`` setting it resolves with (read cheaply: no re-resolution).
+
+    >>> backend_token("sim")
+    'sim'
+    """
+    if backend is None or backend == "auto":
+        return ("auto", L.env_fast(_ENV_KEY))
+    return backend
+
+
+class ThinCache(dict):
+    """Per-kernel map from a call signature to its prepared launch (bounded), plus the
+    last hit: ``last = (key, entry)``, compared before hashing (calls in a loop repeat
+    one signature). Only hashable keys are ever stored, so an unhashable one (an
+    argument of an unknown type) never equals ``last[0]``."""
+
+    _NONE = (object(), None)
+
+    def __init__(self):
+        super().__init__()
+        self.last = self._NONE
+
+    def put(self, key, entry):
+        if len(self) > 64:
+            self.clear()
+        self[key] = entry
+        self.last = (key, entry)
+
+    def clear(self):
+        super().clear()
+        self.last = self._NONE
+
+
+def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: bool, owner=None,
+                  last=None, fixed: tuple | None = None, guard: tuple | None = None):
+    """A function ``f(args, kwargs, init_value, checked, stream)`` launching ``plan``
+    with the inputs taken by position from ``vec`` (``args``, or with ``fixed`` given,
+    ``args + tuple(kwargs.values()) + fixed``), and setting ``owner.last_launch = last``.
+
+    ``sources[i]`` is the position in ``vec`` of MLX input ``i``; ``first_values`` are
+    the values of the call that built the plan: inputs that were ``mx.array``s of the
+    kernel's dtype need no converter (the thin key guarantees the same dtype later),
+    scalars get a per-input cache of their 0-d arrays. The function is generated for
+    its inputs (no loop, no ``**kwargs``): it is the whole host cost of a repeated call.
+
+    With ``guard = (params, lines, env, nargs)`` (:func:`launch_guard`), ``f.guarded(params)``
+    is the same launch (without init_value or stream) for the kernel's own arguments, after
+    ``lines`` (which return :data:`MISS` unless the call has this entry's key).
+    """
+    mx_array = mlx_array_type()
+    env = {"kernel": plan.kernel, "owner": owner, "last": last, "MISS": MISS}
+    env.update(("k_" + k, v) for k, v in plan.kwargs.items())
+    items, gitems = [], []
+    nargs = guard[3] if guard is not None else 0
+    for j, ((name, kind, t), c, v, i) in enumerate(zip(plan.spec_inputs, plan.converters, first_values, sources)):
+        a = f"a{i}" if i < nargs else f"fixed[{i - nargs}]"
+        if type(v) is mx_array and v.dtype == T.to_mlx(t) and c is not runtime.float64_bits:
+            items.append(f"vec[{i}]")
+            gitems.append(a)
+        elif kind == "scalar" and not runtime.is_array(v):
+            env[f"c{j}"] = cs = _cached_scalar(t, plan.backend)
+            env[f"sc{j}"] = cs.cache
+            items.append(f"c{j}(vec[{i}])")
+            # the cache inlined (a call costs more than the lookup); zero: the sign is not in the key
+            gitems.append(f"(s if {a} and (s := sc{j}.get({a})) is not None else c{j}({a}))"
+                          if type(v) in (float, int, bool) and i < nargs else f"c{j}({a})")
+        else:
+            env[f"c{j}"] = c
+            items.append(f"c{j}(vec[{i}])")
+            gitems.append(f"c{j}({a})")
+    for j, e in enumerate(plan.extra):
+        env[f"e{j}"] = e
+        items.append(f"e{j}")
+        gitems.append(f"e{j}")
+    kws = ", ".join(f"{k}=k_{k}" for k in plan.kwargs)
+    env["v64"] = runtime.bits_float64
+    env["init64"] = functools.partial(runtime.float64_init_value, types=plan.output_types)
+    ret = "outs" if single is None else "outs[0]" if single else "tuple(outs)"   # None: MLX's list
+    views = "".join(f"    outs[{k}] = v64(outs[{k}])\n" for k in plan.bits_outputs)   # float64 results
+    env["fixed"] = fixed
+
+    def body(items, options=True):     # options=False: no init_value, no stream (MLX's defaults)
+        ins = f"inputs=[{', '.join(items)}], {kws}" + (", init_value=init_value" if options or plan.bits_outputs else "")
+        return ((f"    init_value = init64({'init_value' if options else None})\n" if plan.bits_outputs else "")
+                + ("    owner.last_launch = last\n" if owner is not None else "")
+                + (f"    if stream is None:\n        outs = kernel({ins})\n"
+                   f"    else:\n        outs = kernel({ins}, stream=stream)\n" if options else
+                   f"    outs = kernel({ins})\n") + views + f"    return {ret}\n")
+    src = ("def call(vec, kwargs, init_value, checked, stream):\n"
+           + ("    vec = vec + tuple(kwargs.values()) + fixed\n" if fixed is not None else "") + body(items))
+    if guard is not None:
+        params, lines, genv, _ = guard
+        env.update(genv)
+        src += f"def guarded({params}):\n" + "".join(lines) + body(gitems, False)
+    exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
+    if guard is not None:
+        env["call"].guarded = env["guarded"]
+    return env["call"]
+
+
+MISS = object()     # what a thin-path guard returns for a call without its entry's key
+
+
+def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_env=None):
+    """``(lines, env)``: source returning :data:`MISS` unless a call's arguments (``name``,
+    unpacked to ``a0``..), grid, threadgroup and backend give the key these do and
+    ``extra`` holds (None: no signature). Stricter than the key is fine; looser never.
+
+    >>> lines, env = launch_guard((1.5,), 8, None, "sim")
+    >>> print(lines[-1].strip())
+    if not (type(a0) is float): return MISS
+    """
+    if _MXA is None:
+        _mx_facts()
+    env = {"mxa": _MXA, "dk": _DTYPE_KEY, "sig": arg_signature, "MISS": MISS, "g_grid": grid,
+           "g_grid_t": type(grid), "g_tg": threadgroup, "g_tg_t": type(threadgroup), **(extra_env or {})}
+    conds = []
+    for i, a in enumerate(args):
+        s = arg_signature(a)
+        if s is _UNKEYED:
+            return None
+        if type(a) is _MXA:
+            env[f"g_s{i}"], env[f"g_d{i}"] = a.shape, a.dtype      # (Dtype == Dtype: by value)
+            conds.append(f"type(a{i}) is mxa and a{i}.shape == g_s{i} and a{i}.dtype == g_d{i}")
+        elif type(a) in (float, bool):
+            conds.append(f"type(a{i}) is {type(a).__name__}")
+        else:
+            env[f"g_sig{i}"] = s
+            conds.append(f"sig(a{i}) == g_sig{i}")
+    if backend is None or backend == "auto":
+        env["envf"], env["g_env"] = L.env_fast, L.env_fast(_ENV_KEY)
+        bcheck = f"(backend != 'auto' and backend is not None) or envf({_ENV_KEY!r}) != g_env"
+    else:
+        env["g_backend"] = backend
+        bcheck = "backend != g_backend"
+    lines = ["    if not (grid is g_grid or (type(grid) is g_grid_t and grid == g_grid)): return MISS\n",
+             "    if not (threadgroup is g_tg or (type(threadgroup) is g_tg_t and threadgroup == g_tg)): return MISS\n",
+             f"    if {bcheck}: return MISS\n"]
+    lines += [f"    if not ({c}): return MISS\n" for c in extra]
+    unpack = f"{', '.join(f'a{i}' for i in range(len(args)))}, = {name}\n"
+    if name == "args" and args:     # a tuple: unpacking checks the count (a try is free until it catches)
+        lines += ["    try:\n", "        " + unpack, "    except ValueError:\n", "        return MISS\n"]
+    else:                           # any sequence (unpacking would take an iterator's items)
+        lines += [f"    if len({name}) != {len(args)}: return MISS\n"] + (["    " + unpack] if args else [])
+    lines += [f"    if not ({' and '.join(conds)}): return MISS\n"] if args else []
+    return lines, env
+
+
+def _cached_scalar(t: T.ScalarType, backend: str = ""):
+    """value -> a 0-d MLX array of ``t`` (as ``backend`` carries it), remembered per
+    value (bounded)."""
+    cache: dict = {}
+    convert = _converter("scalar", t, backend)
+
+    def scalar(v):
+        a = cache.get(v)
+        if a is None or (type(v) is float and not v):     # -0.0 == 0.0: the sign is not in the key
+            a = convert(v)
+            if len(cache) > 64:
+                cache.clear()
+            cache[v] = a
+        return a
+    scalar.cache = cache
+    return scalar
