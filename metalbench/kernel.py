@@ -122,8 +122,10 @@ class Kernel(KernelBase):
         self._value_positions = tuple(i for i, p in enumerate(self._in_params)
                                       if computed or p.name in self._constexpr_names or p.name in self._size_names)
 
-    #: the last thin-path entry's ``guarded`` launch (``protocol.thin_gpu_call``), or None
+    #: the last thin-path entry's ``guarded`` launch (``protocol.thin_gpu_call``), or None;
+    #: ``_guard_kw`` likewise for calls with keyword arguments (constexprs)
     _guard = None
+    _guard_kw = None
 
     def __repr__(self) -> str:
         return f"<metalbench kernel {self.name}({self.signature_text()})>"
@@ -378,6 +380,12 @@ class Kernel(KernelBase):
                     r = guard(args, grid, threadgroup, backend)
                     if r is not MISS:
                         return r
+            else:       # constexprs by keyword (and no options: those miss, see launch_guard)
+                guard = self._guard_kw
+                if guard is not None:
+                    r = guard(args, kwargs, grid, threadgroup, backend)
+                    if r is not MISS:
+                        return r
             return self._call(args, grid, threadgroup, backend, **kwargs)
         except MetalbenchError as e:
             raise trim_traceback(e)
@@ -409,7 +417,7 @@ class Kernel(KernelBase):
                     fast = key = None
                 if fast is not None:
                     self._thin_cache.last = (key, fast)
-                    self._guard = getattr(fast, "guarded", None)
+                    self._set_guard(fast, kwargs)
                     return fast(args, kwargs, init_value, checked, stream)
             bound = self.bind(*args, grid=grid, threadgroup=threadgroup, backend=backend, out=out,
                               init_value=init_value, checked=checked, stream=stream, **kwargs)
@@ -418,11 +426,18 @@ class Kernel(KernelBase):
                 # (a struct argument's fields are bound by name: no thin path)
                 fast = self._thin_entry(bound, len(args), list(kwargs), (grid, threadgroup, backend))
                 self._thin_cache.put(key, fast)
-                self._guard = getattr(fast, "guarded", None)
+                self._set_guard(fast, kwargs)
             return unwrap(outs)
         except MetalbenchError as e:
             raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
     _call.__qualname__ = "Kernel.__call__"      # what a TypeError about its keywords names
+
+    def _set_guard(self, fast, kwargs):
+        # the entry's guard becomes the thinnest path of calls shaped like this one
+        if kwargs:
+            self._guard_kw = getattr(fast, "guarded", None)
+        else:
+            self._guard = getattr(fast, "guarded", None)
 
     def _thin_key_more(self, key, args, kwargs):
         # The thin-path key (which may hold an unhashable marker for an argument of another
@@ -461,9 +476,14 @@ class Kernel(KernelBase):
         plan = sp.gpu_plan(bound, bound.backend)
         pos = {n: i for i, n in enumerate(names + fixed_names)}
         guard = None
-        if given is not None and not kwnames and not self._value_positions:
-            g = launch_guard(bound.args[:nargs], *given)
-            guard = g and ("args, grid, threadgroup, backend", *g, nargs)
+        if given is not None:
+            # the guard checks what the key holds: values at _value_positions (constexprs,
+            # arguments of a computed output shape) and the keywords (by name, into k0..)
+            g = launch_guard(bound.args[:nargs], *given, values=self._value_positions,
+                             kwargs={n: bound.kwargs[n] for n in kwnames})
+            where = [f"a{i}" for i in range(nargs)] + [f"k{j}" for j in range(len(kwnames))]
+            params = "args, kwargs, grid, threadgroup, backend" if kwnames else "args, grid, threadgroup, backend"
+            guard = g and (params, *g, where)
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names],
                              len(bound.outputs) == 1, self, last,
                              fixed if (kwnames or fixed_names) else None, guard)

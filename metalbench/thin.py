@@ -200,17 +200,21 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     scalars get a per-input cache of their 0-d arrays. The function is generated for
     its inputs (no loop, no ``**kwargs``): it is the whole host cost of a repeated call.
 
-    With ``guard = (params, lines, env, nargs)`` (:func:`launch_guard`), ``f.guarded(params)``
+    With ``guard = (params, lines, env, where)`` (:func:`launch_guard`), ``f.guarded(params)``
     is the same launch (without init_value or stream) for the kernel's own arguments, after
-    ``lines`` (which return :data:`MISS` unless the call has this entry's key).
+    ``lines`` (which return :data:`MISS` unless the call has this entry's key). ``where``
+    says where ``vec[i]`` is in the guard's frame: a list of expressions, or a number
+    ``nargs`` (``a{i}`` below it, ``fixed[i - nargs]`` from it on).
     """
     mx_array = mlx_array_type()
     env = {"kernel": plan.kernel, "owner": owner, "last": last, "MISS": MISS}
     env.update(("k_" + k, v) for k, v in plan.kwargs.items())
     items, gitems = [], []
-    nargs = guard[3] if guard is not None else 0
+    where = guard[3] if guard is not None else 0
+    if type(where) is int:
+        where = [f"a{i}" for i in range(where)]
     for j, ((name, kind, t), c, v, i) in enumerate(zip(plan.spec_inputs, plan.converters, first_values, sources)):
-        a = f"a{i}" if i < nargs else f"fixed[{i - nargs}]"
+        a = where[i] if i < len(where) else f"fixed[{i - len(where)}]"
         if type(v) is mx_array and v.dtype == T.to_mlx(t) and c is not runtime.float64_bits:
             items.append(f"vec[{i}]")
             gitems.append(a)
@@ -220,7 +224,7 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
             items.append(f"c{j}(vec[{i}])")
             # the cache inlined (a call costs more than the lookup); zero: the sign is not in the key
             gitems.append(f"(s if {a} and (s := sc{j}.get({a})) is not None else c{j}({a}))"
-                          if type(v) in (float, int, bool) and i < nargs else f"c{j}({a})")
+                          if type(v) in (float, int, bool) and a.isidentifier() else f"c{j}({a})")
         else:
             env[f"c{j}"] = c
             items.append(f"c{j}(vec[{i}])")
@@ -258,10 +262,16 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
 MISS = object()     # what a thin-path guard returns for a call without its entry's key
 
 
-def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_env=None):
+def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_env=None, values=(),
+                 kwargs=None):
     """``(lines, env)``: source returning :data:`MISS` unless a call's arguments (``name``,
     unpacked to ``a0``..), grid, threadgroup and backend give the key these do and
     ``extra`` holds (None: no signature). Stricter than the key is fine; looser never.
+
+    ``values``: positions whose scalar values (not only types) are in the key (constexprs,
+    arguments an output shape is computed from). ``kwargs``: the keyword arguments the
+    key holds (scalars by value, arrays by dtype and shape), read from a dict ``kwargs``
+    into ``k0``..; a call with other keywords (``init_value=`` ...) misses.
 
     >>> lines, env = launch_guard((1.5,), 8, None, "sim")
     >>> print(lines[-1].strip())
@@ -271,19 +281,17 @@ def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_
         _mx_facts()
     env = {"mxa": _MXA, "dk": _DTYPE_KEY, "sig": arg_signature, "MISS": MISS, "g_grid": grid,
            "g_grid_t": type(grid), "g_tg": threadgroup, "g_tg_t": type(threadgroup), **(extra_env or {})}
-    conds = []
+    conds, kconds = [], []
     for i, a in enumerate(args):
-        s = arg_signature(a)
-        if s is _UNKEYED:
+        c = _arg_check(f"a{i}", a, i in values, env)
+        if c is None:
             return None
-        if type(a) is _MXA:
-            env[f"g_s{i}"], env[f"g_d{i}"] = a.shape, a.dtype      # (Dtype == Dtype: by value)
-            conds.append(f"type(a{i}) is mxa and a{i}.shape == g_s{i} and a{i}.dtype == g_d{i}")
-        elif type(a) in (float, bool):
-            conds.append(f"type(a{i}) is {type(a).__name__}")
-        else:
-            env[f"g_sig{i}"] = s
-            conds.append(f"sig(a{i}) == g_sig{i}")
+        conds.append(c)
+    for j, (k, a) in enumerate((kwargs or {}).items()):
+        c = _arg_check(f"k{j}", a, True, env)
+        if c is None:
+            return None
+        kconds.append(c)
     if backend is None or backend == "auto":
         env["envf"], env["g_env"] = L.env_fast, L.env_fast(_ENV_KEY)
         bcheck = f"(backend != 'auto' and backend is not None) or envf({_ENV_KEY!r}) != g_env"
@@ -300,7 +308,31 @@ def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_
     else:                           # any sequence (unpacking would take an iterator's items)
         lines += [f"    if len({name}) != {len(args)}: return MISS\n"] + (["    " + unpack] if args else [])
     lines += [f"    if not ({' and '.join(conds)}): return MISS\n"] if args else []
+    if kwargs:
+        lines += [f"    if len(kwargs) != {len(kwargs)}: return MISS\n"]
+        lines += [f"    k{j} = kwargs.get({k!r}, MISS)\n" for j, k in enumerate(kwargs)]
+        lines += [f"    if not ({' and '.join(kconds)}): return MISS\n"]
     return lines, env
+
+
+def _arg_check(a: str, v, by_value: bool, env: dict):
+    """The guard's condition that the argument named ``a`` has ``v``'s key (its value too
+    when ``by_value``, for scalars), with its constants put in ``env``; None when ``v``
+    has no key (the call binds from scratch)."""
+    s = arg_signature(v)
+    if s is _UNKEYED:
+        return None
+    if type(v) is _MXA:     # arrays: by dtype and shape, never by value
+        env[f"g_s_{a}"], env[f"g_d_{a}"] = v.shape, v.dtype      # (Dtype == Dtype: by value)
+        return f"type({a}) is mxa and {a}.shape == g_s_{a} and {a}.dtype == g_d_{a}"
+    env[f"g_sig_{a}"], env[f"g_v_{a}"] = s, v
+    if runtime.is_array(v):
+        return f"sig({a}) == g_sig_{a}"
+    if type(v) in (float, bool):
+        return f"type({a}) is {type(v).__name__}" + (f" and {a} == g_v_{a}" if by_value else "")
+    if type(v) is int and by_value:
+        return f"type({a}) is int and {a} == g_v_{a}"
+    return f"sig({a}) == g_sig_{a}" + (f" and {a} == g_v_{a}" if by_value else "")
 
 
 def _cached_scalar(t: T.ScalarType, backend: str = ""):

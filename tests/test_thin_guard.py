@@ -306,3 +306,73 @@ def test_computed_output_shapes_key_arrays_by_shape_not_value():
         a = np.asarray(arr)
         got = np.asarray(pair_sums(arr, grid=a.size // 2, threadgroup=1, backend="sim"))
         np.testing.assert_array_equal(got, a[0::2] + a[1::2])
+
+
+# ----------------------------------------------------------------------------- values in the key
+# Constexprs (by keyword or position) and the arguments an output shape is computed from
+# are in the key by value: the guard must check those values, not only their types.
+
+class Head:
+    """A stand-in kernel object for ``head`` below: out = x[:len(out)] * scale."""
+
+    def __init__(self, made, **kw):
+        self.kw, self.calls = kw, []
+        made.append(self)
+
+    def __call__(self, *, inputs, grid, threadgroup, output_shapes, output_dtypes, init_value=None,
+                 template=None, verbose=False, stream=None):
+        self.calls.append((list(inputs), grid, threadgroup, output_shapes))
+        by = dict(zip(self.kw["input_names"], inputs))
+        n = output_shapes[0][0]
+        scale = by["s"] if "s" in by else 1.0
+        return [(by["x"][:n] * scale).astype(output_dtypes[0])]
+
+
+@pytest.fixture
+def heads(monkeypatch):
+    made = []
+    monkeypatch.setattr(mx.fast, "cuda_kernel", lambda **kw: Head(made, **kw))
+    monkeypatch.setattr(L, "cuda_available", lambda: True)
+    return made
+
+
+def test_constexpr_keywords_take_the_guard_by_value(heads):
+    @mb.kernel
+    def head(x, out: mb.Out(shape=lambda K, **_: (K,)), K: mb.constexpr = 4):
+        i = thread_position_in_grid.x
+        if i < K:
+            out[i] = x[i]
+    x = arr(64)
+    seen = []
+    for K in (8, 8, 16, 8, 16, 16, 3):
+        out = head(x, grid=64, threadgroup=32, backend="cuda", K=K)
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:K])
+        seen.append(len(heads))
+    assert head._guard_kw is not None
+    assert seen == [1, 1, 2, 2, 2, 2, 3]          # one prepared kernel per value of K
+    # an option is no constexpr: the keyed path, still right
+    out = head(x, grid=64, threadgroup=32, backend="cuda", K=16, init_value=0.0)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:16])
+    assert heads[1].calls[-1][3] == [(16,)]
+    # the same value with another type is another key (8 vs 8.0), launched as its binding says
+    out = head(x, grid=64, threadgroup=32, backend="cuda", K=8.0)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:8])
+    out = head(x, grid=64, threadgroup=32, backend="cuda", K=3)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:3])
+
+
+def test_computed_output_shape_reads_positional_values_through_the_guard(heads):
+    @mb.kernel
+    def head(x, n: int, s: float, out: mb.Out(shape=lambda x, n, **_: (n,))):
+        i = thread_position_in_grid.x
+        if i < n:
+            out[i] = x[i] * s
+    x = arr(64)
+    for n, s in ((8, 2.0), (8, 2.0), (16, 2.0), (8, -1.0), (16, 0.5), (5, 0.5)):
+        out = head(x, n, s, grid=64, threadgroup=32, backend="cuda")
+        assert out.shape == (n,)
+        np.testing.assert_allclose(np.asarray(out), np.asarray(x)[:n] * np.float32(s), rtol=1e-6)
+    assert head._guard is not None
+    xs = arr(32)                                     # another shape of x: another key
+    out = head(xs, 5, 1.0, grid=32, threadgroup=32, backend="cuda")
+    np.testing.assert_allclose(np.asarray(out), np.asarray(xs)[:5], rtol=1e-6)
