@@ -18,6 +18,7 @@ from .matrices import MATRIX_CALLS
 from ...semantics import TupleValue
 from .expressions import _NOT_STATIC
 from .pyfuncs import is_python_function
+from .npufuncs import is_numpy_ufunc
 from .specs import _PY_CASTS, resolve_dtype
 
 
@@ -53,6 +54,10 @@ class CallsMixin:
         if obj is print:
             from .printing import translate_print
             return translate_print(self, node, statement)
+        if is_numpy_ufunc(obj):                             # np.sin(x, out), np.greater(a, b) (npufuncs.py)
+            r = self.numpy_ufunc(obj, node, statement)
+            if r is not None:
+                return r
         name = None
         if isinstance(obj, dsl.MatrixDType):                 # simdgroup_float8x8(v) (matrices.py)
             return self.matrix_construct(obj.matrix_type, node)

@@ -25,6 +25,7 @@ from .specs import ArgSpec, Binding, BufInfo, Module
 from .matrices import MatricesMixin
 from .loops import LoopsMixin
 from .pyfuncs import PyFunctionsMixin
+from .npufuncs import NpUfuncsMixin
 from .statements import StatementsMixin
 from .structs import StructArg, with_struct_fields
 from .records import RecordArg, with_record_fields
@@ -33,7 +34,7 @@ from .views import ViewsMixin
 
 
 class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin, CompileTimeMixin,
-                         ViewsMixin, MatricesMixin, TuplesMixin, PyFunctionsMixin):
+                         ViewsMixin, MatricesMixin, TuplesMixin, PyFunctionsMixin, NpUfuncsMixin):
     """Translates one function body (kernel or device function) for one specialisation."""
 
     def __init__(self, module: Module, parsed: ParsedFunction, is_kernel: bool,
