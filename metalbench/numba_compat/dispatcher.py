@@ -157,6 +157,28 @@ def argument_types(args) -> tuple:
 class DispatcherAPI:
     """The dispatcher attributes of a ``cuda.jit`` kernel (mixed into ``CUDAKernel``)."""
 
+    def host_function(self):
+        """The Python function when this ``jit`` function returns a value, else None.
+
+        Ported code reads ``import numba`` as ``import metalbench.cuda as numba``, so
+        ``numba.jit`` is ``cuda.jit``: a function that returns a value cannot be a kernel, and
+        called from the host without a launch configuration it is Numba's CPU ``jit``: it
+        runs as Python (same results; from a kernel it stays a device function)::
+
+            >>> from metalbench import cuda
+            >>> @cuda.jit
+            ... def twice(x):
+            ...     return 2 * x
+            >>> twice(21)
+            42
+        """
+        from ..frontend.python.statements import _returns_value
+        try:
+            fdef = self.parsed().fdef
+        except Exception:           # no readable source: not a function to run on the host
+            return None
+        return self.fn if _returns_value(fdef) else None
+
     @property
     def overloads(self) -> dict:
         """Argument types -> :class:`CompiledKernel`, one per compilation."""

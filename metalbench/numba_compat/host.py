@@ -514,6 +514,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
             from ..sim.printing import print_threads as selected
             with selected(print_threads):
                 return self(*args, grid=grid, threadgroup=threadgroup, backend=backend, checked=checked, **kwargs)
+        if grid is None and self.host_function() is not None:      # numba.jit's meaning (dispatcher.py)
+            return self.fn(*args, **kwargs)
         if grid is None:
             raise LaunchConfigError(f"launch configuration was not specified for kernel {self.name}",
                                     hint="launch it Numba's way, kernel[griddim, blockdim](*args), or give "

@@ -59,7 +59,7 @@ def parse_function(fn, source_text: str | None = None, first_line: int | None = 
     fdef = fdefs[0]
     if isinstance(fdef, ast.AsyncFunctionDef):
         raise KernelSyntaxError("async functions cannot be kernels", node_span(src, fdef))
-    env = {}
+    env = _LiveEnv(fn) if fn is not None else {}
     if fn is not None:
         env.update(fn.__globals__)
         if fn.__closure__:
@@ -69,6 +69,50 @@ def parse_function(fn, source_text: str | None = None, first_line: int | None = 
                 except ValueError:
                     pass
     return ParsedFunction(fdef, src, env, fdef.name)
+
+
+class _LiveEnv(dict):
+    """A function's names as seen when it was parsed, and for a name not yet bound then
+    (a closure variable or global assigned after the decorator ran, as in
+    ``@cuda.jit def k(): f(...)`` followed by ``def f``), its value now: Numba resolves
+    names when it compiles, at the first launch.
+
+    >>> def outer():
+    ...     def k():
+    ...         return later
+    ...     env = parse_function(k).env
+    ...     later = 5
+    ...     return "later" in env, env["later"]
+    >>> outer()
+    (True, 5)
+    """
+
+    def __init__(self, fn):
+        super().__init__()
+        self._fn = fn
+
+    def _live(self, name):
+        fn = self._fn
+        if fn.__closure__ and name in fn.__code__.co_freevars:
+            try:
+                return True, fn.__closure__[fn.__code__.co_freevars.index(name)].cell_contents
+            except ValueError:
+                return False, None
+        if name in fn.__globals__:
+            return True, fn.__globals__[name]
+        return False, None
+
+    def __missing__(self, name):
+        found, v = self._live(name)
+        if not found:
+            raise KeyError(name)
+        return v
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or self._live(name)[0]
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
 
 
 def char_col(src: Source, line: int, byte_col: int | None) -> int | None:
