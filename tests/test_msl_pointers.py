@@ -202,7 +202,29 @@ REFERENCES = MSLCase(
     void swap2(thread float& a, thread float& b) { float t = a; a = b; b = t; }
     """, atol=1e-5)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES]
+TG_SCALAR = MSLCase(
+    "tg_scalar",
+    """
+    uint t = thread_position_in_threadgroup.x;
+    uint g = threadgroup_position_in_grid.y;
+    threadgroup float row_max;            // one value shared by the threadgroup
+    threadgroup int hits;
+    if (t == 0) { row_max = -INFINITY; hits = 0; }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float v = x[g * 32 + t];
+    float m = simd_max(v);
+    if (t == 0) { row_max = m; }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (v == row_max) { hits += 1; }       // one thread per row holds the maximum
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[g * 32 + t] = v - row_max + float(hits);
+    """,
+    {"x": RNG.standard_normal((4, 32)).astype(np.float32)},
+    [("out", (4, 32), np.float32)],
+    lambda x: [x - x.max(1, keepdims=True) + 1],
+    grid=(32, 4, 1), tg=(32, 1, 1), atol=1e-6)
+
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR]
 IDS = [c.name for c in CASES]
 
 

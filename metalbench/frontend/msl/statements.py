@@ -355,6 +355,8 @@ class StatementsMixin:
         if d.type != "identifier":
             self.unsupported(d, f"the declaration '{self.text(d)}'")
         name = self.text(d)
+        if space == "threadgroup" and not top:
+            return self.threadgroup_scalar(name, base, init, atomic, sp, d)
         if atomic:
             self.unsupported(d, "an atomic local variable")
         t = base
@@ -445,6 +447,20 @@ class StatementsMixin:
                     val = self.sem.convert(self.expr(item), t, self.sp(item))
                 out.extend(self.sem.view_store(flat, ir.Const(k, T.int32, span=sp), val, sp))
         return out
+
+    def threadgroup_scalar(self, name, base, init, atomic, sp, d):
+        """``threadgroup float inv;``: one value shared by the threadgroup, a one-element
+        threadgroup array that the name reads and writes at element 0 (as a reference)."""
+        if init is not None:
+            self.type_err(d, "threadgroup variables cannot have initialisers (Metal)")
+        if not isinstance(base, T.ScalarType):
+            self.unsupported(d, f"a threadgroup variable of type '{getattr(base, 'name', base)}'")
+        if not self.in_kernel:
+            self.unsupported(d, "a threadgroup variable declared in a device function")
+        irname = self.fresh(name)
+        a = ir.ArrayDecl(irname, "threadgroup", base, (1,), None, span=sp)
+        self.scopes[-1][name] = Ref(self.sem.view_of(irname, base, "threadgroup", (1,), atomic=atomic, span=sp))
+        return [a]
 
     def reference_decl(self, d, init, base, sp):
         """``device float& r = out[i];`` (an element: its position fixed now) or
