@@ -386,6 +386,17 @@ def worker(args):
         # metalbench is not Numba's simulator: what that simulator cannot do, metalbench is asked to.
         import numba.cuda.testing as testing
         testing.skip_on_cudasim = lambda reason: (lambda f: f)
+        # MemoryLeakMixin (numba.cuda.tests.support) compares NRT allocation counts around a
+        # test; under NUMBA_ENABLE_CUDASIM its rtsys is the simulator's stub, whose
+        # get_allocation_stats() returns None (the simulator skips those classes). metalbench
+        # has no NRT: nothing is allocated through it, so the counts are zeros.
+        from collections import namedtuple
+        from numba.cuda.tests.support import rtsys
+        zeros = namedtuple("nrt_mstats", ["alloc", "free", "mi_alloc", "mi_free"])(0, 0, 0, 0)
+        if rtsys.get_allocation_stats() is None:
+            type(rtsys).get_allocation_stats = lambda self, stream=None: zeros
+        if not hasattr(rtsys, "memsys_disable_stats"):
+            type(rtsys).memsys_disable_stats = lambda self, stream=None: None
         if args.shim:
             install_type_shim()
         module = "mbport." + args.module

@@ -148,7 +148,7 @@ def _from_compiled_strings(code):
         first = [_BY_CODE[code]]
     except (KeyError, TypeError):
         first = []
-    for name, src in first + list(reversed(_COMPILED)):
+    for name, src in first + list(reversed(_COMPILED)) + _command_string():
         if name != code.co_filename:
             continue
         text = src.decode("utf-8", "replace") if isinstance(src, bytes) else src
@@ -168,6 +168,25 @@ def _from_compiled_strings(code):
                 continue
             return block, code.co_firstlineno, name
     return None
+
+
+def _command_string() -> list:
+    """``python -c TEXT``: the program's text, from the interpreter's own arguments
+    (``sys.orig_argv``), as the pseudo-file ``<string>`` its functions were compiled as.
+    Checked like any other candidate: it is used only when it compiles to the function's
+    own code."""
+    argv = list(getattr(sys, "orig_argv", None) or [])
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "-c" and i + 1 < len(argv):
+            return [("<string>", argv[i + 1])]
+        if a.startswith("-c"):
+            return [("<string>", a[2:])]
+        if not a.startswith("-") or a in ("-m", "-"):
+            break     # the script or module name: the options are over
+        i += 2 if a in ("-W", "-X") else 1
+    return []
 
 
 def _why(fn, err) -> str:

@@ -57,6 +57,15 @@ class PrintBuilder:
         t = e.type
         if t is None:
             self.error("this has no value to print (a call of a void function)")
+        items = getattr(e, "items", None)
+        if items is not None:       # a tuple value prints as Python prints it: (1, (2.0,), 3)
+            self.lit("(")
+            for k, x in enumerate(items):
+                if k:
+                    self.lit(", ")
+                self.value(x, spec, component)
+            self.lit(",)" if len(items) == 1 else ")")
+            return
         if isinstance(t, T.VectorType):
             if component is None:
                 self.error(f"a {t.name} value cannot be printed here; print its components")

@@ -1,0 +1,73 @@
+"""``print`` in Numba kernels: tuples print as Python prints them, and kernels defined in a
+``python -c`` program (whose text Python keeps only in ``sys.orig_argv``) compile. The
+output is compared with Numba's simulator running the same program."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from numba_oracle import NUMBA_PY, have_numba
+
+PROGRAMS = {
+    "tuples": """\
+from numba import cuda
+
+@cuda.jit
+def k(t, u, v):
+    print(t)
+    print(u, v)
+    print((t[0], 2.5), (t[1],))
+
+k[1, 1]((1, ((2, 4), 3.0), (4,), 5), (7,), ())
+cuda.synchronize()
+""",
+    "scalars": """\
+from numba import cuda
+
+@cuda.jit
+def k(x):
+    i = cuda.grid(1)
+    print(i, "x", x == 0, 0.25)
+    print()
+
+k[1, 2](0)
+cuda.synchronize()
+""",
+}
+EXPECTED = {
+    "tuples": "(1, ((2, 4), 3.0), (4,), 5)\n(7,) ()\n(1, 2.5) (((2, 4), 3.0),)\n",
+    "scalars": "0 x True 0.25\n\n1 x True 0.25\n\n",
+}
+
+
+def _run(python, text, env):
+    cp = subprocess.run([str(python), "-c", text], capture_output=True, text=True, timeout=300, env=env)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    return cp.stdout
+
+
+def _metalbench(text):
+    text = text.replace("from numba import cuda", "from metalbench import cuda")
+    env = dict(os.environ, METALBENCH_BACKEND="sim")
+    return _run(sys.executable, text, env)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_print_in_python_c_program(name):
+    got = _metalbench(PROGRAMS[name])
+    assert sorted(got.splitlines()) == sorted(EXPECTED[name].splitlines())
+    if have_numba():
+        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+        env.pop("PYTHONPATH", None)
+        want = _run(NUMBA_PY, PROGRAMS[name], env)
+        assert sorted(got.splitlines()) == sorted(want.splitlines())
+
+
+def test_python_c_text_that_is_not_the_function_is_not_taken():
+    """A ``-c`` program whose kernel comes from an exec'd string of the same pseudo-file
+    name: the ``-c`` text does not compile to that function, so the error stands."""
+    prog = ("ns = {}\nexec('def k(a):\\n    a[0] = 1\\n', ns)\nimport numpy as np\nfrom metalbench import cuda\n"
+            "try:\n    cuda.jit(ns['k'])[1, 1](np.zeros(1))\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
+    out = _metalbench(prog)
+    assert "cannot read the source of 'k'" in out
