@@ -99,10 +99,10 @@ _BASE = """\
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #ifndef INFINITY
-#define INFINITY __int_as_float(0x7f800000)
+#define INFINITY (cuda::std::numeric_limits<float>::infinity())
 #endif
 #ifndef NAN
-#define NAN __int_as_float(0x7fffffff)
+#define NAN (cuda::std::numeric_limits<float>::quiet_NaN())
 #endif
 template <bool B, class T = void> struct mb_enable_if {};
 template <class T> struct mb_enable_if<true, T> { typedef T type; };

@@ -52,6 +52,7 @@ from . import types  # noqa: E402  (``from metalbench.cuda import types``, ``num
 from . import args, compiler, cudadrv, deviceufunc, extending, kernels, launchconfig, random, typing  # noqa: E402,F401,E501
 from .cudadrv import devicearray  # noqa: E402,F401
 from .extending import njit  # noqa: E402,F401  (numba.njit: Python on the host, a device function in kernels)
+from .misc.special import literal_unroll  # noqa: E402,F401  (from numba import literal_unroll)
 from .compiler import (compile, compile_for_current_device, compile_ptx,  # noqa: E402,F401
                        compile_ptx_for_current_device, declare_device)
 

@@ -21,5 +21,6 @@ def _unroll_hook(tr, call):
 
 
 literal_unroll.__metalbench_intrinsic__ = _unroll_hook
+literal_unroll.__metalbench_static_call__ = True     # of a compile-time tuple: that tuple
 
 __all__ = ["literal_unroll"]

@@ -31,6 +31,9 @@ class CallsMixin:
 
     def call(self, node: ast.Call, statement: bool = False):
         sp = self.span(node)
+        red = self.reduction_call(node)          # a.sum(), np.nanmax(a) ... (reductions.py)
+        if red is not None:
+            return red
         obj = self._callee_obj(node.func)
         if obj is None and isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count":
             return self.bit_count(node)                              # x.bit_count() (pyfuncs.py)

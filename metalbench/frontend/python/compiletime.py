@@ -240,6 +240,13 @@ class CompileTimeMixin:
             return NOT_STATIC
         if fobj is dsl.static_range:
             return NOT_STATIC
+        if getattr(fobj, "__metalbench_static_call__", False):
+            # a function the front end may run at compile time on compile-time arguments
+            # (Numba's literal_unroll: the identity)
+            args = [self.try_static(a) for a in node.args]
+            if node.keywords or any(a is NOT_STATIC for a in args):
+                return NOT_STATIC
+            return fobj(*args)
         if fobj in _STATIC_CALLS or fobj in _STATIC_NUMBER_CALLS:
             if node.keywords:
                 return NOT_STATIC
@@ -284,6 +291,8 @@ class CompileTimeMixin:
         an ``ir.Const``)."""
         if isinstance(value, ir.Const):
             return Binding("cexpr", value)
+        if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
+            return Binding("pyobj", value)      # an array of the Python scope (views.global_array)
         seq = as_static_sequence(value)
         return Binding("const", seq if seq is not None else value)
 

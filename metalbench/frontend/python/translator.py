@@ -29,12 +29,14 @@ from .npufuncs import NpUfuncsMixin
 from .statements import StatementsMixin
 from .structs import StructArg, with_struct_fields
 from .records import RecordArg, with_record_fields
+from .reductions import ReductionsMixin
 from .tuples import TuplesMixin
 from .views import ViewsMixin
 
 
 class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin, CompileTimeMixin,
-                         ViewsMixin, MatricesMixin, TuplesMixin, PyFunctionsMixin, NpUfuncsMixin):
+                         ViewsMixin, MatricesMixin, TuplesMixin, PyFunctionsMixin, NpUfuncsMixin,
+                         ReductionsMixin):
     """Translates one function body (kernel or device function) for one specialisation."""
 
     def __init__(self, module: Module, parsed: ParsedFunction, is_kernel: bool,

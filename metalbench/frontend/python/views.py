@@ -159,19 +159,22 @@ class ViewsMixin:
         got = self.m.global_arrays.get(id(obj))
         if got is None:
             t = resolve_dtype(a.dtype)
-            if t is None or a.size == 0:
+            if t is None:
                 raise self.err(KernelTypeError, f"the global array {name!r} ({a.dtype}, shape {a.shape}) cannot be "
                                                 "a constant in a kernel", node, hint="pass it as an argument")
             cname = self.m.unique(f"{name}_const")
-            decl = ir.ArrayDecl(cname, "constant", t, tuple(int(d) for d in a.shape) or (1,),
-                                np.ascontiguousarray(a).reshape(-1).tolist(), span=self.span(node))
+            shape = tuple(int(d) for d in a.shape) or (1,)
+            # An empty array keeps its shape (size 0, loops over it run no iteration) over a
+            # one-element storage: C has no arrays of zero elements.
+            decl = ir.ArrayDecl(cname, "constant", t, shape if a.size else (1,),
+                                np.ascontiguousarray(a).reshape(-1).tolist() or [0], span=self.span(node))
             if not isinstance(obj, np.ndarray):
                 # a device array: Numba reads it by reference, so the kernel compares these
                 # contents with the array's at each launch and recompiles when they changed
                 # (numba_compat/host.py, CUDAKernel._captures_changed)
                 decl.captured = obj
             self.m.globals.append(decl)
-            got = self.m.global_arrays[id(obj)] = (obj, BufInfo(cname, t, "constant", max(1, a.ndim), decl.shape,
+            got = self.m.global_arrays[id(obj)] = (obj, BufInfo(cname, t, "constant", max(1, a.ndim), shape,
                                                                 decl=decl))
         return got[1]
 
