@@ -47,6 +47,8 @@ from ..numba_compat.nbtypes import (b1, bool_, boolean, byte, c8, c16, char, com
                                     u1, u2, u4, u8, uchar, uint, uint8, uint16, uint32, uint64, uintc, uintp,
                                     ulong, ulonglong, ushort, void)
 from ..numba_compat.nbtypes import bfloat16  # noqa: F401  (numba.cuda.types has it)
+from ..numba_compat.vectors import all_names as _vector_names
+globals().update(_vector_names)   # cuda.float32x4, cuda.float4, cuda.short2, ... (numba_compat/vectors.py)
 from . import types  # noqa: E402  (``from metalbench.cuda import types``, ``numba.types``)
 # Host-side modules of numba.cuda (helper numba-host): importable; what cannot work here says why.
 from . import args, compiler, cudadrv, deviceufunc, extending, kernels, launchconfig, random, typing  # noqa: E402,F401,E501

@@ -34,9 +34,12 @@ from .. import types as T
 
 @dataclass(frozen=True)
 class TupleType:
-    """The type of a :class:`TupleValue`: its items' types (``names`` for a namedtuple)."""
+    """The type of a :class:`TupleValue`: its items' types (``names`` for a namedtuple,
+    ``cls`` its class: a namedtuple class or a Numba vector type, kept through locals,
+    device-function parameters and results)."""
     items: tuple
     names: tuple | None = None
+    cls: object = None
 
     @property
     def name(self) -> str:
@@ -66,7 +69,7 @@ class TupleValue(ir.Expr):
 
     @property
     def type(self) -> TupleType:
-        return TupleType(tuple(getattr(x, "type", None) for x in self.items), self.names)
+        return TupleType(tuple(getattr(x, "type", None) for x in self.items), self.names, self.cls)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -113,7 +116,7 @@ def join_types(join, a, b):
         if j is None:
             return None
         items.append(j)
-    return TupleType(tuple(items), a.names)
+    return TupleType(tuple(items), a.names, a.cls)
 
 
 class TupleSemantics:

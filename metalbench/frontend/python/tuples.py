@@ -79,7 +79,7 @@ class TuplesMixin:
                 items.append(self._leaf_vars(name, t, node, p))
             else:
                 items.append(self.local_var(f"{name}__{'_'.join(map(str, p))}", t, node))
-        return TupleValue(items, names=tt.names)
+        return TupleValue(items, names=tt.names, cls=tt.cls)
 
     def store_tuple_local(self, name: str, value: TupleValue, node, sp) -> list[ir.Stmt]:
         """``name = (a, b)``: one local per item (typed by the fixpoint, item-wise)."""
@@ -234,4 +234,4 @@ def flatten_like(structure: TupleValue, value: TupleValue) -> list:
 def rebuild(tt: TupleType, leaves) -> TupleValue:
     """A tuple of type ``tt`` whose leaves come from the iterator ``leaves``."""
     return TupleValue([rebuild(t, leaves) if isinstance(t, TupleType) else next(leaves) for t in tt.items],
-                      names=tt.names)
+                      names=tt.names, cls=tt.cls)
