@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import scalar
 from . import types as T
 
 # Poison for outputs nobody initialised: NaN for floats, 0xCD.. for integers, so
@@ -271,6 +272,8 @@ def _tracing_error(name, kernel_name):
 
 def sim_scalar(v, t: T.ScalarType, name: str = "", kernel_name: str = ""):
     """A scalar argument (number, NumPy scalar or 0-d array) as a NumPy scalar of ``t``."""
+    if type(v) is int:                  # C's conversion: 0xFFFFFFFF as int32 is -1
+        return scalar.value(v, t)
     if isinstance(v, (bool, int, float)):
         return t.np.type(v)
     if isinstance(v, np.generic):

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import launch as L
 from . import runtime
+from . import scalar
 from . import types as T
 
 def _converter(kind: str, t: T.ScalarType, backend: str = ""):
@@ -59,6 +60,8 @@ def scalar_array(v, t: T.ScalarType):
     if a is None:
         if isinstance(v, np.ndarray):
             v = v.reshape(())[()]
+        elif type(v) is int:                         # C's conversion: 0xFFFFFFFF as int32 is -1
+            v = scalar.value(v, t)
         a = (mx.array(float(v), dtype=T.to_mlx(t)) if t in (T.bfloat16, T.float64)
              else mx.array(np.asarray(v, dtype=t.np)))
         if key is not None:

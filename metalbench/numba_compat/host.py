@@ -29,6 +29,7 @@ from .. import ir
 from .. import launch as L
 from .. import runtime
 from .. import types as T
+from ..scalar import value as scalar_value
 from ..errors import (KernelLaunchError, KernelSyntaxError, KernelTypeError, MetalbenchError, trim_traceback,
                       user_facing)
 from ..frontend import python as F
@@ -672,7 +673,8 @@ def _run_sim_inplace(sp: Specialization, values: dict, grid, tg, checked):
     for p in sp.ir.params:
         v, a, t = values[p.name]
         if p.kind == "scalar":
-            args[p.name] = p.type.np.type(v)
+            # a Python int converts as C (and Numba's ctypes argument) does: 0xFFFFFFFF as int32 is -1
+            args[p.name] = scalar_value(v, p.type) if type(v) is int else p.type.np.type(v)
             continue
         device = isinstance(v, DeviceNDArray) and v._host is None   # a device-mode array on the simulator
         if device:

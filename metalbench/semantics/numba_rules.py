@@ -250,8 +250,11 @@ class NumbaRules(DSLRules):
             return sem.convert(x, T.int64, span)
         return sem.cast(T.int64, sem.builtin("rint", [x], span), span)
 
-    def round_ndigits(self, sem, x, n: int, span):
-        """``round(x, n)`` as Numba's ``round_ndigits`` (float32 stays float32)."""
+    def round_ndigits(self, sem, x, n, span):
+        """``round(x, n)`` as Numba's ``round_ndigits`` (float32 stays float32); ``n`` a
+        Python int, or an integer IR value known only at run time."""
+        if not isinstance(n, int):
+            return self._round_ndigits_runtime(sem, x, n, span)
         ft = self.arith(x.type, T.float32) if _intlike(x.type) else x.type
         x = sem.once(sem.convert(x, ft, span), span)
         f64 = T.float64
@@ -269,6 +272,33 @@ class NumbaRules(DSLRules):
             y = sem.binop("/", xd, sem.const(pow1, f64, span), span)
             r = ir.Call("rint", [sem.convert(y, ft, span)], ft, span=span)
             val = sem.binop("*", sem.convert(r, f64, span), sem.const(pow1, f64, span), span)
+        special = sem.logical("or", ir.Call("isinf", [x], T.bool_, span=span),
+                              ir.Call("isnan", [x], T.bool_, span=span), span)
+        return sem.select(special, x, sem.convert(val, ft, span), span)
+
+    def _round_ndigits_runtime(self, sem, x, n, span):
+        """The constant-``n`` computation above with ``n`` a run-time integer: the powers
+        of ten come from ``pow(10.0, e)`` (exact for the exponents that matter) and the
+        two branches (n >= 0, n < 0) are selects."""
+        ft = self.arith(x.type, T.float32) if _intlike(x.type) else x.type
+        f64, i64 = T.float64, T.int64
+        x = sem.once(sem.convert(x, ft, span), span)
+        xd = sem.once(sem.convert(x, f64, span), span)
+        n = sem.once(sem.convert(n, i64, span), span)
+        c = lambda v, t=f64: sem.const(v, t, span)         # noqa: E731
+        pos = sem.once(sem.binop(">=", n, c(0, i64), span), span)
+        big = sem.once(sem.binop(">", n, c(22, i64), span), span)
+        e = sem.select(pos, sem.select(big, sem.binop("-", n, c(22, i64), span), n, span),
+                       sem.unop("-", n, span), span)
+        pow1 = sem.once(sem.builtin("pow", [c(10.0), sem.convert(e, f64, span)], span), span)
+        pow2 = sem.once(sem.select(big, c(1e22), c(1.0), span), span)
+        y = sem.once(sem.select(pos, sem.binop("*", sem.binop("*", xd, pow1, span), pow2, span),
+                                sem.binop("/", xd, pow1, span), span), span)
+        r = sem.once(sem.convert(ir.Call("rint", [sem.convert(y, ft, span)], ft, span=span), f64, span), span)
+        val = sem.select(pos, sem.binop("/", sem.binop("/", r, pow2, span), pow1, span),
+                         sem.binop("*", r, pow1, span), span)
+        overflow = sem.logical("and", pos, ir.Call("isinf", [y], T.bool_, span=span), span)
+        val = sem.select(overflow, xd, val, span)
         special = sem.logical("or", ir.Call("isinf", [x], T.bool_, span=span),
                               ir.Call("isnan", [x], T.bool_, span=span), span)
         return sem.select(special, x, sem.convert(val, ft, span), span)

@@ -134,10 +134,14 @@ class CallsMixin:
                 r = self.builtin_call(name, [r, a], node)
             return r
         if name == "round" and len(args) == 2 and obj is _pybuiltins.round:
-            n = self.static_value(node.args[1])
-            if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
-                raise self.err(KernelTypeError, "round(x, ndigits) needs ndigits known at compile time", node)
-            return self.sem.rules.round_ndigits(self.sem, args[0], int(n), sp)
+            n = self.try_static(node.args[1])
+            if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+                return self.sem.rules.round_ndigits(self.sem, args[0], int(n), sp)
+            t = args[1].type
+            if not (isinstance(t, T.ScalarType) and t.is_int):
+                raise self.err(KernelTypeError, f"round(x, ndigits) needs an integer ndigits, not {t.name}",
+                               node.args[1])
+            return self.sem.rules.round_ndigits(self.sem, args[0], args[1], sp)
         if name == "round" and len(args) == 2:
             raise self.err(KernelTypeError, "round(x, ndigits) is not supported; round(x) is", node)
         if name == "round" and obj is _pybuiltins.round:

@@ -1,0 +1,112 @@
+"""Smaller Numba-layer features of issue 14, each against Numba's simulator or NumPy:
+``round(x, ndigits)`` with a run-time ``ndigits``."""
+import os
+
+import numpy as np
+import pytest
+
+from metalbench import cuda
+
+from numba_oracle import Oracle, assert_same, run_metalbench
+
+
+@pytest.fixture(autouse=True)
+def _backend():
+    cuda.set_backend(os.environ.get("METALBENCH_TEST_BACKEND", "sim"))
+    yield
+    cuda.set_backend(None)
+
+
+ROUND_RUNTIME = '''
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def k(out, x, nd):
+    i = cuda.grid(1)
+    if i < x.size:
+        for j in range(nd.size):
+            out[i, j] = round(x[i], nd[j])
+
+rng = np.random.default_rng(7)
+x = np.concatenate([rng.random(40) * 10.0 ** rng.integers(-6, 6, 40),
+                    [0.3425, 2.5, -2.5, 0.125, -1e-300, np.inf, -np.inf, np.nan, 0.0, -0.0, 123456.5, 1e300]])
+nd = np.arange(-9, 9, dtype=np.int32)
+o32 = np.zeros((x.size, nd.size), np.float32)
+o64 = np.zeros((x.size, nd.size), np.float64)
+k[2, 32](o32, x.astype(np.float32), nd)
+k[2, 32](o64, x, nd.astype(np.int64))
+RESULT = {"o32": o32, "o64": o64}
+'''
+
+PROGRAMS = {"round_runtime": ROUND_RUNTIME}
+ORACLE = Oracle(PROGRAMS)
+
+
+def test_round_runtime_ndigits_matches_numba_simulator():
+    assert_same(run_metalbench(ROUND_RUNTIME), ORACLE["round_runtime"])
+
+
+def test_round_runtime_ndigits_equals_constant_ndigits():
+    """The run-time path computes what the constant path does, also where the power of
+    ten is large (n > 22: two factors; an infinite product: x itself)."""
+    digits = (-30, -5, 0, 3, 9, 23, 30, 310)
+
+    @cuda.jit
+    def runtime(out, x, nd):
+        i = cuda.grid(1)
+        if i < x.size:
+            for j in range(nd.size):
+                out[i, j] = round(x[i], nd[j])
+
+    @cuda.jit
+    def constant(out, x):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i, 0] = round(x[i], -30)
+            out[i, 1] = round(x[i], -5)
+            out[i, 2] = round(x[i], 0)
+            out[i, 3] = round(x[i], 3)
+            out[i, 4] = round(x[i], 9)
+            out[i, 5] = round(x[i], 23)
+            out[i, 6] = round(x[i], 30)
+            out[i, 7] = round(x[i], 310)
+
+    rng = np.random.default_rng(3)
+    for dt in (np.float32, np.float64):
+        x = np.concatenate([rng.standard_normal(30) * 1e4, [0.5, 1.5, 1e30, -3e-20]]).astype(dt)
+        a = np.zeros((x.size, len(digits)), dt)
+        b = np.zeros_like(a)
+        runtime[1, 64](a, x, np.array(digits, np.int32))
+        constant[1, 64](b, x)
+        np.testing.assert_array_equal(a, b)
+        if dt is np.float64:        # (x * 10**288) * 1e22 overflows: x unchanged
+            np.testing.assert_array_equal(a[-3:-1, 7], x[-3:-1])
+
+
+def test_round_ndigits_must_be_an_integer():
+    from metalbench.errors import KernelTypeError
+
+    @cuda.jit
+    def k(out, x, nd):
+        out[0] = round(x[0], nd[0])
+
+    with pytest.raises(KernelTypeError, match="integer ndigits"):
+        k[1, 1](np.zeros(1), np.ones(1), np.ones(1))
+
+
+def test_declared_scalar_types_convert_python_ints_as_c():
+    """A Python int passed for a declared int32 converts as C (and Numba's ctypes
+    argument) does: 0xFFFFFFFF is -1, 2**31 is -2**31; uint8 keeps the low byte."""
+    @cuda.jit("void(int64[:], int32, uint8)")
+    def k(out, a, b):
+        out[0] = a
+        out[1] = b
+        out[2] = cuda.ffs(a)
+
+    out = np.zeros(3, np.int64)
+    for a, b in ((0xFFFFFFFF, 300), (2 ** 31, -1), (0x00100000, 7)):
+        k[1, 1](out, a, b)
+        wa, wb = np.array(a).astype(np.int32), np.array(b).astype(np.uint8)
+        want_ffs = (int(wa) & -int(wa)).bit_length()
+        np.testing.assert_array_equal(out, [wa, wb, want_ffs])
