@@ -252,7 +252,11 @@ class NumbaRules(DSLRules):
 
     def round_ndigits(self, sem, x, n, span):
         """``round(x, n)`` as Numba's ``round_ndigits`` (float32 stays float32); ``n`` a
-        Python int, or an integer IR value known only at run time."""
+        Python int, or an integer IR value known only at run time. As in Numba's CUDA
+        target, ``y = x * 10**n`` and its rounding (half to even: Numba's halfway branch)
+        are float64 also for float32 ``x``; only the result converts back (Numba's
+        simulator rounds a float32 in float32, as NumPy does: ``round(float32(0.3425), 3)``
+        is 0.342 there, 0.343 on the GPU and here)."""
         if not isinstance(n, int):
             return self._round_ndigits_runtime(sem, x, n, span)
         ft = self.arith(x.type, T.float32) if _intlike(x.type) else x.type
@@ -263,15 +267,15 @@ class NumbaRules(DSLRules):
             pow1, pow2 = (10.0 ** (n - 22), 1e22) if n > 22 else (10.0 ** n, 1.0)
             y = sem.once(sem.binop("*", sem.binop("*", xd, sem.const(pow1, f64, span), span),
                                    sem.const(pow2, f64, span), span), span)
-            r = ir.Call("rint", [sem.convert(y, ft, span)], ft, span=span)
-            val = sem.binop("/", sem.binop("/", sem.convert(r, f64, span), sem.const(pow2, f64, span), span),
+            r = ir.Call("rint", [y], f64, span=span)
+            val = sem.binop("/", sem.binop("/", r, sem.const(pow2, f64, span), span),
                             sem.const(pow1, f64, span), span)
             val = sem.select(ir.Call("isinf", [y], T.bool_, span=span), xd, val, span)
         else:
             pow1 = 10.0 ** (-n)
             y = sem.binop("/", xd, sem.const(pow1, f64, span), span)
-            r = ir.Call("rint", [sem.convert(y, ft, span)], ft, span=span)
-            val = sem.binop("*", sem.convert(r, f64, span), sem.const(pow1, f64, span), span)
+            r = ir.Call("rint", [y], f64, span=span)
+            val = sem.binop("*", r, sem.const(pow1, f64, span), span)
         special = sem.logical("or", ir.Call("isinf", [x], T.bool_, span=span),
                               ir.Call("isnan", [x], T.bool_, span=span), span)
         return sem.select(special, x, sem.convert(val, ft, span), span)
@@ -294,7 +298,7 @@ class NumbaRules(DSLRules):
         pow2 = sem.once(sem.select(big, c(1e22), c(1.0), span), span)
         y = sem.once(sem.select(pos, sem.binop("*", sem.binop("*", xd, pow1, span), pow2, span),
                                 sem.binop("/", xd, pow1, span), span), span)
-        r = sem.once(sem.convert(ir.Call("rint", [sem.convert(y, ft, span)], ft, span=span), f64, span), span)
+        r = sem.once(ir.Call("rint", [y], f64, span=span), span)
         val = sem.select(pos, sem.binop("/", sem.binop("/", r, pow2, span), pow1, span),
                          sem.binop("*", r, pow1, span), span)
         overflow = sem.logical("and", pos, ir.Call("isinf", [y], T.bool_, span=span), span)
