@@ -340,12 +340,15 @@ class MatrixStore(Stmt):
 class ArrayDecl(Stmt):
     """A threadgroup (``space="threadgroup"``) or thread-local (``space="thread"``) array
     of ``elem`` with a static ``shape``; ``init`` optionally gives constant contents
-    (MSL initialiser lists; also ``constant`` arrays of the header)."""
+    (MSL initialiser lists; also ``constant`` arrays of the header); ``align`` a byte
+    alignment the array's address must have (Numba's ``alignment=``; printed as
+    ``alignas``/``__align__``)."""
     name: str
     space: str
     elem: ScalarType
     shape: tuple[int, ...]
     init: list | None = None
+    align: int | None = None
 
     @property
     def size(self) -> int:

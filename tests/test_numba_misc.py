@@ -145,3 +145,49 @@ def test_declared_scalar_types_convert_python_ints_as_c():
         wa, wb = np.array(a).astype(np.int32), np.array(b).astype(np.uint8)
         want_ffs = (int(wa) & -int(wa)).bit_length()
         np.testing.assert_array_equal(out, [wa, wb, want_ffs])
+
+
+def test_array_alignment_runs_and_is_printed():
+    """``alignment=`` on cuda.local.array / cuda.shared.array (Numba's CUDA target; its
+    simulator refuses it): the kernel computes as without it, and the printed CUDA/MSL
+    declare the arrays aligned (__align__ / alignas)."""
+    @cuda.jit
+    def k(out):
+        i = cuda.grid(1)
+        loc = cuda.local.array(4, dtype=np.uint8, alignment=16)
+        sh = cuda.shared.array(shape=(2, 8), dtype=np.float32, alignment=64)
+        loc[0] = i
+        sh[1, i] = loc[0] * 2
+        cuda.syncthreads()
+        out[i] = sh[1, 7 - i]
+
+    out = np.zeros(8, np.float32)
+    k[1, 8](out)
+    np.testing.assert_array_equal(out, 2 * (7 - np.arange(8)))
+    sp = k.specialization(k.bind(out, grid=(8, 1, 1), threadgroup=(8, 1, 1)))
+    cu, msl = sp.source("cuda"), sp.source("metal")
+    assert "__align__(16) uint8_t" in cu and "__align__(64) __shared__ float" in cu
+    assert "alignas(16) uchar" in msl and "alignas(64) threadgroup float" in msl
+
+
+@pytest.mark.parametrize("alignment, cls, msg", [
+    (3, ValueError, "Alignment must be a power of 2"),
+    (0, ValueError, "Alignment must be positive"),
+    (-16, ValueError, "Alignment must be positive"),
+    (4, ValueError, "Alignment must be a multiple of 8"),
+    (1.5, Exception, "RequireLiteralValue: .*alignment must be a constant integer"),
+    ("16", Exception, "RequireLiteralValue: .*alignment must be a constant integer"),
+])
+def test_invalid_alignment_is_refused(alignment, cls, msg):
+    from metalbench.errors import KernelTypeError
+
+    @cuda.jit
+    def k(out):
+        s = cuda.shared.array(4, np.float32, alignment=alignment)
+        s[0] = 1
+        out[0] = s[0]
+
+    with pytest.raises(KernelTypeError, match=msg) as e:
+        k[1, 1](np.zeros(1, np.float32))
+    assert isinstance(e.value, cls)
+    assert "alignment=alignment" in str(e.value)          # the line, with a caret

@@ -63,6 +63,7 @@ class Dialect:
     space: dict[str, str] = field(default_factory=dict)   # address space -> pointer/array prefix
     global_prefix: str = "constant "       # module-level constant arrays
     threadgroup_prefix: str = "threadgroup "
+    align: str = "alignas({n}) "           # an array declaration's alignment (ArrayDecl.align)
     math: dict[str, str] = field(default_factory=dict)    # builtin -> function spelling
     barrier: dict[str, str] = field(default_factory=dict)  # scope -> statement (with {flags})
     fence: dict[str, str] = field(default_factory=dict)    # thread scope -> statement ({flags}, {order})
@@ -367,7 +368,11 @@ class CPrinter:
             init = " = {" + ", ".join(self.literal(v, s.elem) for v in _flat(s.init)) + "}"
         prefix = self.d.threadgroup_prefix if s.space == "threadgroup" else self.d.space.get("thread_array", "")
         dims = f"  // {' x '.join(map(str, s.shape))}" if len(s.shape) > 1 else ""
-        return f"{prefix}{self.tname(s.elem)} {self.name(s.name)}[{s.size}]{init};{dims}"
+        return f"{self.align_spec(s)}{prefix}{self.tname(s.elem)} {self.name(s.name)}[{s.size}]{init};{dims}"
+
+    def align_spec(self, s: ir.ArrayDecl) -> str:
+        """``alignas(16) `` (MSL) / ``__align__(16) `` (CUDA) for an aligned array, else ""."""
+        return self.d.align.format(n=s.align) if getattr(s, "align", None) else ""
 
     def param_decl(self, p: ir.FuncParam, fn: ir.Function) -> str:
         if p.space is None:

@@ -85,6 +85,7 @@ CUDA = Dialect(
     space={"device": "", "constant": "", "threadgroup": "", "thread": "", "thread_array": ""},
     global_prefix="__constant__ ",
     threadgroup_prefix="__shared__ ",
+    align="__align__({n}) ",
     barrier={"threadgroup": "__syncthreads();", "simdgroup": "__syncwarp(__activemask());"},
     # CUDA fences order every memory space; there is no warp-scope one (the block's is stronger)
     fence={"device": "__threadfence();", "threadgroup": "__threadfence_block();",

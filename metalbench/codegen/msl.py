@@ -189,7 +189,7 @@ class MSLPrinter(VectorAccessMixin, MSLMatrixMixin, CPrinter):
             if self._is_atomic(s.name):
                 el = f"atomic<{el}>"
             dims = f"  // {' x '.join(map(str, s.shape))}" if len(s.shape) > 1 else ""
-            return f"threadgroup {el} {self.name(s.name)}[{s.size}];{dims}"
+            return f"{self.align_spec(s)}threadgroup {el} {self.name(s.name)}[{s.size}];{dims}"
         if self._is_atomic(s.name):
             raise KernelTypeError("atomics need a device buffer or a threadgroup array", s.span)
         return super().array_decl(s)

@@ -32,6 +32,7 @@ from .. import ir
 from .. import types as T
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..semantics import TupleValue
+from ..frontend.python.compiletime import NOT_STATIC
 
 WARP_SIZE = 32
 
@@ -172,6 +173,32 @@ def numba_dtype(obj):
     return resolve_dtype(obj)
 
 
+class AlignmentError(KernelTypeError, ValueError):
+    """An ``alignment=`` that is an integer but no valid alignment (Numba raises a
+    ValueError here)."""
+
+
+def _alignment(tr, node, what: str) -> int | None:
+    """``alignment=`` of ``cuda.local.array``/``cuda.shared.array``: None, or a constant
+    power of two that is a multiple of the pointer size (8 bytes), as Numba requires."""
+    if node is None:
+        return None
+    v = tr.try_static(node)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        shown = ast.unparse(node) if v is NOT_STATIC else repr(v)
+        # (Numba's class name leads, as in Numba's message)
+        raise tr.err(KernelTypeError, f"RequireLiteralValue: cuda.{what}(): alignment must be a constant "
+                                      f"integer, not {shown}", node, hint="alignment=16, for example")
+    v = int(v)
+    why = ("positive" if v <= 0 else "a power of 2" if v & (v - 1) else
+           "a multiple of 8 (the pointer size)" if v % 8 else None)
+    if why is not None:
+        raise tr.err(AlignmentError, f"Alignment must be {why}; cuda.{what}() got alignment={v}", node)
+    return v
+
+
 class _ArrayMaker(_Placeholder):
     """``cuda.shared.array(shape, dtype)`` / ``cuda.local.array(shape, dtype)``."""
 
@@ -179,7 +206,9 @@ class _ArrayMaker(_Placeholder):
         self._space, self._what = space, what
 
     def __metalbench_array__(self, tr, call):
-        shape_node, dtype_node = _args(tr, call, ["shape", "dtype"], self._what)
+        shape_node, dtype_node, align_node = _args(tr, call, ["shape", "dtype", "alignment"], self._what,
+                                                   optional=("alignment",))
+        align = _alignment(tr, align_node, self._what)
         try:
             shape = tr.static_value(shape_node)
         except KernelTypeError:
@@ -188,7 +217,7 @@ class _ArrayMaker(_Placeholder):
             shape = (int(shape),)
         ok = isinstance(shape, tuple) and shape and all(isinstance(d, (int, np.integer)) for d in shape)
         if self._space == "threadgroup" and ok and len(shape) == 1 and int(shape[0]) == 0:
-            return self._dynamic(tr, call, dtype_node)
+            return (*self._dynamic(tr, call, dtype_node), align)
         if not ok or any(int(d) <= 0 for d in shape):
             if self._space == "thread":
                 raise KernelSyntaxError(
@@ -203,8 +232,7 @@ class _ArrayMaker(_Placeholder):
         if t is None:
             raise tr.err(KernelTypeError, f"{dt!r} is not a supported dtype", dtype_node,
                          hint="use float32, int32, uint32, float16, ...")
-        return self._space, tuple(int(d) for d in shape), t
-
+        return self._space, tuple(int(d) for d in shape), t, None, align
 
     def _dynamic(self, tr, call, dtype_node):
         """``cuda.shared.array(0, dtype)``: dynamic shared memory, as many elements as the

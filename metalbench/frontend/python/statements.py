@@ -244,9 +244,11 @@ class StatementsMixin:
         sp = self.span(call)
         hook = getattr(obj, "__metalbench_array__", None)
         fixed = None            # a name the hook chose (arrays that are one: dynamic shared memory)
+        align = None            # the hook's byte alignment (Numba's alignment=)
         if hook is not None:
-            space, shape, dtype, *fixed = hook(self, call)
-            fixed = fixed[0] if fixed else None
+            space, shape, dtype, *extra = hook(self, call)
+            fixed = extra[0] if extra else None
+            align = extra[1] if len(extra) > 1 else None
         else:
             space = "threadgroup" if obj.dsl_name == "threadgroup_array" else "thread"
             args = list(call.args)
@@ -291,10 +293,10 @@ class StatementsMixin:
             n = 1
             for d in shape:
                 n *= int(d)
-            decl = ir.ArrayDecl(cname, space, t.elem, (n * step,), span=sp)
+            decl = ir.ArrayDecl(cname, space, t.elem, (n * step,), span=sp, align=align)
             info = BufInfo(cname, t.elem, space, len(shape), tuple(int(d) for d in shape), decl=decl, vec=t)
         else:
-            decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp)
+            decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp, align=align)
             info = BufInfo(cname, t, space, len(shape), decl.shape, decl=decl)
         if shared_in_function:
             if not any(d.name == cname for d in self.shared_decls):
