@@ -129,6 +129,85 @@ RESULT = {"y": y["j"].copy(), "a": a["j"].copy(), "want_y": np.stack([x["j"][1],
           "want_a": np.stack([np.zeros((3, 2), np.float32), b["j"][0]])}
 '''
 
+PROGRAMS["records_to_device_functions"] = '''
+import numpy as np
+from numba import cuda
+
+rec = np.dtype([("g", np.int32), ("h", np.float32, 2), ("p", [("x", np.int16), ("y", np.float64)])], align=True)
+
+@cuda.jit(device=True)
+def read(r):
+    return r.h[1] + r.p.y + r["g"]
+
+@cuda.jit(device=True)
+def write(r, v):
+    r.g = v
+    r["p"].x = v * 2
+
+@cuda.jit(device=True)
+def count(a):
+    return len(a)
+
+@cuda.jit(device=True)
+def forward(r):
+    return read(r)
+
+@cuda.jit
+def k(arr, one, grid, out):
+    i = cuda.grid(1)
+    if i < arr.size:
+        out[i] = read(arr[i]) + forward(one) + count(arr) + forward(grid[i % 2, 1])
+        write(arr[i], i + 10)
+
+@cuda.jit
+def k2(one):
+    write(one, 7)
+
+rng = np.random.default_rng(9)
+a = np.zeros(6, rec); a["g"] = rng.integers(-50, 50, 6); a["h"] = rng.standard_normal((6, 2))
+a["p"]["y"] = rng.standard_normal(6)
+g2 = np.zeros((2, 2), rec); g2["g"] = [[1, 2], [3, 4]]; g2["h"] = 0.5; g2["p"]["y"] = [[0.25, 0.5], [1.0, 2.0]]
+holder = np.zeros(1, rec); holder["g"] = 100; holder["h"] = [1, 2]; holder["p"]["y"] = 0.125
+w = a.copy()
+o = np.zeros(6)
+one = holder[0]
+k[1, 8](a, one, g2, o)
+k2[1, 1](one)
+f32 = np.float32
+want_o = (w["h"][:, 1].astype(np.float64) + w["p"]["y"] + w["g"]) + (f32(2) + 0.125 + 100) + 6 \
+    + np.array([g2["h"][i % 2, 1, 1] + g2["p"]["y"][i % 2, 1] + g2["g"][i % 2, 1] for i in range(6)])
+RESULT = {"o": o, "g": a["g"].copy(), "px": a["p"]["x"].copy(), "one_g": np.array(one["g"]),
+          "one_px": np.array(one["p"]["x"]),
+          "want_o": want_o, "want_g": np.arange(10, 16, dtype=np.int32), "want_px": np.arange(20, 32, 2, dtype=np.int16),
+          "want_one_g": np.array(7, np.int32), "want_one_px": np.array(14, np.int16)}
+'''
+
+PROGRAMS["array_into_subarray_field"] = '''
+import numpy as np
+from numba import cuda
+
+d1 = np.dtype([("a", np.int16, (3,)), ("b", np.float64)], align=True)
+d2 = np.dtype([("m", np.float32, (3, 2))])
+
+@cuda.jit
+def one(dest, src):
+    dest["a"] = src
+
+@cuda.jit
+def each(dest, src):
+    i = cuda.grid(1)
+    if i < 4:
+        dest[i].m = src[i]
+
+src1 = (np.arange(3) + 1).astype(np.int16)
+r1 = np.zeros(2, d1)
+one[1, 1](r1[1], src1)
+src2 = np.random.default_rng(4).standard_normal((4, 3, 2)).astype(np.float32)
+r2 = np.zeros(4, d2)
+each[1, 4](r2, src2)
+RESULT = {"a": r1["a"].copy(), "m": r2["m"].copy(), "want_a": np.stack([np.zeros(3, np.int16), src1]), "want_m": src2}
+'''
+
 # Whole-record assignment (numba-cuda's set_record): Numba's simulator cannot run it, so NumPy only.
 NUMPY_ONLY = {}
 NUMPY_ONLY["record_copy_2d"] = '''
@@ -256,3 +335,27 @@ def test_declared_unaligned_record_is_refused_at_decoration():
     @cuda.jit((aligned[:],))
     def ok(a):
         a[0].a = a[0].b
+
+
+def test_complex_field_is_exact_or_an_error():
+    """A complex field of a record (a strided complex view of the record bytes) reaches the
+    kernel as complex storage: read whole it gives NumPy's values or an error at the line,
+    never the real storage misread as one float per record."""
+    from metalbench import cuda
+    rec = np.dtype([("a", np.float64), ("c", np.complex64)], align=True)
+
+    @cuda.jit
+    def k(ary, out):
+        i = cuda.grid(1)
+        if i < ary.size:
+            out[i] = ary[i].c.imag
+
+    a = np.zeros(3, rec)
+    a["c"] = [1 + 4j, 2 + 5j, 3 + 6j]
+    o = np.zeros(3)
+    try:
+        k.configure(backend="sim")[1, 4](a, o)
+    except MetalbenchError as e:
+        assert "line" in str(e) and "ary[i].c" in str(e), str(e)
+        return
+    np.testing.assert_array_equal(o, [4, 5, 6])

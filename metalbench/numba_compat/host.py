@@ -280,7 +280,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
         used = record_uses(self, records) if records else None
         for name, v in ba.arguments.items():
             if name in records:
-                bind_record(name, v, records[name], used, values, specs, _host_array)
+                bind_record(name, v, records[name], used, values, specs, _host_array_kind)
             elif runtime.is_array(v) or isinstance(v, DeviceNDArray):
                 a, t, cplx = _host_array_kind(v, name)
                 if a.size == 0:

@@ -36,6 +36,7 @@ def record_uses(kernel, records: dict) -> set:
 
 
 def bind_record(name, v, fields, used, values, specs, host_array):
+    # host_array: (NumPy storage, element type, is complex) of an array (host._host_array_kind)
     """One buffer per field the kernel names, each a strided view of ``v`` (written back into
     it after the launch, as every array argument is); a record scalar is a one-element copy."""
     if isinstance(v, np.void):      # one record: a one-element copy, written back after the launch
@@ -49,9 +50,10 @@ def bind_record(name, v, fields, used, values, specs, host_array):
     for path, leaf, sub in fields:
         if leaf is not None and leaf in used:
             view = field_view(v, path)
-            a, t = host_array(view, leaf)
+            a, t, cplx = host_array(view, leaf)
             values[leaf] = (view, a, t)
-            specs.append(F.ArgSpec(leaf, "buffer", t, view.ndim))
+            # a complex field: its real-part storage (complexarg.py), bound as a complex array
+            specs.append(F.ArgSpec(leaf, "buffer", t, a.ndim if cplx else view.ndim, value="complex" if cplx else None))
 
 
 def write_back_records(data: dict):

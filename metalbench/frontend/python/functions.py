@@ -17,6 +17,8 @@ from ...semantics.tuples import flatten
 from .specs import Binding, BufInfo
 from .tuples import rebuild
 from .views import _uses_as_array
+from .records import bind_record_param, record_argument, with_record_fields
+from dataclasses import replace
 
 
 class FunctionsMixin:
@@ -52,9 +54,19 @@ class FunctionsMixin:
         bindings: dict[str, Binding] = {}
         fparams: list[ir.FuncParam] = []
         key: list = [id(func)]
+        records: dict = {}          # record parameters: {path: (leaf, sub)} (records.py)
         for i, pname in enumerate(names):
             if pname in given:
                 a = given[pname]
+                rec = record_argument(self, a)
+                if rec is not None:         # a record or record array: its field buffers (records.py)
+                    bs, ps, extra, k, records[pname] = bind_record_param(self, pname, rec[0], rec[1], a)
+                    bindings.update(bs)
+                    fparams.extend(p for p, _ in ps)
+                    args.extend(x for _, x in ps)
+                    hidden.extend(extra)
+                    key.append(k)
+                    continue
                 # an array, or a view of one (x[i:], x[r], x.view(float4): views.py)
                 info = self.array_of(a, want_array=_uses_as_array(parsed.fdef, pname)) \
                     if isinstance(a, (ast.Name, ast.Subscript, ast.Call, ast.Attribute)) else None
@@ -123,6 +135,8 @@ class FunctionsMixin:
             self.m.in_progress.add(key)
             try:
                 self.m.names.update(names)
+                if records:
+                    parsed = replace(parsed, fdef=with_record_fields(parsed.fdef, records)[0])
                 sub = type(self)(self.m, parsed, False, bindings, ret_hint=ret_hint)
                 try:
                     body = sub.translate()

@@ -65,6 +65,14 @@ class RecordArg:
     def __init__(self, name: str, fields):
         self.name, self.fields = name, fields
 
+    @property
+    def marker(self):
+        """None for a record array; for a record, its index names (None: index 0)."""
+        for p, leaf, _ in self.fields:
+            if p == ():
+                return ("scalar", leaf)
+        return None
+
     def __metalbench_value__(self, tr, node):
         from ...errors import KernelTypeError
         names = ", ".join(".".join(p) for p, _, _ in self.fields[:6] if p)
@@ -102,8 +110,9 @@ class _Fields(ast.NodeTransformer):
             fields.append(k)
             node = node.value
         if fields and isinstance(node, ast.Name) and () in self.records.get(node.id, ()):
-            # a scalar record (r.a): a one-element record array underneath
-            return node.id, ast.copy_location(ast.Constant(0), node), tuple(reversed(fields))
+            # a scalar record (r.a): a one-element record array underneath, or in a device
+            # function, an element of the caller's record array at the index it was given
+            return node.id, self._scalar_index(node), tuple(reversed(fields))
         if not fields or not isinstance(node, ast.Subscript) or not isinstance(node.value, ast.Name) \
                 or node.value.id not in self.records:
             return None
@@ -141,7 +150,7 @@ class _Fields(ast.NodeTransformer):
             return self._shape_of(node.value.id, node, lambda n: ast.Attribute(value=n, attr=node.attr, ctx=node.ctx))
         return self._field(node)
 
-    def visit_Call(self, node):
+    def _visit_call(self, node):
         if isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1 \
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in self.records:
             return self._shape_of(node.args[0].id, node, lambda n: ast.Call(func=node.func, args=[n], keywords=[]))
@@ -176,6 +185,17 @@ class _Fields(ast.NodeTransformer):
                     value=self._index(hv[2][0], [self.visit(copy.deepcopy(x)) for x in self._elts(hv[1])]
                                       + [ast.Constant(int(k)) for k in e], v, ast.Load())), node)
                     for e in np.ndindex(*ht[2][1])]
+            if ht and ht[2][1] and hv is None and self.leaf(v) is None and self._element(v) is None \
+                    and isinstance(v, (ast.Name, ast.Subscript, ast.Attribute)):
+                # d['h'] = src of an array src of the field's shape (numba-cuda's assign_array_to_nested):
+                # element by element; src that is no such array is an error at this line
+                value = self.visit(v)
+                return [ast.copy_location(ast.Assign(
+                    targets=[self._index(ht[2][0], [self.visit(copy.deepcopy(x)) for x in self._elts(ht[1])]
+                                         + [ast.Constant(int(k)) for k in e], t, ast.Store())],
+                    value=ast.copy_location(ast.Subscript(value=copy.deepcopy(value), slice=_const_index(e),
+                                                          ctx=ast.Load()), v)), node)
+                    for e in np.ndindex(*ht[2][1])]
             rt, rv = self._element(t), self._element(v)
             ft, fv = (rt and self._fields(rt[0])), (rv and self._fields(rv[0]))
             if rt and rv and list(ft) == list(fv) and all(ft[p][1] == fv[p][1] for p in ft) \
@@ -193,16 +213,39 @@ class _Fields(ast.NodeTransformer):
                 return out
         return self.generic_visit(node)
 
+    def _scalar_index(self, node):
+        names = self.records[node.id][()][0]
+        if not names:
+            return ast.copy_location(ast.Constant(0), node)
+        elts = [ast.copy_location(ast.Name(id=n, ctx=ast.Load()), node) for n in names]
+        return elts[0] if len(elts) == 1 else ast.copy_location(ast.Tuple(elts=elts, ctx=ast.Load()), node)
+
+    def visit_Call(self, node):
+        # a record passed to a function (a device function takes it as a record: functions.py
+        # via bind_record_param) needs every field, whatever the callee reads
+        for a in list(node.args) + [k.value for k in node.keywords]:
+            base = a.value if isinstance(a, ast.Subscript) and _key(a) is None else a
+            if isinstance(base, ast.Name) and base.id in self.records and not (
+                    isinstance(node.func, ast.Name) and node.func.id == "len"):
+                self.used.update(leaf for leaf, _ in self._fields(base.id).values() if leaf is not None)
+        return self._visit_call(node)
+
     def _fields(self, name):
         return {p: v for p, v in self.records[name].items() if p != ()}
 
     def _element(self, node):
         if isinstance(node, ast.Name) and () in self.records.get(node.id, ()):
-            return node.id, ast.copy_location(ast.Constant(0), node)
+            return node.id, self._scalar_index(node)
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.records \
                 and _key(node) is None:
             return node.value.id, node.slice
         return None
+
+
+def _const_index(e):
+    if len(e) == 1:
+        return ast.Constant(int(e[0]))
+    return ast.Tuple(elts=[ast.Constant(int(k)) for k in e], ctx=ast.Load())
 
 
 def with_record_fields(fdef: ast.FunctionDef, records: dict):
@@ -212,3 +255,71 @@ def with_record_fields(fdef: ast.FunctionDef, records: dict):
     out = f.visit(copy.deepcopy(fdef))
     ast.fix_missing_locations(out)
     return out, f.used
+
+
+def record_argument(tr, node):
+    """``(RecordArg, index node or None)`` when call argument ``node`` is a record argument
+    (``r``: the record or record array itself; ``r[i]``: one record of a record array), else None."""
+    base, idx = node, None
+    if isinstance(node, ast.Subscript) and _key(node) is None:
+        base, idx = node.value, node.slice
+    if not isinstance(base, ast.Name):
+        return None
+    try:
+        b = tr.lookup(base.id, base)
+    except Exception:
+        return None
+    if b.kind != "pyobj" or not isinstance(b.value, RecordArg):
+        return None
+    if idx is not None and b.value.marker is not None:
+        return None         # r[0] of a record: a field by position, not lowered
+    return b.value, idx
+
+
+def bind_record_param(tr, pname: str, rec: RecordArg, idx, node):
+    """How device-function parameter ``pname`` receives record argument ``rec`` (``idx``:
+    the element index of ``r[i]``, else None): the callee reads ``pname``'s fields as
+    leaf buffers ``pname__f`` bound to the caller's, and a record element as the caller's
+    leaves at index parameters ``pname__i0...`` (records.py rewrites the callee's body).
+
+    Returns ``(bindings, [(FuncParam, argument)], hidden, key, layout)`` for
+    ``FunctionsMixin.device_call``; ``layout`` is the callee's ``{path: (leaf, sub)}``."""
+    from ... import ir
+    from .specs import Binding
+    bindings, params, hidden, key, fields = {}, [], [], [("record", rec.marker is None, idx is None)], []
+    for path, leaf, sub in rec.fields:
+        if path == ():
+            continue
+        b = tr.lookup(leaf, node) if leaf is not None else None
+        if b is None or b.kind != "buf":
+            fields.append((path, None, sub))
+            key.append((path, None))
+            continue
+        info = b.value
+        cleaf = pname + "".join(f"__{x}" for x in path)
+        callee, extra, k = tr._buffer_param(cleaf, info, node)
+        bindings[cleaf] = Binding("buf", callee)
+        params.append((ir.FuncParam(cleaf, info.elem, info.space,
+                                    const=info.kernel_param is not None and not info.kernel_param.is_output),
+                       ir.BufArg(info.name, info.offset, span=tr.span(node))))
+        hidden.extend(extra)
+        key.append((path, k))
+        fields.append((path, cleaf, sub))
+    if idx is not None:             # r[i]: one record of the caller's record array
+        elts = list(idx.elts) if isinstance(idx, ast.Tuple) else [idx]
+        index = [tr.sem.index(tr.expr(e), tr.span(e)) for e in elts]
+    elif rec.marker is not None and rec.marker[1]:      # a record the caller itself got by index
+        index = [tr.lookup(n, node).value for n in rec.marker[1]]
+    else:
+        index = None
+    if index is not None:
+        names = tuple(f"{pname}__i{k}" for k in range(len(index)))
+        for n, e in zip(names, index):
+            bindings[n] = Binding("var", ir.Var(n, e.type))
+            params.append((ir.FuncParam(n, e.type), e))
+            key.append(("index", e.type.name))
+        fields.append(((), names, ()))
+    elif rec.marker is not None:
+        fields.append(((), None, ()))
+    bindings[pname] = Binding("pyobj", RecordArg(pname, fields))
+    return bindings, params, hidden, tuple(key), {p: (lf, sub) for p, lf, sub in fields}
