@@ -55,8 +55,8 @@ from . import args, compiler, cudadrv, deviceufunc, extending, kernels, launchco
 from .cudadrv import devicearray  # noqa: E402,F401
 from .extending import njit  # noqa: E402,F401  (numba.njit: Python on the host, a device function in kernels)
 from .misc.special import literal_unroll  # noqa: E402,F401  (from numba import literal_unroll)
-from .compiler import (compile, compile_for_current_device, compile_ptx,  # noqa: E402,F401
-                       compile_ptx_for_current_device, declare_device)
+from .compiler import (compile, compile_all, compile_for_current_device, compile_ptx,  # noqa: E402,F401
+                       compile_ptx_for_current_device, declare_device, CUSource)
 
 # Numba exposes `cuda.local.array` and `cuda.const.array_like`; `local` is also a module name here.
 __all__ = [n for n in dir() if not n.startswith("_")]

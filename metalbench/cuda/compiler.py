@@ -40,3 +40,24 @@ compile_ltoir = _refuse("compile_ltoir")
 compile_cuda = _refuse("compile_cuda")
 run_frontend = _refuse("run_frontend")
 declare_device = _refuse("declare_device")
+
+
+class CUSource:
+    """numba-cuda's ``cuda.CUSource(text)``: CUDA C++ source to link into a kernel (with
+    ``declare_device(..., link=...)`` or ``@cuda.jit(link=[...])``). Making one works, so a
+    module that defines external sources imports; linking it raises
+    :class:`PTXNotAvailable` (metalbench compiles kernels through MLX, which links no
+    external device code).
+
+    >>> src = CUSource('extern "C" __device__ int twice(int *r, int a) { *r = 2 * a; return 0; }')
+    >>> src.kind, "twice" in src.data
+    ('cu', True)
+    """
+
+    kind = "cu"
+
+    def __init__(self, data):
+        self.data = data.decode() if isinstance(data, bytes) else str(data)
+
+    def __repr__(self) -> str:
+        return f"<metalbench.cuda CUSource ({len(self.data)} characters; linking is not supported)>"

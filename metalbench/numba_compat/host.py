@@ -41,6 +41,7 @@ from . import inplace, metal64
 from .complexarg import complex_storage, matches_complex, refuse_complex, spec_text
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
+from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
 from .dispatcher import ArgHint, DispatcherAPI, unwrap
 from .intrinsics import DYNSHARED, attach_const_arrays
 from .sigmatch import SignatureMismatch, _match, _tuple_structure  # noqa: F401  (SignatureMismatch: public)
@@ -720,24 +721,6 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
     """See :func:`metalbench.numba_compat.device_launch.run_functional`."""
     from .device_launch import run_functional as run
     run(sp, name, values, grid, tg, backend)
-
-
-class DeviceFunction(Func):
-    """``@cuda.jit(device=True)``: a device function callable from kernels (like ``@mb.func``).
-    With a signature (``@cuda.jit("float32(float32, int32)", device=True)``) its arguments
-    and result convert to the declared types, as Numba does."""
-
-    def __init__(self, fn=None, sig=None, **kw):
-        super().__init__(fn, **kw)
-        self.numba_signature = nbt.parse_signature(sig) if sig is not None else None
-
-    @property
-    def py_func(self):
-        """The Python function (Numba's ``.py_func``)."""
-        return self.fn
-
-    def __repr__(self) -> str:
-        return f"<metalbench.cuda device function {self.__name__}>"
 
 
 _JIT_OPTIONS = {"device", "inline", "debug", "opt", "fastmath", "cache", "lineinfo", "link", "max_registers",
