@@ -40,15 +40,18 @@ def complex_storage(a: np.ndarray, name: str):
         return np.lib.stride_tricks.as_strided(a.real, shape=a.shape + (2,), strides=a.strides + (real.itemsize,)), t
 
 
-def refuse_complex(sp, backend: str) -> None:
-    """Complex array arguments run on the simulator only (the GPU launch paths move the
-    caller's complex array, not its real-part storage): an error naming the argument."""
-    names = [s.name for s in getattr(sp, "specs", ()) if s.kind == "buffer" and s.value == "complex"]
+def refuse_complex(sp, backend: str, values: dict) -> None:
+    """On the GPU backends a complex array argument must be a NumPy array (its real-part
+    storage goes to MLX and the merged result back into it); complex device arrays and
+    mx.arrays there are an error naming the argument."""
+    names = [s.name for s in getattr(sp, "specs", ()) if s.kind == "buffer" and s.value == "complex"
+             and not isinstance(values[s.name][0], np.ndarray)]
     if names:
-        raise KernelLaunchError(f"complex array argument(s) {', '.join(map(repr, names))}: complex arrays run only "
-                                f"on backend 'sim' so far, not {backend!r}",
-                                hint="pass the real and imaginary parts as two float arrays (z.real.copy(), "
-                                     "z.imag.copy()), or run on the simulator")
+        raise KernelLaunchError(f"complex array argument(s) {', '.join(map(repr, names))}: on backend {backend!r} "
+                                "complex arrays are passed as NumPy arrays (device arrays and mx.arrays of "
+                                "complex numbers run only on backend 'sim' so far)",
+                                hint="pass the NumPy array (copy_to_host() of a device array), or run on the "
+                                     "simulator")
 
 
 def matches_complex(spec, real_type, ndim: int) -> bool:
@@ -64,3 +67,35 @@ def spec_text(s) -> str:
     if s.value == "complex":
         return f"complex{2 * s.type.np.itemsize * 8}[{', '.join(':' * (s.ndim - 1))}]"
     return f"{s.type.name}[{', '.join(':' * s.ndim)}]"
+
+
+def bind_complex_scalar(name: str, v, values: dict, specs: list) -> None:
+    """A complex number argument: a ``complex`` spec naming its parts, two scalar
+    parameters ``name__re``/``name__im`` (float64 for Python's complex, as
+    ``numba.typeof``; the NumPy scalar's part type otherwise)."""
+    from ..frontend.python import ArgSpec
+    t = T.float32 if isinstance(v, np.complex64) else T.float64
+    parts = (f"{name}__re", f"{name}__im")
+    values[name] = (v, None, None)
+    specs.append(ArgSpec(name, "complex", t, 0, value=parts))
+    for leaf, x in zip(parts, (v.real, v.imag)):
+        values[leaf] = (x, None, t)
+        specs.append(ArgSpec(leaf, "scalar", t, 0))
+
+
+def declare_complex_scalars(sig, specs: list, values: dict) -> None:
+    """With a declared signature, complex scalar arguments take its precision."""
+    from . import nbtypes as nbt
+    from ..frontend.python import ArgSpec
+    top = [s for s in specs if not ("__" in s.name and s.name.split("__")[0] in
+                                    {t.name for t in specs if t.kind in ("tuple", "record", "complex")})]
+    for spec, at in zip(top, sig.args):
+        if spec.kind != "complex" or not isinstance(at, nbt.Complex):
+            continue
+        t = nbt.scalar_of(at.underlying_float)
+        for k, s in enumerate(specs):
+            if s.name == spec.name:
+                specs[k] = ArgSpec(s.name, "complex", t, 0, value=s.value)
+            elif s.name in spec.value:
+                specs[k] = ArgSpec(s.name, "scalar", t, 0)
+                values[s.name] = (values[s.name][0], None, t)

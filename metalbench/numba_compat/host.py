@@ -38,7 +38,8 @@ from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
 from . import inplace, metal64
-from .complexarg import complex_storage, matches_complex, refuse_complex, spec_text
+from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_scalars, matches_complex,
+                         refuse_complex, spec_text)
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
@@ -312,6 +313,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
                     t = _scalar_type(lv, name)
                     values[leaf] = (lv, None, t)
                     specs.append(F.ArgSpec(leaf, "scalar", t, 0))
+            elif isinstance(v, (complex, np.complexfloating)):
+                bind_complex_scalar(name, v, values, specs)     # complexarg.py
             else:
                 t = _scalar_type(v, name)
                 values[name] = (v, None, t)
@@ -336,7 +339,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 + "; ".join(str(s) for s in self.signatures),
                 hint="pass arrays of the declared dtypes, or drop the signature to specialise on the arguments")
         sig = best[1]
-        if any(s.kind in ("tuple", "record") for s in specs):
+        declare_complex_scalars(sig, specs, values)
+        if any(s.kind in ("tuple", "record", "complex") for s in specs):
             return          # tuple items keep their own types
         for k, (spec, at) in enumerate(zip(specs, sig.args)):
             t = nbt.scalar_of(at)
@@ -532,8 +536,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
 def _thin_device_launch(sp, name, bound, args, guard=None):
     """The prepared launch of repeated calls whose arrays are all device arrays on the
     device (:class:`~metalbench.numba_compat.device_launch.ThinDeviceLaunch`), or None."""
-    if bound.backend == "sim" or bound.checked:
-        return None
+    if bound.backend == "sim" or bound.checked or any(s.value == "complex" for s in sp.specs or ()):
+        return None     # complex arrays go through run_inplace (complexarg.refuse_complex)
     arrays = [v for v, a, t in bound.data.values() if a is not None]
     if not arrays or not all(isinstance(v, DeviceNDArray) and v._host is None for v in arrays):
         return None
@@ -572,7 +576,7 @@ class InplaceSpecialization(Specialization):
         """Run on ``host`` (name -> (given, NumPy storage, type)); returns SimStats or None."""
         if backend == "sim":
             return _run_sim_inplace(self, host, grid, tg, checked)
-        refuse_complex(self, backend)
+        refuse_complex(self, backend, host)
         from .device_launch import run_functional
         run_functional(self, self.name, host, grid, tg, backend)
         return None
@@ -583,14 +587,12 @@ class InplaceSpecialization(Specialization):
 
     # What MLX receives on a GPU backend is the functionalized kernel.
     def rendered(self, backend: str, exact_grid: bool = False, threadgroup=None):
-        refuse_complex(self, backend)
         with _numba_double_hint(backend):
             return _functional(self, self.name, backend)[0].rendered(backend, exact_grid, threadgroup)
 
     def source(self, backend: str = "metal") -> str:
         if backend == "sim":
             return super().source("sim")
-        refuse_complex(self, backend)
         with _numba_double_hint(backend):
             return _functional(self, self.name, backend)[0].source(backend)
 

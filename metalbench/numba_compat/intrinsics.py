@@ -152,6 +152,11 @@ gridsize = _Intrinsic("gridsize", _grid_like("gridsize"))
 
 # ----------------------------------------------------------------------------- arrays
 
+def complex_type_of(obj):
+    from ..frontend.python.complexes import complex_type_of as f
+    return f(obj)
+
+
 def numba_dtype(obj):
     """The ScalarType meant by a dtype in a Numba program: NumPy dtypes and scalar types,
     Python ``float``/``int`` (float64/int64, as in Numba), metalbench's Numba types
@@ -229,6 +234,8 @@ class _ArrayMaker(_Placeholder):
                 tr.span(call), hint="use a literal or a global constant for the shape")
         dt = tr.static_value(dtype_node)
         t = numba_dtype(dt)
+        if t is None and complex_type_of(dt) is not None:
+            return self._space, tuple(int(d) for d in shape), dt      # complex: frontend/python/complexes.py
         if t is None:
             raise tr.err(KernelTypeError, f"{dt!r} is not a supported dtype", dtype_node,
                          hint="use float32, int32, uint32, float16, ...")

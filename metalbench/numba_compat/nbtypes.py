@@ -173,6 +173,19 @@ class Complex(Number):
         self.underlying_float = underlying_float
         self.bitwidth = 2 * underlying_float.bitwidth
 
+    @property
+    def __metalbench_complex__(self):
+        """The front end's complex type (a pair of floats: metalbench.semantics.complexval)."""
+        from ..semantics import complex_type
+        return complex_type(self.underlying_float._mb)
+
+    def cast_python_value(self, value):
+        return np.dtype(self.name).type(value)
+
+    def __metalbench_intrinsic__(self, tr, call):
+        """``complex64(x)`` in a kernel: the conversion."""
+        return tr.complex_cast(self.__metalbench_complex__, call, False)
+
 
 _KIND_ORDER = {Boolean: 0, Integer: 1, Float: 2, Complex: 3}
 

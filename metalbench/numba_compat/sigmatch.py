@@ -39,11 +39,16 @@ def _match(sig, specs):
     (0: exact; more: scalars converted)."""
     score = 0
     specs = [s for s in specs if not ("__" in s.name and s.name.split("__")[0] in
-                                      {t.name for t in specs if t.kind in ("tuple", "record")})]
+                                      {t.name for t in specs if t.kind in ("tuple", "record", "complex")})]
     for spec, at in zip(specs, sig.args):
         if spec.kind == "record":
             if not record_matches(spec, at):
                 return None
+            continue
+        if spec.kind == "complex" or isinstance(at, nbt.Complex):
+            if spec.kind != "complex" or not isinstance(at, nbt.Complex):
+                return None
+            score += nbt.scalar_of(at.underlying_float) != spec.type
             continue
         if spec.kind == "tuple":
             if not isinstance(at, nbt.BaseTuple):

@@ -32,6 +32,9 @@ API (every method takes the built operands and the source ``span``; errors are
 - indexing: ``index(e)`` (an integer, promoted), ``linear_index(idxs, dims)``;
 - tuples (:mod:`.tuples`): ``tuple_index``, ``tuple_compare``; a tuple is a compile-time
   aggregate of IR values (``TupleValue``), never an IR type;
+- complex numbers (:mod:`.complexval`): a ``ComplexValue`` is a tuple of two float parts
+  (``ComplexType``); ``binop``/``unop``/``convert``/``select`` take them, ``complex_abs``,
+  ``conjugate``, ``make_complex``, ``complex_const``;
 - pointers and views (:mod:`.views`): ``view_of``, ``view_offset``, ``view_row``,
   ``view_cast``, ``view_load``, ``view_store``, ``view_address``, ``view_arg``.
 
@@ -41,6 +44,7 @@ span) -> ir.Var`` stores a value in a temporary it declares (for ``x ** 3``).
 from __future__ import annotations
 
 from .calls import CallSemantics, Signature, lookup, typecheck
+from .complexval import ComplexSemantics, ComplexType, ComplexValue, complex_type, is_complex
 from .core import CoreSemantics
 from .folding import coerce_value, const_value, fold
 from .rules import DSL, MSL, NUMBA, DSLRules, MSLRules, NumbaRules, RuleSet
@@ -48,7 +52,7 @@ from .tuples import TupleSemantics, TupleType, TupleValue
 from .views import View, ViewSemantics
 
 
-class Semantics(TupleSemantics, ViewSemantics, CallSemantics, CoreSemantics):
+class Semantics(ComplexSemantics, TupleSemantics, ViewSemantics, CallSemantics, CoreSemantics):
     """Builds typed IR under a rule set (default :data:`DSL`). See the module docstring.
 
     >>> from metalbench import ir, types as T
@@ -58,4 +62,4 @@ class Semantics(TupleSemantics, ViewSemantics, CallSemantics, CoreSemantics):
 
 
 __all__ = ["Semantics", "RuleSet", "MSLRules", "DSLRules", "NumbaRules", "MSL", "DSL", "NUMBA",
-           "View", "ViewSemantics", "TupleValue", "TupleType", "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold"]
+           "View", "ViewSemantics", "TupleValue", "TupleType", "ComplexType", "ComplexValue", "complex_type", "is_complex", "Signature", "typecheck", "lookup", "coerce_value", "const_value", "fold"]

@@ -108,6 +108,8 @@ def join_types(join, a, b):
         return None
     if not isinstance(a, TupleType):
         return join(a, b)
+    if type(a) is not type(b):      # a complex number never joins with a tuple
+        return None
     if len(a.items) != len(b.items):
         return None
     items = []
@@ -116,7 +118,7 @@ def join_types(join, a, b):
         if j is None:
             return None
         items.append(j)
-    return TupleType(tuple(items), a.names, a.cls)
+    return type(a)(tuple(items), a.names, a.cls)     # a ComplexType stays one
 
 
 class TupleSemantics:

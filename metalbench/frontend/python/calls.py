@@ -15,7 +15,7 @@ from ...errors import KernelSyntaxError, KernelTypeError
 from ...builtins import registry
 from .compiletime import NOT_STATIC
 from .matrices import MATRIX_CALLS
-from ...semantics import TupleValue
+from ...semantics import TupleValue, is_complex
 from .expressions import _NOT_STATIC
 from .pyfuncs import is_python_function
 from .npufuncs import is_numpy_ufunc
@@ -37,6 +37,12 @@ class CallsMixin:
         obj = self._callee_obj(node.func)
         if obj is None and isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count":
             return self.bit_count(node)                              # x.bit_count() (pyfuncs.py)
+        if obj is None and isinstance(node.func, ast.Attribute) and node.func.attr == "conjugate":
+            return self.conjugate_call(node)                         # z.conjugate() (complexes.py)
+        if obj is not None:
+            c = self.complex_call(obj, node)         # complex(a, b), complex64(x), cmath.* (complexes.py)
+            if c is not None:
+                return c
         if obj is None:
             raise self.err(KernelTypeError, f"{ast.unparse(node.func)} is not callable in a kernel", node)
         hook = getattr(obj, "__metalbench_intrinsic__", None)
@@ -124,6 +130,13 @@ class CallsMixin:
             a, b, c = (self.expr(x) for x in node.args)
             return self.sem.select(c, b, a, sp)
         args = [self.expr(a) for a in node.args]
+        if any(is_complex(a) for a in args):
+            if name == "abs" and len(args) == 1:
+                return self.sem.complex_abs(args[0], sp)
+            if name == "pow" and len(args) == 2:
+                return self.binop("**", args[0], args[1], node)
+            raise self.err(KernelTypeError, f"{ast.unparse(node.func)}() does not take complex numbers", node,
+                           hint="use the cmath functions, abs(z), z.real and z.imag")
         if name in ("min", "max") and obj in (_pybuiltins.min, _pybuiltins.max) and len(args) >= 2:
             r = self.sem.rules.minmax(self.sem, name, args, sp)
             if r is not None:

@@ -13,7 +13,7 @@ from ... import ir, literals
 from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, error_net
 from .compiletime import NOT_STATIC
-from ...semantics import TupleValue
+from ...semantics import TupleValue, complex_type, is_complex
 from .specs import BufInfo, resolve_dtype
 
 
@@ -132,7 +132,8 @@ class ExpressionsMixin:
                     raise self.err(KernelSyntaxError, f"the {type(opn).__name__} comparison is not supported",
                                    node, hint="use ==, !=, <, <=, >, >=")
                 right = self.value_or_tuple(comp)
-                if isinstance(left, TupleValue) or isinstance(right, TupleValue):
+                if (isinstance(left, TupleValue) or isinstance(right, TupleValue)) \
+                        and not (is_complex(left) or is_complex(right)):
                     if not (isinstance(left, TupleValue) and isinstance(right, TupleValue)):
                         raise self.err(KernelTypeError, "a tuple compares only with a tuple", node)
                     parts.append(self.sem.tuple_compare(_CMPOPS[type(opn)], left, right, sp))
@@ -212,6 +213,9 @@ class ExpressionsMixin:
                 exact = literals.parse_python_float(ast.get_source_segment(self.src.text, node) or "")
                 value = value if exact is None else exact
             return self.sem.float_literal(value, sp)
+        if isinstance(value, (complex, np.complexfloating)):
+            ct = complex_type(T.float32 if isinstance(value, np.complex64) else T.float64)
+            return self.sem.complex_const(complex(value), ct, sp)
         if isinstance(value, np.generic):
             t = resolve_dtype(value.dtype) if value.dtype != np.float64 else self.sem.rules.float_literal_type()
             if t is None:
@@ -234,7 +238,7 @@ class ExpressionsMixin:
             return self.const(b.value, node)
         if b.kind == "cexpr":
             return ir.Const(b.value.value, b.value.type, span=sp)
-        if b.kind == "buf":
+        if b.kind in ("buf", "complexbuf"):
             raise self.err(KernelTypeError, f"{node.id!r} is an array; index it (e.g. {node.id}[i])", node)
         return self.object_value(b.value, node, f"{node.id!r} ({type(b.value).__name__})")
 
@@ -288,6 +292,8 @@ class ExpressionsMixin:
             return f
         if isinstance(v.type, T.VectorType):
             return self.sem.component(v, node.attr, sp)
+        if node.attr in ("real", "imag") and isinstance(v.type, T.ScalarType):
+            return self.real_part(v, node.attr, node)        # Python's x.real of a real (complexes.py)
         raise self.err(KernelTypeError, f"{v.type.name} values have no attribute {node.attr!r}", node)
 
     def _maybe_static(self, node):
@@ -427,4 +433,6 @@ class ExpressionsMixin:
         """Python's binary operator ``op`` on ``a`` and ``b`` (see :meth:`Semantics.binop`)."""
         if op == "@":
             raise self.err(KernelSyntaxError, "the @ operator is not supported in kernels", node)
+        if op == "**" and (is_complex(a) or is_complex(b)):
+            return self.complex_pow(a, b, node)          # complexes.py
         return self.sem.binop(op, a, b, self.span(node))

@@ -12,7 +12,7 @@ from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, MetalbenchError
 from .parse import node_span
 from .expressions import _NOT_STATIC
-from ...semantics import TupleType, TupleValue
+from ...semantics import ComplexType, TupleType, TupleValue
 from ...semantics.tuples import flatten
 from .specs import Binding, BufInfo
 from .tuples import rebuild
@@ -47,8 +47,8 @@ class FunctionsMixin:
         # A declared signature (Numba's `@cuda.jit("float32(float32)", device=True)`): arguments
         # and the result convert to its types.
         sig = getattr(func, "numba_signature", None)
-        declared = [getattr(t, "__metalbench_dtype__", None) for t in sig.args] if sig is not None else []
-        ret_hint = getattr(sig.return_type, "__metalbench_dtype__", None) if sig is not None else None
+        declared = [_declared_type(t) for t in sig.args] if sig is not None else []
+        ret_hint = _declared_type(sig.return_type) if sig is not None else None
         args: list[ir.Expr] = []
         hidden: list = []           # (name, caller's value): extents and strides of buffer arguments
         bindings: dict[str, Binding] = {}
@@ -91,6 +91,8 @@ class FunctionsMixin:
                     key.append(("obj", id(obj)))
                     continue
                 e = self.value_or_tuple(a)
+                if i < len(declared) and isinstance(declared[i], ComplexType):
+                    e = self.sem.convert(e, declared[i], self.span(a))      # a declared complex parameter
                 if isinstance(e, TupleValue) and e.names is None and all(isinstance(x, ir.Const) for x in e.items):
                     # a tuple of constants ((4, 8) as a shape): compile-time, as Numba's literals
                     v = tuple(x.value for x in e.items)
@@ -206,3 +208,9 @@ class FunctionsMixin:
                 or hasattr(obj, "__metalbench_value__"):
             return None
         return obj
+
+
+def _declared_type(t):
+    """The metalbench type a Numba signature item declares (a ComplexType for complex64/128)."""
+    c = getattr(t, "__metalbench_complex__", None)
+    return c if c is not None else getattr(t, "__metalbench_dtype__", None)

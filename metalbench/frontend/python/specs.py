@@ -91,6 +91,9 @@ class BufInfo:
     strides: tuple | None = None
     # a kernel buffer of 2**31 elements or more: shape in int64, index arithmetic widened
     wide: bool = False
+    # a complex array (complexes.py): ``name`` is its storage, real parts with a trailing
+    # dimension of 2 that ``ndim``/``shape`` leave out; an element is the pair at 2*index
+    cplx: bool = False
 
     @property
     def is_view(self) -> bool:

@@ -11,10 +11,11 @@ from ... import dsl
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, error_net
-from ...semantics import TupleValue
+from ...semantics import ComplexType, ComplexValue, TupleValue
 from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
 from .views import resolve_elem_type
+from .complexes import complex_type_of
 
 
 _UNSUPPORTED_STMT = {
@@ -113,6 +114,9 @@ class StatementsMixin:
                                         hint="write results into an output array (out[i] = value); "
                                              "a bare `return` ends the thread")
             v = self.value_or_tuple(s.value)
+            if isinstance(self.ret_type, ComplexType) and self.ret_declared or isinstance(v, ComplexValue) \
+                    and self.ret_declared:
+                v = self.sem.convert(v, self.ret_type, sp)      # a declared complex (or real) result
             if isinstance(v, TupleValue):
                 return self.tuple_return(v, sp)
             self.ret_types.append(v.type)
@@ -168,7 +172,7 @@ class StatementsMixin:
         return out + self.assign_targets(target.elts, values, value_node, sp)
 
     def store_to(self, target, value: ir.Expr, sp) -> list[ir.Stmt]:
-        if isinstance(value, TupleValue):
+        if isinstance(value, TupleValue) and not (isinstance(value, ComplexValue) and isinstance(target, ast.Subscript)):
             if isinstance(target, ast.Name):
                 return self.store_tuple_local(target.id, value, target, sp)
             raise self.err(KernelTypeError, f"a {value.type.name} cannot be stored here", target,
@@ -269,6 +273,9 @@ class StatementsMixin:
                                             f"known at compile time; got {shape!r}", call,
                            hint="use literals, globals or mb.constexpr parameters for the shape")
         t = resolve_elem_type(dtype)       # scalars, vectors (float4), simdgroup matrices
+        ct = complex_type_of(dtype) if t is None else None
+        if ct is not None:                 # a complex array: real parts with a trailing 2 (complexes.py)
+            shape, t = self.complex_local_array(shape, ct)
         if t is None:
             raise self.err(KernelTypeError, f"{dtype!r} is not a supported dtype", call,
                            hint="use float32, float16, bfloat16, int32, uint32, ...")
@@ -298,6 +305,8 @@ class StatementsMixin:
         else:
             decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp, align=align)
             info = BufInfo(cname, t, space, len(shape), decl.shape, decl=decl)
+            if ct is not None:
+                info = self.complex_array(info)
         if shared_in_function:
             if not any(d.name == cname for d in self.shared_decls):
                 self.shared_decls.append(decl)

@@ -14,7 +14,7 @@ from ... import dsl
 from ... import ir
 from ...errors import (ControlFlow, KernelNameError, KernelTypeError, MetalbenchError, Span,
                         internal_error)
-from ...semantics import DSL, Semantics, TupleType, TupleValue
+from ...semantics import DSL, ComplexValue, Semantics, TupleType, TupleValue
 from ...semantics.tuples import join_types
 from .calls import CallsMixin
 from .compiletime import CompileTimeMixin, single_assignments
@@ -31,12 +31,13 @@ from .structs import StructArg, with_struct_fields
 from .records import RecordArg, with_record_fields
 from .reductions import ReductionsMixin
 from .tuples import TuplesMixin
+from .complexes import ComplexMixin
 from .views import ViewsMixin
 
 
 class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMixin, FunctionsMixin, CompileTimeMixin,
                          ViewsMixin, MatricesMixin, TuplesMixin, PyFunctionsMixin, NpUfuncsMixin,
-                         ReductionsMixin):
+                         ReductionsMixin, ComplexMixin):
     """Translates one function body (kernel or device function) for one specialisation."""
 
     def __init__(self, module: Module, parsed: ParsedFunction, is_kernel: bool,
@@ -232,6 +233,10 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             # a NumPy structured array: its used fields are buffer parameters that follow (records.py)
             records[spec.name] = {p: (leaf, sub) for p, leaf, sub in spec.value}
             bindings[spec.name] = Binding("pyobj", RecordArg(spec.name, spec.value))
+        elif spec.kind == "complex":
+            # a complex scalar argument: its parts are the two scalar specs that follow
+            re_, im_ = spec.value
+            bindings[spec.name] = Binding("tuple", ComplexValue(ir.Var(re_, spec.type), ir.Var(im_, spec.type)))
         elif spec.kind == "tuple":
             # a tuple argument: its items are the specs that follow (leaf names in spec.value);
             # bound below, once its array items have their bindings

@@ -11,7 +11,7 @@ import numpy as np
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError
-from ...semantics import TupleType, TupleValue
+from ...semantics import ComplexType, ComplexValue, TupleType, TupleValue
 from ...semantics.tuples import flatten, join_types
 from .specs import Binding
 
@@ -96,8 +96,11 @@ class TuplesMixin:
             vals = self._temps(vals, node, sp, out)          # t = (t[1], t[0]): values first
         for var, v in zip(flatten(vars_), vals):
             out.append(ir.Assign(var, self.conv(v, var.type), span=sp))
-        self.scopes[0][name] = Binding("tuple", TupleValue(flatten_like(vars_, value), names=value.names,
-                                                           cls=value.cls))
+        if isinstance(value, ComplexValue):
+            self.scopes[0][name] = Binding("tuple", ComplexValue(*vars_.items))
+        else:
+            self.scopes[0][name] = Binding("tuple", TupleValue(flatten_like(vars_, value), names=value.names,
+                                                               cls=value.cls))
         return out
 
     def _temps(self, vals, node, sp, out):
@@ -233,5 +236,7 @@ def flatten_like(structure: TupleValue, value: TupleValue) -> list:
 
 def rebuild(tt: TupleType, leaves) -> TupleValue:
     """A tuple of type ``tt`` whose leaves come from the iterator ``leaves``."""
+    if isinstance(tt, ComplexType):
+        return ComplexValue(next(leaves), next(leaves))
     return TupleValue([rebuild(t, leaves) if isinstance(t, TupleType) else next(leaves) for t in tt.items],
                       names=tt.names, cls=tt.cls)

@@ -96,9 +96,7 @@ class ViewsMixin:
             if b.kind == "buf":
                 return b.value
             if b.kind == "complexbuf":
-                raise self.err(KernelTypeError, f"{node.id!r} is a complex array; kernels use only {node.id}.real "
-                                                f"and {node.id}.imag of it (complex values are not supported)", node,
-                               hint=f"read and write {node.id}.real[i] and {node.id}.imag[i]")
+                return self.complex_array(b.value)          # complexes.py
             hook = getattr(b.value, "__metalbench_buffer__", None) if b.kind == "pyobj" else None
             if hook is None and b.kind == "pyobj" and _host_array(b.value) is not None:
                 return self.global_array(node.id, b.value, node)
@@ -486,12 +484,16 @@ class ViewsMixin:
     # -- elements through a view ---------------------------------------------------------
     def element_load(self, info: BufInfo, idx: ir.Expr, span) -> ir.Expr:
         """``info[idx]`` (``idx`` a linear index into the view) as a value."""
+        if info.cplx:
+            return self.complex_load(info, idx, span)
         if not info.is_view:
             return ir.Load(info.name, idx, info.elem, span=span)
         return self.sem.view_load(self._as_view(info, span), idx, span)
 
     def element_store(self, info: BufInfo, idx: ir.Expr, value: ir.Expr, span) -> list:
         """Statements storing ``value`` at ``info[idx]``."""
+        if info.cplx:
+            return self.complex_store(info, idx, value, span)
         if info.space == "constant" and info.decl is not None:
             raise KernelTypeError(f"{info.name.removesuffix('_const')!r} is an array of the Python scope, a "
                                   "constant in the kernel: it cannot be written", span,
