@@ -378,3 +378,26 @@ def test_complex64_arithmetic_prints_for_metal_as_float_pairs():
                                          (4, 1, 1), (4, 1, 1), "sim", None))
     with pytest.raises(KernelTypeError, match="float64"):
         sp.source("metal")
+
+
+def test_elements_of_strided_complex_arrays():
+    """Elements of a strided complex view (every other element, a record's complex field)
+    are read and written in the caller's memory."""
+    from metalbench import cuda
+
+    @cuda.jit
+    def k(z):
+        i = cuda.grid(1)
+        if i < z.shape[0]:
+            z[i] = z[i] * 2j + 1
+
+    base = np.arange(8) * (1 + 2j)
+    want = base.copy()
+    want[::2] = want[::2] * 2j + 1
+    k[1, 4](base[::2])
+    np.testing.assert_array_equal(base, want)
+    rec = np.zeros(3, [("a", np.int8), ("c", np.complex64)])
+    rec["c"] = [1j, 2, 3 + 1j]
+    k[1, 4](rec["c"])
+    np.testing.assert_array_equal(rec["c"], np.array([1j, 2, 3 + 1j], np.complex64) * 2j + 1)
+    assert (rec["a"] == 0).all()
