@@ -270,6 +270,51 @@ def test_element_writes_with_compound_assignment_and_reads():
     np.testing.assert_array_equal(np.array(o), np.full(32, 31.0))
 
 
+
+ELEMENT_REFS = r"""
+    uint lane = thread_index_in_simdgroup;
+    simdgroup_float8x8 acc[3];
+    for (int f = 0; f < 3; ++f) {
+        simdgroup_load(acc[f], x + f * 64, 8);
+    }
+    for (int f = 0; f < 3; ++f) {
+        thread auto& e = acc[f].thread_elements();   // bound to acc[f] now
+        e[0] *= s[f];
+        e[1] += float(f);
+    }
+    int j = 1;
+    thread auto& g = acc[j].thread_elements();
+    j = 2;
+    g[1] = -5.0f;                                    // acc[1], not acc[2]
+    simdgroup_float8x8 one = simdgroup_float8x8(1.0f);
+    thread auto& d = one.thread_elements();
+    float2 both = d;
+    d[1] = both.x + 3.0f * both.y;
+    for (int f = 0; f < 3; ++f) {
+        simdgroup_store(acc[f], out + f * 64, 8);
+    }
+    simdgroup_store(one, out + 192, 8);
+"""
+
+
+def test_references_to_thread_elements_read_and_write_the_matrix():
+    # thread auto& e = m.thread_elements(): e[0], e[1] and e itself are m's two elements
+    # (an array element's index is fixed when the reference is bound)
+    x = RNG.standard_normal((3, 8, 8)).astype(np.float32)
+    s = np.array([2.0, -1.0, 0.5], np.float32)
+    k = mb.metal_kernel(name="elref", input_names=["x", "s"], output_names=["out"], source=ELEMENT_REFS)
+    (o,) = k(inputs=[mx.array(x), mx.array(s)], grid=(32, 1, 1), threadgroup=(32, 1, 1),
+             output_shapes=[(256,)], output_dtypes=[mx.float32], backend="sim")
+    want = x.copy()
+    want[:, :, 0::2] *= s[:, None, None]               # element 0 of each lane: even columns
+    want[:, :, 1::2] += np.arange(3, dtype=np.float32)[:, None, None]
+    want[1, :, 1::2] = -5.0
+    eye = np.eye(8, dtype=np.float32)
+    eye[:, 1::2] = eye[:, 0::2] + 3 * eye[:, 1::2]
+    got = np.array(o)
+    np.testing.assert_array_equal(got[:192].reshape(3, 8, 8), want)
+    np.testing.assert_array_equal(got[192:].reshape(8, 8), eye)
+
 # ----------------------------------------------------------------------------- printers
 
 def _tiled_ir():
@@ -341,6 +386,8 @@ def _err(src, header=""):
     ("simdgroup_float8x8 m; simdgroup_load(m, h, 8);", KernelTypeError, "needs a pointer to float"),
     ("simdgroup_float8x8 a, b; simdgroup_float8x8 c = a + b;", KernelTypeError, "no arithmetic operators"),
     ("simdgroup_float8x8 a; out[0] = a.thread_elements()[2];", KernelTypeError, "two elements"),
+    ("thread auto& e = make_filled_simdgroup_matrix<float, 8, 8>(1.0f).thread_elements(); out[0] = e[0];",
+     KernelSyntaxError, "thread_elements.. of this matrix expression"),
     ("simdgroup_float8x8 a; simdgroup_load(a, x, 8, 0, out[0] > 0);", KernelSyntaxError, "transpose flag"),
     ("simdgroup_float8x8 a; out[0] = a;", KernelTypeError, "cannot convert simdgroup_float8x8 to float"),
     ("float f; simdgroup_multiply(f, f, f);", KernelTypeError, "takes simdgroup matrices"),

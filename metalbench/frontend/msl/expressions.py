@@ -10,7 +10,7 @@ from ...errors import KernelNameError, KernelTypeError, error_net
 from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
-from .symbols import Buf, Ptr, Ref, ShapeArr
+from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
 
 # Metal's constants: the float ones from the builtin registry's table (the DSL exports the
 # same names), plus the integer limits and HUGE_VALF.
@@ -79,7 +79,7 @@ class ExpressionsMixin:
             return self.sem.component(base, comps, sp)
         if k == "subscript_expression":
             base = node.child_by_field_name("argument")
-            if base.type != "identifier" and self.elements_call(base):
+            if self.is_elements(base):
                 return self.matrix_subscript(node)
             if base.type == "identifier":
                 sym = self.lookup(self.text(base))
@@ -316,6 +316,8 @@ class ExpressionsMixin:
             return self.sem.view_load(self.ref_view(sym, sp), ir.Const(0, T.int32, span=sp), sp)
         if isinstance(sym, ir.Const):
             return ir.Const(sym.value, sym.type, span=sp)
+        if isinstance(sym, ElemsRef):
+            return ir.MatrixElements(self.lvalue_load(sym.lv, sp), span=sp)
         if isinstance(sym, Ptr):
             self.type_err(node, f"'{name}' is a pointer; index it (p[i]) or dereference it (*p)",
                           hint="a pointer is a value only where a pointer is expected (a pointer "

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ... import ir
 from ... import types as T
 from ...semantics.folding import const_value
-from .symbols import _type_of_descriptor
+from .symbols import ElemsRef, _type_of_descriptor
 
 MATRIX_CALLS = frozenset({"simdgroup_load", "simdgroup_store", "simdgroup_multiply",
                           "simdgroup_multiply_accumulate", "make_filled_simdgroup_matrix"})
@@ -83,6 +83,44 @@ class SimdgroupMatrixMixin:
             self.type_err(mnode, f"'{self.text(mnode)}' is not a simdgroup matrix")
         return mnode, ir.MatrixElements(m, span=self.sp(node))
 
+    def is_elements(self, node) -> bool:
+        """``m.thread_elements()``, or a reference bound to one (:class:`ElemsRef`)."""
+        if node.type == "identifier":
+            return isinstance(self.lookup(self.text(node)), ElemsRef)
+        return self.elements_call(node)
+
+    def elements_target(self, node):
+        """(how to write the matrix back, its thread elements) of ``m.thread_elements()`` or
+        of a reference to them: ``("node", matrix node)`` or ``("lv", lvalue)``."""
+        if node.type == "identifier":
+            sp = self.sp(node)
+            lv = self.lookup(self.text(node)).lv
+            m = self.lvalue_load(lv, sp)
+            return ("lv", lv), ir.MatrixElements(m, span=sp)
+        mnode, cur = self.elements_of(node)
+        return ("node", mnode), cur
+
+    def elements_ref_decl(self, name, init, sp):
+        """``thread auto& e = m.thread_elements();``: ``e`` names the matrix's location (an
+        array element's index is evaluated once, here, as C++ binds a reference)."""
+        while init.type == "parenthesized_expression":
+            init = init.named_children[-1]
+        if init.child_by_field_name("arguments").named_children:
+            self.type_err(init, "thread_elements() takes no arguments")
+        mnode = init.child_by_field_name("function").child_by_field_name("argument")
+        lv = self.lvalue(mnode)
+        if lv is None or lv[0] not in ("var", "loc"):
+            self.unsupported(init, "a reference to the thread_elements() of this matrix expression")
+        if not _is_mat(self.lvalue_load(lv, sp).type):
+            self.type_err(mnode, f"'{self.text(mnode)}' is not a simdgroup matrix")
+        out = []
+        if lv[0] == "loc" and const_value(lv[2]) is None:
+            at = ir.Var(self.fresh(name + "_at"), T.int64, span=sp)
+            out.append(ir.Decl(at, self.sem.convert(lv[2], T.int64, sp), span=sp))
+            lv = ("loc", lv[1], ir.Var(at.name, at.type, span=sp))
+        self.scopes[-1][name] = ElemsRef(lv)
+        return out
+
     def elements_value(self, node):
         """``m.thread_elements()`` as a value (a ``vec<T, 2>``)."""
         return self.elements_of(node)[1]
@@ -97,10 +135,10 @@ class SimdgroupMatrixMixin:
     def matrix_subscript(self, node):
         """``m.thread_elements()[i]`` read, or None when ``node`` is another subscript."""
         base = node.child_by_field_name("argument")
-        if not self.elements_call(base):
+        if not self.is_elements(base):
             return None
         sp = self.sp(node)
-        _, v = self.elements_of(base)
+        _, v = self.elements_target(base)
         inds = node.child_by_field_name("indices").named_children
         i, c = self._element_index(inds[0])
         if c is not None:
@@ -111,9 +149,9 @@ class SimdgroupMatrixMixin:
 
     def matrix_element_assign(self, lhs, op, rhs_node, sp, rhs=None):
         """``m.thread_elements()[i] op= value``: statements, or None when ``lhs`` is not that."""
-        if lhs.type != "subscript_expression" or not self.elements_call(lhs.child_by_field_name("argument")):
+        if lhs.type != "subscript_expression" or not self.is_elements(lhs.child_by_field_name("argument")):
             return None
-        mnode, cur = self.elements_of(lhs.child_by_field_name("argument"))
+        target, cur = self.elements_target(lhs.child_by_field_name("argument"))
         inds = lhs.child_by_field_name("indices").named_children
         i, c = self._element_index(inds[0])
         el = cur.type.elem
@@ -132,7 +170,9 @@ class SimdgroupMatrixMixin:
                 hit = self.sem.binop("==", ic, ir.Const(k, T.int32), sp)
                 comps[k] = self.sem.select(hit, self.sem.convert(new, el, sp), comps[k], sp)
         value = ir.MatrixFromElements(ir.VecCons(cur.type, comps, span=sp), cur.matrix.type, span=sp)
-        return self.assign(mnode, None, None, sp, rhs=value)
+        if target[0] == "lv":
+            return self.assign_lvalue(target[1], None, None, None, sp, lambda _cur, _t: value)
+        return self.assign(target[1], None, None, sp, rhs=value)
 
     # -- calls
     def matrix_arg(self, node, what):

@@ -469,6 +469,8 @@ class StatementsMixin:
         if name_n.type != "identifier" or init is None:
             self.unsupported(d, "this reference declaration")
         name = self.text(name_n)
+        if self.elements_call(init):
+            return self.elements_ref_decl(name, init, sp)
         lv = self.lvalue(init)
         if lv is None:
             self.unsupported(init, "a reference to something that is not a variable or an array element")
@@ -654,7 +656,7 @@ class StatementsMixin:
         r = self.cxx_assign(lhs, op, rhs_node, sp, rhs)      # objects, their members (cxx_assign)
         if r is not None:
             return r
-        if k == "subscript_expression" and self.elements_call(lhs.child_by_field_name("argument")):
+        if k == "subscript_expression" and self.is_elements(lhs.child_by_field_name("argument")):
             return self.matrix_element_assign(lhs, op, rhs_node, sp, rhs)
         if k == "identifier":
             name = self.text(lhs)

@@ -57,6 +57,14 @@ class Ref:
 
 
 @dataclass
+class ElemsRef:
+    """``thread auto& e = m.thread_elements();``: ``e[i]`` reads and writes thread element
+    ``i`` of the matrix at ``lv`` (an lvalue: ``("var", v)`` or ``("loc", view, index)``
+    with the index fixed when the reference was bound)."""
+    lv: tuple
+
+
+@dataclass
 class ShapeArr:
     """``x_shape`` (kind="shape") or ``x_strides`` (kind="strides") of kernel input x."""
     buf: str
