@@ -224,7 +224,43 @@ TG_SCALAR = MSLCase(
     lambda x: [x - x.max(1, keepdims=True) + 1],
     grid=(32, 4, 1), tg=(32, 1, 1), atol=1e-6)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR]
+ATOMIC_CASTS = MSLCase(
+    "atomic_casts",
+    """
+    uint i = thread_position_in_grid.x;
+    // plain (non-atomic) outputs updated through pointers cast to atomic types
+    atomic_fetch_add_explicit((device atomic<float>*)&hist[i % 8], x[i], memory_order_relaxed);
+    device atomic_uint* c = (device atomic_uint*)counts;
+    atomic_fetch_add_explicit(c + (i % 4), 1u, memory_order_relaxed);
+    add_float(&sums[i % 2], x[i]);
+    add_bits<float>(&sums[2], 1.0f);
+    """,
+    {"x": (RNG.integers(-40, 40, 128) * 0.25).astype(np.float32)},
+    [("hist", (8,), np.float32), ("counts", (4,), np.uint32), ("sums", (3,), np.float32)],
+    lambda x: [x.reshape(-1, 8).sum(0), np.full(4, 32, np.uint32),
+               np.concatenate([x.reshape(-1, 2).sum(0), [128.0]]).astype(np.float32)],
+    grid=(128, 1, 1), tg=(64, 1, 1), init_value=0,
+    header="""
+    // a float add by compare-and-swap on the bits (the condition has the side effect)
+    inline void add_float(device float* address, float val) {
+        device atomic_uint* bits = (device atomic_uint*)address;
+        uint old = atomic_load_explicit(bits, memory_order_relaxed);
+        uint next;
+        do {
+            next = as_type<uint>(as_type<float>(old) + val);
+        } while (!atomic_compare_exchange_weak_explicit(bits, &old, next, memory_order_relaxed,
+                                                        memory_order_relaxed));
+    }
+    template <typename T>
+    inline void add_bits(device void* p, T v) {        // an untyped pointer, cast inside
+        device atomic_uint* a = (device atomic_uint*)p;
+        uint e = atomic_load_explicit(a, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(a, &e, as_type<uint>(as_type<T>(e) + v),
+                                                      memory_order_relaxed, memory_order_relaxed)) {}
+    }
+    """)
+
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS]
 IDS = [c.name for c in CASES]
 
 
@@ -275,6 +311,9 @@ def _error(source, header=""):
      "out[i] = u[0];", 3, "thread-local array"),
     ("uint i = thread_position_in_grid.x;\nout[i] = x + 1;", 2, "is a pointer, not a value"),
     ("uint i = thread_position_in_grid.x;\nx[i] = 1.0f;", 2, "read-only"),
+    ("uint i = thread_position_in_grid.x;\nuint e = 0;\ndo { if (i > 2) continue; e += 1; }\n"
+     "while (!atomic_compare_exchange_weak_explicit((device atomic_uint*)out, &e, e + 1, memory_order_relaxed, "
+     "memory_order_relaxed));", 4, "do-while condition of a loop with 'continue'"),
 ])
 def test_unsupported_pointer_uses_name_the_construct_and_line(src, line, words):
     msg = _error(src)

@@ -198,7 +198,10 @@ class MSLPrinter(VectorAccessMixin, MSLMatrixMixin, CPrinter):
         # an input lives in device or constant memory depending on its size (and a device
         # function's read-only buffer parameter is a template): overloads pick the space
         self.need("mb_view", _VIEW)
-        return f"auto {self.name(s.name)} = mb_view<{self.tname(s.elem)}>({self.name(s.buf)});"
+        el = self.tname(s.elem)
+        if self._is_atomic(s.name):     # (device atomic_uint*)p: atomics on the bits of p's elements
+            el = f"atomic<{el}>"
+        return f"auto {self.name(s.name)} = mb_view<{el}>({self.name(s.buf)});"
 
     def _template_params(self, f: ir.Function) -> dict[str, str]:
         # Inputs live in `device` or (below 8 elements) `constant` memory depending on the

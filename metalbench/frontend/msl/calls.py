@@ -155,8 +155,7 @@ class CallsMixin:
     def atomic(self, name, argn, node, stmt):
         sp = self.sp(node)
         op = _ATOMIC_FNS[name]
-        if not argn or argn[0].type != "pointer_expression" and argn[0].type != "identifier" \
-                and argn[0].type != "binary_expression":
+        if not argn:
             self.type_err(node, f"{name} needs a pointer to an atomic element, e.g. &out[i]")
         if self.ptr_rank(argn[0]) != 0:
             self.type_err(argn[0], f"{name} needs a pointer to an atomic element, e.g. &out[i]")

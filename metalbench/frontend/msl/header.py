@@ -222,6 +222,10 @@ class HeaderMixin:
                 if is_ptr:
                     if not isinstance(a, View) or a.inner:
                         raise _NoMatch(f"argument for '{pname}' must be a pointer into a buffer or array")
+                    if pt is None:          # device void* p: untyped; the function casts it
+                        if not isinstance(a.type, T.ScalarType):
+                            self.unsupported(p, f"a void pointer to {a.type.name} data")
+                        pt = a.type
                     if a.type != pt:
                         raise _NoMatch(f"'{pname}' points to {pt.name}, got {a.type.name} data")
                     if space is not None and a.space != space:

@@ -186,7 +186,11 @@ class MemoryMixin:
                               "so it cannot be cast to a pointer",
                               hint="metalbench follows pointers whose target buffer is known when the "
                                    "kernel is compiled")
-            return self.sem.view_cast(self.pointer(val), t, space, const, packed, sp)
+            v = self.sem.view_cast(self.pointer(val), t, space, const, packed, sp)
+            if tn.type == "type_descriptor" and self.resolve_type(tn.child_by_field_name("type"))[1]:
+                # (device atomic_uint*)&out[i]: plain memory used through atomic operations
+                v = replace(v, atomic=True)
+            return v
         if k == "pointer_expression":          # &a[i], &p[i], &*p
             v, i = self.location(node.child_by_field_name("argument"))
             return self.sem.view_offset(v, i, sp)

@@ -95,7 +95,12 @@ class StatementsMixin:
             cnode = node.child_by_field_name("condition")
             pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cnode.named_children[-1])))
             if pre:
-                self.unsupported(cnode, "a side effect in a do-while condition")
+                # do { body } while (f(&x)): while (true) { body; f(&x); if (!c) break; }, the
+                # condition's statements run after the body (a `continue` would skip them)
+                if _jumps(body, ir.Continue):
+                    self.unsupported(cnode, "a side effect in a do-while condition of a loop with 'continue'")
+                brk = ir.If(self.sem.unop("!", cond, cond.span), [ir.Break(span=sp)], span=sp)
+                return [ir.While(ir.Const(True, T.bool_), body + pre + [brk], span=sp)]
             return [ir.While(cond, body, do_while=True, span=sp)]
         if k == "break_statement":
             return [ir.Break(span=sp)]
@@ -729,3 +734,14 @@ def _outside_loops(node):
         if n.type not in ("for_statement", "while_statement", "do_statement", "for_range_loop",
                           "switch_statement"):
             stack.extend(n.named_children)
+
+
+def _jumps(stmts, kind) -> bool:
+    """Whether ``stmts`` hold a ``kind`` (ir.Break / ir.Continue) of the loop they are the
+    body of (not one of a nested loop)."""
+    for st in stmts:
+        if isinstance(st, kind):
+            return True
+        if isinstance(st, ir.If) and (_jumps(st.then, kind) or _jumps(st.orelse or [], kind)):
+            return True
+    return False
