@@ -134,7 +134,30 @@ VECTOR_ARRAYS = MSLCase(
     lambda x, big: [6 * x[::-1] + 18, np.stack([np.full(32, 2.0), big.reshape(32, 4)[:, 3]], 1).reshape(-1)],
     atol=1e-5)
 
-CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS]
+C_STYLE = MSLCase(
+    "c_style",
+    """
+    uint i = thread_position_in_grid.x;
+    float4 a = float4(x[i], -x[i], 2.0f * x[i], 0.5f);
+    float4 b = float4(1.0f);
+    float4 c = select(a, b, a > float4(0.0f));     // per component: a > 0 ? b : a
+    Cell cell;
+    cell.v = c.x + c.y + c.z + c.w;
+    cell.n = 2;
+    Tagged t = {1.0f, 3.0f};
+    out[i] = scaled(cell.v) + scaled(float(cell.n), 0.25f) + t.a + t.b + ::metal::abs(-1.0f);
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [2 * (np.where(x > 0, 1, x) + np.where(-x > 0, 1, -x) + np.where(x > 0, 1, 2 * x) + 1) + 0.5 + 4 + 1],
+    header="""
+    typedef struct { float v; int n; } Cell;             // C-style typedefs of structs
+    typedef struct tagged_s { float a; float b; } Tagged, TaggedToo;
+    inline float scaled(float v, float s = 2.0f) { return v * s; }   // a default argument
+    """,
+    atol=1e-5)
+
+CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE]
 IDS = [c.name for c in CASES]
 
 

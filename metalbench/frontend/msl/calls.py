@@ -22,6 +22,8 @@ class CallsMixin:
         elif fn.type == "qualified_identifier" and fn.child_by_field_name("name").type == "template_function":
             txt = txt.split("<")[0]                     # ns::f<3>: the name without its arguments
         parts = txt.split("::")
+        if len(parts) > 1 and parts[0] == "":          # ::metal::abs: the global namespace's metal
+            parts = parts[1:]
         while len(parts) > 1 and parts[0] in _NAMESPACES:
             parts = parts[1:]
         return "::".join(parts)
@@ -87,6 +89,8 @@ class CallsMixin:
             return self.user_call(name, argn, targs, node)
         if name == "select" and len(argn) == 3:
             a, b, c = (self.expr(x) for x in argn)
+            if isinstance(c.type, T.VectorType):
+                return self.select_components(a, b, c, node)
             return self.sem.select(c, b, a, sp)
         if name in ("all", "any") and len(argn) == 1:
             # Metal's relational all(bool4) / any(bool4) (the SIMD votes are simd_all/simd_any)
@@ -110,7 +114,8 @@ class CallsMixin:
                 p = self.sem.binop("*", self.sem.component(a, c, sp), self.sem.component(b, c, sp), sp)
                 e = p if e is None else self.sem.binop("+", e, p, sp)
             return e
-        b = registry.lookup(self.text(fn).replace(" ", "") if fn.type != "template_function" else name)
+        b = registry.lookup(self.text(fn).replace(" ", "").removeprefix("::") if fn.type != "template_function"
+                            else name)
         if b is None and registry.lookup(name) is not None and registry.lookup(name).kind != "node":
             self.type_err(fn, f"Metal has no {self.text(fn).replace(' ', '')}; {name} has no precise:: or "
                               "fast:: variant", hint=f"write metal::{name}")
@@ -127,6 +132,18 @@ class CallsMixin:
             self.unsupported(node, f"'{name}'")
         raise KernelNameError(f"use of undeclared function '{name}'", sp,
                               hint="define it in header=, or check the spelling of the Metal builtin")
+
+    def select_components(self, a, b, c, node):
+        """``select(a, b, c)`` with a boolean vector ``c``: component k is ``c[k] ? b[k] : a[k]``."""
+        sp = self.sp(node)
+        n = c.type.n
+        t = a.type if a.type == b.type else self.sem.common_type(a.type, b.type, sp)
+        if not isinstance(t, T.VectorType) or t.n != n:
+            self.type_err(node, f"select(a, b, c) with a {c.type.name} condition needs {n}-vectors a and b")
+        a, b, c = (self.sem.once(self.sem.convert(v, w, sp), sp) for v, w in ((a, t), (b, t), (c, c.type)))
+        comps = [self.sem.select(self.sem.component(c, k, sp), self.sem.component(b, k, sp),
+                                 self.sem.component(a, k, sp), sp) for k in "xyzw"[:n]]
+        return self.vec_cons(t, comps, node)
 
     def numeric_limits(self, fn, argn, node):
         """``metal::numeric_limits<T>::infinity()`` & co.: a constant of type T, or None

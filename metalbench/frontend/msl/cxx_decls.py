@@ -359,6 +359,22 @@ class CxxDeclsMixin:
             return self.declare_template(node, None)
         if k == "function_definition" and self.is_operator(node):
             return True         # operator overloads: translated only through conversions (see objects)
+        if k == "type_definition" and node.child_by_field_name("type") is not None and \
+                node.child_by_field_name("type").type in ("struct_specifier", "class_specifier") and \
+                node.child_by_field_name("type").child_by_field_name("body") is not None:
+            # typedef struct [Tag] { ... } Name, *NamePtr;  (C style)
+            names = [d for d in node.children_by_field_name("declarator") if d.type == "type_identifier"]
+            if not names:
+                self.unsupported(node, f"the typedef '{self.text(node)[:40]}'")
+            st = node.child_by_field_name("type")
+            tag = st.child_by_field_name("name")
+            self.declare_class(st, [], None, name=None if tag is not None else self.text(names[0]))
+            t, _ = self.resolve_type(tag if tag is not None else names[0])
+            for d in node.children_by_field_name("declarator"):
+                if d.type != "type_identifier":
+                    self.unsupported(d, f"the typedef '{self.text(d)}'")
+                self.declare_name(self.text(d), _TypeName(t), None)
+            return True
         return False
 
     def namespace_named(self, qual: str):
@@ -457,17 +473,18 @@ class CxxDeclsMixin:
                 return          # Metal's own trait, re-declared by a header: the translator evaluates it
             self.global_syms.ns.members[name] = entity
 
-    def declare_class(self, node, tps, outer):
+    def declare_class(self, node, tps, outer, name=None):
         """A class or class template definition (or a partial specialisation) at namespace
-        level; members of classes are read by :meth:`class_members`."""
+        level; members of classes are read by :meth:`class_members`. ``name``: the name of an
+        anonymous struct (its typedef's)."""
         name_n = node.child_by_field_name("name")
-        if name_n is None:
+        if name_n is None and name is None:
             self.unsupported(node, "an anonymous struct")
         if node.child_by_field_name("body") is None:
             return              # a forward declaration
         ctx = self.ctx_here()
         g = self.global_syms
-        if name_n.type == "template_type":          # a partial or explicit specialisation
+        if name_n is not None and name_n.type == "template_type":   # a partial or explicit specialisation
             base = self.text(name_n.child_by_field_name("name")).strip()
             if g.ns.name == "metal" and base in TRAIT_NAMES:
                 return          # a specialisation of Metal's own trait: the translator evaluates it
@@ -476,7 +493,7 @@ class CxxDeclsMixin:
                 self.unsupported(node, f"a specialisation of '{base}', which is not a class template here")
             tmpl.partials.append((tps, list(name_n.child_by_field_name("arguments").named_children), node, ctx))
             return
-        name = self.text(name_n).split("::")[-1].strip()
+        name = name or self.text(name_n).split("::")[-1].strip()
         if g.ns.name == "metal" and name in TRAIT_NAMES:
             return              # Metal's own trait: the translator evaluates it
         if tps:

@@ -113,7 +113,7 @@ class HeaderMixin:
         self.funcdef_code[id(node)] = self.code
 
     def user_call(self, name, argn, targ_nodes, node):
-        cands = [f for f in self.funcdefs[name] if len(_params_of(f.node)) == len(argn)]
+        cands = [f for f in self.funcdefs[name] if _arity_fits(_params_of(f.node), len(argn))]
         variadic = [t for f in self.funcdefs[name] for k, t in f.tparams if k == "unsupported"]
         if not cands and variadic:
             self.unsupported(node, f"calling '{name}', a variadic template ('{variadic[0]}')")
@@ -168,6 +168,10 @@ class HeaderMixin:
             self.scopes = [self.global_syms, bind]
             tnames = {tn for k, tn in fd.tparams if k == "type"}
             params = _params_of(fd.node)
+            if len(args) < len(params):     # default arguments, evaluated in the header's scope
+                args = list(args) + [self.expr(p.child_by_field_name("default_value"))
+                                     for p in params[len(args):]]
+                lvals = list(lvals) + [None] * (len(params) - len(lvals))
             fparams = []
             sig = []
             scope = {}
@@ -308,3 +312,10 @@ class HeaderMixin:
             self.emit_pre(ir.Assign(ir.Var(var.name, var.type, span=sp),
                                     ir.Load(arr, ir.Const(0, T.int32), var.type, span=sp), span=sp), sp)
         return result
+
+
+def _arity_fits(params, n) -> bool:
+    """Whether a function with ``params`` can be called with ``n`` arguments (trailing
+    parameters with default values may be left out)."""
+    required = sum(1 for p in params if p.child_by_field_name("default_value") is None)
+    return required <= n <= len(params)
