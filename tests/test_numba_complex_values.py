@@ -116,6 +116,29 @@ dev[(z.size + 31) // 32, 32](z, o, a)
 split(out, "sum", o); split(out, "acc", a)
 RESULT = out
 ''',
+    "locals_and_parameters": _DATA + '''
+@cuda.jit
+def acc(z, out, c, n):
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        s = 0.0                      # a real local that becomes complex, as Numba unifies them
+        for j in range(n):
+            s += z[(i + j) % z.shape[0]] * (j + 1)
+        c *= 2                       # a complex parameter reassigned
+        w = s if abs(s) < 10 else c
+        k = 0
+        while w != 0 and k < 3:
+            w = w * 0.5 - c
+            k += 1
+        out[i] = w + s.real
+
+out = {}
+z = data(np.complex128, 9)
+o = np.zeros(z.size, np.complex128)
+acc[(z.size + 31) // 32, 32](z, o, 0.5 - 1j, 4)
+split(out, "acc", o)
+RESULT = out
+''',
     "powers": _DATA + '''
 @cuda.jit
 def powers(a, b, p2, p3, pm1, pab, pinplace):
@@ -203,7 +226,7 @@ RESULT = out
 ORACLE = Oracle(PROGRAMS)
 # cmath: the simulator's libm (NumPy's) and Python's differ by an ulp here and there, which
 # tan/tanh's formula amplifies; powers: NumPy's complex64 power is its own algorithm
-_ULPS = {"arithmetic": 0, "scalars_and_conversions": 0, "device_functions_and_local_arrays": 0, "powers": 512,
+_ULPS = {"locals_and_parameters": 0, "arithmetic": 0, "scalars_and_conversions": 0, "device_functions_and_local_arrays": 0, "powers": 512,
          "cmath": 16}
 
 
@@ -378,6 +401,17 @@ def test_complex64_arithmetic_prints_for_metal_as_float_pairs():
                                          (4, 1, 1), (4, 1, 1), "sim", None))
     with pytest.raises(KernelTypeError, match="float64"):
         sp.source("metal")
+
+
+def test_cmath_on_metal_is_an_error_at_the_call():
+    """The cmath functions compute in float64: on Metal an error names the call and its line."""
+    k = _cmath_kernel()
+    z = np.ones(8, np.complex64)
+    sp = k.specialization(k.bind_inplace((z, np.complex64(1j), np.zeros(8, np.complex64)), {}, (8, 1, 1), (8, 1, 1),
+                                         "sim", None))
+    with pytest.raises(KernelTypeError, match=r"cmath.sqrt computes in float64.*Metal has no double") as e:
+        sp.source("metal")
+    assert "w = cmath.sqrt(z[i]) * c" in str(e.value)
 
 
 def test_elements_of_strided_complex_arrays():

@@ -99,3 +99,18 @@ def declare_complex_scalars(sig, specs: list, values: dict) -> None:
             elif s.name in spec.value:
                 specs[k] = ArgSpec(s.name, "scalar", t, 0)
                 values[s.name] = (values[s.name][0], None, t)
+
+
+def refuse_metal_library(kernel_ir) -> None:
+    """On Metal: a kernel calling the cmath library (frontend/python/cmathlib.py, which
+    computes in float64) is an error at the user's call, naming it."""
+    from .. import ir
+    from ..errors import KernelTypeError
+    by_name = {f.name: f for f in kernel_ir.functions}
+    for n in ir.walk(kernel_ir.body + [s for f in kernel_ir.functions if not getattr(f, "library_name", None)
+                                       for s in f.body]):
+        f = by_name.get(n.func) if isinstance(n, ir.FuncCall) else None
+        if f is not None and getattr(f, "library_name", None):
+            raise KernelTypeError(f"{f.library_name} computes in float64, and Metal has no double (float64)", n.span,
+                                  hint="complex64 arithmetic (+ - * / abs, conjugate, constant integer powers) runs "
+                                       "on Metal as float pairs; run cmath functions on backend='sim' or 'cuda'")

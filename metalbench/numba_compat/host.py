@@ -39,7 +39,7 @@ from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signatur
 from ..semantics import NUMBA
 from . import inplace, metal64
 from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_scalars, matches_complex,
-                         refuse_complex, spec_text)
+                         refuse_complex, refuse_metal_library, spec_text)
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
@@ -577,6 +577,8 @@ class InplaceSpecialization(Specialization):
         if backend == "sim":
             return _run_sim_inplace(self, host, grid, tg, checked)
         refuse_complex(self, backend, host)
+        if backend == "metal":
+            refuse_metal_library(self.ir)
         from .device_launch import run_functional
         run_functional(self, self.name, host, grid, tg, backend)
         return None
@@ -587,12 +589,16 @@ class InplaceSpecialization(Specialization):
 
     # What MLX receives on a GPU backend is the functionalized kernel.
     def rendered(self, backend: str, exact_grid: bool = False, threadgroup=None):
+        if backend == "metal":
+            refuse_metal_library(self.ir)
         with _numba_double_hint(backend):
             return _functional(self, self.name, backend)[0].rendered(backend, exact_grid, threadgroup)
 
     def source(self, backend: str = "metal") -> str:
         if backend == "sim":
             return super().source("sim")
+        if backend == "metal":
+            refuse_metal_library(self.ir)
         with _numba_double_hint(backend):
             return _functional(self, self.name, backend)[0].source(backend)
 

@@ -536,6 +536,9 @@ def _device_functions():
     for k in [k for k, v in g.items() if callable(v) and getattr(v, "__module__", None) == __name__
               and k not in ("host_namespace", "_quiet", "_device_functions")]:
         g[k] = Func(g[k])
+        # what a user's call of it is, for Metal's error (complexarg.refuse_metal_float64_library)
+        g[k].library_name = {"powi": "complex **", "cpow": "complex **", "logb": "cmath.log(z, base)"}.get(
+            k, f"cmath.{k}" if not k.startswith("_") else None)
 
 
 NAMES = ("sqrt", "exp", "log", "log10", "cosh", "sinh", "tanh", "cos", "sin", "tan", "asinh", "asin", "acos",

@@ -157,6 +157,7 @@ class FunctionsMixin:
             fn_ir = ir.Function(self.m.unique(f"{func.__name__}"), fparams, ret, body,
                                 span=node_span(parsed.source, parsed.fdef))
             fn_ir.tuple_result = sub.ret_type if isinstance(sub.ret_type, TupleType) else None
+            fn_ir.library_name = getattr(func, "library_name", None)     # cmathlib.py's functions
             fn_ir.hidden = [n for n, _ in passed]
             fn_ir.shared = list(sub.shared_decls)
             self.m.functions[key] = fn_ir

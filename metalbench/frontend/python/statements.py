@@ -11,7 +11,7 @@ from ... import dsl
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, error_net
-from ...semantics import ComplexType, ComplexValue, TupleValue
+from ...semantics import ComplexType, ComplexValue, TupleValue, complex_type
 from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
 from .views import resolve_elem_type
@@ -177,6 +177,12 @@ class StatementsMixin:
                 return self.store_tuple_local(target.id, value, target, sp)
             raise self.err(KernelTypeError, f"a {value.type.name} cannot be stored here", target,
                            hint="store its items one by one")
+        if isinstance(target, ast.Name) and value.type is not None and (
+                target.id in self.complex_names or isinstance(getattr(self._tuple_binding(target.id), "value", None),
+                                                              ComplexValue)):
+            old = self._tuple_binding(target.id)     # a real number into a complex local: converted
+            t = old.value.type if old is not None else complex_type(value.type if value.type.is_float else T.float64)
+            return self.store_tuple_local(target.id, self.sem.convert(value, t, sp), target, sp)
         if isinstance(target, ast.Name):
             b = None
             for scope in reversed(self.scopes):

@@ -64,11 +64,18 @@ class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMix
         # parameter's type joined with what is assigned).
         assigned = {n.id for n in ast.walk(parsed.fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self.param_copies: dict[str, ir.Var] = {}
+        # locals that hold a real number and then a complex one (s = 0.0; s += z[i]): complex
+        # from their first assignment on the next typing pass, as Numba unifies them
+        self.complex_names: set[str] = set()
+        self.complex_retry = False
         for pname, b in list(bindings.items()):
             if pname not in assigned:
                 continue
             if b.kind == "var":
                 self.param_copies[pname] = b.value
+                del self.params[pname]
+            elif b.kind == "tuple" and isinstance(b.value, ComplexValue):
+                self.param_copies[pname] = b.value      # a complex parameter: two locals (complexes.py)
                 del self.params[pname]
             elif b.kind == "const" and isinstance(b.value, (bool, int, float, np.generic)):
                 # a compile-time argument the body changes: a local starting at that value
@@ -92,12 +99,15 @@ class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMix
             self._once_counts: dict = {}
             prologue = []
             for n, p in self.param_copies.items():
+                if isinstance(p, ComplexValue):
+                    prologue += self.store_tuple_local(n, p, self.p.fdef, self.span(self.p.fdef))
+                    continue
                 init = ir.Var(p.name, p.type) if isinstance(p, ir.Var) else self.const(p, self.p.fdef)
                 prologue.append(ir.Assign(self.local_var(n, init.type, self.p.fdef), init))
             self.statics: dict[str, Binding] = {}    # names bound to compile-time values (compiletime.py)
             self.unroll_depth = 0
             body = prologue + self.block(self.p.fdef.body)
-            changed = False
+            changed, self.complex_retry = self.complex_retry, False
             for name, t in self.assigned.items():
                 if name in self.annotated:
                     continue

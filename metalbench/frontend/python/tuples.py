@@ -83,8 +83,14 @@ class TuplesMixin:
 
     def store_tuple_local(self, name: str, value: TupleValue, node, sp) -> list[ir.Stmt]:
         """``name = (a, b)``: one local per item (typed by the fixpoint, item-wise)."""
-        if name in self.vars or name in self.params:
-            raise self.err(KernelTypeError, f"{name!r} holds a number; it cannot also hold a tuple", node)
+        if isinstance(value, ComplexValue) and name in self.vars and name not in self.params \
+                and name not in self.complex_names:
+            self.complex_names.add(name)        # a real local that becomes complex (translator.py)
+            self.complex_retry = True
+        elif name in self.vars or name in self.params:
+            raise self.err(KernelTypeError, f"{name!r} holds a number; it cannot also hold a "
+                                            f"{'complex number' if isinstance(value, ComplexValue) else 'tuple'}",
+                           node)
         old = self._tuple_binding(name)
         if old is not None and join_types(self._join, old.value.type, value.type) is None:
             raise self.err(KernelTypeError, f"{name!r} holds a {old.value.type.name}; it cannot also hold a "
