@@ -1,5 +1,7 @@
 """Smaller Numba-layer features of issue 14, each against Numba's simulator or NumPy:
-``round(x, ndigits)`` with a run-time ``ndigits``."""
+``round(x, ndigits)`` with a run-time ``ndigits``, Python ints for declared narrower
+integers, ``alignment=`` on local/shared arrays, Enum members as kernel arguments,
+empty ``cuda.const.array_like`` arrays, ``forall`` of a negative count."""
 import math
 import os
 
@@ -38,7 +40,62 @@ k[2, 32](o64, x, nd.astype(np.int64))
 RESULT = {"o64": o64}
 '''
 
-PROGRAMS = {"round_runtime": ROUND_RUNTIME}
+ENUMS_AND_EMPTY_CONST = '''
+import numpy as np
+from enum import Enum, IntEnum
+from numba import cuda
+
+class Color(Enum):
+    red = 1
+    green = 2
+
+class Flavour(Enum):
+    mint = 1
+    lemon = (2.5, 3)
+
+class Size(IntEnum):
+    small = 2
+    large = 500
+
+class Other(IntEnum):
+    two = 2
+
+@cuda.jit
+def k(a, b, out):
+    out[0] = a == b
+    out[1] = a != b
+    out[2] = a is b
+    out[3] = a is not b
+
+pairs = [(Color.red, Color.red), (Color.red, Color.green), (Color.red, Flavour.mint), (Flavour.lemon, Flavour.lemon),
+         (Size.small, Other.two), (Size.small, Size.large)]
+res = np.zeros((len(pairs), 4), np.bool_)
+for j, (a, b) in enumerate(pairs):
+    out = np.zeros(4, np.bool_)
+    k[1, 1](a, b, out)
+    res[j] = out
+
+@cuda.jit
+def g(x, s, out):
+    out[0] = x + s
+    out[1] = x > Size.large
+
+o2 = np.zeros(2, np.int64)
+g[1, 1](7, Size.large, o2)
+EMPTY = np.array([], np.float64)
+
+@cuda.jit
+def e(out):
+    c = cuda.const.array_like(EMPTY)
+    out[0] = len(c)
+    out[1] = c.size
+
+o3 = np.full(2, -1, np.int64)
+e[1, 1](o3)
+RESULT = {"res": res, "o2": o2, "o3": o3}
+'''
+
+PROGRAMS = {"round_runtime": ROUND_RUNTIME, "enums": ENUMS_AND_EMPTY_CONST}
 ORACLE = Oracle(PROGRAMS)
 
 
@@ -191,3 +248,27 @@ def test_invalid_alignment_is_refused(alignment, cls, msg):
         k[1, 1](np.zeros(1, np.float32))
     assert isinstance(e.value, cls)
     assert "alignment=alignment" in str(e.value)          # the line, with a caret
+
+
+def test_enum_arguments_and_empty_const_match_numba_simulator():
+    """Enum members as arguments compare as in Python (==, !=, is: class and value; an
+    IntEnum also computes as its int); an empty const array has len 0."""
+    want = ORACLE["enums"]
+    got = run_metalbench(ENUMS_AND_EMPTY_CONST)
+    assert_same(got, want)
+    np.testing.assert_array_equal(got["res"][4], [True, False, False, True])   # Size.small vs Other.two
+    np.testing.assert_array_equal(got["o2"], [507, 0])
+
+
+def test_forall_refuses_a_negative_count():
+    @cuda.jit
+    def k(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] += 1
+
+    with pytest.raises(ValueError, match="negative task count"):
+        k.forall(-1)
+    a = np.zeros(5)
+    k.forall(5)(a)
+    np.testing.assert_array_equal(a, 1)

@@ -20,6 +20,7 @@ Backends: ``kernel.configure(backend="sim")``, ``cuda.set_backend("sim")`` or
 """
 from __future__ import annotations
 
+import enum
 import inspect
 import math
 
@@ -259,6 +260,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0) -> "_Launcher":
         """Numba's ``k.forall(n)(*args)``: enough 1-D blocks to cover ``n`` threads."""
+        if ntasks < 0:
+            raise ValueError("Can't create ForAll with negative task count")
         tpb = tpb or 128
         return _Launcher(self, max(1, math.ceil(ntasks / tpb)), tpb, sharedmem)
 
@@ -289,6 +292,11 @@ class CUDAKernel(DispatcherAPI, Kernel):
                     raise KernelLaunchError(f"argument {name!r} is empty (shape {a.shape})")
                 values[name] = (v, a, t)
                 specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim), value="complex" if cplx else None))
+            elif isinstance(v, enum.Enum):
+                # an Enum member: a compile-time constant (one specialisation per member), so
+                # ==, != and `is` between members are Python's (classes and values)
+                values[name] = (v, None, None)
+                specs.append(F.ArgSpec(name, "constexpr", None, 0, value=v))
             elif v is None:
                 # an optional argument left None: a compile-time constant (`x is None` folds)
                 values[name] = (None, None, None)

@@ -308,6 +308,8 @@ class _ConstArrayLike(_Placeholder):
             raise tr.err(KernelTypeError, f"cuda.const.array_like: unsupported dtype {arr.dtype}", call)
         sp = tr.span(call)
         data = np.ascontiguousarray(arr).astype(t.np).reshape(-1)
+        if data.size == 0:              # an empty array: len() 0, one element of storage
+            data = np.zeros(1, t.np)
         _ConstArrayLike.registry[(id(tr.src), sp.line, sp.col)] = data
         return "thread", tuple(int(d) for d in arr.shape) or (1,), t
 

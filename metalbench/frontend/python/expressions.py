@@ -125,6 +125,12 @@ class ExpressionsMixin:
                     return self._is_bool(node)
                 same = a and b
                 return self.sem.bool_const(same if isinstance(node.ops[0], ast.Is) else not same, sp)
+            if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+                lv, rv = self.try_static(node.left), self.try_static(node.comparators[0])
+                if isinstance(lv, enum.Enum) and rv is not NOT_STATIC or \
+                        isinstance(rv, enum.Enum) and lv is not NOT_STATIC:
+                    # Enum members known at compile time compare as in Python (class and value)
+                    return self.sem.bool_const((lv == rv) == isinstance(node.ops[0], ast.Eq), sp)
             parts = []
             left = self.value_or_tuple(node.left)
             for opn, comp in zip(node.ops, node.comparators):

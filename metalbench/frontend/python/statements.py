@@ -273,8 +273,12 @@ class StatementsMixin:
             dtype = self.static_value(dtype_node)
         if isinstance(shape, (int, np.integer)):
             shape = (int(shape),)
-        if not (isinstance(shape, tuple) and shape and all(isinstance(d, (int, np.integer)) and d > 0
-                                                           for d in shape)):
+        # an empty array of the Numba layer (cuda.const.array_like of an empty array): one
+        # element of storage that no index reaches (its size and len() are 0)
+        empty = hook is not None and isinstance(shape, tuple) and bool(shape) and 0 in shape and \
+            all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape)
+        if not empty and not (isinstance(shape, tuple) and shape and all(isinstance(d, (int, np.integer)) and d > 0
+                                                                         for d in shape)):
             raise self.err(KernelTypeError, f"array shape must be a positive int or a tuple of them, "
                                             f"known at compile time; got {shape!r}", call,
                            hint="use literals, globals or mb.constexpr parameters for the shape")
@@ -309,8 +313,9 @@ class StatementsMixin:
             decl = ir.ArrayDecl(cname, space, t.elem, (n * step,), span=sp, align=align)
             info = BufInfo(cname, t.elem, space, len(shape), tuple(int(d) for d in shape), decl=decl, vec=t)
         else:
-            decl = ir.ArrayDecl(cname, space, t, tuple(int(d) for d in shape), span=sp, align=align)
-            info = BufInfo(cname, t, space, len(shape), decl.shape, decl=decl)
+            decl = ir.ArrayDecl(cname, space, t, (1,) if empty else tuple(int(d) for d in shape), span=sp,
+                                align=align)
+            info = BufInfo(cname, t, space, len(shape), tuple(int(d) for d in shape), decl=decl)
             if ct is not None:
                 info = self.complex_array(info)
         if shared_in_function:
