@@ -272,3 +272,29 @@ def test_forall_refuses_a_negative_count():
     a = np.zeros(5)
     k.forall(5)(a)
     np.testing.assert_array_equal(a, 1)
+
+
+def test_signature_kernels_have_a_typemap_and_refuse_bad_dtype_strings():
+    """With a declared signature the kernel compiles at decoration: its overload's
+    ``_type_annotation.typemap`` types the body's names (a shared array of Numba, NumPy
+    or string dtype is an int32 array); an unknown dtype string fails there, in Numba's words."""
+    from metalbench.cuda import int32, void
+    from metalbench.errors import KernelTypeError
+    for dt in (int32, np.int32, "int32"):
+        @cuda.jit(void(int32[::1]))
+        def f(x):
+            s = cuda.shared.array(10, dtype=dt)
+            s[0] = x[0]
+            t = s[0] * 2
+            x[0] = t
+        tm = next(iter(f.overloads.values()))._type_annotation.typemap
+        assert tm["s"].dtype == int32 and tm["s"].ndim == 1
+        assert str(tm["x"]) == "array(int32, 1d, A)" and tm["t"] == cuda.int64
+        x = np.array([21], np.int32)
+        f[1, 1](x)
+        assert x[0] == 42
+    with pytest.raises(KernelTypeError, match="Invalid NumPy dtype specified: 'int33'"):
+        @cuda.jit(void(int32[::1]))
+        def g(x):
+            s = cuda.shared.array(10, dtype="int33")
+            s[0] = x[0]

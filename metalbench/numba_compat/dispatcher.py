@@ -140,6 +140,12 @@ class CompiledKernel:
     def __repr__(self) -> str:
         return f"<compiled {self.dispatcher.name}{self.signature}>"
 
+    @property
+    def _type_annotation(self):
+        """Numba's type annotation: ``typemap`` (name -> Numba type; numba_compat/typemap.py)."""
+        from .typemap import TypeAnnotation
+        return TypeAnnotation(self.specialization.ir)
+
 
 def argument_types(args) -> tuple:
     """The Numba types of a launch's arguments (device arrays and host arrays of one

@@ -44,7 +44,7 @@ from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_s
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
-from .dispatcher import ArgHint, DispatcherAPI, unwrap
+from .dispatcher import ArgHint, CompiledKernel, DispatcherAPI, unwrap
 from .intrinsics import DYNSHARED, attach_const_arrays
 from .sigmatch import SignatureMismatch, _match, _tuple_structure  # noqa: F401  (SignatureMismatch: public)
 
@@ -199,7 +199,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
                     return
                 args.append(t.np.type(0))
         try:
-            self.specialization(self.bind_inplace(tuple(args), {}))
+            sp = self.specialization(self.bind_inplace(tuple(args), {}))
+            self.overloads.setdefault(tuple(sig.args), CompiledKernel(self, tuple(sig.args), sp))
         except KernelTypeError as e:
             raise trim_traceback(e)
         except MetalbenchError:

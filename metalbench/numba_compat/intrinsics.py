@@ -178,6 +178,14 @@ def numba_dtype(obj):
     return resolve_dtype(obj)
 
 
+def _numpy_dtype_name(s: str) -> bool:
+    try:
+        np.dtype(s)
+        return True
+    except TypeError:
+        return False
+
+
 class AlignmentError(KernelTypeError, ValueError):
     """An ``alignment=`` that is an integer but no valid alignment (Numba raises a
     ValueError here)."""
@@ -237,6 +245,9 @@ class _ArrayMaker(_Placeholder):
         if t is None and complex_type_of(dt) is not None:
             return self._space, tuple(int(d) for d in shape), dt      # complex: frontend/python/complexes.py
         if t is None:
+            if isinstance(dt, str) and not _numpy_dtype_name(dt):      # Numba's wording
+                raise tr.err(KernelTypeError, f"Invalid NumPy dtype specified: {dt!r}", dtype_node,
+                             hint="use a NumPy dtype name: 'float32', 'int32', 'uint8', ...")
             raise tr.err(KernelTypeError, f"{dt!r} is not a supported dtype", dtype_node,
                          hint="use float32, int32, uint32, float16, ...")
         return self._space, tuple(int(d) for d in shape), t, None, align
