@@ -298,3 +298,24 @@ def test_signature_kernels_have_a_typemap_and_refuse_bad_dtype_strings():
         def g(x):
             s = cuda.shared.array(10, dtype="int33")
             s[0] = x[0]
+
+
+def test_undefined_name_in_a_device_function_is_an_error():
+    """A name the module does not define is a NameError in Python and a typing error in
+    Numba; the Numba layer does not fall back to the DSL's names (floor was silently
+    Metal's floor)."""
+    from metalbench.errors import KernelNameError
+    src = ("from metalbench import cuda\n"
+           "@cuda.jit(device=True)\n"
+           "def dev(x):\n"
+           "    return floor(x)\n"
+           "@cuda.jit\n"
+           "def k(o):\n"
+           "    o[0] = dev(1.5)\n")
+    import linecache
+    linecache.cache["<undef>"] = (len(src), None, src.splitlines(True), "<undef>")
+    ns = {}
+    exec(compile(src, "<undef>", "exec"), ns)
+    with pytest.raises(KernelNameError, match="name 'floor' is not defined") as e:
+        ns["k"][1, 1](np.zeros(1))
+    assert "from math import floor" in str(e.value) and "o[0] = dev(1.5)" in str(e.value)

@@ -145,7 +145,8 @@ class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMix
             return Binding("var", self.vars[name])
         if name in self.p.env:
             return Binding("pyobj", self.p.env[name])
-        if hasattr(dsl, name) and not name.startswith("_"):
+        if hasattr(dsl, name) and not name.startswith("_") and self.sem.rules.dialect != "numba":
+            # (a Numba kernel names what its module defines, as Python does: no DSL names)
             return Binding("pyobj", getattr(dsl, name))
         if name in ("metal",):
             return Binding("pyobj", dsl.metal)
@@ -153,7 +154,8 @@ class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMix
             return Binding("pyobj", getattr(_pybuiltins, name))
         raise self.err(KernelNameError, f"name {name!r} is not defined", node,
                        hint="define it before this line, pass it as an argument, or import it "
-                            "(from metalbench.dsl import *)")
+                            + ("in the kernel's module (from math import floor)" if self.sem.rules.dialect == "numba"
+                               else "(from metalbench.dsl import *)"))
 
     def local_var(self, name: str, t, node) -> ir.Var:
         """The local variable ``name``; its type is settled by the fixpoint in translate()."""
