@@ -41,6 +41,7 @@ from ..semantics import NUMBA
 from . import inplace, metal64
 from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_scalars, matches_complex,
                          refuse_complex, refuse_metal_library, spec_text)
+from .datetimearg import datetime_marker, datetime_storage
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
@@ -82,6 +83,8 @@ def _host_array_kind(v, name):
         a = runtime.to_numpy(v)
     if isinstance(a, np.ndarray) and a.dtype.kind == "c":
         return (*complex_storage(a, name), True)
+    if isinstance(a, np.ndarray) and a.dtype.kind in "mM":     # its int64 storage (datetimearg.py)
+        return datetime_storage(a, name)
     try:
         return a, T.from_numpy(a.dtype), False
     except T.TypeError_ as e:
@@ -292,10 +295,9 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 if a.size == 0:
                     raise KernelLaunchError(f"argument {name!r} is empty (shape {a.shape})")
                 values[name] = (v, a, t)
-                specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim), value="complex" if cplx else None))
+                specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim), value=("complex" if cplx is True else cplx) if cplx else None))
             elif isinstance(v, enum.Enum):
-                # an Enum member: a compile-time constant (one specialisation per member), so
-                # ==, != and `is` between members are Python's (classes and values)
+                # an Enum member: a compile-time constant, one specialisation per member (== and `is` as Python's)
                 values[name] = (v, None, None)
                 specs.append(F.ArgSpec(name, "constexpr", None, 0, value=v))
             elif v is None:
@@ -312,7 +314,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
                     if runtime.is_array(lv) or isinstance(lv, DeviceNDArray):
                         a, t, cplx = _host_array_kind(lv, leaf)
                         if cplx:
-                            raise KernelLaunchError(f"argument {name!r}: a complex array inside a tuple is not "
+                            raise KernelLaunchError(f"argument {name!r}: a complex or datetime array in a tuple is not "
                                                     "supported", hint="pass it as its own argument")
                         if a.size == 0:
                             raise KernelLaunchError(f"argument {name!r}: an item is empty (shape {a.shape})")
@@ -325,9 +327,9 @@ class CUDAKernel(DispatcherAPI, Kernel):
             elif isinstance(v, (complex, np.complexfloating)):
                 bind_complex_scalar(name, v, values, specs)     # complexarg.py
             else:
-                t = _scalar_type(v, name)
+                t = T.int64 if datetime_marker(v) else _scalar_type(v, name)     # (a datetime: its int64)
                 values[name] = (v, None, t)
-                specs.append(F.ArgSpec(name, "scalar", t, 0))
+                specs.append(F.ArgSpec(name, "scalar", t, 0, value=datetime_marker(v)))
         if self.signatures:
             self._apply_signature(values, specs)
         return values, specs
@@ -691,8 +693,7 @@ def _run_sim_inplace(sp: Specialization, values: dict, grid, tg, checked):
     for p in sp.ir.params:
         v, a, t = values[p.name]
         if p.kind == "scalar":
-            # a Python int converts as C (and Numba's ctypes argument) does: 0xFFFFFFFF as int32 is -1
-            args[p.name] = scalar_value(v, p.type) if type(v) is int else p.type.np.type(v)
+            args[p.name] = scalar_value(v, p.type) if type(v) is int else p.type.np.type(v)   # C's conversion
             continue
         device = isinstance(v, DeviceNDArray) and v._host is None   # a device-mode array on the simulator
         if device:

@@ -46,13 +46,14 @@ from __future__ import annotations
 from .calls import CallSemantics, Signature, lookup, typecheck
 from .complexval import ComplexSemantics, ComplexType, ComplexValue, complex_type, is_complex
 from .core import CoreSemantics
+from .datetimes import DatetimeSemantics, DatetimeType, DatetimeValue
 from .folding import coerce_value, const_value, fold
 from .rules import DSL, MSL, NUMBA, DSLRules, MSLRules, NumbaRules, RuleSet
 from .tuples import TupleSemantics, TupleType, TupleValue
 from .views import View, ViewSemantics
 
 
-class Semantics(ComplexSemantics, TupleSemantics, ViewSemantics, CallSemantics, CoreSemantics):
+class Semantics(ComplexSemantics, TupleSemantics, DatetimeSemantics, ViewSemantics, CallSemantics, CoreSemantics):
     """Builds typed IR under a rule set (default :data:`DSL`). See the module docstring.
 
     >>> from metalbench import ir, types as T

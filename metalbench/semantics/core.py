@@ -20,6 +20,7 @@ from .. import types as T
 from ..errors import KernelTypeError, Span
 from . import folding
 from .rules import DSL, RuleSet
+from .datetimes import DatetimeType, DatetimeValue
 from .tuples import TupleType
 
 BITWISE_OPS = ("&", "|", "^")
@@ -101,6 +102,8 @@ class CoreSemantics:
         if e.type == t:
             return e
         span = span or e.span
+        if isinstance(e, DatetimeValue) or isinstance(t, DatetimeType):
+            return self.dt_convert(e, t, span)              # datetimes.py
         self._need_value(e, span, "this")
         if isinstance(t, T.MatrixType) or isinstance(e.type, T.MatrixType):
             raise self.error(f"cannot convert {getattr(e.type, 'msl', e.type)} to {getattr(t, 'msl', t)}", span,
@@ -213,6 +216,8 @@ class CoreSemantics:
         """
         if op in ("&&", "||", "and", "or"):
             return self.logical({"&&": "and", "||": "or"}.get(op, op), a, b, span)
+        if isinstance(a, DatetimeValue) or isinstance(b, DatetimeValue):
+            return self.dt_binop(op, a, b, span)            # datetimes.py
         self._need_value(a, span)
         self._need_value(b, span)
         if op in SHIFT_OPS:
@@ -263,6 +268,8 @@ class CoreSemantics:
         >>> Semantics().unop("-", ir.Const(1, T.uint32)).value
         4294967295
         """
+        if isinstance(a, DatetimeValue):
+            return self.dt_unop(op, a, span)                # datetimes.py
         self._need_value(a, span)
         if op in ("!", "not"):
             return self.fold(ir.UnOp("!", self.to_bool(a, span), T.bool_, span=span))

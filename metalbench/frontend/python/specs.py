@@ -94,6 +94,8 @@ class BufInfo:
     # a complex array (complexes.py): ``name`` is its storage, real parts with a trailing
     # dimension of 2 that ``ndim``/``shape`` leave out; an element is the pair at 2*index
     cplx: bool = False
+    # a datetime64/timedelta64 array of the Numba layer (int64 storage): (kind, unit)
+    dt: tuple | None = None
 
     @property
     def is_view(self) -> bool:

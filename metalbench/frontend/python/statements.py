@@ -11,7 +11,7 @@ from ... import dsl
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, error_net
-from ...semantics import ComplexType, ComplexValue, TupleValue, complex_type
+from ...semantics import ComplexType, ComplexValue, DatetimeValue, TupleValue, complex_type
 from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
 from .views import resolve_elem_type
@@ -192,6 +192,10 @@ class StatementsMixin:
                 return [ir.Assign(b.value, self.conv(value, b.value.type), span=sp)]
             if value.type is None:
                 raise self.err(KernelTypeError, "this call returns no value", target)
+            if isinstance(value, DatetimeValue):
+                raise self.err(KernelTypeError, f"a {value.type.name} value cannot be kept in a local variable "
+                                                "(not supported yet)", target,
+                               hint="use it within one expression, e.g. out[i] = end[i] - start[i]")
             var = self.local_var(target.id, value.type, target)
             return [ir.Assign(var, self.conv(value, var.type), span=sp)]
         if isinstance(target, ast.Subscript):

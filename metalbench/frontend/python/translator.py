@@ -15,6 +15,7 @@ from ... import ir
 from ...errors import (ControlFlow, KernelNameError, KernelTypeError, MetalbenchError, Span,
                         internal_error)
 from ...semantics import DSL, ComplexValue, Semantics, TupleType, TupleValue
+from ...semantics.datetimes import DatetimeArg
 from ...semantics.tuples import join_types
 from .calls import CallsMixin
 from .compiletime import CompileTimeMixin, single_assignments
@@ -206,6 +207,11 @@ class FunctionTranslator(LoopsMixin, StatementsMixin, ExpressionsMixin, CallsMix
         return self.sem.to_bool(e)
 
 
+def _is_dt(spec) -> bool:
+    """A datetime64/timedelta64 argument of the Numba layer: ``value`` is ("datetime", kind, unit)."""
+    return isinstance(spec.value, tuple) and len(spec.value) == 3 and spec.value[0] == "datetime"
+
+
 def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | None = None) -> ir.KernelIR:
     """Translate a parsed kernel for one specialisation into a :class:`~metalbench.ir.KernelIR`.
 
@@ -236,7 +242,8 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
         elif spec.kind == "scalar":
             p = ir.Param(spec.name, "scalar", spec.type, 0)
             params.append(p)
-            bindings[spec.name] = Binding("var", ir.Var(spec.name, spec.type))
+            bindings[spec.name] = Binding("pyobj", DatetimeArg(spec.name, *spec.value[1:])) if _is_dt(spec) \
+                else Binding("var", ir.Var(spec.name, spec.type))
         elif spec.kind == "struct":
             # a struct argument: its fields are the parameters that follow (structs.py)
             structs[spec.name] = spec.value
@@ -260,7 +267,8 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             # its own binding kind, so only ``.real``/``.imag`` (views.py) can use it
             bindings[spec.name] = Binding("complexbuf" if spec.value == "complex" else "buf",
                                           BufInfo(spec.name, spec.type, "device", spec.ndim, None,
-                                                  kernel_param=p, wide=spec.wide))
+                                                  kernel_param=p, wide=spec.wide,
+                                                  dt=spec.value[1:] if _is_dt(spec) else None))
     for spec in tuples:
         bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types, bindings))
     # MLX order: inputs first, then outputs.

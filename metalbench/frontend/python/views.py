@@ -48,7 +48,7 @@ import numpy as np
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, MetalbenchError
-from ...semantics import View
+from ...semantics import DatetimeType, DatetimeValue, View
 from .specs import Binding, BufInfo, resolve_dtype
 
 
@@ -484,6 +484,8 @@ class ViewsMixin:
     # -- elements through a view ---------------------------------------------------------
     def element_load(self, info: BufInfo, idx: ir.Expr, span) -> ir.Expr:
         """``info[idx]`` (``idx`` a linear index into the view) as a value."""
+        if info.dt is not None:         # a datetime array: its int64 as a DatetimeValue
+            return DatetimeValue(self.element_load(replace(info, dt=None), idx, span), *info.dt, span=span)
         if info.cplx:
             return self.complex_load(info, idx, span)
         if not info.is_view:
@@ -498,6 +500,9 @@ class ViewsMixin:
             raise KernelTypeError(f"{info.name.removesuffix('_const')!r} is an array of the Python scope, a "
                                   "constant in the kernel: it cannot be written", span,
                                   hint="pass the array as an argument to write it")
+        if info.dt is not None:         # only a value of its kind; the int64 is stored
+            value = self.sem.convert(value, DatetimeType(*info.dt), span).value
+            info = replace(info, dt=None)
         if not info.is_view:
             return [ir.Store(info.name, idx, self.conv(value, info.elem), span=span)]
         return self.sem.view_store(self._as_view(info, span), idx, value, span)
