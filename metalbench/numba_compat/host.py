@@ -70,7 +70,7 @@ def get_backend() -> str:
 
 def _host_array(v, name):
     """(NumPy storage the kernel reads and writes, ScalarType it has on the device)."""
-    return _host_array_kind(v, name)[:2]
+    return (datetime_storage(v, name) if datetime_marker(v) else _host_array_kind(v, name))[:2]
 
 
 def _host_array_kind(v, name):
@@ -83,8 +83,6 @@ def _host_array_kind(v, name):
         a = runtime.to_numpy(v)
     if isinstance(a, np.ndarray) and a.dtype.kind == "c":
         return (*complex_storage(a, name), True)
-    if isinstance(a, np.ndarray) and a.dtype.kind in "mM":     # its int64 storage (datetimearg.py)
-        return datetime_storage(a, name)
     try:
         return a, T.from_numpy(a.dtype), False
     except T.TypeError_ as e:
@@ -291,11 +289,13 @@ class CUDAKernel(DispatcherAPI, Kernel):
             if name in records:
                 bind_record(name, v, records[name], used, values, specs, _host_array_kind)
             elif runtime.is_array(v) or isinstance(v, DeviceNDArray):
-                a, t, cplx = _host_array_kind(v, name)
+                # (a datetime64/timedelta64 array: its int64 storage, the marker as spec value)
+                a, t, cplx = datetime_storage(v, name) if datetime_marker(v) else _host_array_kind(v, name)
                 if a.size == 0:
                     raise KernelLaunchError(f"argument {name!r} is empty (shape {a.shape})")
                 values[name] = (v, a, t)
-                specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim), value=("complex" if cplx is True else cplx) if cplx else None))
+                specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim),
+                                       value="complex" if cplx is True else cplx or None))
             elif isinstance(v, enum.Enum):
                 # an Enum member: a compile-time constant, one specialisation per member (== and `is` as Python's)
                 values[name] = (v, None, None)
