@@ -97,6 +97,14 @@ def test_syntax_error_points_at_body_line():
     assert "^" in str(e.value)
 
 
+def test_text_that_is_not_msl_is_named_at_its_first_line():
+    # (MLX's test_eval passes "this is not metal code {": the whole body fails to parse)
+    with pytest.raises(KernelSyntaxError) as e:
+        k1("\n  this is not metal code {")
+    assert e.value.span.line == 2 and e.value.span.col == 2
+    assert "near 'this is not metal code {'" in str(e.value) and "__body" not in str(e.value)
+
+
 def test_missing_semicolon():
     with pytest.raises(KernelSyntaxError) as e:
         k1("uint i = 0\nout[i] = 1;\n")

@@ -147,11 +147,25 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
             bad = code[err.start_byte:err.end_byte].strip().splitlines()
             tok = bad[0][:30] if bad else ""
             msg = f"syntax error near '{tok}'" if tok else "syntax error"
+        if wrap and err.start_byte < shift:
+            # the error node starts in metalbench's wrapper (the whole body failed to parse):
+            # point at the body's first token instead
+            stripped = text.lstrip()
+            before = text[:len(text) - len(stripped)]
+            line = src.first_line + before.count("\n")
+            col = len(before) - (before.rfind("\n") + 1)
+            tok = stripped.splitlines()[0][:30] if stripped else ""
+            msg = f"syntax error near '{tok}'" if tok else "syntax error: the kernel source is empty"
+            err_len = len(tok) or 1
+        else:
+            err_len = None
         if wrap and line > src.first_line + len(text.splitlines()) - 1:
             line = src.first_line + max(0, len(text.splitlines()) - 1)
             col = len(src.line(line))
             msg = "syntax error: unexpected end of the kernel source (unbalanced braces or a missing ';'?)"
         end = col + max(1, err.end_byte - err.start_byte) if err.start_point[0] == err.end_point[0] else None
+        if err_len is not None:
+            end = col + err_len
         hint = "the source is the body of an MSL kernel, as mx.fast.metal_kernel takes it"
         what = _enclosing_class(tree.root_node, err, code)
         if what is not None:
