@@ -390,3 +390,79 @@ def test_errors_inside_a_member_function_show_the_call_site():
         translate_kernel("k", "Q q;\nout[0] = q.f(1.0f);", header, inputs=[], outputs=[("out", T.float32, 1)])
     text = str(e.value)
     assert "missing" in text and "called from" in text and "line 2" in text
+
+
+# ----------------------------------------------------------------------------- structs in buffers
+
+RECORDS = """
+typedef struct { half h; ushort s; } Inner;               // 4 bytes, 2-aligned
+struct Rec {                                              // 24 bytes: a@0 in@4 v@8 tag@16
+  float a;
+  Inner in;
+  half4 v;
+  uint8_t tag[3];
+  float total() const device { return a + float(in.h) + float(v.w) + tag[2]; }
+};
+struct Params { uint n; float scale; };
+"""
+
+
+def _records(n):
+    raw = np.zeros((n, 24), np.uint8)
+    a = RNG.standard_normal(n).astype(np.float32)
+    h = RNG.standard_normal(n).astype(np.float16)
+    s = RNG.integers(0, 60000, n).astype(np.uint16)
+    v = RNG.standard_normal((n, 4)).astype(np.float16)
+    tag = RNG.integers(0, 256, (n, 3)).astype(np.uint8)
+    raw[:, 0:4] = a.view(np.uint8).reshape(n, 4)
+    raw[:, 4:6] = h.view(np.uint8).reshape(n, 2)
+    raw[:, 6:8] = s.view(np.uint8).reshape(n, 2)
+    raw[:, 8:16] = v.view(np.uint8).reshape(n, 8)
+    raw[:, 16:19] = tag
+    return raw.reshape(-1), a, h, s, v, tag
+
+
+def test_structs_in_device_memory_through_pointers():
+    # GGML-style blocks and parameter structs: struct pointers cast from byte buffers,
+    # p[i].m, p->m, references, copies, nested structs, vector and array members, moving
+    # pointers, a member function of an object in memory, stores through a struct pointer
+    body = """
+    uint i = thread_position_in_grid.x;
+    const device Params* P = (const device Params*)params;
+    device const Rec* r = (device const Rec*)recs;
+    const device Rec& me = r[i];
+    Rec copy = *(r + i);
+    device const Rec* p = r;
+    p += i;
+    float got = me.a * P->scale + float(copy.in.s) + float(p->v.y) + float(me.tag[1]) + me.total();
+    device Rec* o = (device Rec*)outrec;
+    o[i].a = got;
+    o[i].in.h = half(float(i));
+    (o + i)->tag[2] = uint8_t(P->n);
+    out[i] = got;
+    """
+    n = 5
+    raw, a, h, s, v, tag = _records(n)
+    params = np.array([7, np.float32(2.5).view(np.uint32)], np.uint32)
+    k = mb.metal_kernel(name="recs", input_names=["params", "recs"], output_names=["out", "outrec"],
+                        source=body, header=RECORDS)
+    for checked in (False, True):
+        o, orec = k(inputs=[mx.array(params), mx.array(raw)], grid=(n, 1, 1), threadgroup=(n, 1, 1),
+                    output_shapes=[(n,), (n * 24,)], output_dtypes=[mx.float32, mx.uint8], init_value=0,
+                    backend="sim", checked=checked)
+        total = a + h.astype(np.float32) + v[:, 3].astype(np.float32) + tag[:, 2]
+        want = a * 2.5 + s + v[:, 1].astype(np.float32) + tag[:, 1] + total
+        np.testing.assert_allclose(np.array(o), want, rtol=1e-6)
+        orec = np.array(orec).reshape(n, 24)
+        np.testing.assert_array_equal(orec[:, 0:4].copy().view(np.float32)[:, 0], np.array(o))
+        np.testing.assert_array_equal(orec[:, 4:6].copy().view(np.float16)[:, 0], np.arange(n, dtype=np.float16))
+        np.testing.assert_array_equal(orec[:, 18], np.full(n, 7))
+    ins = [("params", T.uint32, 1), ("recs", T.uint8, 1)]
+    printed_again(RECORDS, body, ins, [("out", T.float32, 1), ("outrec", T.uint8, 1)])
+
+
+def test_struct_pointer_misuse_is_named():
+    with pytest.raises(MetalbenchError, match="is not a pointer into a buffer") as e:
+        translate_kernel("bad", "device const Rec* r = (device const Rec*)0;\nout[0] = r[0].a;", RECORDS,
+                         inputs=[("x0", T.float32, 1)], outputs=[("out", T.float32, 1)])
+    assert "line 1" in str(e.value)

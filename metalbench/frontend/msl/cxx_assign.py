@@ -93,6 +93,11 @@ class CxxAssignMixin:
             if d.type == "array_declarator" or space == "threadgroup":
                 out += self.object_array(d, base, space, init)
                 continue
+            if d.type == "pointer_declarator" and d.child_by_field_name("declarator").type == "identifier" \
+                    and isinstance(base, ClassInst):      # a pointer to structs in memory (struct_views)
+                out += self.struct_pointer_decl(self.text(d.child_by_field_name("declarator")), init, base,
+                                                self.sp(d), d)
+                continue
             if d.type != "identifier":
                 what = {"pointer_declarator": "a pointer to a struct"}
                 self.unsupported(d, what.get(d.type, f"the declaration '{self.text(d)}'"))

@@ -279,6 +279,8 @@ class CxxObjectsMixin:
         if base.type == "pointer_expression" and self.text(base).lstrip().startswith("*") and \
                 base.child_by_field_name("argument").type == "this":
             return self.current_this(base)
+        if self.is_struct_pointer_node(base):           # p->member (struct_views)
+            return self.struct_object(base)
         return self.object_value(base)
 
     def current_this(self, node):
@@ -296,7 +298,10 @@ class CxxObjectsMixin:
             sym = self.lookup(self.text(node))
             return sym if isinstance(sym, StructObj) else None
         if k == "subscript_expression":
-            return self.element_of(node)
+            return self.element_of(node) or self.struct_object(node)
+        if k == "pointer_expression" and self.text(node).lstrip().startswith("*") and \
+                self.is_struct_pointer_node(node.child_by_field_name("argument")):
+            return self.struct_object(node)
         if k == "this" or (k == "pointer_expression" and self.text(node).lstrip().startswith("*")
                            and node.child_by_field_name("argument").type == "this"):
             return self.current_this(node) if k != "this" else None
@@ -336,9 +341,11 @@ class CxxObjectsMixin:
             return isinstance(self.lookup(self.text(node)), StructObj)
         if k == "subscript_expression":
             base = node.child_by_field_name("argument")
-            return base.type == "identifier" and isinstance(self.lookup(self.text(base)), ObjArray)
+            return base.type == "identifier" and isinstance(self.lookup(self.text(base)), ObjArray) or \
+                self.is_struct_pointer_node(base)
         if k == "pointer_expression" and self.text(node).lstrip().startswith("*"):
-            return node.child_by_field_name("argument").type == "this"
+            return node.child_by_field_name("argument").type == "this" or \
+                self.is_struct_pointer_node(node.child_by_field_name("argument"))
         if k == "field_expression":
             try:
                 return isinstance(self.member_symbol(node), StructObj)

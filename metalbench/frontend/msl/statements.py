@@ -10,6 +10,7 @@ from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
 from .printing import is_logger_decl, print_call
+from .struct_views import StructPtr
 from .symbols import Buf, Ptr, Ref, _SPACES, _TypeName
 
 
@@ -681,6 +682,8 @@ class StatementsMixin:
                 self.type_err(lhs, f"'{name}' is a constant and cannot be assigned")
             if sym is None:
                 raise KernelNameError(f"use of undeclared identifier '{name}'", self.sp(lhs))
+            if isinstance(sym, StructPtr):
+                return self.struct_pointer_move(sym, op, rhs_node, sp)
             self.type_err(lhs, f"cannot assign to '{name}'")
         if k == "subscript_expression" and lhs.child_by_field_name("argument").type == "identifier" and \
                 isinstance(self.lookup(self.text(lhs.child_by_field_name("argument"))), ir.Var):

@@ -24,6 +24,7 @@ from .mlx_utils import MLXUtilsMixin
 from .parse import _KEYWORD_CAST_TYPES, _parse
 from .preprocess import Preprocessor
 from .statements import StatementsMixin
+from .struct_views import StructViewsMixin
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
@@ -32,7 +33,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
-                 CxxAssignMixin):
+                 CxxAssignMixin, StructViewsMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):

@@ -1,0 +1,216 @@
+"""Structs in device and constant memory, seen through pointers (GGML-style quantised
+blocks, parameter structs): ``device const block_q4_0* b = (device const block_q4_0*)w;``,
+``b[i].d``, ``b->qs[j]``, ``const device block_q4_0& blk = b[i];``, ``S s = b[i];``,
+``b + k``, ``b++``. A struct pointer is the buffer it points into plus a byte offset (an
+int64 variable); an object it designates is a :class:`~.cxx_objects.StructObj` whose
+members are references into reinterpreting views of that buffer at the members' byte
+offsets (C's layout: each member aligned to its size, vectors of 3 taking 4 elements), so
+every use of an object (members, copies, member functions) works on it unchanged::
+
+    >>> from metalbench.frontend.msl import translate_kernel
+    >>> from metalbench import ir, types as T
+    >>> k = translate_kernel("k", "device const Blk* b = (device const Blk*)w;\\n"
+    ...     "out[0] = float(b[1].d) * b[1].q[2];",
+    ...     "struct Blk { half d; uchar q[6]; };",
+    ...     inputs=[("w", T.uint8, 1)], outputs=[("out", T.float32, 1)])
+    >>> print(ir.dump(k.body).splitlines()[-1])
+    out[0] = (float32(w_as_half[(_t2 / 2)]) * float32(w[((_t4 + 2) + 2)]))
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ... import ir
+from ... import types as T
+from ...errors import MetalbenchError
+from ...semantics.views import View
+from .cxx_decls import ClassInst
+from .cxx_objects import FixedView, StructObj
+from .symbols import Ref
+
+
+@dataclass
+class StructPtr:
+    """A pointer to structs of class ``cls`` in ``view.buf`` (``view``: that buffer at
+    offset 0); ``off`` (an int64 variable) is the byte offset it points at."""
+    cls: ClassInst
+    view: View
+    off: ir.Var
+
+
+class StructViewsMixin:
+    """Struct pointers into buffers: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    # -- layout ---------------------------------------------------------------------------
+    def member_layout(self, cls, node) -> list:
+        """``[(member, owner, type, dims, byte offset)]`` of ``cls`` (as ``sizeof_class`` lays
+        it out)."""
+        out, at = [], 0
+        for f, owner in self.all_fields(cls):
+            t, kinds, dims, _, _ = self.field_info(owner, f)
+            if kinds and kinds[0] in ("ptr", "ref"):
+                self.unsupported(node, f"a pointer to a {cls.name} in memory, which has the pointer or "
+                                       f"reference member '{f.name}'")
+            if isinstance(t, ClassInst):
+                s, a = self.sizeof_class(t), self.alignof_class(t)
+            elif isinstance(t, T.VectorType):
+                s = a = t.elem.itemsize * (4 if t.n == 3 else t.n)
+            elif isinstance(t, T.ScalarType):
+                s = a = t.itemsize
+            else:
+                self.unsupported(node, f"a {cls.name} in memory with a {getattr(t, 'name', t)} member")
+            n = 1
+            for d in dims:
+                n *= d
+            at = (at + a - 1) // a * a
+            out.append((f, owner, t, dims, at))
+            at += s * n
+        return out
+
+    # -- objects in memory ----------------------------------------------------------------
+    def memory_object(self, cls, view: View, off: ir.Expr, node) -> StructObj:
+        """The ``cls`` object at byte ``off`` of ``view.buf``: members are references into
+        views of the buffer as each member's element type."""
+        sp = self.sp(node)
+        fields = {}
+        for f, owner, t, dims, at in self.member_layout(cls, node):
+            pos = self.sem.binop("+", off, ir.Const(at, T.int64, span=sp), sp) if at else off
+            if isinstance(t, ClassInst):
+                if dims:
+                    self.unsupported(node, f"a {cls.name} in memory, whose member '{f.name}' is an array of structs")
+                fields[f.name] = self.memory_object(t, view, pos, node)
+                continue
+            el = T.elem_of(t)
+            typed = self.sem.view_cast(view, t, span=sp)
+            first = self.sem.binop("/", pos, ir.Const(el.itemsize, T.int64, span=sp), sp) \
+                if el.itemsize > 1 else pos
+            mv = replace(typed, offset=self.sem.convert(first, T.int64, sp))
+            if dims:
+                count = 1
+                for d in dims:
+                    count *= d
+                inner = tuple(dims[1:])
+                fields[f.name] = FixedView(replace(mv, inner=inner), count)
+            else:
+                fields[f.name] = Ref(mv)
+        return StructObj(cls, fields, f"{cls.name} in {view.buf}")
+
+    # -- struct pointers ------------------------------------------------------------------
+    def struct_pointer(self, node):
+        """``(cls, view, byte offset expression)`` of a pointer-to-struct expression, or None."""
+        sp = self.sp(node)
+        k = node.type
+        if k == "parenthesized_expression" and node.named_children:
+            return self.struct_pointer(node.named_children[-1])
+        if k == "identifier":
+            sym = self.lookup(self.text(node))
+            if isinstance(sym, StructPtr):
+                return sym.cls, sym.view, ir.Var(sym.off.name, T.int64, span=sp)
+            return None
+        if k == "cast_expression":
+            tn = node.child_by_field_name("type")
+            decl = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
+            if decl is None or decl.type != "abstract_pointer_declarator" or decl.named_children:
+                return None
+            cls = self.cxx_type(tn.child_by_field_name("type"))
+            if not isinstance(cls, ClassInst):
+                return None
+            val = node.child_by_field_name("value")
+            inner = self.struct_pointer(val)
+            if inner is not None:
+                return cls, inner[1], inner[2]
+            if self.ptr_rank(val) is None:
+                self.type_err(val, f"'{self.text(val)[:40]}' is not a pointer into a buffer or array")
+            v = self.pointer(val)
+            off = self.sem.binop("*", self.sem.convert(v.offset, T.int64, sp),
+                                 ir.Const(v.elem.itemsize, T.int64, span=sp), sp)
+            return cls, replace(v, offset=ir.Const(0, T.int32, span=sp), inner=()), off
+        if k == "binary_expression" and self.text(node.child_by_field_name("operator")) in ("+", "-"):
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            p = self.struct_pointer(left)
+            if p is None:
+                return None
+            n = self.sem.convert(self.expr(right), T.int64, sp)
+            step = self.sem.binop("*", n, ir.Const(self.sizeof_class(p[0]), T.int64, span=sp), sp)
+            return p[0], p[1], self.sem.binop(self.text(node.child_by_field_name("operator")), p[2], step, sp)
+        if k == "pointer_expression" and self.text(node).lstrip().startswith("&"):
+            arg = node.child_by_field_name("argument")
+            if arg.type == "subscript_expression":
+                p = self.struct_pointer(arg.child_by_field_name("argument"))
+                if p is not None:
+                    return p[0], p[1], self.struct_index_off(p, arg, sp)
+        return None
+
+    def struct_index_off(self, p, sub, sp):
+        i = self.sem.convert(self.expr(sub.child_by_field_name("indices").named_children[0]), T.int64, sp)
+        return self.sem.binop("+", p[2], self.sem.binop("*", i, ir.Const(self.sizeof_class(p[0]), T.int64,
+                                                                          span=sp), sp), sp)
+
+    def is_struct_pointer_node(self, node) -> bool:
+        """Whether ``node`` is a pointer to structs in memory: a struct pointer variable, one
+        moved by ``+``/``-``, or a cast to a struct pointer (decided without translating)."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node.type == "identifier":
+            return isinstance(self.lookup(self.text(node)), StructPtr)
+        if node.type == "binary_expression" and self.text(node.child_by_field_name("operator")) in ("+", "-"):
+            return self.is_struct_pointer_node(node.child_by_field_name("left"))
+        if node.type == "cast_expression":
+            tn = node.child_by_field_name("type")
+            decl = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
+            if decl is None or decl.type != "abstract_pointer_declarator" or decl.named_children:
+                return False
+            try:
+                return isinstance(self.cxx_type(tn.child_by_field_name("type")), ClassInst)
+            except MetalbenchError:
+                return False
+        return False
+
+    def struct_object(self, node):
+        """The object ``p[i]``, ``*p`` or the target of ``p->`` designates (``node``: ``p[i]``,
+        ``*p`` or ``p``), or None when ``p`` is not a struct pointer."""
+        sp = self.sp(node)
+        if node.type == "subscript_expression":
+            p = self.struct_pointer(node.child_by_field_name("argument"))
+            if p is None:
+                return None
+            return self.memory_object(p[0], p[1], self.bound_off(self.struct_index_off(p, node, sp), sp), node)
+        if node.type == "pointer_expression" and self.text(node).lstrip().startswith("*"):
+            node = node.child_by_field_name("argument")
+        p = self.struct_pointer(node)
+        if p is None:
+            return None
+        return self.memory_object(p[0], p[1], self.bound_off(p[2], sp), node)
+
+    def bound_off(self, off, sp):
+        """``off`` evaluated now (an object, like a C++ reference, is bound where it is named)."""
+        if isinstance(off, (ir.Var, ir.Const)):
+            return off
+        return self.new_tmp(T.int64, self.sem.convert(off, T.int64, sp), sp)
+
+    def struct_pointer_decl(self, name, init, cls, sp, d) -> list:
+        """``device const S* p = <struct pointer>;``"""
+        if init is None:
+            self.unsupported(d, f"a pointer to a {cls.name} without an initialiser")
+        p = self.struct_pointer(init)
+        if p is None:
+            self.unsupported(init, f"a pointer to a struct ({cls.name}) that does not point into a buffer "
+                                   f"('{self.text(init)[:40]}'; cast a buffer pointer: ({cls.name}*)x)")
+        if p[0] is not cls and p[0].name != cls.name:
+            self.type_err(init, f"cannot point a {cls.name}* at {p[0].name} data")
+        off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
+        self.scopes[-1][name] = StructPtr(cls, p[1], off)
+        return [ir.Decl(off, self.sem.convert(p[2], T.int64, sp), span=sp)]
+
+    def struct_pointer_move(self, sym: StructPtr, op, rhs_node, sp) -> list:
+        """``p += n``, ``p -= n``, ``p = q``, ``p++``: the byte offset moves."""
+        cur = ir.Var(sym.off.name, T.int64, span=sp)
+        size = ir.Const(self.sizeof_class(sym.cls), T.int64, span=sp)
+        if op is None:
+            p = self.struct_pointer(rhs_node)
+            if p is None or p[1].buf != sym.view.buf:
+                self.unsupported(rhs_node, "pointing a struct pointer into another buffer")
+            return [ir.Assign(sym.off, self.sem.convert(p[2], T.int64, sp), span=sp)]
+        n = ir.Const(1, T.int64, span=sp) if rhs_node is None else \
+            self.sem.convert(self.expr(rhs_node), T.int64, sp)
+        return [ir.Assign(sym.off, self.sem.binop(op, cur, self.sem.binop("*", n, size, sp), sp), span=sp)]
