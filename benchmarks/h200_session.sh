@@ -14,6 +14,8 @@
 #  3. msl_cuda.py      MSL->CUDA rows: three of MLX's documented kernels vs cuda_kernel twins
 #  4. simulation.py    the Numba-style agent simulation: transfer/compute split vs CuPy
 #  5. sweep_vs_cupy.py a sweep's ranking at 64K elements vs CUDA events through CuPy
+#  6. launch_gap.py    launch-bound rows (1M elements): raw vs the generated source called
+#                      directly vs the metalbench call, batched and host-only times
 # (the fused bias + GELU at 64M elements vs its hand-written twin is a row of step 1)
 set -u
 cd "$(dirname "$0")/.."
@@ -52,7 +54,12 @@ else
 fi
 step msl_cuda 120 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json"
 step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
-step sweep_vs_cupy 120 $PY benchmarks/sweep_vs_cupy.py --backend "$BACKEND" --json "$OUT/sweep_vs_cupy.json"
+step sweep_vs_cupy 150 $PY benchmarks/sweep_vs_cupy.py --backend "$BACKEND" --json "$OUT/sweep_vs_cupy.json"
+if [ "$BACKEND" = "sim" ]; then
+    step launch_gap 120 $PY benchmarks/launch_gap.py --standin --rounds 1 --json "$OUT/launch_gap.json"
+else
+    step launch_gap 180 $PY benchmarks/launch_gap.py --json "$OUT/launch_gap.json"
+fi
 
 # The gpu.py table as the median of the runs, per row and column
 $PY - "$OUT" <<'PYEOF' | tee "$OUT/summary.md"
@@ -124,10 +131,28 @@ if sim:
 sw = load("sweep_vs_cupy.json")
 if sw:
     print("\nsweep ranking at 64K elements vs CUDA events (CuPy)\n\n"
-          "| kernel | Spearman rho (batched) | rho (one launch per sync) | same best |\n|---|---|---|---|")
+          "| kernel | Spearman rho (batched) | rho (one launch per sync) | same best | pairs >10% apart ordered alike |"
+          "\n|---|---|---|---|---|")
     for r in sw:
         print(f"| {r['kernel']} | {r.get('spearman', r.get('cupy_error', 'n/a'))} | "
-              f"{r.get('spearman_per_call', '')} | {r.get('same_best', '')} |")
+              f"{r.get('spearman_per_call', '')} | {r.get('same_best', '')} | "
+              f"{r.get('pairs_agree', '')}/{r.get('pairs_10pct', '')} |")
+    print("\n| kernel | configuration | sweep µs (q20..q80) | events µs (q20..q80) |\n|---|---|---|---|")
+    us = lambda v: "" if v is None else f"{v * 1e6:.2f}"
+    for r in sw:
+        for i, c in enumerate(r["configs"]):
+            ev = (f"{us(r['cupy_event_s'][i])} ({us(r['cupy_q20_s'][i])}..{us(r['cupy_q80_s'][i])})"
+                  if "cupy_event_s" in r else "")
+            print(f"| {r['kernel']} | {c} | {us(r['sweep_s'][i])} ({us(r['sweep_q20_s'][i])}.."
+                  f"{us(r['sweep_q80_s'][i])}) | {ev} |")
+gap = load("launch_gap.json")
+if gap:
+    print("\nlaunch_gap.py: launch-bound rows, raw vs generated source called directly vs metalbench\n")
+    keys = ["raw_ms", "direct_ms", "mb_ms", "raw/direct", "raw/mb", "raw_host_us", "mb_host_us", "mb-raw host_us"]
+    print("| kernel | size | " + " | ".join(keys) + " |\n|" + "---|" * (2 + len(keys)))
+    for r in gap:
+        print(f"| {r['kernel']} | {r['size']} | " + " | ".join(
+            f"{r[k]:.4g}" if isinstance(r.get(k), float) else "" for k in keys) + " |")
 PYEOF
 echo "results in $OUT (exit $status)"
 exit $status

@@ -74,9 +74,9 @@ def test_h200_session_runs_on_sim(tmp_path):
     gpu_table = summary.split("\n\n")[1]         # the first table: gpu.py's rows
     rows = [ln for ln in gpu_table.splitlines() if ln.startswith("| ") and not ln.startswith("| kernel")]
     assert len(rows) == 6 and all("| True |" in ln for ln in rows), summary
-    for part in ("host_overhead.py", "MSL -> CUDA", "simulation.py", "sweep ranking"):
+    for part in ("host_overhead.py", "MSL -> CUDA", "simulation.py", "sweep ranking", "launch_gap.py"):
         assert part in summary, part
-    for name in ("msl_cuda.json", "simulation.json", "sweep_vs_cupy.json"):
+    for name in ("msl_cuda.json", "simulation.json", "sweep_vs_cupy.json", "launch_gap.json"):
         assert (tmp_path / name).exists(), name
     msl = json.loads((tmp_path / "msl_cuda.json").read_text())
     assert [r["kernel"] for r in msl] == ["myexp", "grid_sample", "grid_sample_vjp"] and all(r["ok"] for r in msl)
@@ -99,3 +99,22 @@ if __name__ == "__main__":      # make ci-macos-sim: the workflow's commands in 
     import tempfile
     run_workflow_on_sim(Path(tempfile.mkdtemp(prefix="mb_macos_sim_")), collect_only=False)
     print("every command of .github/workflows/macos.yml ran on sim")
+
+
+def test_launch_gap_records_the_same_mlx_call_as_the_plan():
+    """launch_gap.py (stand-in): the metalbench call passes MLX exactly what its prepared
+    launch holds (inputs, grid, threadgroup, output shapes/dtypes) and no other keyword
+    (no init_value fill, no extra input), for every launch-bound gpu.py kernel."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import mlx.core as mx
+    import launch_gap
+    from metalbench import launch as L
+    saved = mx.fast.cuda_kernel, L.cuda_available
+    try:
+        rows = launch_gap.run(standin=True, rounds=1, reps=1)
+    finally:
+        mx.fast.cuda_kernel, L.cuda_available = saved
+    assert [r["kernel"] for r in rows] == ["copy", "saxpy", "block_sum", "softmax", "bias_gelu"]
+    for r in rows:
+        assert r["mb_call"] == r["mlx_call"], r["kernel"]
+        assert set(r["mb_call"]) == {"inputs", "grid", "threadgroup", "output_shapes", "output_dtypes"}
