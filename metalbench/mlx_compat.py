@@ -94,6 +94,7 @@ class MetalKernel(KernelBase):
         self._cache: dict = {}
         self._thin_cache = ThinCache()
         self._guard = None      # the last thin-path entry's ``guarded`` launch (protocol.thin_gpu_call)
+        self._guard_t = None    # likewise for calls whose only option is ``template=``
         self.last_stats = None
 
     def __repr__(self):
@@ -138,6 +139,12 @@ class MetalKernel(KernelBase):
                     r = guard(inputs, output_shapes, output_dtypes, grid, threadgroup, backend)
                     if r is not MISS:
                         return r
+            else:       # template= only (MLX's usual call): the guard compares the options
+                guard = self._guard_t
+                if guard is not None:
+                    r = guard(inputs, output_shapes, output_dtypes, grid, threadgroup, backend, options)
+                    if r is not MISS:
+                        return r
             return self._call(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
                               threadgroup=threadgroup, backend=backend, **options)
         except MetalbenchError as e:
@@ -172,7 +179,7 @@ class MetalKernel(KernelBase):
                         fast = key = None
                 if fast is not None:
                     self._thin_cache.last = (key, fast)
-                    self._guard = getattr(fast, "guarded", None)
+                    self._set_guard(fast, template)
                     return fast(inputs, None, init_value, checked, stream)
             bound = self.bind(inputs=inputs, output_shapes=output_shapes, output_dtypes=output_dtypes, grid=grid,
                               threadgroup=threadgroup, template=template, init_value=init_value, stream=stream,
@@ -184,11 +191,18 @@ class MetalKernel(KernelBase):
                 fast = self._thin_entry(bound, (inputs, output_shapes, output_dtypes, grid, threadgroup, template,
                                                 backend))
                 self._thin_cache.put(key, fast)
-                self._guard = getattr(fast, "guarded", None)
+                self._set_guard(fast, template)
             return list(outs)
         except MetalbenchError as e:
             raise trim_traceback(e)   # metalbench's frames dropped (METALBENCH_TRACEBACK=full shows them)
     _call.__qualname__ = "MetalKernel.__call__"     # what a TypeError about its keywords names
+
+    def _set_guard(self, fast, template):
+        # the entry's guard becomes the thinnest path of calls shaped like this one
+        if template:
+            self._guard_t = getattr(fast, "guarded", None)
+        else:
+            self._guard = getattr(fast, "guarded", None)
 
     def _thin_entry(self, bound: BoundLaunch, given=None):
         sp = self.specialization(bound)
@@ -205,14 +219,20 @@ class MetalKernel(KernelBase):
         pos = {n: i for i, n in enumerate(names)}
         guard = None
         # the call's own arguments: f.guarded checks a later call against them (shapes given
-        # as tuples: a list comparison then compares plain values; no template: the call
-        # that reaches a guard gives no options)
-        if given is not None and all(type(s) is tuple for s in given[1]) and given[5] is None:
+        # as tuples: a list comparison then compares plain values). With a template, the
+        # call that reaches the guard gives exactly {"template": <equal list>} as options
+        # (template values: ints, bools, Dtypes -- compared by value).
+        if given is not None and all(type(s) is tuple for s in given[1]):
             inputs, shapes, dtypes, grid, tg, template, backend = given
-            g = launch_guard(inputs, grid, tg, backend, "inputs",
-                             ["output_shapes == g_shapes", "output_dtypes == g_dtypes"],
-                             {"g_shapes": list(shapes), "g_dtypes": list(dtypes)})
-            guard = g and ("inputs, output_shapes, output_dtypes, grid, threadgroup, backend", *g, len(names))
+            conds = ["output_shapes == g_shapes", "output_dtypes == g_dtypes"]
+            genv = {"g_shapes": list(shapes), "g_dtypes": list(dtypes)}
+            params = "inputs, output_shapes, output_dtypes, grid, threadgroup, backend"
+            if template:
+                conds.append("options == g_options")
+                genv["g_options"] = {"template": template}
+                params += ", options"
+            g = launch_guard(inputs, grid, tg, backend, "inputs", conds, genv)
+            guard = g and (params, *g, len(names))
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], None,
                              self, last, None, guard)
 

@@ -22,7 +22,7 @@ class Recorder:
     """A stand-in ``mx.fast.cuda_kernel`` object: remembers the calls it received."""
 
     def __init__(self, made, **kw):
-        self.kw, self.calls = kw, []
+        self.kw, self.calls, self.calls_seen = kw, [], 0
         made.append(self)
 
     def __call__(self, *, inputs, grid, threadgroup, output_shapes, output_dtypes, init_value=None,
@@ -376,3 +376,24 @@ def test_computed_output_shape_reads_positional_values_through_the_guard(heads):
     xs = arr(32)                                     # another shape of x: another key
     out = head(xs, 5, 1.0, grid=32, threadgroup=32, backend="cuda")
     np.testing.assert_allclose(np.asarray(out), np.asarray(xs)[:5], rtol=1e-6)
+
+
+def test_metal_kernel_with_a_template_takes_the_guard_per_template(made):
+    k = mb.metal_kernel("saxpy_tmpl", ["a", "x", "y"], ["out"],
+                        "uint i = thread_position_in_grid.x;\nif (i < N) { out[i] = a * x[i] + y[i]; }")
+    x, y = arr(64), arr(64)
+
+    def go(n, **kw):
+        return k(inputs=[2.0, x, y], grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(64,)],
+                 output_dtypes=[mx.float32], backend="cuda", template=[("N", n)], **kw)[0]
+    reached = []
+    for n in (64, 64, 32, 64, 32, 32):
+        check(go(n), 2.0, x, y)
+        reached.append(next(r for r in made if r.calls and r.calls[-1][0][1] is x and r.calls_seen != len(r.calls)))
+        for r in made:
+            r.calls_seen = len(r.calls)
+    assert k._guard_t is not None
+    # one prepared kernel per template value, and each call reached its own
+    assert reached[0] is reached[1] is reached[3] and reached[2] is reached[4] is reached[5]
+    assert reached[0] is not reached[2]
+    check(go(64, init_value=0.0), 2.0, x, y)          # another option: the keyed path
