@@ -8,7 +8,10 @@ For row softmax and saxpy, times (as benchmarks/gpu.py does) these variants:
                  ``mx.fast.cuda_kernel`` (so the difference to ``mb`` is metalbench's
                  host path, the difference to ``raw`` is the generated code),
 - ``raw_uint``   the raw body with unsigned loop counters (as MSL's types make them),
-- ``raw_mbreduce`` the raw body with metalbench's SIMD-group reduction helper.
+- ``raw_mbreduce`` the raw body with metalbench's SIMD-group reduction helper,
+- ``raw_u32index`` the raw body indexing as the generated code does (MSL semantics:
+                 ``uint base = row * NC; x[base + j]``, a 32-bit unsigned index, instead
+                 of a 64-bit row pointer), the one difference left in the generated body.
 
     python3 benchmarks/gpu_probe.py
 """
@@ -25,6 +28,9 @@ from gpu import RAW_CUDA, median_time, saxpy_k, softmax_k
 UINT_SOFTMAX = RAW_CUDA["softmax"][0].replace("int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;",
                                               "unsigned row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;") \
     .replace("for (int j = tid;", "for (unsigned j = tid;")
+U32INDEX_SOFTMAX = RAW_CUDA["softmax"][0].replace(
+    "const float* xr = x + (long long)row * NC;", "unsigned base = (unsigned)row * NC; const float* xr = x;") \
+    .replace("xr[j]", "xr[base + j]").replace("out[(long long)row * NC + j]", "out[base + j]")
 MBRED_SOFTMAX = """
     __shared__ float red[32];
     int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -55,12 +61,14 @@ def main():
         tmpl = [("NC", c), ("TG", 256)]
         grid, tg = (r * 256, 1, 1), (256, 1, 1)
         sp = softmax_k.specialize(x, NC=c, TG=256)
-        gen = sp.rendered("cuda", exact_grid=True)
+        gen = sp.rendered("cuda", exact_grid=True, threadgroup=tg)     # the variant the launch uses
+        generic = sp.rendered("cuda", exact_grid=True)                   # its header has mb_simd_reduce
         variants = {
             "raw": (RAW_CUDA["softmax"][0], "", ["x"], tmpl),
             "mb_direct": (gen.body, gen.header, list(gen.input_names), []),
             "raw_uint": (UINT_SOFTMAX, "", ["x"], tmpl),
-            "raw_mbreduce": (MBRED_SOFTMAX, gen.header, ["x"], tmpl),
+            "raw_mbreduce": (MBRED_SOFTMAX, generic.header, ["x"], tmpl),
+            "raw_u32index": (U32INDEX_SOFTMAX, "", ["x"], tmpl),
         }
         res = {"kernel": "softmax", "size": f"{r}x{c}"}
         for name, (src, hdr, ins, tp) in variants.items():
@@ -80,7 +88,7 @@ def main():
     y = mx.random.normal((n,))
     a = mx.array(2.0, dtype=mx.float32)
     sp = saxpy_k.specialize(2.0, x, y)
-    gen = sp.rendered("cuda", exact_grid=True)
+    gen = sp.rendered("cuda", exact_grid=True, threadgroup=(256, 1, 1))
     res = {"kernel": "saxpy", "size": str(n)}
     for name, (src, hdr, ins, tp) in {
             "raw": (RAW_CUDA["saxpy"][0], "", ["a", "x", "y"], [("N", n)]),

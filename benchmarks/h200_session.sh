@@ -16,6 +16,8 @@
 #  5. sweep_vs_cupy.py a sweep's ranking at 64K elements vs CUDA events through CuPy
 #  6. launch_gap.py    launch-bound rows (1M elements): raw vs the generated source called
 #                      directly vs the metalbench call, batched and host-only times
+#  7. gpu_probe.py     softmax 8192x4096: raw vs raw variants written as the generated code
+#                      is (unsigned counters, 32-bit unsigned index, the partial-warp helper)
 # (the fused bias + GELU at 64M elements vs its hand-written twin is a row of step 1)
 set -u
 cd "$(dirname "$0")/.."
@@ -59,6 +61,7 @@ if [ "$BACKEND" = "sim" ]; then
     step launch_gap 120 $PY benchmarks/launch_gap.py --standin --rounds 1 --json "$OUT/launch_gap.json"
 else
     step launch_gap 180 $PY benchmarks/launch_gap.py --json "$OUT/launch_gap.json"
+    step gpu_probe 120 $PY benchmarks/gpu_probe.py
 fi
 
 # The gpu.py table as the median of the runs, per row and column
@@ -145,6 +148,14 @@ if sw:
                   if "cupy_event_s" in r else "")
             print(f"| {r['kernel']} | {c} | {us(r['sweep_s'][i])} ({us(r['sweep_q20_s'][i])}.."
                   f"{us(r['sweep_q80_s'][i])}) | {ev} |")
+try:
+    probe = [json.loads(ln) for ln in open(f"{out}/gpu_probe.log") if ln.startswith("{")]
+except OSError:
+    probe = []
+if probe:
+    print("\ngpu_probe.py (ms per launch; variants of the raw kernel written as the generated code is)\n")
+    for r in probe:
+        print("- " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items()))
 gap = load("launch_gap.json")
 if gap:
     print("\nlaunch_gap.py: launch-bound rows, raw vs generated source called directly vs metalbench\n")

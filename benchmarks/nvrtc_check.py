@@ -9,7 +9,9 @@ full_source``, MLX's headers replaced by the shim in ``codegen/cuda_shim``) of:
   ``benchmarks/msl_cuda.py`` (the CUDA twins of MLX's documented kernels);
 - the generated CUDA of ``gpu.py``'s DSL kernels at the benchmark's launch shapes and
   of the MSL kernels of ``msl_cuda.py`` through ``mb.metal_kernel``;
-- the generated CUDA of ``simulation.py``'s Numba kernels.
+- the generated CUDA of ``simulation.py``'s Numba kernels;
+- ``gpu_probe.py``'s variants, ``host_overhead.py --real cuda``'s raw saxpy and
+  ``sweep_vs_cupy.py``'s generated kernels at each swept threadgroup size.
 
     pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12 nvidia-cuda-cccl-cu12   # any venv
     python benchmarks/nvrtc_check.py --nvrtc-site /tmp/nvrtc/lib/python3.11/site-packages
@@ -116,6 +118,24 @@ def sources(quick=True):
                                     np.int32(n)))):
         sp = getattr(simulation, kname).specialization_of(*args)     # (specialize is Numba's)
         yield f"simulation.py {kname}", cuda.full_source(replace(sp.rendered("cuda", True, (256, 1, 1))))
+    import gpu_probe
+    sp = gpu.softmax_k.specialize(np.zeros((4, 1024), f32), NC=1024, TG=256)
+    generic = sp.rendered("cuda", True)
+    for name, body, header in (("raw_uint", gpu_probe.UINT_SOFTMAX, ""),
+                               ("raw_u32index", gpu_probe.U32INDEX_SOFTMAX, ""),
+                               ("raw_mbreduce", gpu_probe.MBRED_SOFTMAX, generic.header)):
+        r = Rendered(f"probe_{name}", body, header, ["x"], ["out"], input_types=[(T.float32, 2)],
+                     output_types=[T.float32])
+        yield f"gpu_probe.py {name}", "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n" + \
+            cuda.full_source(r, [("NC", 1024), ("TG", 256)])
+    import host_overhead
+    r = Rendered("host_overhead_raw_saxpy", host_overhead.RAW_SAXPY["cuda"], "", ["a", "x", "y"], ["out"],
+                 input_types=[(T.float32, 0), (T.float32, 1), (T.float32, 1)], output_types=[T.float32])
+    yield "host_overhead.py raw saxpy", cuda.full_source(r)
+    import sweep_vs_cupy
+    for name, k, args, launch, shapes, _ in sweep_vs_cupy.cases("sim"):
+        for tg in shapes:
+            yield f"sweep_vs_cupy.py {name} threadgroup={tg}", sweep_vs_cupy.generated(k, args, launch, tg)[0]
 
 
 def main(argv=None):
