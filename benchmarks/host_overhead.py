@@ -12,7 +12,10 @@ a user of the raw MLX kernel would call it, is metalbench's host time alone::
 
 Rows: a DSL kernel (``saxpy(2.0, x, y, grid=n)``), ``mb.metal_kernel`` (MLX's call),
 and ``cuda.jit`` launched on device arrays (``k[blocks, threads](...)``), each on
-``mx.array``/device-array inputs after a first call (the repeated call is the thin path).
+``mx.array``/device-array inputs after a first call (the repeated call is the thin path),
+against the raw saxpy call; then gpu.py's row softmax with its constexprs by keyword
+(``softmax_k(x, NC=, TG=)``) against the raw call with ``template=[("NC", ..), ("TG", ..)]``.
+Each metalbench row's "added" is over the raw row above it.
 With ``--real cuda`` (or ``metal``) the kernels are real: the host time of building
 each call's lazy MLX graph (no eval inside the timed loop, as ``benchmarks/gpu.py``
 measures it) for the raw ``mx.fast.cuda_kernel``/``metal_kernel`` and for metalbench's
@@ -100,6 +103,7 @@ def measure(number=2000, repeats=7) -> dict:
         return raw(inputs=[a, x, y], grid=grid, threadgroup=tg, output_shapes=[(N,)], output_dtypes=[mx.float32])
 
     d_x, d_y, d_out = cuda.to_device(np.asarray(x)), cuda.to_device(np.asarray(y)), cuda.device_array(N, np.float32)
+    raw_sm, sm = NullKernel(), _softmax_rows(raw=None, backend="cuda")
     rows = {
         "raw MLX kernel call (null kernel)": raw_call,
         "DSL kernel  saxpy(2.0, x, y, grid=n)": lambda: saxpy(2.0, x, y, grid=N, threadgroup=TG, backend="cuda"),
@@ -107,12 +111,27 @@ def measure(number=2000, repeats=7) -> dict:
                                                          output_shapes=[(N,)], output_dtypes=[mx.float32],
                                                          backend="cuda"),
         "cuda.jit  k[blocks, threads](device arrays)": lambda: saxpy_numba[N // TG, TG](2.0, d_x, d_y, d_out),
+        "raw softmax call, template=[NC, TG] (null kernel)": sm["raw"](raw_sm),
+        "DSL kernel  softmax(x, NC=, TG=)": sm["mb"],
     }
     out = {}
     for name, fn in rows.items():
         n = number if "cuda.jit" not in name else max(20, number // 100)
         out[name] = per_call(fn, n, repeats)
     return out
+
+
+def _softmax_rows(raw, backend: str, rows: int = 8, cols: int = 1024) -> dict:
+    """gpu.py's row softmax: the raw call (with its template) and the DSL call (constexprs
+    by keyword), as functions of the raw kernel object."""
+    import gpu
+    xs = mx.random.normal((rows, cols))
+    mx.eval(xs)
+    tmpl, grid, tg = [("NC", cols), ("TG", 256)], (rows * 256, 1, 1), (256, 1, 1)
+    return {"raw": lambda rk: (lambda: rk(inputs=[xs], template=tmpl, grid=grid, threadgroup=tg,
+                                          output_shapes=[(rows, cols)], output_dtypes=[mx.float32])),
+            "mb": lambda: gpu.softmax_k(xs, grid=rows * 256, threadgroup=256, backend=backend, NC=cols, TG=256),
+            "source": (gpu.RAW_CUDA if backend == "cuda" else gpu.RAW_MSL)["softmax"]}
 
 
 RAW_SAXPY = {
@@ -147,6 +166,9 @@ def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
             out[i] = a * x[i] + y[i]
     saxpy_numba.configure(backend=backend)
     d_x, d_y, d_out = cuda.to_device(np.asarray(x)), cuda.to_device(np.asarray(y)), cuda.device_array(n, np.float32)
+    sm = _softmax_rows(None, backend)
+    raw_sm = make_raw(name="host_overhead_raw_softmax", input_names=sm["source"][1], output_names=["out"],
+                      source=sm["source"][0])
     rows = {
         f"raw mx.fast.{backend}_kernel call": lambda: raw(inputs=[a, x, y], grid=grid, threadgroup=tg,
                                                            output_shapes=[(n,)], output_dtypes=[mx.float32]),
@@ -155,6 +177,8 @@ def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
                                                          output_shapes=[(n,)], output_dtypes=[mx.float32],
                                                          backend=backend),
         "cuda.jit  k[blocks, threads](device arrays)": lambda: saxpy_numba[n // TG, TG](2.0, d_x, d_y, d_out),
+        "raw softmax call, template=[NC, TG]": sm["raw"](raw_sm),
+        "DSL kernel  softmax(x, NC=, TG=)": sm["mb"],
     }
     out = {}
     for name, fn in rows.items():
@@ -180,13 +204,14 @@ def main(argv=None):
     ap.add_argument("--real", choices=["cuda", "metal"], help="use the real MLX kernels on this backend")
     args = ap.parse_args(argv)
     res = measure_real(args.real, args.number) if args.real else measure(args.number)
-    raw = next(iter(res.values()))
     if args.json:
         print(json.dumps({k: round(v, 3) for k, v in res.items()}, indent=1))
         return
-    print(f"{'call':48s} {'µs/call':>9s} {'added over raw':>15s}")
+    print(f"{'call':52s} {'µs/call':>9s} {'added over raw':>15s}")
     for k, v in res.items():
-        print(f"{k:48s} {v:9.2f} {v - raw:15.2f}")
+        if k.startswith("raw"):
+            raw = v
+        print(f"{k:52s} {v:9.2f} {v - raw:15.2f}")
 
 
 if __name__ == "__main__":
