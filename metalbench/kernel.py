@@ -122,7 +122,7 @@ class Kernel(KernelBase):
         self._value_positions = tuple(i for i, p in enumerate(self._in_params)
                                       if computed or p.name in self._constexpr_names or p.name in self._size_names)
 
-    #: the last thin-path entry's ``guarded`` launch (``protocol.thin_gpu_call``), or None;
+    #: the last thin-path entry's ``guarded`` launch (``thin.thin_gpu_call``), or None;
     #: ``_guard_kw`` likewise for calls with keyword arguments (constexprs)
     _guard = None
     _guard_kw = None
@@ -370,7 +370,7 @@ class Kernel(KernelBase):
         """
         # The thinnest path: a call with no other keywords tries the last thin-path entry's
         # guard, which checks the call against that entry's key and launches, in one
-        # generated frame (protocol.launch_guard). The launch options (out=, init_value=,
+        # generated frame (thin.launch_guard). The launch options (out=, init_value=,
         # checked=, stream=, print_threads=) are _call's: each keyword-only parameter here
         # costs every call a defaults lookup.
         try:    # user_facing, inlined (one metalbench frame in a traceback: this one)

@@ -93,7 +93,7 @@ class MetalKernel(KernelBase):
         self.compile_options = compile_options
         self._cache: dict = {}
         self._thin_cache = ThinCache()
-        self._guard = None      # the last thin-path entry's ``guarded`` launch (protocol.thin_gpu_call)
+        self._guard = None      # the last thin-path entry's ``guarded`` launch (thin.thin_gpu_call)
         self._guard_t = None    # likewise for calls whose only option is ``template=``
         self.last_stats = None
 
