@@ -7,6 +7,11 @@
 # Here (no GPU) the same steps run as a smoke test of every script:
 #   BACKEND=sim bash benchmarks/h200_session.sh
 #
+# STEPS picks steps (default: all) so that a session can be split into commands of at
+# most 10 minutes writing into one $OUT; each run rewrites summary.md from all of $OUT:
+#   OUT=/root/out/h200 STEPS="gpu host_overhead launch_gap" bash benchmarks/h200_session.sh   # ~6 min
+#   OUT=/root/out/h200 STEPS="sweep_vs_cupy gpu_probe msl_cuda simulation" bash benchmarks/h200_session.sh
+#
 # Steps (each under its own time limit; a failing step is logged and the next one runs):
 #  1. gpu.py x3        raw cuda_kernel, metalbench, MLX and CuPy in the same run; the median
 #                      of the three runs per row (summary.md), with the roofline model's time
@@ -29,7 +34,12 @@ QUICK=""
 RUNS=${RUNS:-3}          # gpu.py runs (the table is their median); RUNS=2 saves ~1.5 min
 if [ "$BACKEND" = "sim" ]; then QUICK="--quick"; RUNS=1; fi
 export PYTHONUNBUFFERED=1
+STEPS=${STEPS:-all}
 status=0
+
+want() {   # want NAME: is step NAME in $STEPS?
+    [ "$STEPS" = "all" ] || [[ " $STEPS " == *" $1 "* ]]
+}
 
 step() {   # step NAME SECONDS COMMAND...: run, log to $OUT/NAME.log, remember a failure
     local name=$1 limit=$2; shift 2
@@ -46,23 +56,31 @@ $PY -c "import platform, mlx.core as mx; from metalbench import bench, devices; 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$OUT/env.txt" 2>/dev/null || true
 git log --oneline -1 >> "$OUT/env.txt" 2>/dev/null || true
 
-for r in $(seq 1 $RUNS); do
-    step "gpu_run$r" 240 $PY benchmarks/gpu.py --backend "$BACKEND" --json "$OUT/gpu_run$r.json"
-done
-if [ "$BACKEND" = "sim" ]; then
-    step host_overhead 120 $PY benchmarks/host_overhead.py --json --number 200
-else
-    step host_overhead 120 $PY benchmarks/host_overhead.py --real "$BACKEND" --json
+if want gpu; then
+    for r in $(seq 1 $RUNS); do
+        step "gpu_run$r" 240 $PY benchmarks/gpu.py --backend "$BACKEND" --json "$OUT/gpu_run$r.json"
+    done
 fi
-step msl_cuda 120 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json"
-step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
-step sweep_vs_cupy 150 $PY benchmarks/sweep_vs_cupy.py --backend "$BACKEND" --json "$OUT/sweep_vs_cupy.json"
-if [ "$BACKEND" = "sim" ]; then
-    step launch_gap 120 $PY benchmarks/launch_gap.py --standin --rounds 1 --json "$OUT/launch_gap.json"
-else
-    step launch_gap 180 $PY benchmarks/launch_gap.py --json "$OUT/launch_gap.json"
+if want host_overhead; then
+    if [ "$BACKEND" = "sim" ]; then
+        step host_overhead 120 $PY benchmarks/host_overhead.py --json --number 200
+    else
+        step host_overhead 120 $PY benchmarks/host_overhead.py --real "$BACKEND" --json
+    fi
+fi
+if want launch_gap; then
+    if [ "$BACKEND" = "sim" ]; then
+        step launch_gap 120 $PY benchmarks/launch_gap.py --standin --rounds 1 --json "$OUT/launch_gap.json"
+    else
+        step launch_gap 180 $PY benchmarks/launch_gap.py --json "$OUT/launch_gap.json"
+    fi
+fi
+want sweep_vs_cupy && step sweep_vs_cupy 150 $PY benchmarks/sweep_vs_cupy.py --backend "$BACKEND" --json "$OUT/sweep_vs_cupy.json"
+if want gpu_probe && [ "$BACKEND" != "sim" ]; then
     step gpu_probe 120 $PY benchmarks/gpu_probe.py
 fi
+want msl_cuda && step msl_cuda 120 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json"
+want simulation && step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
 
 # The gpu.py table as the median of the runs, per row and column
 $PY - "$OUT" <<'PYEOF' | tee "$OUT/summary.md"
@@ -70,34 +88,35 @@ import glob, json, statistics, sys
 out = sys.argv[1]
 runs = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/gpu_run*.json"))]
 if not runs:
-    sys.exit("no gpu.py results")
-keys = ["mb_ms", "raw_ms", "raw/mb", "mlx_ms", "cupy_ms", "model_ms", "model/mb"]
-print(f"gpu.py, median of {len(runs)} run(s)\n")
-print("| kernel | size | ok | " + " | ".join(keys) + " |\n|" + "---|" * (3 + len(keys)))
-for i, row in enumerate(runs[0]["rows"]):
-    same = [r["rows"][i] for r in runs if i < len(r["rows"])]
-    cells = []
-    for k in keys:
-        v = [x[k] for x in same if isinstance(x.get(k), (int, float))]
-        cells.append(f"{statistics.median(v):.4g}" if v else "")
-    ok = all(x["ok"] and x.get("raw_ok", True) for x in same)
-    print(f"| {row['kernel']} | {row['size']} | {ok} | " + " | ".join(cells) + " |")
-ovs = [r["overhead"] for r in runs if r.get("overhead")]
-if ovs:
-    print("\nper call (µs, 1K-element copy):", {k: round(statistics.median(o[k] for o in ovs), 2) for k in ovs[0]})
-# how close the roofline model comes (rows of 1M elements and up)
-def _n(size):
-    import math, re
-    return math.prod(int(d) for d in re.findall(r"\d+", size))
-big = []
-for i, row in enumerate(runs[0]["rows"]):
-    v = [r["rows"][i].get("model/mb") for r in runs if i < len(r["rows"]) and "model/mb" in r["rows"][i]]
-    if v and _n(row["size"]) >= 1 << 20:
-        big.append(statistics.median(v))
-if big:
-    g = statistics.geometric_mean(big)
-    print(f"\nroofline model / measured, rows >= 1M elements: geometric mean {g:.2f}, "
-          f"range {min(big):.2f}..{max(big):.2f} (1.0: the kernel runs at the roofline)")
+    print("gpu.py: no results in this directory")
+for _ in [1] if runs else []:     # the gpu.py part (absent when STEPS left it out)
+    keys = ["mb_ms", "raw_ms", "raw/mb", "mlx_ms", "cupy_ms", "model_ms", "model/mb"]
+    print(f"gpu.py, median of {len(runs)} run(s)\n")
+    print("| kernel | size | ok | " + " | ".join(keys) + " |\n|" + "---|" * (3 + len(keys)))
+    for i, row in enumerate(runs[0]["rows"]):
+        same = [r["rows"][i] for r in runs if i < len(r["rows"])]
+        cells = []
+        for k in keys:
+            v = [x[k] for x in same if isinstance(x.get(k), (int, float))]
+            cells.append(f"{statistics.median(v):.4g}" if v else "")
+        ok = all(x["ok"] and x.get("raw_ok", True) for x in same)
+        print(f"| {row['kernel']} | {row['size']} | {ok} | " + " | ".join(cells) + " |")
+    ovs = [r["overhead"] for r in runs if r.get("overhead")]
+    if ovs:
+        print("\nper call (µs, 1K-element copy):", {k: round(statistics.median(o[k] for o in ovs), 2) for k in ovs[0]})
+    # how close the roofline model comes (rows of 1M elements and up)
+    def _n(size):
+        import math, re
+        return math.prod(int(d) for d in re.findall(r"\d+", size))
+    big = []
+    for i, row in enumerate(runs[0]["rows"]):
+        v = [r["rows"][i].get("model/mb") for r in runs if i < len(r["rows"]) and "model/mb" in r["rows"][i]]
+        if v and _n(row["size"]) >= 1 << 20:
+            big.append(statistics.median(v))
+    if big:
+        g = statistics.geometric_mean(big)
+        print(f"\nroofline model / measured, rows >= 1M elements: geometric mean {g:.2f}, "
+              f"range {min(big):.2f}..{max(big):.2f} (1.0: the kernel runs at the roofline)")
 
 def load(name):
     try:

@@ -84,6 +84,18 @@ def test_h200_session_runs_on_sim(tmp_path):
     assert [r["kernel"] for r in sweep] == ["rowsum", "saxpy"] and all(all(r["ok"]) and not r["errors"] for r in sweep)
 
 
+def test_h200_session_steps_pick_what_runs(tmp_path):
+    """STEPS splits a session into commands under the 10-minute limit, into one $OUT."""
+    p = subprocess.run(["bash", str(ROOT / "benchmarks" / "h200_session.sh")], cwd=ROOT,
+                       env=_env(OUT=str(tmp_path), PY=sys.executable, STEPS="host_overhead"),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    logs = sorted(f.name for f in tmp_path.glob("*.log"))
+    assert logs == ["host_overhead.log"], logs
+    summary = (tmp_path / "summary.md").read_text()
+    assert "gpu.py: no results" in summary and "DSL kernel  softmax(x, NC=, TG=)" in summary
+
+
 def test_every_session_kernel_compiles_with_nvrtc():
     """The CUDA each H200 step hands to MLX/CuPy compiles (NVRTC, compute_90), when NVRTC is
     installed (pip install nvidia-cuda-nvrtc-cu12; the check is optional here)."""
