@@ -128,6 +128,9 @@ def sources(quick=True):
                      output_types=[T.float32])
         yield f"gpu_probe.py {name}", "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n" + \
             cuda.full_source(r, [("NC", 1024), ("TG", 256)])
+    r = Rendered("probe_raw_shape_mod", gpu_probe.SHAPE_MOD_GELU, "", ["x", "bias"], ["out"],
+                 input_types=[(T.float32, 1), (T.float32, 1)], output_types=[T.float32])
+    yield "gpu_probe.py bias_gelu raw_shape_mod", cuda.full_source(r, [("N", 1 << 26)])
     import host_overhead
     r = Rendered("host_overhead_raw_saxpy", host_overhead.RAW_SAXPY["cuda"], "", ["a", "x", "y"], ["out"],
                  input_types=[(T.float32, 0), (T.float32, 1), (T.float32, 1)], output_types=[T.float32])
