@@ -571,6 +571,23 @@ class CPrinter:
         return decls, funcs
 
 
+def is_length(e) -> bool:
+    """Is ``e`` an array length (``x.shape[d]``, ``x.size``: products of ShapeOf, through
+    casts)? Such a divisor is the same for every thread and often a power of two, which
+    the printers' ``mb_udiv_len``/``mb_umod_len`` test for (a shift or a mask then)."""
+    while isinstance(e, ir.Cast) and isinstance(e.type, T.ScalarType) and e.type.is_int:
+        e = e.value
+    if isinstance(e, ir.ShapeOf):
+        return True
+    return isinstance(e, ir.BinOp) and e.op == "*" and is_length(e.a) and is_length(e.b)
+
+
+def length_division(e) -> bool:
+    """``e`` is an unsigned 32/64-bit ``/`` or ``%`` by an array length (``is_length``)."""
+    return (isinstance(e, ir.BinOp) and e.op in ("/", "%") and e.type in (T.uint32, T.uint64)
+            and e.a.type == e.type and e.b.type == e.type and is_length(e.b))
+
+
 def _implicit_uint(x, other, op):
     """``x`` without a cast int -> uint when C converts it anyway: as an operand of an
     arithmetic, bitwise or comparison operator whose other operand is uint (the usual

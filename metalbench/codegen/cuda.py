@@ -54,7 +54,8 @@ from ..errors import KernelTypeError
 from ..passes.ranges import LaunchFacts, signed_loops
 from ..passes.simdgroup_matrix import lower as lower_matrices
 from ..passes.warps import converged_calls
-from .c_like import ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, render_with
+from .c_like import (ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, length_division,
+                     render_with)
 from .matrix import CUDAMatrixMixin
 from .vector_access import VectorAccessMixin
 
@@ -334,6 +335,20 @@ template <class T> __device__ inline T mb_imod(T a, T b) {
     if (b == T(0) || (T(-1) < T(0) && b == T(-1))) return T(0);
     return a % b;
 }"""
+# unsigned / and % by an array's length (the same for every thread, so the branch never
+# diverges; often a power of two: a shift or a mask instead of a 20-instruction division)
+_LEN_DIV = """// unsigned / and % by an array length: a shift or a mask when it is a power of two;
+// x / 0 and x % 0 are 0 (metalbench.scalar)
+template <class T> __device__ inline T mb_udiv_len(T a, T b) {
+    if ((b & (b - T(1))) == T(0))
+        return b == T(0) ? T(0) : static_cast<T>(a >> (sizeof(T) > 4 ? __ffsll(static_cast<long long>(b)) - 1
+                                                                        : __ffs(static_cast<int>(b)) - 1));
+    return a / b;
+}
+template <class T> __device__ inline T mb_umod_len(T a, T b) {
+    if ((b & (b - T(1))) == T(0)) return b == T(0) ? T(0) : static_cast<T>(a & (b - T(1)));
+    return a % b;
+}"""
 _F2NARROW = """// float -> char/short: truncate and saturate to the type's range, NaN -> 0 (metalbench.scalar)
 template <class T, class F> __device__ inline T mb_f2narrow(F x, int lo, int hi) {
     if (x != x) return T(0);
@@ -469,6 +484,10 @@ class CUDAPrinter(VectorAccessMixin, CUDAMatrixMixin, CPrinter):
             if e.op in ("<<", ">>") and not (isinstance(b, ir.Const) and 0 <= int(b.value) < t.bits):
                 return (f"{self.expr(e.a, MUL)} {e.op} ({self.expr(b, UNARY)} & {t.bits - 1})",
                         BINARY_PREC[e.op])
+            if length_division(e):
+                self.need("mb_len_div", _LEN_DIV)
+                fn = "mb_udiv_len" if e.op == "/" else "mb_umod_len"
+                return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
             if e.op in ("/", "%") and not (isinstance(b, ir.Const) and int(b.value) not in (0, -1)):
                 fn = self.need("mb_idiv" if e.op == "/" else "mb_imod", _IDIV if e.op == "/" else _IMOD)
                 return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX

@@ -26,7 +26,7 @@ from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
 from ..passes.ranges import signed_loops
-from .c_like import (ASSIGN, CPrinter, Dialect, Rendered, atomic_buffers,
+from .c_like import (ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, atomic_buffers, length_division,
                      render_with)
 from .matrix import MSLMatrixMixin
 from .vector_access import VectorAccessMixin
@@ -106,6 +106,15 @@ class MSLPrinter(VectorAccessMixin, MSLMatrixMixin, CPrinter):
     def s_Print(self, s, ind, out):
         from .printf import msl_print
         out.append(ind + msl_print(s))
+
+    def e_BinOp(self, e):
+        # unsigned / and % by an array length: a shift or a mask when it is a power of two
+        # (the CUDA printer does the same; the length is the same for every thread)
+        if length_division(e):
+            self.need("mb_len_div", _LEN_DIV)
+            fn = "mb_udiv_len" if e.op == "/" else "mb_umod_len"
+            return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(e.b, ASSIGN)})", POSTFIX
+        return super().e_BinOp(e)
 
     # -- vector views: one packed-vector access (packed types need only the element's
     # alignment, so views of offset buffers stay valid); see codegen/vector_access.py
@@ -229,6 +238,16 @@ class MSLPrinter(VectorAccessMixin, MSLMatrixMixin, CPrinter):
 # mb_view<U>(p): p's memory read as U elements, in p's address space (a reinterpreting
 # cast); one overload per address space (where there are none, as for the libclang
 # checks, two).
+_LEN_DIV = """// unsigned / and % by an array length: a shift or a mask when it is a power of two;
+// x / 0 and x % 0 are 0 (metalbench.scalar)
+template <typename T> inline T mb_udiv_len(T a, T b) {
+    if ((b & (b - T(1))) == T(0)) return b == T(0) ? T(0) : T(a >> ctz(b));
+    return a / b;
+}
+template <typename T> inline T mb_umod_len(T a, T b) {
+    if ((b & (b - T(1))) == T(0)) return b == T(0) ? T(0) : T(a & (b - T(1)));
+    return a % b;
+}"""
 _VIEW = "#ifdef __METAL_VERSION__\n" + "\n".join(
     f"template <typename U, typename T> METAL_FUNC {q}{sp} U* mb_view({q}{sp} T* p) "
     f"{{ return reinterpret_cast<{q}{sp} U*>(p); }}"
