@@ -23,7 +23,8 @@ bias + GELU as someone new would write it, against its hand-written twin.
 
 Timing: launches queued back to back (``mx.async_eval``) with one ``mx.synchronize()``
 per batch of 10, warm-up first, median over the batches; inputs are created on the
-device (``mx.random``). Exit status 1 when a kernel's result is wrong.
+device (``mx.random``); ``mb`` and ``raw`` in alternating rounds (``interleaved_times``),
+so a drift during a row reaches both alike. Exit status 1 when a kernel's result is wrong.
 """
 from __future__ import annotations
 
@@ -261,6 +262,23 @@ def median_time(fn, warmup=5, reps=30, inner=10):
     queued back to back (``mx.async_eval``) and one synchronisation, so the host's launch
     cost and the GPU's run overlap as in real use and the sync latency is amortised
     (``metalbench.bench.time_launch`` times the same way)."""
+    return statistics.median(batch_times(fn, warmup, reps, inner))
+
+
+def interleaved_times(fns: dict, reps=30, rounds=3, inner=10) -> dict:
+    """``median_time`` of each function, measured in ``rounds`` alternating rounds of
+    ``reps // rounds`` batches each (order reversed every other round); the median over
+    all of a function's batches."""
+    times = {k: [] for k in fns}
+    names = list(fns)
+    for r in range(rounds):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            times[k] += batch_times(fns[k], warmup=2, reps=max(1, reps // rounds), inner=inner)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def batch_times(fn, warmup=5, reps=30, inner=10) -> list:
+    """Per-launch time of each of ``reps`` batches (see ``median_time``)."""
     import mlx.core as mx
     for _ in range(warmup):
         mx.eval(fn())
@@ -272,7 +290,7 @@ def median_time(fn, warmup=5, reps=30, inner=10):
             mx.async_eval(fn())
         mx.synchronize()
         ts.append((time.perf_counter() - t0) / inner)
-    return statistics.median(ts)
+    return ts
 
 
 def cupy_time(kern, grid, block, args, warmup=5, reps=30, inner=10):
@@ -408,13 +426,14 @@ def run(backend: str, quick: bool, reps: int, device=None):
         got = np.array(mb_fn())
         ok = bool(np.allclose(got, ref, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(ref).max()))))
         row = dict(kernel=name, size=str(size), ok=ok)
-        row["mb_ms"] = _sim_time(mb_fn) * 1e3 if sim else median_time(mb_fn, reps=reps) * 1e3
+        if sim:
+            row["mb_ms"] = _sim_time(mb_fn) * 1e3
+        elif name not in raw_table:
+            row["mb_ms"] = median_time(mb_fn, reps=reps) * 1e3
         # the roofline model of this launch on this GPU (issue 18 item 5): how close it comes
         est = devices.estimate_launch(mb_kernel, *mb_args, grid=grid, threadgroup=tg, device=model_device, **mb_kw)
         row["model_device"] = model_device.name
         row["model_ms"] = est.seconds * 1e3
-        if not sim:
-            row["model/mb"] = row["model_ms"] / row["mb_ms"]
         if name in raw_table:
             if name not in raw_kernels:
                 src, in_names = raw_table[name]
@@ -428,9 +447,13 @@ def run(backend: str, quick: bool, reps: int, device=None):
             row["raw_ok"] = bool(np.allclose(np.array(raw_fn()), ref, rtol=1e-3,
                                              atol=1e-3 * max(1.0, float(np.abs(ref).max()))))
             if not sim:
-                row["raw_ms"] = median_time(raw_fn, reps=reps) * 1e3
+                # mb and raw in alternating rounds (mb, raw, raw, mb, mb, raw): a drift of the
+                # GPU's clocks or the host's load during the row reaches both alike
+                t = interleaved_times({"mb": mb_fn, "raw": raw_fn}, reps)
+                row["mb_ms"], row["raw_ms"] = t["mb"] * 1e3, t["raw"] * 1e3
                 row["raw/mb"] = row["raw_ms"] / row["mb_ms"]
         if not sim:
+            row["model/mb"] = row["model_ms"] / row["mb_ms"]
             row["mlx_ms"] = median_time(mlx_fn, reps=reps) * 1e3
         if cp is not None and name in RAW_CUDA:
             try:
