@@ -397,3 +397,16 @@ def test_metal_kernel_with_a_template_takes_the_guard_per_template(made):
     assert reached[0] is reached[1] is reached[3] and reached[2] is reached[4] is reached[5]
     assert reached[0] is not reached[2]
     check(go(64, init_value=0.0), 2.0, x, y)          # another option: the keyed path
+
+
+def test_arrays_and_scalars_by_keyword_take_the_keyword_guard(made):
+    k = dsl()
+    x, y, x2 = arr(256), arr(256), arr(256)
+    for a, xx in ((2.0, x), (2.0, x), (-1.5, x2), (3, x), (0.5, x2)):
+        out = k(a=a, x=xx, y=y, grid=256, threadgroup=64, backend="cuda")
+        check(out, a, xx, y)
+        assert made[-1].calls[-1][0][1] is xx                # the array reaches MLX untouched
+    assert k._guard_kw is not None
+    xh = mx.array(np.asarray(x).astype(np.float16))       # another dtype by keyword: another kernel
+    check(k(a=2.0, x=xh, y=y, grid=256, threadgroup=64, backend="cuda"), 2.0, xh, y)
+    check(k(2.0, x=x, y=y, grid=256, threadgroup=64, backend="cuda"), 2.0, x, y)   # mixed
