@@ -6,8 +6,14 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..compiler import PTXNotAvailable
 from ...numba_compat.nbtypes import as_dtype, from_dtype  # noqa: F401
+
+
+# NumPy's (major, minor), as numba's numpy_support has it (tests branch on it)
+numpy_version = tuple(int(x) for x in np.__version__.split(".")[:2])
 
 
 def carray(ptr, shape, dtype=None):
@@ -18,4 +24,4 @@ def carray(ptr, shape, dtype=None):
 
 farray = carray
 
-__all__ = ["from_dtype", "as_dtype", "carray", "farray"]
+__all__ = ["from_dtype", "as_dtype", "carray", "farray", "numpy_version"]

@@ -131,6 +131,8 @@ class CallsMixin:
             return self.sem.select(c, b, a, sp)
         args = [self.expr(a) for a in node.args]
         if any(is_complex(a) for a in args):
+            if isinstance(obj, np.ufunc):
+                return self.complex_ufunc(obj, args, node)      # np.sin(z) & co. (complexes.py)
             if name == "abs" and len(args) == 1:
                 return self.sem.complex_abs(args[0], sp)
             if name == "pow" and len(args) == 2:

@@ -133,7 +133,12 @@ class ComplexMixin:
             return self.const(obj, node)
         if node.keywords:
             raise self.err(KernelTypeError, f"cmath.{name}() takes no keyword arguments", node)
-        args = [self.expr(a) for a in node.args]
+        return self.cmath_apply(name, [self.expr(a) for a in node.args], node)
+
+    def cmath_apply(self, name: str, args: list, node):
+        """``cmath.<name>(*args)`` on translated values."""
+        from . import cmathlib
+        sp = self.span(node)
         nargs = {"log": (1, 2), "rect": (2,)}.get(name, (1,))
         if len(args) not in nargs:
             raise self.err(KernelTypeError, f"cmath.{name}() takes {' or '.join(map(str, nargs))} argument(s)", node)
@@ -170,6 +175,70 @@ class ComplexMixin:
                            hint="kernels support cmath's exp, log, log10, sqrt, trigonometric and hyperbolic "
                                 "functions and their inverses, phase, polar, rect, isnan, isinf, isfinite")
         return self.sem.convert(self.library_call(fn, [z], node), ct, sp)
+
+    def complex_ufunc(self, uf, args: list, node):
+        """A NumPy ufunc on scalars of which one is complex, as NumPy's complex loops
+        compute it: arithmetic and ``==``/``!=`` as the operators, orderings and
+        maximum/minimum lexicographic (NumPy's ``CGT``/``CLT``: a NaN part makes them
+        false), logical ufuncs on ``z != 0``, the math ufuncs as :mod:`cmath`'s."""
+        sem, sp, name = self.sem, self.span(node), uf.__name__
+        arith = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/", "divide": "/", "power": "**",
+                 "equal": "==", "not_equal": "!="}
+        if name in arith:
+            return self.binop(arith[name], args[0], args[1], node)
+        t = None
+        for a in args:
+            if is_complex(a) or isinstance(getattr(a, "type", None), T.ScalarType):
+                t = a.type if is_complex(a) and t is None else t
+        cargs = [sem.convert(a, sem.complex_common(a, args[0], sp) if not is_complex(a) else a.type, sp)
+                 for a in args]
+        if name in ("greater", "greater_equal", "less", "less_equal", "maximum", "minimum", "fmax", "fmin"):
+            x, y = [ComplexValue(sem.once(c.real, sp), sem.once(c.imag, sp), span=sp) for c in cargs]
+            t = sem.complex_common(x, y, sp)
+            x, y = sem.convert(x, t, sp), sem.convert(y, t, sp)
+            op = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=", "maximum": ">=",
+                  "fmax": ">=", "minimum": "<=", "fmin": "<="}[name]
+            strict = op[0] + ("" if len(op) == 1 else "")
+            no_nan = sem.logical("and", sem.unop("!", sem.builtin("isnan", [x.imag], sp), sp),
+                                 sem.unop("!", sem.builtin("isnan", [y.imag], sp), sp), sp)
+            c = sem.logical("or", sem.logical("and", sem.binop(strict, x.real, y.real, sp), no_nan, sp),
+                            sem.logical("and", sem.binop("==", x.real, y.real, sp), sem.binop(op, x.imag, y.imag, sp),
+                                        sp), sp)
+            if name in ("greater", "greater_equal", "less", "less_equal"):
+                return c
+            nan_x = sem.logical("or", sem.builtin("isnan", [x.real], sp), sem.builtin("isnan", [x.imag], sp), sp)
+            if name in ("fmax", "fmin"):        # NaN loses: the other operand unless both are NaN
+                nan_y = sem.logical("or", sem.builtin("isnan", [y.real], sp), sem.builtin("isnan", [y.imag], sp), sp)
+                return sem.select(sem.logical("or", sem.logical("and", c, sem.unop("!", nan_x, sp), sp), nan_y, sp),
+                                  x, y, sp)
+            return sem.select(sem.logical("or", c, nan_x, sp), x, y, sp)
+        if name in ("logical_and", "logical_or", "logical_xor"):
+            a, b = (sem.to_bool(c, sp) for c in cargs)
+            return sem.binop({"logical_and": "&", "logical_or": "|", "logical_xor": "!="}[name], a, b, sp)
+        if name == "logical_not":
+            return sem.unop("!", cargs[0], sp)
+        if name in ("negative", "positive"):
+            return sem.unop("-" if name == "negative" else "+", cargs[0], sp)
+        if name == "square":
+            return sem.binop("*", cargs[0], cargs[0], sp)
+        if name == "absolute":
+            return sem.complex_abs(cargs[0], sp)
+        if name in ("conjugate", "conj"):
+            return sem.conjugate(cargs[0], sp)
+        if name == "reciprocal":
+            return sem.binop("/", sem.complex_const(1 + 0j, cargs[0].type, sp), cargs[0], sp)
+        if name == "log2":
+            r = self.cmath_apply("log", cargs, node)
+            ln2 = sem.const(0.6931471805599453, r.type.part, sp)
+            return ComplexValue(sem.binop("/", r.real, ln2, sp), sem.binop("/", r.imag, ln2, sp), span=sp)
+        cm = {"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
+              "arctanh": "atanh"}.get(name, name)
+        if cm in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                  "exp", "log", "log10", "sqrt", "isnan", "isinf", "isfinite"):
+            return self.cmath_apply(cm, cargs, node)
+        raise self.err(KernelTypeError, f"np.{name} of complex numbers is not supported in kernels", node,
+                       hint="complex numbers take arithmetic, comparisons, absolute, conjugate and the cmath "
+                            "functions' ufuncs")
 
     def complex_pow(self, a, b, node):
         """``a ** b`` with a complex side: a constant integer exponent multiplies out

@@ -36,6 +36,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelTypeError
 from ...builtins import registry
+from ...semantics import is_complex
 
 _COMPARE = {np.greater: ">", np.greater_equal: ">=", np.less: "<", np.less_equal: "<=", np.equal: "==",
             np.not_equal: "!="}
@@ -89,6 +90,8 @@ class NpUfuncsMixin:
                                                 "output array, cannot be used)", node,
                                hint=f"call it on its own line: np.{uf.__name__}(x, out)")
             return self._ufunc_over_arrays(uf, node, ins, outs)
+        if uf is np.conjugate:          # a real number is its own conjugate (semantics/complexval.py)
+            return self.sem.conjugate(self.expr(ins[0]), self.span(node))
         if uf not in _OWN:
             if registry.lookup_object(uf) is not None:
                 return None
@@ -178,6 +181,8 @@ class NpUfuncsMixin:
     def ufunc_scalar(self, uf, args: list, node) -> ir.Expr:
         """``np.<uf>(*args)`` on scalar values, in the ufunc's loop type (:func:`loop_types`)."""
         sem, sp = self.sem, self.span(node)
+        if any(is_complex(a) for a in args):
+            return self.complex_ufunc(uf, args, node)          # NumPy's complex loops (complexes.py)
         for a in args:
             if not isinstance(a.type, T.ScalarType):
                 raise self.err(KernelTypeError, f"np.{uf.__name__} takes numbers here, got {a.type.name}", node)
