@@ -15,7 +15,10 @@ and ``cuda.jit`` launched on device arrays (``k[blocks, threads](...)``), each o
 ``mx.array``/device-array inputs after a first call (the repeated call is the thin path),
 against the raw saxpy call; then gpu.py's row softmax with its constexprs by keyword
 (``softmax_k(x, NC=, TG=)``) against the raw call with ``template=[("NC", ..), ("TG", ..)]``.
-Each metalbench row's "added" is over the raw row above it.
+Each metalbench row's "added" is over the raw row above it. The row "its guard called
+directly" calls the DSL saxpy's thin-path guard as a plain function (what ``k(...)`` runs
+after CPython's call of an instance with keywords): the difference to the DSL row is that
+call protocol's cost.
 With ``--real cuda`` (or ``metal``) the kernels are real: the host time of building
 each call's lazy MLX graph (no eval inside the timed loop, as ``benchmarks/gpu.py``
 measures it) for the raw ``mx.fast.cuda_kernel``/``metal_kernel`` and for metalbench's
@@ -107,6 +110,7 @@ def measure(number=2000, repeats=7) -> dict:
     rows = {
         "raw MLX kernel call (null kernel)": raw_call,
         "DSL kernel  saxpy(2.0, x, y, grid=n)": lambda: saxpy(2.0, x, y, grid=N, threadgroup=TG, backend="cuda"),
+        "  its guard called directly (no instance call)": lambda: saxpy._guard((2.0, x, y), N, TG, "cuda"),
         "mb.metal_kernel(...)(inputs=...)": lambda: msl(inputs=[2.0, x, y], grid=grid, threadgroup=tg,
                                                          output_shapes=[(N,)], output_dtypes=[mx.float32],
                                                          backend="cuda"),
@@ -173,6 +177,7 @@ def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
         f"raw mx.fast.{backend}_kernel call": lambda: raw(inputs=[a, x, y], grid=grid, threadgroup=tg,
                                                            output_shapes=[(n,)], output_dtypes=[mx.float32]),
         "DSL kernel  saxpy(2.0, x, y, grid=n)": lambda: saxpy(2.0, x, y, grid=n, threadgroup=TG, backend=backend),
+        "  its guard called directly (no instance call)": lambda: saxpy._guard((2.0, x, y), n, TG, backend),
         "mb.metal_kernel(...)(inputs=...)": lambda: msl(inputs=[2.0, x, y], grid=grid, threadgroup=tg,
                                                          output_shapes=[(n,)], output_dtypes=[mx.float32],
                                                          backend=backend),
