@@ -29,7 +29,11 @@ class DeviceFunction(Func):
 
     def __init__(self, fn=None, sig=None, **kw):
         super().__init__(fn, **kw)
-        self.numba_signature = nbt.parse_signature(sig) if sig is not None else None
+        sigs = [nbt.parse_signature(s) for s in (sig if isinstance(sig, list) else [sig] if sig is not None else [])]
+        # several signatures: each call takes the one Numba's overload resolution picks
+        # (frontend/python/functions.py, numba_compat/conversions.py)
+        self.numba_signatures = sigs
+        self.numba_signature = sigs[0] if sigs else None
 
     @property
     def py_func(self):

@@ -773,9 +773,7 @@ def jit(func_or_sig=None, device=False, **options):
         if isinstance(fn, (CUDAKernel, DeviceFunction)):
             fn = fn.fn
         if device:
-            if sigs and len(sigs) > 1:
-                raise TypeError("a device function takes one signature")
-            return DeviceFunction(fn, sig=sigs[0] if sigs else None)
+            return DeviceFunction(fn, sig=sigs)
         return CUDAKernel(fn, backend=backend, checked=checked, sigs=sigs)
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)) \
             and inspect.isfunction(func_or_sig):

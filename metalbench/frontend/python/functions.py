@@ -46,7 +46,7 @@ class FunctionsMixin:
             raise self.err(KernelTypeError, f"{func.__name__}() is missing argument(s): {', '.join(missing)}", node)
         # A declared signature (Numba's `@cuda.jit("float32(float32)", device=True)`): arguments
         # and the result convert to its types.
-        sig = getattr(func, "numba_signature", None)
+        sig = self._declared_signature(func, names, given, node)
         declared = [_declared_type(t) for t in sig.args] if sig is not None else []
         ret_hint = _declared_type(sig.return_type) if sig is not None else None
         args: list[ir.Expr] = []
@@ -175,6 +175,41 @@ class FunctionsMixin:
         if rt is not None:
             return self.tuple_result(fn_ir, rt, args, node)
         return ir.FuncCall(fn_ir.name, args, fn_ir.ret, span=self.span(node))
+
+    def _declared_signature(self, func, names, given, node):
+        """The declared Numba signature a call uses: the only one, or of several
+        (``@cuda.jit([sig1, sig2], device=True)``) the one Numba's overload resolution
+        picks for the arguments' types (numba_compat/conversions.py)."""
+        sigs = getattr(func, "numba_signatures", None) or []
+        if len(sigs) < 2:
+            return getattr(func, "numba_signature", None)
+        from ...numba_compat import conversions, nbtypes as nbt
+        arg_types = []
+        saved, self._pending_list = self._pending_list, []     # typing only: its statements are dropped
+        try:
+            for pname in names:
+                a = given.get(pname)
+                info = self.array_of(a, want_array=False) if isinstance(
+                    a, (ast.Name, ast.Subscript, ast.Call, ast.Attribute)) else None
+                if info is not None:
+                    arg_types.append(("array", info.elem.name, info.ndim))
+                    continue
+                e = self.value_or_tuple(a) if a is not None else None
+                arg_types.append(getattr(e, "type", None) if e is not None and not isinstance(e, TupleValue) else None)
+        finally:
+            self._pending_list = saved
+
+        def param(t):
+            if isinstance(t, nbt.Array):
+                return ("array", nbt.scalar_of(t.dtype).name, t.ndim)
+            return _declared_type(t)
+        best = conversions.choose([conversions.rating(arg_types, [param(t) for t in s.args]) for s in sigs])
+        if best is None:
+            got = ", ".join(t.name if isinstance(t, T.ScalarType) else "array" if t else "?" for t in arg_types)
+            raise self.err(KernelTypeError, f"no declared signature of {func.__name__} accepts ({got}); declared: "
+                                            + "; ".join(str(s) for s in sigs), node,
+                           hint="declare a signature for these types, or convert the arguments")
+        return sigs[best]
 
     def _buffer_param(self, pname: str, info: BufInfo, node):
         """(the callee's view of a buffer argument, hidden (name, value) arguments, key part).
