@@ -272,6 +272,7 @@ def render(kernel: ir.KernelIR) -> Rendered:
     ('atomic_fetch_add_explicit(&o[0u], 1u, memory_order_relaxed);', True)
     """
     no_double(kernel)
+    no_recursion(kernel)
     kernel = signed_loops(kernel)     # int counters where range facts allow (passes/ranges.py)
     p = MSLPrinter(kernel)
     lines = p.body_lines()    # printing decides the helpers, extra inputs and atomic outputs
@@ -299,3 +300,28 @@ def no_double(kernel: ir.KernelIR):
     for g in kernel.globals:
         if g.elem == T.float64:
             raise KernelTypeError(f"constant array '{g.name}' is float64, but {T.NO_DOUBLE}", g.span)
+
+
+def no_recursion(kernel: ir.KernelIR):
+    """Raises a ``KernelTypeError`` at a recursive call (a device function that calls
+    itself, directly or through others): Metal has no recursion; sim and cuda run it.
+
+    >>> from metalbench import ir, types as T
+    >>> f = ir.Function("f", [], T.int32, [ir.Return(ir.FuncCall("f", [], T.int32))])
+    >>> no_recursion(ir.KernelIR("k", [], [], functions=[f]))
+    Traceback (most recent call last):
+    ...
+    metalbench.errors.KernelTypeError: f calls itself (recursion), which Metal does not support; ...
+    """
+    calls = {f.name: [n for n in ir.walk(f.body) if isinstance(n, ir.FuncCall)] for f in kernel.functions}
+
+    def reaches(src, dst, seen):
+        for c in calls.get(src, []):
+            if c.func == dst or (c.func not in seen and reaches(c.func, dst, seen | {c.func})):
+                return True
+        return False
+    for f in kernel.functions:
+        for c in calls[f.name]:
+            if c.func == f.name or reaches(c.func, f.name, {c.func}):
+                raise KernelTypeError(f"{f.name} calls itself (recursion), which Metal does not support; "
+                                      "run it on the sim or cuda backend, or rewrite it as a loop", c.span)

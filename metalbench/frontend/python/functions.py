@@ -21,6 +21,18 @@ from .records import bind_record_param, record_argument, with_record_fields
 from dataclasses import replace
 
 
+# How many specialisations of one function may be in translation at once (recursion that
+# changes its argument types: f(int32) -> f(int64) settles; more is runaway).
+_SPECIALIZATION_DEPTH = 4
+
+
+def _calls_itself(fdef: ast.FunctionDef) -> bool:
+    """Whether the function's body calls its own name (recursion: its arguments are run-
+    time values, never compile-time specialisations, which would never end)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fdef.name
+               for n in ast.walk(fdef))
+
+
 class FunctionsMixin:
     """Device-function calls: a part of :class:`~metalbench.frontend.python.FunctionTranslator`."""
 
@@ -114,7 +126,8 @@ class FunctionsMixin:
                     raise self.err(KernelTypeError, "this argument has no value", a)
                 if i < len(declared) and declared[i] is not None:
                     e = self.sem.convert(e, declared[i], self.span(a))
-                if isinstance(e, ir.Const) and not isinstance(e.type, T.VectorType):
+                if isinstance(e, ir.Const) and not isinstance(e.type, T.VectorType) \
+                        and not _calls_itself(parsed.fdef):
                     # Compile-time arguments specialise the function (like constexpr).
                     bindings[pname] = Binding("const", e.value)
                     key.append(("const", e.type.name, e.value))
@@ -131,21 +144,28 @@ class FunctionsMixin:
         key = tuple(key)
         fn_ir = self.m.functions.get(key)
         if fn_ir is None:
-            if key in self.m.in_progress or id(func) in {k[0] for k in self.m.in_progress}:
-                raise self.err(KernelSyntaxError, f"recursion is not supported ({func.__name__} calls itself)",
-                               node, hint="rewrite the recursion as a loop")
+            recursing = self.m.__dict__.setdefault("recursing", {})   # key -> (C name, its translator)
+            if key in recursing:
+                return self._recursive_call(func, recursing[key], args, hidden, node)
+            if sum(k[0] == id(func) for k in self.m.in_progress) >= _SPECIALIZATION_DEPTH:
+                raise self.err(KernelTypeError, f"cannot type infer runaway recursion: {func.__name__} calls itself "
+                                                f"with new argument types {_SPECIALIZATION_DEPTH} times", node,
+                               hint="give the recursive calls arguments of one type (e.g. int64(n - 1))")
             self.m.in_progress.add(key)
+            fname = self.m.unique(f"{func.__name__}")
             try:
                 self.m.names.update(names)
                 if records:
                     parsed = replace(parsed, fdef=with_record_fields(parsed.fdef, records)[0])
                 sub = type(self)(self.m, parsed, False, bindings, ret_hint=ret_hint)
+                recursing[key] = (fname, sub)
                 try:
                     body = sub.translate()
                 except MetalbenchError as e:
                     raise e.add_call_site(self.span(node))   # show the kernel line that called it too
             finally:
                 self.m.in_progress.discard(key)
+                recursing.pop(key, None)
             used = {n.name for n in ir.walk(body) if isinstance(n, ir.Var)}
             passed = [h for h in hidden if h[0] in used]
             fparams = fparams + [ir.FuncParam(n, e.type) for n, e in passed]
@@ -154,7 +174,10 @@ class FunctionsMixin:
             if isinstance(ret, TupleType):      # items returned through thread arrays (tuples.py)
                 fparams = fparams + [ir.FuncParam(f"_mb_ret{k}", t, "thread") for k, t in enumerate(ret.leaves)]
                 ret = None
-            fn_ir = ir.Function(self.m.unique(f"{func.__name__}"), fparams, ret, body,
+            if getattr(sub, "recursive_calls", None) and isinstance(sub.ret_type, TupleType):
+                raise self.err(KernelTypeError, f"{func.__name__} calls itself and returns a tuple: not supported",
+                               node, hint="return one value from a recursive function")
+            fn_ir = ir.Function(fname, fparams, ret, body,
                                 span=node_span(parsed.source, parsed.fdef))
             fn_ir.tuple_result = sub.ret_type if isinstance(sub.ret_type, TupleType) else None
             fn_ir.library_name = getattr(func, "library_name", None)     # cmathlib.py's functions
@@ -175,6 +198,29 @@ class FunctionsMixin:
         if rt is not None:
             return self.tuple_result(fn_ir, rt, args, node)
         return ir.FuncCall(fn_ir.name, args, fn_ir.ret, span=self.span(node))
+
+    def _recursive_call(self, func, rec, args, hidden, node) -> ir.Expr:
+        """A call of the function being translated (recursion, as CUDA allows it): its
+        result type is the one declared, else the one the other ``return`` statements give
+        (Numba's rule; settled by the translator's passes)."""
+        fname, sub = rec
+        if hidden:
+            raise self.err(KernelSyntaxError, f"{func.__name__} calls itself with an array whose shape is known only "
+                                              "at run time: not supported", node,
+                           hint="pass the extents as arguments, or rewrite the recursion as a loop")
+        rt = sub.ret_type
+        if rt is None:
+            for t in sub.ret_types:
+                rt = t if rt is None else sub._join(rt, t)
+        if rt is None:
+            raise self.err(KernelTypeError, f"cannot type infer runaway recursion: {func.__name__} calls itself "
+                                            "before any return gives its result a type", node,
+                           hint="return a value on a path that does not recurse (a base case) first")
+        if isinstance(rt, TupleType):
+            raise self.err(KernelTypeError, f"{func.__name__} calls itself and returns a tuple: not supported",
+                           node, hint="return one value from a recursive function")
+        sub.recursive_calls = True
+        return ir.FuncCall(fname, list(args), rt, span=self.span(node))
 
     def _declared_signature(self, func, names, given, node):
         """The declared Numba signature a call uses: the only one, or of several

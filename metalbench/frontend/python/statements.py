@@ -16,6 +16,7 @@ from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
 from .views import resolve_elem_type
 from .complexes import complex_type_of
+from .functions import _calls_itself
 
 
 _UNSUPPORTED_STMT = {
@@ -101,6 +102,11 @@ class StatementsMixin:
             return [ir.Continue(span=sp)]
         if isinstance(s, ast.Return):
             if s.value is None or (isinstance(s.value, ast.Constant) and s.value.value is None):
+                if not self.is_kernel and _returns_value(self.p.fdef) and _calls_itself(self.p.fdef):
+                    raise KernelTypeError(
+                        f"Return type of recursive function does not converge: {self.p.name} returns None here "
+                        "and a value elsewhere (Numba's Optional results are not supported)", sp,
+                        hint="return a value of one type on every path (a sentinel such as -1 for 'none')")
                 if not self.is_kernel and _returns_value(self.p.fdef):
                     # Numba types this function's result as Optional (None or the value): a
                     # result that is None on some paths is not a value metalbench can give
