@@ -105,9 +105,14 @@ def _type_of_arg(tr, node):
         return nbt.typeof(node.value)
     if isinstance(node, ast.Tuple):
         return nbt.Tuple([_type_of_arg(tr, e) for e in node.elts])
-    e = tr.expr(node)
-    t = getattr(e, "type", None)
-    np_dtype = getattr(t, "np", None)
+    return _type_of_value(tr.value_or_tuple(node))
+
+
+def _type_of_value(e):
+    items = getattr(e, "items", None)
+    if items is not None:               # a tuple value: Numba's Tuple/UniTuple of its items
+        return nbt.Tuple([_type_of_value(x) for x in items])
+    np_dtype = getattr(getattr(e, "type", None), "np", None)
     if np_dtype is not None:
         return nbt.from_dtype(np_dtype)
     return nbt.Opaque(type(e).__name__)

@@ -73,8 +73,8 @@ class StatementsMixin:
         if isinstance(s, ast.If):
             cond = self.to_bool(self.expr(s.test))
             pre = self._pending()
-            if isinstance(cond, ir.Const):  # a compile-time if keeps only its taken side
-                return pre + self.scoped(s.body if cond.value else s.orelse)
+            if isinstance(cond, ir.Const):  # a compile-time if keeps only its taken side (in this block:
+                return pre + self.block(s.body if cond.value else s.orelse)     # names it binds stay)
             return pre + [ir.If(cond, self.scoped(s.body), self.scoped(s.orelse), span=sp)]
         if isinstance(s, ast.For):
             return self.for_loop(s)
@@ -202,6 +202,15 @@ class StatementsMixin:
                 raise self.err(KernelTypeError, f"a {value.type.name} value cannot be kept in a local variable "
                                                 "(not supported yet)", target,
                                hint="use it within one expression, e.g. out[i] = end[i] - start[i]")
+            if b is None and target.id in self.params and self.params[target.id].kind in ("tuple", "pyobj", "const") \
+                    and len(self.scopes) == 1 and not self.loop_depth:
+                # Python rebinds the name (b = b[0] of a tuple parameter): the name is a new
+                # local from here on, as Numba's SSA gives it a new version. Only in the
+                # function's own block (compile-time ifs included): after a run-time branch
+                # the name would be one of two types, which Numba refuses too.
+                var = self.local_var(target.id + "__v", value.type, target)
+                self.scopes[-1][target.id] = Binding("var", ir.Var(var.name, var.type, span=sp))
+                return [ir.Assign(var, self.conv(value, var.type), span=sp)]
             var = self.local_var(target.id, value.type, target)
             return [ir.Assign(var, self.conv(value, var.type), span=sp)]
         if isinstance(target, ast.Subscript):

@@ -568,6 +568,7 @@ class ViewsMixin:
             raise self.err(KernelTypeError, f"cannot assign to {target.id!r}: it is a parameter", target,
                            hint="use another name for the view")
         prev = self.statics.get(target.id)
+        shadow = any(target.id in sc for sc in self.scopes)   # a loop variable: t = B names B in this block
         out = []
         if info.offset is not None and not _stable(info.offset):
             off = self.local_var(target.id + "_off", info.offset.type, target)
@@ -587,7 +588,10 @@ class ViewsMixin:
         if prev is not None and prev.kind == "buf" and (prev.value.name, prev.value.vec) != (info.name, info.vec):
             raise self.err(KernelTypeError, f"{target.id!r} already names a view of {prev.value.name!r}; a name "
                                             "can view one array only", node, hint="use another name")
-        self.statics[target.id] = Binding("buf", info)
+        if shadow:
+            self.scopes[-1][target.id] = Binding("buf", info)
+        else:
+            self.statics[target.id] = Binding("buf", info)
         return self._pending() + out
 
     def array_value_for(self, target: ast.Name, value_node) -> BufInfo | None:
