@@ -71,3 +71,18 @@ def test_python_c_text_that_is_not_the_function_is_not_taken():
             "try:\n    cuda.jit(ns['k'])[1, 1](np.zeros(1))\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
     out = _metalbench(prog)
     assert "cannot read the source of 'k'" in out
+
+
+def test_more_than_32_items_print_the_raw_format_with_numbas_warning():
+    """Numba's CUDA target: vprintf takes at most 32 items, so the kernel prints its format
+    string (one conversion per item, as Numba chooses them) and compiling warns."""
+    prog = ("import numpy as np\nfrom metalbench import cuda\n\n@cuda.jit\ndef k(r, f):\n"
+            "    print(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],\n"
+            "          r[14], r[15], r[16], r[17], r[18], r[19], r[20], r[21], r[22], r[23], r[24], r[25],\n"
+            "          r[26], r[27], r[28], r[29], 'x', f[0], f[0] > 0, cuda.threadIdx)\n\n"
+            "k[1, 1](np.arange(30), np.ones(1))\n")
+    cp = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300,
+                        env=dict(os.environ, METALBENCH_BACKEND="sim"))
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout == " ".join(["%lld"] * 30 + ["%s", "%f", "%s", "(%d, %d, %d)"]) + "\n"
+    assert "CUDA print() cannot print more than 32 items" in cp.stderr

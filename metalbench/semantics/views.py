@@ -157,7 +157,8 @@ class ViewSemantics:
                 if s_old % s_new == 0:
                     off = self.binop("*", off, ir.Const(s_old // s_new, T.int64, span=span), span)
                 else:
-                    off = self.binop("/", off, ir.Const(s_new // s_old, T.int64, span=span), span)
+                    # element counts: C's integer division whatever the language's `/` means
+                    off = ir.BinOp("/", off, ir.Const(s_new // s_old, T.int64, span=span), T.int64, span=span)
             name = self.declare_alias(v, e_new, span)
             base = replace(base, buf=name, offset=off)
         return replace(base, type=t, space=space, const=const, packed=packed)
@@ -248,7 +249,8 @@ class ViewSemantics:
         d = self._offset_add(self.convert(a.offset, T.int64, span), self.convert(b.offset, T.int64, span),
                              span, "-")
         if a.step != 1:
-            d = self.binop("/", d, ir.Const(a.step, T.int64, span=span), span)
+            d = ir.BinOp("/", self.convert(d, T.int64, span), ir.Const(a.step, T.int64, span=span), T.int64,
+                         span=span)
         return d
 
     def view_compare(self, op: str, a: View, b: View, span=None) -> ir.Expr:

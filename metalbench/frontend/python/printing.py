@@ -34,6 +34,9 @@ def translate_print(tr, node: ast.Call, statement: bool) -> ir.Print:
             raise tr.err(KernelSyntaxError, f"print() in a kernel takes sep= and end=, not {kw.arg}=", node,
                          hint="kernel prints go to the notebook's output (Python's stdout)")
 
+    from ...semantics import NUMBA
+    if tr.m.rules is NUMBA and len(node.args) > 32 and not node.keywords:
+        return _raw_format(tr, node, sp)
     pb = PrintBuilder(lambda msg, hint=None: tr.err(KernelSyntaxError, msg, node, hint))
     for i, a in enumerate(node.args):
         if i:
@@ -43,6 +46,44 @@ def translate_print(tr, node: ast.Call, statement: bool) -> ir.Print:
     from ...semantics import NUMBA
     tag = None if tr.m.rules is NUMBA else tr.sem.thread_attr("thread_position_in_grid", sp)
     return pb.build(tag, sp)
+
+
+def _raw_format(tr, node, sp) -> ir.Print:
+    """Numba's CUDA print of more than 32 items (vprintf's limit): a warning at compile time,
+    and the kernel prints the format string itself (``%lld %f %s ...``)."""
+    import warnings
+    warnings.warn("CUDA print() cannot print more than 32 items. The raw format string will be emitted by "
+                  f"the kernel instead. (line {sp.line})", PrintWarning, stacklevel=2)
+    pb = PrintBuilder(lambda msg, hint=None: tr.err(KernelSyntaxError, msg, node, hint))
+    pb.lit(" ".join(_c_format(tr, a) for a in node.args) + "\n")
+    return pb.build(None, sp)
+
+
+def _c_format(tr, a) -> str:
+    """The printf conversion Numba's CUDA print uses for argument ``a``."""
+    if _const_str(a) is not None:
+        return "%s"
+    obj = tr._maybe_static(a)
+    if obj is not _NOT_STATIC and _is_dim3(obj):
+        return "(%d, %d, %d)"
+    return _c_format_of(tr.value_or_tuple(a))
+
+
+def _c_format_of(v) -> str:
+    items = getattr(v, "items", None)
+    if items is not None:
+        inner = ", ".join(_c_format_of(x) for x in items)
+        return f"({inner},)" if len(items) == 1 else f"({inner})"
+    t = v.type
+    if t.is_bool:
+        return "%s"
+    if t.is_float:
+        return "%f"
+    return "%llu" if t.name.startswith("u") else "%lld"
+
+
+class PrintWarning(UserWarning):
+    """A print in a kernel that prints differently from what it says (Numba's NumbaWarning)."""
 
 
 def _field(tr, pb, node, spec):
@@ -139,4 +180,4 @@ def _piece(tr, pb, a):
     _field(tr, pb, a, ("py", ""))
 
 
-__all__ = ["translate_print"]
+__all__ = ["translate_print", "PrintWarning"]

@@ -32,6 +32,7 @@ import numpy as np
 from ... import ir
 from ... import types as T
 from ...errors import KernelTypeError
+from .specs import Binding, BufInfo
 
 #: array methods that reduce the whole array
 METHODS = frozenset({"sum", "prod", "min", "max", "mean", "var", "std", "all", "any", "argmin", "argmax"})
@@ -85,7 +86,38 @@ class ReductionsMixin:
                            hint=f"reduce the whole array: {ast.unparse(f)}(a)")
         return self.reduce_array(name, info, node)
 
+    def copy_array(self, name: str, info, node) -> list:
+        """``name = a.copy()`` (also ``np.copy(a)``): a thread-local C-contiguous copy (Numba
+        allocates one per thread); its shape must be known at compile time."""
+        sp = self.span(node)
+        elem = self.element_type(info)
+        if info.shape is None or not isinstance(elem, T.ScalarType):
+            raise self.err(KernelTypeError, f"{ast.unparse(node)}: a copy in a kernel is a local array, so the "
+                                            "array's shape must be known at compile time", node,
+                           hint="copy into cuda.local.array(shape, dtype) with a loop")
+        shape = tuple(int(d) for d in info.shape)
+        n = int(np.prod(shape))
+        cname = self.fresh(name, ("copy", node.lineno, node.col_offset))
+        decl = ir.ArrayDecl(cname, "thread", elem, (max(n, 1),), span=sp)
+        self.scopes[0][name] = Binding("buf", BufInfo(cname, elem, "thread", len(shape), shape, decl=decl))
+        if not any(isinstance(h, ir.ArrayDecl) and h.name == cname for h in self.hoisted):
+            self.hoisted.append(decl)
+        self._begin(node)
+        out = self._pending()
+        k = self._tmp("k", T.int64, node, out, self.sem.int_literal(0, sp))
+        self._each(info, node, out, lambda v: [ir.Store(cname, self.sem.index(k, sp), v, span=sp)], counter=k)
+        return out
+
     # -- the loops -----------------------------------------------------------------------
+    def _begin(self, node):
+        sp = self.span(node)
+        base = (sp.line, sp.col, sp.end_line, sp.end_col)
+        n = self._once_counts.get(("reduce",) + base, 0)
+        self._once_counts[("reduce",) + base] = n + 1
+        self._red = (("reduce",) + base + (n,), 0)
+        if not hasattr(self, "_red_names"):
+            self._red_names = {}
+
     def reduce_array(self, kind: str, info, node) -> ir.Expr:
         """``kind`` (a :data:`FUNCTIONS` name) over every element of ``info``."""
         sp = self.span(node)
@@ -95,13 +127,7 @@ class ReductionsMixin:
         if kind in _NO_IDENTITY and info.shape is not None and 0 in tuple(info.shape):
             raise self.err(KernelTypeError, f"zero-size array to reduction operation {_NO_IDENTITY[kind]} which "
                                             "has no identity", node)
-        base = (sp.line, sp.col, sp.end_line, sp.end_col)
-        n = self._once_counts.get(("reduce",) + base, 0)
-        self._once_counts[("reduce",) + base] = n + 1
-        key = ("reduce",) + base + (n,)
-        self._red = (key, 0)
-        if not hasattr(self, "_red_names"):
-            self._red_names = {}
+        self._begin(node)
         out = self._pending()
         r = getattr(self, "_r_" + kind.removeprefix("nan").replace("count_nonzero", "count"))(kind, info, elem,
                                                                                               node, out)

@@ -154,6 +154,13 @@ class StatementsMixin:
                 return self.declare_array(target.id, s.value, obj)
         if isinstance(target, (ast.Tuple, ast.List)):
             return self.tuple_assign(target, s.value, sp)
+        if isinstance(target, ast.Name) and isinstance(s.value, ast.Call) and not s.value.keywords and (
+                isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "copy" and not s.value.args
+                or len(s.value.args) == 1 and self._callee_obj(s.value.func) is np.copy):
+            src = s.value.func.value if s.value.args == [] else s.value.args[0]
+            info = self.array_of(src)
+            if info is not None:                # q = a.copy(): a local copy (reductions.py)
+                return self.copy_array(target.id, info, s.value)
         if isinstance(target, ast.Name):
             info = self.array_value_for(target, s.value)
             if info is not None:                # a name for an array or a view (views.py)

@@ -1,0 +1,73 @@
+"""Array methods in Numba kernels besides reductions: ``a.copy()``/``np.copy(a)`` (a
+thread-local C-contiguous copy of an array whose shape is known at compile time) and
+``a[i:j].view(dtype)`` at a run-time offset (the offset rescaled in whole elements),
+against Numba's simulator."""
+import numpy as np
+import pytest
+
+from metalbench import cuda
+from metalbench.errors import KernelTypeError
+from numba_oracle import Oracle, assert_same, program_registry, run_metalbench
+
+PROGRAMS, EXPECTED, program = program_registry()
+
+program("copies", {"out": [103.0, 4.0, 2.0, 5.0, 1.0, 15.0]})("""
+import numpy as np
+from numba import cuda
+
+val = np.array([1, 2, 3])[::-1]
+grid = np.arange(6.0).reshape(2, 3).T
+
+@cuda.jit
+def k(out):
+    q = val.copy()
+    w = np.copy(val)
+    w[0] = 100
+    g = grid.copy()
+    for i in range(3):
+        out[i] = q[i] + w[i]
+    out[3] = g[2, 1]
+    out[4] = g[1, 0]
+    out[5] = g.sum()
+
+out = np.zeros(6)
+k[1, 1](out)
+RESULT = {"out": out}
+""")
+
+program("reinterpret_slices", {"out": [50462976, 117835012, 185207048, -66052]})("""
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def k(b, starts, out):
+    i = cuda.grid(1)
+    if i < starts.size:
+        s = starts[i]
+        out[i] = b[s:s + 4].view(np.int32)[0]
+
+b = np.arange(256, dtype=np.uint8)
+out = np.zeros(4, np.int32)
+k[1, 4](b, np.array([0, 4, 8, 252]), out)
+RESULT = {"out": out}
+""")
+
+ORACLE = Oracle(PROGRAMS)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_array_methods_against_numba_simulator(name):
+    got = run_metalbench(PROGRAMS[name], name)
+    assert_same(got, {k: np.asarray(v) for k, v in EXPECTED[name].items()})
+    assert_same(got, ORACLE[name])
+
+
+def test_copy_of_an_array_with_a_run_time_shape_is_an_error_naming_it():
+    @cuda.jit
+    def k(a, out):
+        c = a.copy()
+        out[0] = c[0]
+
+    with pytest.raises(KernelTypeError, match="shape must be known at compile time") as e:
+        k[1, 1](np.ones(4), np.zeros(1))
+    assert "c = a.copy()" in str(e.value)
