@@ -31,13 +31,14 @@ def k(x):
     print(i, "x", x == 0, 0.25)
     print()
 
-k[1, 2](0)
+k[1, 1](0)
+k[1, 1](1)
 cuda.synchronize()
 """,
 }
 EXPECTED = {
     "tuples": "(1, ((2, 4), 3.0), (4,), 5)\n(7,) ()\n(1, 2.5) (((2, 4), 3.0),)\n",
-    "scalars": "0 x True 0.25\n\n1 x True 0.25\n\n",
+    "scalars": "0 x True 0.25\n\n0 x False 0.25\n\n",
 }
 
 
@@ -55,6 +56,8 @@ def _metalbench(text):
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_print_in_python_c_program(name):
+    """One thread per launch: Numba's simulator runs threads as Python threads, whose
+    prints of several items interleave."""
     got = _metalbench(PROGRAMS[name])
     assert sorted(got.splitlines()) == sorted(EXPECTED[name].splitlines())
     if have_numba():
