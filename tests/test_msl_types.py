@@ -157,7 +157,25 @@ C_STYLE = MSLCase(
     """,
     atol=1e-5)
 
-CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE]
+QUADS = MSLCase(
+    "quads",
+    """
+    uint i = thread_position_in_grid.x;
+    float v = x[i];
+    out[i * 4] = quad_sum(v);                      // groups of 4 lanes
+    out[i * 4 + 1] = quad_max(v) - quad_min(v);
+    out[i * 4 + 2] = quad_broadcast(v, 3) + quad_shuffle_xor(v, 1);
+    out[i * 4 + 3] = float(quad_xor(int(i) * 7));
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float32)},
+    [("out", (256,), np.float32)],
+    lambda x: [np.stack([np.repeat(x.reshape(16, 4).sum(1), 4),
+                         np.repeat(np.ptp(x.reshape(16, 4), 1), 4),
+                         np.repeat(x.reshape(16, 4)[:, 3], 4) + x[np.arange(64) ^ 1],
+                         np.repeat(np.bitwise_xor.reduce((np.arange(64) * 7).reshape(16, 4), 1), 4)], 1).reshape(-1)],
+    grid=(64, 1, 1), tg=(64, 1, 1), atol=1e-5)
+
+CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS]
 IDS = [c.name for c in CASES]
 
 
