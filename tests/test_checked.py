@@ -322,6 +322,23 @@ def test_msl_off_by_one_store():
     assert f.buffer == "out" and f.index == [256] and "out[i + 1] = in0[i];" in str(err) and f.line == 4
 
 
+def test_msl_threadgroup_atomics_initialised_by_atomic_stores_are_clean():
+    # atomic_store_explicit writes without reading: the fetch_add after the barrier reads
+    # initialised memory (a histogram's usual zeroing)
+    src = """
+        uint l = thread_position_in_threadgroup.x;
+        threadgroup atomic_uint bins[8];
+        if (l < 8) atomic_store_explicit(&bins[l], 0u, memory_order_relaxed);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        atomic_fetch_add_explicit(&bins[l % 8], 1u, memory_order_relaxed);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        out[thread_position_in_grid.x] = float(atomic_load_explicit(&bins[l % 8], memory_order_relaxed));
+    """
+    np.testing.assert_array_equal(np.array(msl(src)()[0]), np.full(256, 8.0))
+    missing = src.replace("if (l < 8) atomic_store_explicit(&bins[l], 0u, memory_order_relaxed);", "")
+    finding(msl(missing), "uninitialised read")
+
+
 def test_msl_read_guarded_on_wrong_index():
     src = """
         uint i = thread_position_in_grid.x;

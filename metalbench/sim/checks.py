@@ -371,7 +371,9 @@ class Checker(SyncChecks, ValueChecks):
                 st.written[E] = True
         else:
             if not st.all_written:
-                unw = ~st.written[E]
+                # an atomic store (or exchange) writes without reading the old value (as for device memory)
+                stores = access == "atomic" and getattr(self.nodes[k][0], "op", None) in ("store", "exchange")
+                unw = ~st.written[E] & (not stores)
                 if unw.any():
                     j = np.flatnonzero(unw)
                     size = data.size // self.G
