@@ -17,6 +17,8 @@
 #                      of the three runs per row (summary.md), with the roofline model's time
 #  2. host_overhead.py per-call host time of the raw call and of each metalbench launch path
 #  3. msl_cuda.py      MSL->CUDA rows: three of MLX's documented kernels vs cuda_kernel twins
+#  3b. msl_call_cost.py an MSL saxpy through mb.metal_kernel vs the raw cuda_kernel, per call at
+#                      1K and 16M elements, and mx.compile over the metalbench call (issue 13)
 #  4. simulation.py    the Numba-style agent simulation: transfer/compute split vs CuPy
 #  5. sweep_vs_cupy.py a sweep's ranking at 64K elements vs CUDA events through CuPy
 #  6. launch_gap.py    launch-bound rows (1M elements): raw vs the generated source called
@@ -80,6 +82,7 @@ if want gpu_probe && [ "$BACKEND" != "sim" ]; then
     step gpu_probe 120 $PY benchmarks/gpu_probe.py
 fi
 want msl_cuda && step msl_cuda 120 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json"
+want msl_call_cost && step msl_call_cost 120 $PY benchmarks/msl_call_cost.py --backend "$BACKEND" --json "$OUT/msl_call_cost.json"
 want simulation && step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
 
 # The gpu.py table as the median of the runs, per row and column
@@ -142,6 +145,13 @@ if msl:
     for r in msl:
         f = lambda k: f"{r[k]:.4g}" if isinstance(r.get(k), float) else ""
         print(f"| {r['kernel']} | {r['grid']} | {r['ok']} | {f('mb_ms')} | {f('raw_ms')} | {f('raw/mb')} |")
+mcc = load("msl_call_cost.json")
+if mcc:
+    print("\nmsl_call_cost.py: an MSL saxpy through mb.metal_kernel vs the raw kernel, per call\n")
+    print("| size | ok | mx.compile | raw ms | mb ms | added µs | raw/mb |\n|---|---|---|---|---|---|---|")
+    for r in mcc:
+        f = lambda k: f"{r[k]:.4g}" if isinstance(r.get(k), float) else ""
+        print(f"| {r['size']} | {r['ok']} | {r['mx.compile']} | {f('raw_ms')} | {f('mb_ms')} | {f('added_us')} | {f('raw/mb')} |")
 sim = load("simulation.json")
 if sim:
     print(f"\nsimulation.py: {sim['n']} agents, {sim['steps']} steps [{sim['backend']}]\n")

@@ -135,6 +135,10 @@ def sources(quick=True):
     r = Rendered("host_overhead_raw_saxpy", host_overhead.RAW_SAXPY["cuda"], "", ["a", "x", "y"], ["out"],
                  input_types=[(T.float32, 0), (T.float32, 1), (T.float32, 1)], output_types=[T.float32])
     yield "host_overhead.py raw saxpy", cuda.full_source(r)
+    import msl_call_cost
+    r = Rendered("msl_call_cost_saxpy_raw", msl_call_cost.CUDA_SAXPY, "", ["a", "x", "y"], ["out"],
+                 input_types=[(T.float32, 1), (T.float32, 1), (T.float32, 1)], output_types=[T.float32])
+    yield "msl_call_cost.py raw saxpy", cuda.full_source(r)
     import sweep_vs_cupy
     for name, k, args, launch, shapes, _ in sweep_vs_cupy.cases("sim"):
         for tg in shapes:
