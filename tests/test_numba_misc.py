@@ -95,7 +95,37 @@ e[1, 1](o3)
 RESULT = {"res": res, "o2": o2, "o3": o3}
 '''
 
-PROGRAMS = {"round_runtime": ROUND_RUNTIME, "enums": ENUMS_AND_EMPTY_CONST}
+CONST_RECORDS = '''
+import numpy as np
+from numba import cuda
+
+REC = np.array([(1.0, 2), (3.0, 4), (-0.5, -7)], dtype=[("x", float), ("y", int)])
+ALIGN = np.array([(1, 2, 3, 0xDEADBEEF, 8), (4, 5, 6, 0xBEEFDEAD, 10)],
+                 dtype=np.dtype([("a", np.uint8), ("b", np.uint8), ("x", np.uint8), ("y", np.uint32), ("z", np.uint8)], align=True))
+NEST = np.zeros(3, dtype=[("p", [("u", np.int32), ("v", np.float32)]), ("h", np.float64, (2,))])
+NEST["p"]["u"] = [5, 6, 7]; NEST["p"]["v"] = [0.5, 1.5, 2.5]; NEST["h"] = [[1, 2], [3, 4], [5, 6]]
+EMPTY = np.array([], dtype=[("x", float), ("y", int)])
+
+@cuda.jit
+def k(A, B, C, D):
+    c = cuda.const.array_like(REC)
+    z = cuda.const.array_like(ALIGN)
+    n = cuda.const.array_like(NEST)
+    e = cuda.const.array_like(EMPTY)
+    i = cuda.grid(1)
+    if i < len(c):
+        A[i] = c[i]["x"] + c[i]["y"]
+        B[i] = n[i]["p"]["u"] * n[i]["p"]["v"] + n[i]["h"][1]
+    if i < z.size:
+        C[i] = z[i]["y"] + z[i]["z"]
+    D[0] = len(e)
+
+A = np.zeros(3); B = np.zeros(3); C = np.zeros(2, np.int64); D = np.full(1, -1, np.int64)
+k[1, 4](A, B, C, D)
+RESULT = {"A": A, "B": B, "C": C, "D": D}
+'''
+
+PROGRAMS = {"round_runtime": ROUND_RUNTIME, "enums": ENUMS_AND_EMPTY_CONST, "const_records": CONST_RECORDS}
 ORACLE = Oracle(PROGRAMS)
 
 
@@ -319,3 +349,38 @@ def test_undefined_name_in_a_device_function_is_an_error():
     with pytest.raises(KernelNameError, match="name 'floor' is not defined") as e:
         ns["k"][1, 1](np.zeros(1))
     assert "from math import floor" in str(e.value) and "o[0] = dev(1.5)" in str(e.value)
+
+
+def test_const_record_arrays_match_numba_simulator():
+    """cuda.const.array_like of structured arrays (aligned, nested, sub-array fields, empty):
+    fields read per element, as Numba's constant memory gives them."""
+    got = run_metalbench(CONST_RECORDS)
+    assert_same(got, ORACLE["const_records"])
+    np.testing.assert_array_equal(got["C"], [0xDEADBEEF + 8, 0xBEEFDEAD + 10])
+
+
+REC = np.array([(1.5, 2, (7, 8)), (3.0, -4, (9, 10))], dtype=[("x", "f4"), ("y", "i2"), ("h", "i4", (2,))])
+
+
+def test_const_record_attribute_access_and_misuse():
+    @cuda.jit
+    def k(out):
+        c = cuda.const.array_like(REC)
+        i = cuda.grid(1)
+        if i < c.size:
+            out[i] = c[i].x * c[i].y + c[i].h[1]
+
+    out = np.zeros(2)
+    k[1, 2](out)
+    np.testing.assert_array_equal(out, REC["x"] * REC["y"] + REC["h"][:, 1])
+
+    from metalbench.errors import KernelTypeError
+
+    @cuda.jit
+    def whole(out):
+        c = cuda.const.array_like(REC)
+        out[0] = c[0]
+
+    with pytest.raises(KernelTypeError, match="record array") as e:
+        whole[1, 1](out)
+    assert "out[0] = c[0]" in str(e.value)

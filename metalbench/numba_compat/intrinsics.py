@@ -302,6 +302,9 @@ class _ConstNS(_Placeholder):
 
 class _ConstArrayLike(_Placeholder):
     _what = "const.array_like"
+    # (of a structured array: split into one constant array per field before translation,
+    # frontend/python/constrecords.py)
+    __metalbench_const_array__ = True
     # Contents per call site; the numba_compat post-pass attaches them to the declaration.
     registry: dict = {}
 
@@ -322,7 +325,9 @@ class _ConstArrayLike(_Placeholder):
         if data.size == 0:              # an empty array: len() 0, one element of storage
             data = np.zeros(1, t.np)
         _ConstArrayLike.registry[(id(tr.src), sp.line, sp.col)] = data
-        return "thread", tuple(int(d) for d in arr.shape) or (1,), t
+        # (the contents also go with the declaration: the per-field arrays of a constant
+        # record array share their call's position)
+        return "thread", tuple(int(d) for d in arr.shape) or (1,), t, None, None, data.tolist()
 
 
 const = _ConstNS()
@@ -334,7 +339,7 @@ def attach_const_arrays(kir: ir.KernelIR) -> None:
     for n in list(ir.walk(kir.body)) + [x for f in kir.functions for x in ir.walk(f.body)]:
         if isinstance(n, ir.ArrayDecl) and n.span is not None:
             data = _ConstArrayLike.registry.get((src, n.span.line, n.span.col))
-            if data is not None:
+            if data is not None and n.init is None:
                 n.init = data.tolist()
 
 

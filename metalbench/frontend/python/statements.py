@@ -280,11 +280,12 @@ class StatementsMixin:
         sp = self.span(call)
         hook = getattr(obj, "__metalbench_array__", None)
         fixed = None            # a name the hook chose (arrays that are one: dynamic shared memory)
-        align = None            # the hook's byte alignment (Numba's alignment=)
+        align = init = None     # the hook's byte alignment (Numba's alignment=), constant contents
         if hook is not None:
             space, shape, dtype, *extra = hook(self, call)
             fixed = extra[0] if extra else None
             align = extra[1] if len(extra) > 1 else None
+            init = extra[2] if len(extra) > 2 else None     # constant contents (cuda.const.array_like)
         else:
             space = "threadgroup" if obj.dsl_name == "threadgroup_array" else "thread"
             args = list(call.args)
@@ -322,9 +323,9 @@ class StatementsMixin:
             # One array per specialisation of the function, as CUDA's __shared__ in a device
             # function (and Numba's) has: declared in the kernel, reaching the function (and
             # the functions between) as a threadgroup parameter of the same name (functions.py).
-            cname = self.fresh(f"{self.p.name}_{name}", ("array", call.lineno, call.col_offset))
+            cname = self.fresh(f"{self.p.name}_{name}", ("array", name, call.lineno, call.col_offset))
         else:
-            cname = self.fresh(name, ("array", call.lineno, call.col_offset))
+            cname = self.fresh(name, ("array", name, call.lineno, call.col_offset))
         if isinstance(t, T.MatrixType) and space != "thread":
             raise self.err(KernelTypeError, "simdgroup matrices live in threads' registers: declare an array of "
                                             "them with local_array", call,
@@ -340,7 +341,7 @@ class StatementsMixin:
             info = BufInfo(cname, t.elem, space, len(shape), tuple(int(d) for d in shape), decl=decl, vec=t)
         else:
             decl = ir.ArrayDecl(cname, space, t, (1,) if empty else tuple(int(d) for d in shape), span=sp,
-                                align=align)
+                                align=align, init=init)
             info = BufInfo(cname, t, space, len(shape), tuple(int(d) for d in shape), decl=decl)
             if ct is not None:
                 info = self.complex_array(info)

@@ -1,0 +1,95 @@
+"""Constant record arrays: ``C = cuda.const.array_like(G)`` of a NumPy structured array
+``G`` (a global or closure variable) in a Numba kernel.
+
+Before translation the assignment becomes one constant array per scalar field
+(``C__x = cuda.const.array_like(G['x'])``, nested records flattened, sub-array fields
+with their extra dimensions), and the body's field accesses ``C[i]['x']``, ``C[i].x``,
+``C[i].h[j]``, ``len(C)``, ``C.size`` read those arrays, as record arguments are read
+(records.py). Any other use of ``C`` is an error at its line.
+
+    >>> import ast, numpy as np
+    >>> class _Like:            # stands for cuda.const.array_like
+    ...     __metalbench_const_array__ = True
+    >>> G = np.array([(1.0, 2)], dtype=[("x", "f8"), ("y", "i8")])
+    >>> fdef = ast.parse("def k(A):\\n    C = const(G)\\n    A[0] = C[0]['y']\\n").body[0]
+    >>> fdef2, env, recs = const_record_arrays(fdef, {"const": _Like(), "G": G})
+    >>> print(ast.unparse(fdef2))
+    def k(A):
+        C__x = const(_mb_crec_C__x)
+        C__y = const(_mb_crec_C__y)
+        A[0] = C[0]['y']
+    >>> sorted(recs["C"][0]), env["_mb_crec_C__y"].tolist()
+    [(('x',), ('C__x', ())), (('y',), ('C__y', ()))], [2]
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from collections import ChainMap
+
+import numpy as np
+
+from .records import field_view, record_leaves
+
+
+def _static(node, env):
+    """The Python object a Name / Attribute chain names in ``env``, or None."""
+    if isinstance(node, ast.Name):
+        try:
+            return env[node.id]
+        except KeyError:
+            import builtins
+            return getattr(builtins, node.id, None)
+    if isinstance(node, ast.Attribute):
+        base = _static(node.value, env)
+        return None if base is None else getattr(base, node.attr, None)
+    return None
+
+
+def _const_record_call(stmt, env):
+    """(target name, the structured array, the call) of ``C = cuda.const.array_like(G)``, or None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call) and len(stmt.value.args) == 1 and not stmt.value.keywords):
+        return None
+    if not getattr(_static(stmt.value.func, env), "__metalbench_const_array__", False):
+        return None
+    arr = _static(stmt.value.args[0], env)
+    if not (isinstance(arr, np.ndarray) and arr.dtype.names is not None):
+        return None
+    return stmt.targets[0].id, arr, stmt.value
+
+
+class _Split(ast.NodeTransformer):
+    def __init__(self, env):
+        self.env, self.new, self.records = env, {}, {}
+
+    def visit_Assign(self, node):
+        hit = _const_record_call(node, self.env)
+        if hit is None:
+            return self.generic_visit(node)
+        name, arr, call = hit
+        leaves = record_leaves(name, arr.dtype)
+        out, fields = [], {}
+        for path, leaf, sub in leaves:
+            if leaf is None:
+                continue            # an array of records inside a record: left unbound, an error where used
+            key = f"_mb_crec_{leaf}"
+            self.new[key] = np.ascontiguousarray(field_view(arr, path))
+            c = copy.deepcopy(call)
+            c.args = [ast.Name(id=key, ctx=ast.Load())]
+            out.append(ast.copy_location(ast.Assign(targets=[ast.Name(id=leaf, ctx=ast.Store())], value=c), node))
+            fields[path] = (leaf, tuple(sub))
+        self.records[name] = (fields, leaves)
+        return out
+
+
+def const_record_arrays(fdef: ast.FunctionDef, env):
+    """(``fdef`` with each constant record array split into per-field constant arrays, the
+    environment with those field arrays added (the caller's is not changed), ``{name:
+    ({field path: (leaf, sub-shape)}, record_leaves)}``); ``fdef`` itself when there are none."""
+    s = _Split(env)
+    out = s.visit(copy.deepcopy(fdef))
+    if not s.records:
+        return fdef, env, {}
+    ast.fix_missing_locations(out)
+    return out, ChainMap(s.new, env), s.records
