@@ -18,8 +18,8 @@ with their extra dimensions), and the body's field accesses ``C[i]['x']``, ``C[i
         C__x = const(_mb_crec_C__x)
         C__y = const(_mb_crec_C__y)
         A[0] = C[0]['y']
-    >>> sorted(recs["C"][0]), env["_mb_crec_C__y"].tolist()
-    [(('x',), ('C__x', ())), (('y',), ('C__y', ()))], [2]
+    >>> sorted(recs["C"][0].items()), env["_mb_crec_C__y"].tolist()
+    ([(('x',), ('C__x', ())), (('y',), ('C__y', ()))], [2])
 """
 from __future__ import annotations
 
