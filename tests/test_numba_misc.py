@@ -384,3 +384,30 @@ def test_const_record_attribute_access_and_misuse():
     with pytest.raises(KernelTypeError, match="record array") as e:
         whole[1, 1](out)
     assert "out[0] = c[0]" in str(e.value)
+
+
+def test_single_signature_reads_other_signedness_as_declared():
+    """One declared signature: Numba launches without checking array dtypes and the
+    kernel reads the bytes as declared. A uint32 array for int32[:] is read as int32
+    (two's complement), in place, on the first and on repeated (thin-path) launches;
+    other mismatches stay errors."""
+    from metalbench.numba_compat.sigmatch import SignatureMismatch
+
+    @cuda.jit("void(int32[:], int32[:])")
+    def k(a, n):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = a[i] // 2 - (1 if a[i] < 0 else 0)
+            cuda.atomic.sub(n, 0, 1)
+
+    for _ in range(2):
+        a = np.array([10, 0xFFFFFFF0, 7, 0x80000000], np.uint32)
+        n = np.zeros(1, np.uint32)
+        s = a.view(np.int32).astype(np.int64)
+        k[1, 4](a, n)
+        np.testing.assert_array_equal(a.view(np.int32), s // 2 - (s < 0))
+        assert n[0] == 2 ** 32 - 4 and n.view(np.int32)[0] == -4
+    with pytest.raises(SignatureMismatch):
+        k[1, 4](np.zeros(4, np.float32), n)
+    with pytest.raises(SignatureMismatch):
+        k[1, 4](np.zeros(4, np.int64), n)

@@ -47,7 +47,7 @@ from .devicearray import DeviceNDArray
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
 from .dispatcher import ArgHint, CompiledKernel, DispatcherAPI, unwrap
 from .intrinsics import DYNSHARED, attach_const_arrays
-from .sigmatch import SignatureMismatch, _match, _tuple_structure  # noqa: F401  (SignatureMismatch: public)
+from .sigmatch import SignatureMismatch, _match, _tuple_structure, as_bound_type, sign_reinterpret  # noqa: F401  (SignatureMismatch: public)
 
 _state = {"backend": None, "checked": None}
 
@@ -341,6 +341,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
             score = _match(sig, specs)
             if score is not None and (best is None or score < best[0]):
                 best = (score, sig)
+        if best is None and len(self.signatures) == 1:
+            best = sign_reinterpret(self.signatures[0], specs, values)     # sigmatch.py
         if best is None:
             got = ", ".join(spec_text(s) for s in specs)
             raise SignatureMismatch(
@@ -469,7 +471,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
                     return thin.guarded
                 host = {}
                 for (name, (_, _, t)), v in zip(bound.data.items(), args):
-                    host[name] = (v, *_host_array(v, name)) if t is not None and \
+                    host[name] = (v, *as_bound_type(_host_array(v, name), t)) if t is not None and \
                         (runtime.is_array(v) or isinstance(v, DeviceNDArray)) else (v, None, t)
                 self.last_launch = bound.last
                 self.last_stats = sp.run_inplace(host, bound.grid, bound.threadgroup, bound.backend,

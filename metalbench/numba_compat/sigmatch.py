@@ -70,3 +70,48 @@ def _match(sig, specs):
                     return None
                 score += 1
     return score
+
+
+def sign_reinterpret(sig, specs, values):
+    """A kernel with exactly one declared signature: Numba launches it without checking
+    the arrays' dtypes, and the kernel reads their bytes as declared. Here that holds for
+    integer arrays that differ from the signature in signedness only (same values below
+    2**(bits-1), two's complement above): they are retyped as views of the caller's
+    storage. Returns ``(0, sig)`` when that makes the arguments fit, else None (the
+    mismatch error stands).
+
+    >>> import numpy as np
+    >>> from metalbench.frontend.python import ArgSpec
+    >>> from metalbench import types as T
+    >>> a = np.arange(4, dtype=np.uint32)
+    >>> specs, values = [ArgSpec("a", "buffer", T.uint32, 1)], {"a": (a, a, T.uint32)}
+    >>> sign_reinterpret(nbt.void(nbt.int32[:]), specs, values)[0], specs[0].type.name, values["a"][1].dtype
+    (0, 'int32', dtype('int32'))
+    """
+    import numpy as np
+    from dataclasses import replace
+    trial, changed = list(specs), []
+    for k, (spec, at) in enumerate(zip(specs, sig.args)):
+        if spec.kind != "buffer" or not isinstance(at, nbt.Array) or spec.value is not None:
+            continue
+        t = nbt.scalar_of(at.dtype)
+        if t is not None and t != spec.type and t.is_int and spec.type.is_int and t.bits == spec.type.bits \
+                and at.ndim == spec.ndim and isinstance(values[spec.name][1], np.ndarray):
+            trial[k] = replace(spec, type=t)
+            changed.append(k)
+    if not changed or _match(sig, trial) is None:
+        return None
+    for k in changed:
+        specs[k] = trial[k]
+        v, a, _ = values[specs[k].name]
+        values[specs[k].name] = (v, a.view(specs[k].type.np), specs[k].type)
+    return 0, sig
+
+
+def as_bound_type(storage, t):
+    """``(NumPy storage, type)`` of an argument as the bound launch typed it: a same-size
+    integer array of the other signedness is viewed as ``t`` (see :func:`sign_reinterpret`)."""
+    a, ta = storage
+    if ta == t or t is None or not (ta.is_int and t.is_int and ta.bits == t.bits):
+        return a, ta
+    return a.view(t.np), t
