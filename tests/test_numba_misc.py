@@ -411,3 +411,15 @@ def test_single_signature_reads_other_signedness_as_declared():
         k[1, 4](np.zeros(4, np.float32), n)
     with pytest.raises(SignatureMismatch):
         k[1, 4](np.zeros(4, np.int64), n)
+
+
+def test_grid_ndim_must_be_a_literal():
+    from metalbench.cuda import int32, void
+    from metalbench.errors import KernelTypeError
+
+    def g(x):
+        cuda.grid(x)
+
+    with pytest.raises(KernelTypeError, match="RequireLiteralValue: cuda.grid\\(ndim\\) must be a constant") as e:
+        cuda.jit(void(int32))(g)
+    assert "cuda.grid(x)" in str(e.value)

@@ -97,9 +97,12 @@ warpsize = _Value("warpsize", lambda tr, node: tr.sem.const(WARP_SIZE, T.int32, 
 
 
 def _static_int(tr, node, what) -> int:
-    v = tr.static_value(node)
+    v = tr.try_static(node)
     if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-        raise tr.err(KernelTypeError, f"{what} must be a constant integer", node)
+        # (Numba's class name leads, as in Numba's message)
+        raise tr.err(KernelTypeError, f"RequireLiteralValue: {what} must be a constant integer, known at "
+                                      f"compile time; got {ast.unparse(node)}", node,
+                     hint="use a literal (cuda.grid(1)) or a global constant")
     return int(v)
 
 
