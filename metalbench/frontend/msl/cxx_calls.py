@@ -156,6 +156,8 @@ class CxxCallsMixin:
         """("void" | "value" | "ref" | "ptr" | "object", type or None) of method ``m``."""
         if m.kind == "ctor":
             return "void", None
+        if m.kind == "lambda":
+            return self.lambda_return_kind(m, scopes)
         fnode = m.node
         d = fnode.child_by_field_name("declarator")
         kinds = []
@@ -185,6 +187,8 @@ class CxxCallsMixin:
         """(text context, namespace, scope chain) a method or header function is written in."""
         if m.cls is not None:
             return m.cls.ctx, m.cls.ns, self.class_scopes(m.cls)
+        if m.kind == "lambda":                  # the text and scopes where it was written (lambdas.py)
+            return m.lambda_ctx
         fd = m.fd
         return (Ctx(self.funcdef_code[id(fd.node)], fd.quals, fd.src, fd.line_offset),
                 getattr(fd, "ns", None) or self.global_syms.root, [self.global_syms])
@@ -395,7 +399,7 @@ class CxxCallsMixin:
         self._inlining.add(key)
         try:
             with self.in_ctx(b.ctx, scopes, b.ns):
-                self.in_kernel, self.lazy, self.pre = False, 0, out
+                self.in_kernel, self.lazy, self.pre = getattr(m, "in_kernel", False), 0, out
                 self.this_stack.append(b.this)
                 try:
                     for s, a in zip(b.specs, b.args):

@@ -367,6 +367,8 @@ class StatementsMixin:
             self.unsupported(d, "an atomic local variable")
         t = base
         val = None
+        if t == "auto" and init is not None and init.type == "lambda_expression":
+            return self.declare_lambda(name, init, sp)
         if t == "auto" and init is not None and self.ptr_rank(init) is not None:
             return self.pointer_decl(name, init, None, None, False, sp, d)
         if init is not None:

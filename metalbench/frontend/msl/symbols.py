@@ -94,6 +94,8 @@ class _NoMatch(ControlFlow):
 
 def _params_of(fnode):
     decl = fnode.child_by_field_name("declarator")
+    if decl is None and fnode.type == "lambda_expression":      # [&] { ... }
+        return []
     while decl.type in ("pointer_declarator", "reference_declarator"):
         decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
     if decl.type == "operator_cast":            # operator T() (a C++ conversion operator)

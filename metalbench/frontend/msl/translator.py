@@ -25,6 +25,7 @@ from .parse import _KEYWORD_CAST_TYPES, _parse
 from .preprocess import Preprocessor
 from .statements import StatementsMixin
 from .struct_views import StructViewsMixin
+from .lambdas import LambdasMixin
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
@@ -33,7 +34,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
-                 CxxAssignMixin, StructViewsMixin):
+                 CxxAssignMixin, StructViewsMixin, LambdasMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):

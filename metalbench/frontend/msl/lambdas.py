@@ -1,0 +1,61 @@
+"""C++ lambdas in kernel bodies: ``auto f = [&](float v) { return v * k; };`` then ``f(x)``.
+A lambda is a function translated inline at each call (as header functions taking objects
+are, ``cxx_calls.py``), in the text and scopes where it was written, so it sees the
+variables it captures. Captures are by reference (``[=]`` copies are the same while the
+captured variables do not change after the lambda is defined)::
+
+    >>> from metalbench.frontend.msl import translate_kernel
+    >>> from metalbench import ir, types as T
+    >>> k = translate_kernel("k", "float s = 2.0f;\\n"
+    ...     "auto scale = [&](float v) { return v * s; };\\n"
+    ...     "out[0] = scale(x[0]) + scale(1.0f);",
+    ...     inputs=[("x", T.float32, 1)], outputs=[("out", T.float32, 1)])
+    >>> "scale" in ir.dump(k.body)
+    True
+"""
+from __future__ import annotations
+
+from .cxx_decls import Method, MethodSet
+
+
+def _returns_value(node) -> bool:
+    """Whether a lambda body returns a value (its own ``return``s, not nested lambdas')."""
+    stack = list(node.named_children)
+    while stack:
+        n = stack.pop()
+        if n.type == "lambda_expression":
+            continue
+        if n.type == "return_statement" and n.named_children:
+            return True
+        stack.extend(n.named_children)
+    return False
+
+
+class LambdasMixin:
+    """Lambdas: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def declare_lambda(self, name, node, sp) -> list:
+        """``auto name = [captures](params) -> R { body };``: a one-overload function set."""
+        decl = node.child_by_field_name("declarator")
+        if decl is not None and any(p.type == "parameter_declaration" and
+                                    self.text(p.child_by_field_name("type")).strip() == "auto"
+                                    for p in decl.child_by_field_name("parameters").named_children):
+            self.unsupported(node, "a generic lambda (a parameter of type auto)")
+        m = Method(name, node, [], True, "lambda", None)
+        m.lambda_ctx = (self.ctx_here(), self.global_syms.ns, list(self.scopes))
+        m.in_kernel = self.in_kernel
+        self.scopes[-1][name] = MethodSet(None, name, [m])
+        return []
+
+    def lambda_return_kind(self, m, scopes=None):
+        """("value", type or "auto") or ("void", None): a trailing ``-> R`` or the body."""
+        decl = m.node.child_by_field_name("declarator")
+        trailing = None
+        if decl is not None:
+            trailing = next((c for c in decl.named_children if c.type == "trailing_return_type"), None)
+        if trailing is not None:
+            ctx, ns, sc = m.lambda_ctx
+            with self.in_ctx(ctx, scopes or sc, ns):
+                t, _ = self.resolve_type(trailing.named_children[0])
+            return ("void", None) if t is None else ("value", t)
+        return ("value", "auto") if _returns_value(m.node.child_by_field_name("body")) else ("void", None)
