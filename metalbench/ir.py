@@ -516,6 +516,9 @@ class KernelIR:
     functions: list[Function] = field(default_factory=list)
     globals: list[ArrayDecl] = field(default_factory=list)
     source: Any = None
+    # The CUDA printer guards reads of input buffers (a read outside gives 0, as Metal
+    # tolerates and the simulator does): set by the MSL front end (codegen/cuda_guard.py)
+    read_guard: bool = False
 
     @property
     def inputs(self) -> list[Param]:

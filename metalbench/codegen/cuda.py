@@ -56,6 +56,7 @@ from ..passes.simdgroup_matrix import lower as lower_matrices
 from ..passes.warps import converged_calls
 from .c_like import (ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, length_division,
                      render_with)
+from .cuda_guard import ReadGuardMixin, guard_enabled
 from .matrix import CUDAMatrixMixin
 from .vector_access import VectorAccessMixin
 
@@ -386,7 +387,7 @@ template <class T, int N> __device__ inline void mb_vstore(T* p, const mb_vec<T,
 }"""
 
 
-class CUDAPrinter(VectorAccessMixin, CUDAMatrixMixin, CPrinter):
+class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, CPrinter):
     """The CUDA dialect's non-tabular parts. ``exact_grid=True`` prints the variant for
     grids that are whole threadgroups (no launch guard, no ``mb_grid`` input)."""
 
@@ -412,7 +413,8 @@ class CUDAPrinter(VectorAccessMixin, CUDAMatrixMixin, CPrinter):
     def vector_load(self, buf, first, t) -> str:
         self._vectors()
         self.need("mb_vload", _VLOAD)
-        return f"mb_vload<{self.tname(t.elem)}, {t.n}>({self.pointer_to(buf, first)})"
+        return self.guarded_vload(buf, first, t) or \
+            f"mb_vload<{self.tname(t.elem)}, {t.n}>({self.pointer_to(buf, first)})"
 
     def vector_store(self, buf, first, t, value) -> str:
         self._vectors()
@@ -698,11 +700,13 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None) -> R
     'mb_atomic_max_float(&o[0u], 1.5f);'
     """
     facts = LaunchFacts(tuple(int(d) for d in threadgroup) if threadgroup is not None else None, exact_grid)
+    guard = guard_enabled(kernel)
     kernel = lower_matrices(kernel)      # a simdgroup matrix is each thread's two elements
     kernel = signed_loops(kernel, facts)
     p = CUDAPrinter(kernel, exact_grid, facts)
+    p.setup_guard(kernel, guard)
     lines = p.body_lines()    # printing decides the helpers and extra inputs
-    r = render_with(p, kernel, p.float64_aliases(p.prelude() + lines),
+    r = render_with(p, kernel, p.float64_aliases(p.prelude() + p.guard_prelude() + lines),
                     extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])
     return mlx_facing_types(r)
 

@@ -277,7 +277,9 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     header = pp.run(header, hsrc) if header else header
     source = pp.run(source, src)
     try:
-        return tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use)
+        kir = tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use)
+        kir.read_guard = True     # reads past an input give 0 on CUDA too (codegen/cuda_guard.py)
+        return kir
     except (MetalbenchError, ControlFlow):
         raise
     except Exception as e:       # outside any statement (the per-node nets catch the rest)
