@@ -16,7 +16,7 @@
 #  1. gpu.py x3        raw cuda_kernel, metalbench, MLX and CuPy in the same run; the median
 #                      of the three runs per row (summary.md), with the roofline model's time
 #  2. host_overhead.py per-call host time of the raw call and of each metalbench launch path
-#  3. msl_cuda.py      MSL->CUDA rows: three of MLX's documented kernels vs cuda_kernel twins
+#  3. msl_cuda.py      MSL->CUDA rows: MLX docs kernels + 3 mlx-lm kernels (corpus) vs cuda_kernel twins
 #  3b. msl_call_cost.py an MSL saxpy through mb.metal_kernel vs the raw cuda_kernel, per call at
 #                      1K and 16M elements, and mx.compile over the metalbench call (issue 13)
 #  4. simulation.py    the Numba-style agent simulation: transfer/compute split vs CuPy
@@ -81,7 +81,7 @@ want sweep_vs_cupy && step sweep_vs_cupy 150 $PY benchmarks/sweep_vs_cupy.py --b
 if want gpu_probe && [ "$BACKEND" != "sim" ]; then
     step gpu_probe 120 $PY benchmarks/gpu_probe.py
 fi
-want msl_cuda && step msl_cuda 120 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json"
+want msl_cuda && step msl_cuda 300 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json" --out "$OUT/msl_cuda.md"
 want msl_call_cost && step msl_call_cost 120 $PY benchmarks/msl_call_cost.py --backend "$BACKEND" --json "$OUT/msl_call_cost.json"
 want simulation && step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
 
@@ -140,11 +140,12 @@ if ho:
         print(f"| {k} | {v:.2f} | {v - raw:+.2f} |")
 msl = load("msl_cuda.json")
 if msl:
-    print("\nMSL -> CUDA (MLX's documented kernels vs hand-written cuda_kernel twins)\n")
-    print("| kernel | grid | ok | mb ms | raw ms | raw/mb |\n|---|---|---|---|---|---|")
+    print("\nMSL -> CUDA (MLX docs and mlx-lm kernels vs hand-written cuda_kernel twins)\n")
+    print("| kernel | grid | ok | raw ok | mb ms | mb ms, reads unguarded | raw ms | raw/mb |\n|---|---|---|---|---|---|---|---|")
     for r in msl:
         f = lambda k: f"{r[k]:.4g}" if isinstance(r.get(k), float) else ""
-        print(f"| {r['kernel']} | {r['grid']} | {r['ok']} | {f('mb_ms')} | {f('raw_ms')} | {f('raw/mb')} |")
+        print(f"| {r['kernel']} | {r['grid']} | {r['ok']} | {r.get('raw_ok', '')} | {f('mb_ms')} | {f('mb_noguard_ms')} "
+              f"| {f('raw_ms')} | {f('raw/mb')} |")
 mcc = load("msl_call_cost.json")
 if mcc:
     print("\nmsl_call_cost.py: an MSL saxpy through mb.metal_kernel vs the raw kernel, per call\n")

@@ -97,18 +97,23 @@ def sources(quick=True):
         for exact in (True, False):
             yield f"gpu.py mb {name} exact={exact}", cuda.full_source(replace(sp.rendered("cuda", exact, tg)))
     import mlx.core as mx
-    for name, msl, cu, in_names, inputs, outs, grid, kw, _ in msl_cuda.cases(True, "sim"):
-        r = Rendered(f"raw_{name}", cu, "", in_names, [o for o, _ in outs],
-                     input_types=[(T.float32, np.asarray(inputs[n]).ndim) for n in in_names],
+    for c in msl_cuda.cases(True, "sim", msl_cuda.corpus_dir()):
+        name, in_names, outs = c["name"].split()[0], c["in_names"], c["outs"]
+        tmpl = [(k, T.lookup(v) if isinstance(v, str) else v) for k, v in c["template"]]
+        ins = [np.asarray(c["inputs"][n]) for n in in_names]
+        r = Rendered(f"raw_{name}", c["cuda"], c["header"], in_names, [o for o, _ in outs],
+                     input_types=[(T.from_numpy(a.dtype), a.ndim) for a in ins],
                      output_types=[T.float32] * len(outs))
-        yield f"msl_cuda.py raw {name}", cuda.full_source(r, [("T", T.float32)])
-        k = mb.metal_kernel(name=name, input_names=in_names, output_names=[o for o, _ in outs], source=msl,
-                            atomic_outputs=kw.get("atomic_outputs", False))
-        b = k.bind(inputs=[mx.array(inputs[n]) for n in in_names], template=[("T", mx.float32)], grid=grid,
-                   threadgroup=(256, 1, 1), output_shapes=[s for _, s in outs],
+        yield f"msl_cuda.py raw {name}", cuda.full_source(r, tmpl)
+        k = mb.metal_kernel(name=name, input_names=in_names, output_names=[o for o, _ in outs], source=c["msl"],
+                            header=c["header"], atomic_outputs=c["kw"].get("atomic_outputs", False))
+        b = k.bind(inputs=[mx.array(a) for a in ins], template=msl_cuda.mlx_template(c["template"]),
+                   grid=c["grid"], threadgroup=c["threadgroup"], output_shapes=[s for _, s in outs],
                    output_dtypes=[mx.float32] * len(outs), backend="sim")
         sp = k.specialization(b)
-        yield f"msl_cuda.py mb {name}", cuda.full_source(replace(sp.rendered("cuda", True, (256, 1, 1))))
+        for exact in (True, False):
+            yield f"msl_cuda.py mb {name} exact={exact}", \
+                cuda.full_source(replace(sp.rendered("cuda", exact, c["threadgroup"])), tmpl)
     n = 1024
     st = simulation.initial_state(n)
     p = simulation.PARAMS

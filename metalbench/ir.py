@@ -517,8 +517,9 @@ class KernelIR:
     globals: list[ArrayDecl] = field(default_factory=list)
     source: Any = None
     # The CUDA printer guards reads of input buffers (a read outside gives 0, as Metal
-    # tolerates and the simulator does): set by the MSL front end (codegen/cuda_guard.py)
-    read_guard: bool = False
+    # tolerates and the simulator does): set by the MSL front end, "rows" when MLX makes
+    # inputs row-contiguous, "strided" (or True) otherwise (codegen/cuda_guard.py)
+    read_guard: bool | str = False
 
     @property
     def inputs(self) -> list[Param]:

@@ -320,6 +320,7 @@ class MetalKernel(KernelBase):
                                    scalars=[n for n, _, nd in facts if nd == 0], template=tmpl,
                                    atomic_outputs=self.atomic_outputs,
                                    math_mode=_math_mode(self.compile_options))
+            kir.read_guard = "rows" if self.ensure_row_contiguous else "strided"   # codegen/cuda_guard.py
             launch.check_threadgroup_memory(ir.threadgroup_bytes(kir))
             return kir
         verbatim = Rendered(name=self.name, body=self.source, header=self.header,

@@ -79,7 +79,9 @@ def test_h200_session_runs_on_sim(tmp_path):
     for name in ("msl_cuda.json", "msl_call_cost.json", "simulation.json", "sweep_vs_cupy.json", "launch_gap.json"):
         assert (tmp_path / name).exists(), name
     msl = json.loads((tmp_path / "msl_cuda.json").read_text())
-    assert [r["kernel"] for r in msl] == ["myexp", "grid_sample", "grid_sample_vjp"] and all(r["ok"] for r in msl)
+    names = [r["kernel"] for r in msl]        # + the mlx-lm kernels where the MSL corpus is here
+    assert names[:3] == ["myexp", "grid_sample", "grid_sample_vjp"] and all(r["ok"] for r in msl)
+    assert names[3:] in ([], ["ssm_update (mlx-lm)", "gated_delta (mlx-lm)", "bitlinear (mlx-lm)"])
     sweep = json.loads((tmp_path / "sweep_vs_cupy.json").read_text())
     assert [r["kernel"] for r in sweep] == ["rowsum", "saxpy"] and all(all(r["ok"]) and not r["errors"] for r in sweep)
 

@@ -57,11 +57,16 @@ def _msl_spec(source, inputs, out_shape, grid, names=("x",), ensure_row_contiguo
 
 def test_msl_input_reads_are_guarded_outputs_and_dsl_are_not():
     _, _, sp = _msl_spec(OFFSET_READ, [np.zeros(8, np.float32)], (8,), (8, 1, 1))
-    assert sp.ir.read_guard
+    assert sp.ir.read_guard == "rows"
     body = sp.rendered("cuda").body
     assert "mb_gload(x, i + 3u, mb_lo_x, mb_n_x)" in body and "mb_gload(x, i - 2u, mb_lo_x, mb_n_x)" in body
-    assert "mb_extent(x_shape, x_strides, 1, mb_lo_x)" in body
+    assert "const long long mb_lo_x = 0; const unsigned long long mb_n_x = mb_extent_rows(x_shape, 1);" in body
     assert "out[i] = " in body                       # writes are plain
+    # without ensure_row_contiguous MLX passes the input's own strides: the extent reads them
+    _, _, sp = _msl_spec(OFFSET_READ, [np.zeros((4, 6), np.float32)[:, ::2]], (8,), (8, 1, 1),
+                         ensure_row_contiguous=False)
+    assert sp.ir.read_guard == "strided"
+    assert "mb_extent(x_shape, x_strides, 2, mb_lo_x)" in sp.rendered("cuda").body
 
     @mb.kernel
     def dsl(x, out: mb.Out):
@@ -76,7 +81,7 @@ def test_environment_switch_overrides_the_kernel(monkeypatch):
     o = ir.Param("o", "buffer", T.float32, is_output=True)
     body = [ir.Store("o", ir.Const(0, T.uint32), ir.Load("x", ir.Const(5, T.uint32), T.float32))]
     plain = ir.KernelIR("k", [x, o], body)
-    msl = ir.KernelIR("k", [x, o], body, read_guard=True)
+    msl = ir.KernelIR("k", [x, o], body, read_guard="rows")
     assert "mb_gload" in cuda.render(msl).body and "mb_gload" not in cuda.render(plain).body
     monkeypatch.setenv(cuda_guard.GUARD_ENV, "1")
     assert "mb_gload" in cuda.render(plain).body
@@ -102,6 +107,7 @@ _DRIVER = r"""
 #define __device__
 %s
 %s
+%s
 int main() {
     long long shape[4], strides[4]; int nd; long long idx;
     float data[64]; for (int k = 0; k < 64; ++k) data[k] = k + 1;
@@ -113,6 +119,9 @@ int main() {
         const float* p = data + 32;
         bool inside = (unsigned long long)(idx - lo) < n;
         float v = inside ? mb_gload(p, idx, lo, n) : mb_gload(p, idx, lo, n);
+        // a row-contiguous array of this shape: its element count
+        long long cnt = 1; for (int d = 0; d < nd; ++d) cnt *= shape[d];
+        if (mb_extent_rows(shape, nd) != (unsigned long long)cnt) { printf("rows wrong\n"); return 1; }
         printf("%%lld %%llu %%g\n", lo, n, v);
     }
 }
@@ -122,7 +131,7 @@ int main() {
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
 def test_extent_and_guarded_read_against_numpy(tmp_path):
     src = tmp_path / "g.cpp"
-    src.write_text(_DRIVER % (cuda_guard._EXTENT, cuda_guard._GLOAD))
+    src.write_text(_DRIVER % (cuda_guard._EXTENT, cuda_guard._ROWS, cuda_guard._GLOAD))
     exe = tmp_path / "g"
     subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(exe), str(src)], check=True)
     rng = np.random.default_rng(5)

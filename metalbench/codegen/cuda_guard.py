@@ -10,9 +10,12 @@ that on the H200). The simulator's unchecked launch gives 0 for such a read (DES
 see :func:`guard_enabled`) the CUDA printer does the same:
 
 * at the top of the body, after the launch guard, each input buffer the kernel reads gets
-  its extent from MLX's own ``x_shape``/``x_strides`` parameters (MLX passes them because
-  the body names them): the lowest and the number of addressable elements,
-  ``mb_lo_x``/``mb_n_x`` -- a strided input (``ensure_row_contiguous=False``) included;
+  its extent from MLX's own ``x_shape`` (and ``x_strides``) parameters (MLX passes them
+  because the body names them): the lowest and the number of addressable elements,
+  ``mb_lo_x``/``mb_n_x``. With ``ensure_row_contiguous=True`` (MLX's default; the kernel's
+  ``read_guard`` is ``"rows"``) an input is row-contiguous: 0 and the product of the
+  shape. Otherwise (``"strided"``) both come from shape and strides, negative strides
+  included;
 * every load of such a buffer (and of a reinterpreting view of it, ``(device float4*)x``)
   in the kernel body is ``mb_gload(x, i, mb_lo_x, mb_n_x)``: one unsigned compare, the
   load predicated on it, 0 otherwise; a vector access is one check for the whole vector
@@ -68,6 +71,14 @@ template <class S, class St> __device__ inline unsigned long long mb_extent(cons
     return static_cast<unsigned long long>(h - l + 1);
 }"""
 
+_ROWS = """\
+// The elements of a row-contiguous input (MLX copies other inputs for ensure_row_contiguous).
+template <class S> __device__ inline unsigned long long mb_extent_rows(const S& shape, int nd) {
+    unsigned long long n = 1;
+    for (int d = 0; d < nd; ++d) n *= static_cast<unsigned long long>(shape[d] < 0 ? 0 : shape[d]);
+    return n;
+}"""
+
 _GLOAD = """\
 // A read of an input outside its buffer gives 0, as on the simulator (Metal does not fault).
 template <class T, class I> __device__ inline T mb_gload(const T* p, I i, long long lo, unsigned long long n) {
@@ -87,14 +98,17 @@ template <class T, int N, class I> __device__ inline mb_vec<T, N> mb_vload_g(con
 }"""
 
 
-def guard_enabled(kernel: ir.KernelIR) -> bool:
-    """Whether the printed CUDA guards input reads: the kernel's ``read_guard`` (set by the
-    MSL front end), overridden by ``METALBENCH_CUDA_GUARD_READS`` (``1``: every kernel,
-    ``0``: none)."""
+def guard_enabled(kernel: ir.KernelIR) -> str | None:
+    """How the printed CUDA guards input reads: ``"rows"`` (row-contiguous inputs),
+    ``"strided"`` or None (not at all). The kernel's ``read_guard`` (set by the MSL
+    front end; ``True`` means ``"strided"``), overridden by ``METALBENCH_CUDA_GUARD_READS``
+    (``1``: every kernel, ``0``: none)."""
+    mode = getattr(kernel, "read_guard", False)
+    mode = "strided" if mode is True else (mode or None)
     env = os.environ.get(GUARD_ENV, "").strip()
     if env in ("0", "1"):
-        return env == "1"
-    return bool(getattr(kernel, "read_guard", False))
+        return (mode or "strided") if env == "1" else None
+    return mode
 
 
 class ReadGuardMixin:
@@ -104,10 +118,11 @@ class ReadGuardMixin:
 
     guarded: dict = {}
 
-    def setup_guard(self, kernel: ir.KernelIR, on: bool) -> None:
+    def setup_guard(self, kernel: ir.KernelIR, mode: str | None) -> None:
         self.guarded = {}          # buffer or view name -> the input whose extent bounds it
         self._views = {}           # view name -> (input, view element type)
-        if not on:
+        self._guard_mode = mode
+        if not mode:
             return
         inputs = {p.name: p for p in kernel.inputs if p.kind == "buffer"}
         loads = set()
@@ -126,13 +141,18 @@ class ReadGuardMixin:
         """The extent of every guarded input (and view), computed once per thread."""
         if not self.guarded:
             return []
-        self.need("mb_extent", _EXTENT)
+        rows = self._guard_mode == "rows"
+        self.need("mb_extent_rows" if rows else "mb_extent", _ROWS if rows else _EXTENT)
         out = ["// Reads outside an input give 0 (Metal does not fault there; CUDA would)."]
         roots = sorted(set(self.guarded.values()), key=lambda n: [p.name for p in self.k.params].index(n))
         for r in roots:
             n, nd = self.name(r), self.k.param(r).ndim
-            out.append(f"long long mb_lo_{n}; "
-                       f"const unsigned long long mb_n_{n} = mb_extent({n}_shape, {n}_strides, {nd}, mb_lo_{n});")
+            if rows:
+                out.append(f"const long long mb_lo_{n} = 0; "
+                           f"const unsigned long long mb_n_{n} = mb_extent_rows({n}_shape, {nd});")
+            else:
+                out.append(f"long long mb_lo_{n}; "
+                           f"const unsigned long long mb_n_{n} = mb_extent({n}_shape, {n}_strides, {nd}, mb_lo_{n});")
         for v in sorted(x for x in self.guarded if x in self._views):
             root, elem = self._views[v]
             r, vn = self.name(root), self.name(v)
