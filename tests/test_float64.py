@@ -78,7 +78,8 @@ def test_metal_kernel_refuses_float64_on_metal(monkeypatch):
                threadgroup=(1, 1, 1), backend="metal")
 
 
-def test_cuda_prints_double_exactly():
+def test_cuda_prints_double_exactly(monkeypatch):
+    monkeypatch.setenv("METALBENCH_CUDA_GUARD_READS", "0")     # the reads plain (codegen/cuda_guard.py)
     src = mixed.source(X, RNG.standard_normal(100).astype(np.float32), backend="cuda")
     assert "double" in src
     assert " exp(" in src and "expf(" not in src               # the double function

@@ -2,6 +2,8 @@
 view's offset is part of the index) and on 64-bit integers. Each program runs on
 metalbench against the values written here and, where the Numba venv exists, against
 Numba's own simulator (tests/numba_oracle.py)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -41,9 +43,11 @@ RESULT = out
 ''')
 
 ORACLE = Oracle(PROGRAMS)
-# On the GPU backends an in-place cas on an argument is refused (numba_compat/inplace.py:
-# only add/sub/or/xor start from a fresh output), so these run on the simulator.
-_BACKEND = "sim"
+# On metal an in-place cas on an argument is refused (numba_compat/inplace.py: only
+# add/sub/or/xor start from a fresh output), so there these run on the simulator; cuda runs
+# them through a private copy (numba_compat/inplace_copy.py).
+_BACKEND = "sim" if os.environ.get("METALBENCH_TEST_BACKEND", "sim") == "metal" else \
+    os.environ.get("METALBENCH_TEST_BACKEND", "sim")
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -198,7 +198,8 @@ def test_edge_cases_on_the_simulator_follow_the_table():
     assert _edge_run("sim") == _edge_want()
 
 
-def test_printed_cuda_spells_the_table_where_cuda_differs():
+def test_printed_cuda_spells_the_table_where_cuda_differs(monkeypatch):
+    monkeypatch.setenv("METALBENCH_CUDA_GUARD_READS", "0")     # the reads plain (codegen/cuda_guard.py)
     from metalbench.codegen import cuda
     k = mb.metal_kernel(name="edges", input_names=["a", "b", "f"], output_names=["o"], source=EDGE_BODY)
     body = cuda.render(k.ir([EDGE_A, EDGE_B, EDGE_F], [(36,)], [mx.int32])).body

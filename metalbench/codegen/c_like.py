@@ -435,7 +435,13 @@ class CPrinter:
     def view_decl(self, s: ir.ViewDecl) -> str:
         """A reinterpreting view of a buffer: a pointer of another element type."""
         ptr = f"{'const ' if s.const else ''}{self.d.space.get(s.space, '')}{self.tname(s.elem)}*"
-        return f"{ptr} {self.name(s.name)} = reinterpret_cast<{ptr}>({self.name(s.buf)});"
+        src, p = self.name(s.buf), self.k.param(s.buf)
+        if not s.const and p is not None and p.kind == "buffer" and not p.is_output:
+            # an input written in place (numba_compat/inplace_copy.py: a private copy)
+            src = f"const_cast<{self.d.space.get(s.space, '')}{self.tname(p.type)}*>({src})"
+            if p.type == s.elem:
+                return f"{ptr} {self.name(s.name)} = {src};"
+        return f"{ptr} {self.name(s.name)} = reinterpret_cast<{ptr}>({src});"
 
     def s_If(self, s, ind, out):
         out.append(f"{ind}if ({self.expr(s.cond)}) {{")

@@ -28,7 +28,7 @@ import numpy as np
 from .. import runtime
 from .. import types as T
 from ..protocol import BoundLaunch, Specialization
-from . import inplace, metal64
+from . import inplace, inplace_copy, metal64
 from .devicearray import DeviceNDArray
 from .runtime_stubs import note_pending
 
@@ -96,10 +96,10 @@ def _prepare(sp, name, values, grid, tg, backend, cover):
     prepared = sp.artifacts.get(key)
     if prepared is None:
         order = [p.name for p in fsp.ir.outputs]
-        out_specs = sorted(((p.name, tuple(values[pl.param][1].shape) or (1,), p.type)
-                            for pl in plans for p in fsp.ir.outputs if p.name in pl.outputs),
+        out_specs = sorted(((p.name, (1,) if pl.scheme == "copy" else tuple(values[pl.param][1].shape) or (1,),
+                             p.type) for pl in plans for p in fsp.ir.outputs if p.name in pl.outputs),
                            key=lambda o: order.index(o[0]))
-        init_value = 0 if any(pl.scheme != "cover" for pl in plans) else None
+        init_value = 0 if any(pl.scheme in ("mask", "acc") for pl in plans) else None
         bound = BoundLaunch(None, fsp.key, {}, out_specs, grid, tg, backend, False, init_value)
         mlx_call = fsp.gpu_plan(bound, backend) if backend != "sim" else None
         prepared = sp.artifacts[key] = (fsp, plans, out_specs, mlx_call, init_value)
@@ -116,10 +116,13 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
     cover = covered(sp, values, grid)
     fsp, plans, out_specs, mlx_call, init_value = _prepare(sp, name, values, grid, tg, backend, cover)
     inputs = {}
+    private = {pl.param for pl in plans if pl.scheme == "copy"}
     for p in fsp.ir.inputs:
         v, a, t = values[p.name]
         if p.kind == "scalar":
             inputs[p.name] = v
+        elif p.name in private:
+            inputs[p.name] = _private(v, a, t, mlx_call, backend)
         elif _is_device(v):
             # the mx.array: no copy (float64 on cuda: its bits, passed on as they are)
             inputs[p.name] = runtime.Float64Bits(v._read()) if mlx_call is not None and _holds_bits(v) \
@@ -130,12 +133,16 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
         outs, _ = fsp.launch_sim(inputs, out_specs, grid, tg, False, init_value)
     else:
         outs = mlx_call.call_raw(mlx_call.inputs(inputs), init_value)   # float64 on cuda: bits
+    if private:
+        _put_private(plans, values, inputs, outs, mlx_call is not None)
     if not out_specs:
         return
     by_name = {o[0]: x for o, x in zip(out_specs, outs)}
     types = {o[0]: o[2] for o in out_specs}
     written = []
     for pl in plans:
+        if pl.scheme == "copy":
+            continue
         v, a, t = values[pl.param]
         if _is_device(v):
             bits = _holds_bits(v)
@@ -161,6 +168,54 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
         note_pending(written)
 
 
+def _private(v, a, t, mlx_call, backend):
+    """The private copy a "copy"-scheme parameter's kernel writes through
+    (:mod:`.inplace_copy`): on the GPU a fresh copy kernel output (float64 on cuda as its
+    bits, as the kernel receives it), on the simulator a NumPy copy."""
+    if mlx_call is None:
+        return np.array(a.astype(t.np, copy=False), copy=True)
+    if _is_device(v):
+        src = v._read()
+    elif type(v).__module__.startswith("mlx"):
+        src = v
+    else:
+        src = runtime.to_mlx(a.astype(t.np, copy=False))
+    if t is T.float64 and backend == "cuda":
+        src = src if src.dtype == T_to_mlx(T.uint64) else runtime.float64_bits(src)
+        return runtime.Float64Bits(inplace_copy.private_copy(src, backend).reshape(a.shape))
+    if src.dtype != T_to_mlx(t):
+        src = src.astype(T_to_mlx(t))
+    return inplace_copy.private_copy(src, backend).reshape(a.shape)
+
+
+def _put_private(plans, values, inputs, outs, gpu: bool):
+    """Each "copy"-scheme parameter's new contents: its private copy, written by the kernel
+    (on the GPU a value that depends on the launch, :func:`.inplace_copy.finish`)."""
+    written = []
+    for pl in plans:
+        if pl.scheme != "copy":
+            continue
+        v, a, t = values[pl.param]
+        c = inputs[pl.param]
+        if not gpu:                                   # the simulator wrote the NumPy copy
+            from .host import _write_back
+            _write_back(v, a, c.reshape(a.shape))
+            continue
+        bits = isinstance(c, runtime.Float64Bits)
+        new = inplace_copy.finish(c.bits if bits else c, outs)
+        if _is_device(v):
+            v._write(new if bits == _holds_bits(v) else runtime.bits_float64(new))
+            written.append(new)
+        elif type(v).__module__.startswith("mlx"):
+            new = runtime.bits_float64(new) if bits else new
+            v[...] = new if new.dtype == v.dtype else new.astype(v.dtype)
+        else:
+            from .host import _write_back
+            _write_back(v, a, runtime.to_numpy(runtime.bits_float64(new) if bits else new).reshape(a.shape))
+    if written:
+        note_pending(written)
+
+
 class ThinDeviceLaunch:
     """A prepared launch for arguments that are device-mode device arrays and scalars,
     on a GPU backend: a function generated for the kernel's inputs builds the MLX input
@@ -174,6 +229,9 @@ class ThinDeviceLaunch:
         from . import runtime_stubs
         cover = covered(sp, values, grid)
         fsp, plans, out_specs, mlx_call, init_value = _prepare(sp, name, values, grid, tg, backend, cover)
+        if any(pl.scheme == "copy" for pl in plans):
+            self.launch = self.guarded = None        # a private copy per launch: the general path
+            return
         pos = {n: i for i, n in enumerate(arg_names)}
         env = {"kernel": mlx_call.kernel, "init_value": init_value, "merge": inplace.merge_device,
                "pending": runtime_stubs._pending, "flush": runtime_stubs.note_pending,

@@ -17,10 +17,13 @@ with the original gives exactly what in-place execution gives:
 MLX applies ``init_value`` to every output and ``atomic_outputs`` to every output, so
 all added outputs are zero-initialised (which every scheme above wants) and, when any
 is atomic, every access to every output is an atomic load/store (and needs 32-bit
-elements). What cannot be made exact is refused with :class:`KernelLaunchError` naming
-the parameter: atomics other than the above (max, min, exch, cas, inc, dec), atomics
-mixed with plain stores on one parameter, a written parameter passed to a device
-function, and an index with side effects in a load of a written parameter.
+elements). What fresh outputs cannot make exact -- atomics other than the above (max, min,
+exch, cas, inc, dec), atomics mixed with plain stores on one parameter, a written parameter
+passed to a device function, atomics on elements MLX cannot make atomic -- runs on
+``cuda`` (and ``sim``, to verify) through a private copy the kernel writes through
+(scheme "copy", :mod:`.inplace_copy`), and is refused on ``metal`` with
+:class:`KernelLaunchError` naming the parameter, as is an index with side effects in a
+load of a written parameter.
 
     kir2, plan = functionalize(kir)         # then launch kir2 with init_value=0
     merged = merge(plan, originals, outs)
@@ -36,8 +39,13 @@ from .. import ir
 from .. import types as T
 from ..builtins import ATOMIC_ELEMS
 from ..errors import KernelLaunchError
+from . import inplace_copy
+from .inplace_copy import COPY_BACKENDS
 
 _HINT = "run it with backend='sim' (exact in-place semantics), or write the result to a separate array"
+_COPY_NOTE = " (backend 'cuda' runs it through a private copy, numba_compat/inplace_copy.py)"
+_COPY_NOTE_METAL = (" on metal (small inputs live in constant memory there, which a kernel cannot write; "
+                    "backend 'cuda' and 'sim' run it)")
 _COMBINE = {"add": "+", "sub": "+", "or": "|", "xor": "^"}
 _ATOMIC_OK = tuple(ATOMIC_ELEMS)     # the element types Metal has atomics for (builtins/nodes.py)
 
@@ -169,30 +177,42 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
         return name
 
     params = [p for p in kir.params if p.kind == "buffer" and not p.is_output and u[p.name].written]
+    copies: dict[str, Plan] = {}       # written through a private copy (inplace_copy.py)
+    can_copy = backend in COPY_BACKENDS
+
+    def refuse(message, hint=_HINT):
+        if can_copy:
+            return True
+        raise KernelLaunchError(message + (_COPY_NOTE if backend != "metal" else _COPY_NOTE_METAL), hint=hint)
+
     for p in params:
         us = u[p.name]
         where = f"in kernel {kname!r}, array argument {p.name!r}"
-        if us.functions:
-            raise KernelLaunchError(
+        if us.functions and refuse(
                 f"{where} is written by the kernel and passed to device function(s) "
                 f"{', '.join(sorted(us.functions))}; in-place updates through device functions are not "
-                "supported on the GPU backends", hint=_HINT)
+                "supported on this backend"):
+            copies[p.name] = Plan(p.name, "copy", [])
+            continue
         if us.atomics:
-            if us.stores:
-                raise KernelLaunchError(
-                    f"{where} is updated both atomically and by plain stores; this cannot be made exact on the "
-                    "GPU backends, whose outputs are fresh arrays", hint=_HINT)
             combos = {_COMBINE.get(op) for op in us.atomics}
-            if None in combos or len(combos) != 1:
+            if us.stores and refuse(
+                    f"{where} is updated both atomically and by plain stores; this cannot be made exact on this "
+                    "backend, whose outputs are fresh arrays"):
+                copies[p.name] = Plan(p.name, "copy", [])
+                continue
+            if (None in combos or len(combos) != 1):
                 bad = sorted(op for op in us.atomics if op not in _COMBINE) or sorted(us.atomics)
-                raise KernelLaunchError(
-                    f"{where} is updated with atomic {', '.join(bad)}; on the GPU backends in-place atomics are "
-                    "supported only for add/sub (or only or, or only xor), which can start from zero in a fresh "
-                    "output", hint=_HINT)
+                if refuse(f"{where} is updated with atomic {', '.join(bad)}; here in-place atomics are "
+                          "supported only for add/sub (or only or, or only xor), which can start from zero in a "
+                          "fresh output"):
+                    copies[p.name] = Plan(p.name, "copy", [])
+                    continue
             if p.type not in atomic_ok:
-                raise KernelLaunchError(f"{where}: atomics need int32, uint32 or float32 elements, not "
-                                        f"{p.type.name}" + (" (64-bit ones work on cuda)" if p.type.bits == 64
-                                                            else ""), hint=_HINT)
+                if refuse(f"{where}: atomics need int32, uint32 or float32 elements, not "
+                          f"{p.type.name}" + (" (64-bit ones work on cuda)" if p.type.bits == 64 else "")):
+                    copies[p.name] = Plan(p.name, "copy", [])
+                    continue
             plans[p.name] = Plan(p.name, "acc", [unique(p.name + "__acc")], combos.pop())
         elif p.name in cover:
             plans[p.name] = Plan(p.name, "cover", [unique(p.name + "__out")])
@@ -203,11 +223,15 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
     if atomic_mode:
         for pl in plans.values():
             t = kir.param(pl.param).type
-            if pl.scheme == "mask" and t not in atomic_ok:
+            if pl.scheme in ("mask", "cover") and t not in atomic_ok and can_copy:
+                copies[pl.param] = Plan(pl.param, "copy", [])       # (its outputs would be atomic)
+            elif pl.scheme in ("mask", "cover") and t not in atomic_ok:
                 raise KernelLaunchError(
                     f"in kernel {kname!r}, array argument {pl.param!r} ({t.name}) is written while another "
                     "argument is updated atomically; MLX then makes every output atomic, which needs int32, "
                     "uint32 or float32 elements", hint=_HINT)
+    for name in copies:
+        plans.pop(name, None)
     mask_t = T.uint32 if atomic_mode else T.uint8
 
     new_params = []
@@ -339,12 +363,20 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
         return [n]
 
     body = mstmts(kir.body)
+    if copies:      # written through a writable view of a private copy (inplace_copy.py)
+        decls[:0] = inplace_copy.declarations(kir, inplace_copy.rewrite(body, list(copies)))
+        if not outputs:     # MLX wants an output; the result depends on it (inplace_copy.finish)
+            done = unique(inplace_copy.DONE)
+            outputs.append(ir.Param(done, "buffer", T.uint32, 1, is_output=True))
+            copies[next(iter(copies))].outputs.append(done)
     # Threadgroup arrays stay first, as the IR's producers put them.
     k = 0
     while k < len(body) and isinstance(body[k], ir.ArrayDecl):
         k += 1
-    new = ir.KernelIR(kir.name, inputs + outputs, body[:k] + decls + body[k:], functions=kir.functions,
+    funcs = inplace_copy.writable_functions(kir, _func_writes(kir)) if copies else kir.functions
+    new = ir.KernelIR(kir.name, inputs + outputs, body[:k] + decls + body[k:], functions=funcs,
                       globals=kir.globals, source=kir.source)
+    plans.update(copies)
     return new, [plans[p.name] for p in params]
 
 
