@@ -93,7 +93,13 @@ _ARRAYS = """\
 - **Multi-dimensional indexing** `x[i, j]` (one index per dimension) on row-contiguous arrays
   means the linear element `i * x.shape[1] + j`; `x[k]` with one index on a 2-D array is the
   linear element `k`. Indices are integers (a float index is a type error); out-of-bounds
-  accesses are caught by `checked=True` launches on the simulator.
+  accesses are caught by `checked=True` launches on the simulator. Unchecked, a read outside
+  its array gives 0 and a write is dropped (with a warning counting them), as a GPU forgives
+  them. On `cuda`, MSL kernels (`mb.metal_kernel`, `%%metal` MSL cells) get the same 0 for a
+  read of an input outside its extent (real MLX kernels read past an input and mask the value,
+  as the MLX docs' `grid_sample` does; unguarded, NVIDIA faults and the CUDA context dies);
+  DSL and Numba kernels are printed without the guard, as CUDA itself would run them
+  (`METALBENCH_CUDA_GUARD_READS=1` guards them too, `=0` turns the guard off).
 - **Threadgroup memory**: `tile = threadgroup_array((16, 16), float32)` at the top level of a
   kernel declares an array shared by the threadgroup (index it `tile[ty, tx]`); fill it, then
   `threadgroup_barrier()` before other threads read it. At most 32 KiB per kernel; not
