@@ -365,8 +365,8 @@ def cases(quick: bool, backend: str, corpus: Path | None = None):
                threadgroup=(32, 8, 1), kw={},
                template=[("T", "float32"), ("U", "float32"), ("Dh", d), ("Ds", ds), ("H", h), ("G", G)],
                ref=lambda: ssm_ref(X, A_log, Bm, Cm, D, dt, st, G), check=_close(1e-4, 1e-4))
-    # Qwen3-Next's gated delta net: 16 key heads, 32 value heads of 128; batch 32, 4 steps
-    nb, tn, hk, hv, dk, dv = (2, 3, 1, 2, 64, 16) if small else (32, 4, 16, 32, 128, 128)
+    # Qwen3-Next's gated delta net: 16 key heads, 32 value heads of 128; batch 64, 4 steps
+    nb, tn, hk, hv, dk, dv = (2, 3, 1, 2, 64, 16) if small else (64, 4, 16, 32, 128, 128)
     q = (rng.standard_normal((nb, tn, hk, dk)) / np.sqrt(dk)).astype(f32)
     kk = (rng.standard_normal((nb, tn, hk, dk)) / np.sqrt(dk)).astype(f32)
     v = rng.standard_normal((nb, tn, hv, dv)).astype(f32)
