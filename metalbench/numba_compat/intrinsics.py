@@ -218,6 +218,10 @@ def _alignment(tr, node, what: str) -> int | None:
 class _ArrayMaker(_Placeholder):
     """``cuda.shared.array(shape, dtype)`` / ``cuda.local.array(shape, dtype)``."""
 
+    # (of a record dtype: split into one array per field before translation,
+    # frontend/python/constrecords.py)
+    __metalbench_array_maker__ = True
+
     def __init__(self, space: str, what: str):
         self._space, self._what = space, what
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import KernelLaunchError, KernelTypeError
 from ..frontend import python as F
+from ..frontend.python.constrecords import const_record_arrays
 from ..frontend.python.records import field_view, is_record_array, record_leaves, with_record_fields
 
 
@@ -29,8 +30,12 @@ def record_uses(kernel, records: dict) -> set:
     key = tuple(sorted(records.items()))
     used = cache.get(key)
     if used is None:
-        _, used = with_record_fields(kernel.parsed().fdef, {n: {p: (lf, sub) for p, lf, sub in fields}
-                                                             for n, fields in records.items()})
+        parsed = kernel.parsed()
+        # record arrays the body makes (constrecords.py): S[t] = x[i] uses every field of x
+        fdef, _, made = const_record_arrays(parsed.fdef, parsed.env)
+        recs = {n: {p: (lf, sub) for p, lf, sub in fields} for n, fields in records.items()}
+        recs.update({n: f for n, (f, _) in made.items()})
+        _, used = with_record_fields(fdef, recs)
         cache[key] = used
     return used
 
