@@ -213,6 +213,9 @@ def test_as_type_round_trips_every_bit_pattern(t, src):
     ("out[0] = as_type<uint>(half(1.0f));", "must have the same size"),
     ("out[0] = float(numeric_limits<float>::digits());", "numeric_limits<float>::digits()"),
     ("out[0] = reinterpret_cast<float>(1u);", "use as_type<T>(x)"),
+    ("float2x2 m = float2x2(1.0f); out[0] = m[0].x;", "the Metal type 'float2x2' is not supported"),
+    ("simd_vote v = simd_ballot(x[0] > 0.0f); out[0] = 0.0f;", "the Metal type 'simd_vote' is not supported"),
+    ("out[0] = float(abs_diff(1, 3));", "'abs_diff' is not supported"),
 ])
 def test_misuse_names_the_construct(src, words):
     k = mb.metal_kernel(name="bad_types", input_names=["x"], output_names=["out"], source=src)

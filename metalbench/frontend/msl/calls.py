@@ -130,7 +130,7 @@ class CallsMixin:
         if name in _QUAD_REDUCE or name in _QUAD_SHUFFLE:
             return self.quad_call(name, argn, node)
         if name.startswith(("simdgroup_", "quad_", "simd_")) or name in (
-                "atomic_thread_fence", "printf", "os_log"):
+                "atomic_thread_fence", "printf", "os_log") or name in _METAL_UNSUPPORTED:
             self.unsupported(node, f"'{name}'")
         raise KernelNameError(f"use of undeclared function '{name}'", sp,
                               hint="define it in header=, or check the spelling of the Metal builtin")
@@ -244,6 +244,11 @@ class CallsMixin:
 _QUAD_REDUCE = {"quad_sum": "+", "quad_product": "*", "quad_max": "max", "quad_min": "min",
                 "quad_and": "&", "quad_or": "|", "quad_xor": "^"}
 _QUAD_SHUFFLE = ("quad_shuffle_xor", "quad_broadcast", "quad_shuffle")
+# Metal library functions the simulator does not have: named as such, not as undeclared
+_METAL_UNSUPPORTED = frozenset({"abs_diff", "hadd", "rhadd", "addsat", "subsat", "madhi", "madsat", "mad24",
+                                "mul24", "determinant", "transpose", "pack_float_to_unorm4x8",
+                                "unpack_unorm4x8_to_float", "pack_half_to_unorm2x16", "get_num_samples",
+                                "discard_fragment", "dfdx", "dfdy", "fwidth"})
 
 
 def _limit(t, member):

@@ -160,6 +160,9 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return t
         if txt in _ATOMIC_TYPES:
             return _ATOMIC_TYPES[txt], True
+        if re.fullmatch(r"(?:metal::)?(?:(?:float|half|bfloat)[234]x[234]|matrix<.*>|simd_vote|quad_vote|"
+                        r"texture[123]d(?:_array)?<.*>|sampler|simd_mask)", txt):
+            self.unsupported(node, f"the Metal type '{txt}'")
         raise KernelNameError(f"unknown type '{txt}'", self.sp(node),
                               hint=self._template_hint(txt))
 
