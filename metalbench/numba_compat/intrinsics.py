@@ -325,9 +325,14 @@ class _ConstArrayLike(_Placeholder):
             raise tr.err(KernelSyntaxError, "cuda.const.array_like needs a NumPy array known at compile time "
                                             "(a global or closure variable)", call)
         t = numba_dtype(arr.dtype)
+        sp = tr.span(call)
+        if t is None and complex_type_of(arr.dtype) is not None and arr.size:
+            # complex: the real parts with a trailing 2 (frontend/python/complexes.py)
+            real = np.dtype(arr.dtype.char.lower())
+            _ConstArrayLike.registry[(id(tr.src), sp.line, sp.col)] = np.ascontiguousarray(arr).view(real).reshape(-1)
+            return "thread", tuple(int(d) for d in arr.shape) or (1,), arr.dtype
         if t is None:
             raise tr.err(KernelTypeError, f"cuda.const.array_like: unsupported dtype {arr.dtype}", call)
-        sp = tr.span(call)
         data = np.ascontiguousarray(arr).astype(t.np).reshape(-1)
         if data.size == 0:              # an empty array: len() 0, one element of storage
             data = np.zeros(1, t.np)

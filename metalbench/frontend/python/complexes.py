@@ -54,6 +54,15 @@ class ComplexMixin:
         return replace(info, ndim=info.ndim - 1, cplx=True,
                        shape=None if info.shape is None else tuple(info.shape[:-1]))
 
+    def complex_storage_info(self, info: BufInfo) -> BufInfo:
+        """The storage (real parts, trailing dimension 2) of complex array ``info``."""
+        from dataclasses import replace
+        two = ir.Const(2, T.int32)
+        return replace(info, ndim=info.ndim + 1, cplx=False,
+                       shape=None if info.shape is None else tuple(info.shape) + (2,),
+                       dims=None if info.dims is None else tuple(info.dims) + (two,),
+                       strides=None if info.strides is None else tuple(info.strides) + (ir.Const(1, T.int32),))
+
     def complex_load(self, info: BufInfo, idx: ir.Expr, span) -> ComplexValue:
         self._plain_complex(info, span)
         idx = self.sem.once(idx, span)
@@ -72,7 +81,8 @@ class ComplexMixin:
             ir.Store(info.name, self.sem.binop("+", two, ir.Const(1, idx.type, span=span), span), v.imag, span=span)]
 
     def _plain_complex(self, info: BufInfo, span):
-        if info.is_view:
+        # a device function's complex array parameter has its own extents (dims): still plain
+        if info.offset is not None or info.vec is not None or info.strides is not None:
             raise KernelTypeError("views and slices of complex arrays are not supported; index the array itself",
                                   span, hint="z[i] or z[i, j]; z.real and z.imag are views that work")
 

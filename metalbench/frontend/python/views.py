@@ -104,6 +104,9 @@ class ViewsMixin:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                 and self.lookup(node.value.id, node.value).kind == "complexbuf":
             return self.complex_part(self.lookup(node.value.id, node.value).value, node)
+        if isinstance(node, ast.Attribute) and node.attr in ("real", "imag") and isinstance(node.value, ast.Name) \
+                and getattr(self.lookup(node.value.id, node.value).value, "cplx", False):
+            return self.complex_part(self.complex_storage_info(self.lookup(node.value.id, node.value).value), node)
         if isinstance(node, ast.Attribute):
             hook = getattr(self, "field_array", None)          # structure arguments (tuples.py)
             return hook(node) if hook is not None else None
@@ -155,6 +158,12 @@ class ViewsMixin:
         import numpy as np
         a = _host_array(obj)
         got = self.m.global_arrays.get(id(obj))
+        if got is None and a.dtype.kind == "c" and a.size:
+            # a complex array: a constant of its real parts with a trailing 2 (complexes.py)
+            store = np.ascontiguousarray(a)
+            store = store.view(store.dtype.char.lower()).reshape(a.shape + (2,))
+            info = self.global_array(name, store, node)
+            got = self.m.global_arrays[id(obj)] = (obj, self.complex_array(info))
         if got is None:
             t = resolve_dtype(a.dtype)
             if t is None:
