@@ -27,6 +27,7 @@ the read guard (``mb_ms``, ``mb_noguard_ms``) and the twin (``raw_ms``), and rep
     python benchmarks/msl_cuda.py --out benchmarks/results/msl_cuda-h200.md   # on the H200
     python benchmarks/msl_cuda.py --backend sim --quick       # the metalbench side, small, checked
     python benchmarks/msl_cuda.py --json out.json              # rows as JSON
+    python benchmarks/msl_cuda.py --only 'ssm|gated'           # some rows (a kernel that faults ends the process)
 
 Timing as ``benchmarks/gpu.py``: launches queued back to back, one synchronisation per
 batch, median over batches.
@@ -424,11 +425,15 @@ def _guard_env(value: str | None):
             os.environ["METALBENCH_CUDA_GUARD_READS"] = old
 
 
-def run(backend: str, quick: bool, corpus: Path | None = None):
+def run(backend: str, quick: bool, corpus: Path | None = None, only: str | None = None):
+    import re
+
     import mlx.core as mx
     from gpu import median_time
     rows = []
     for c in cases(quick, backend, corpus):
+        if only and not re.search(only, c["name"]):
+            continue
         kw = dict(c["kw"])
         atomic = kw.pop("atomic_outputs", False)
         out_names = [o for o, _ in c["outs"]]
@@ -486,13 +491,14 @@ def main(argv=None):
     ap.add_argument("--backend", default="cuda", help="cuda (default) or sim (the metalbench side, small)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--corpus", default=None, help="the MSL corpus directory (for the mlx-lm kernels)")
+    ap.add_argument("--only", default=None, help="run the kernels whose name matches this regex (e.g. 'ssm|bitlinear')")
     ap.add_argument("--json", default=None, help="write the rows as JSON")
     ap.add_argument("--out", default=None, help="write the table, the command and the rows (JSON) to one file")
     a = ap.parse_args(argv)
     corpus = corpus_dir(a.corpus)
     if corpus is None:
         print("no MSL corpus found (--corpus DIR): the mlx-lm rows are left out")
-    rows = run(a.backend, a.quick, corpus)
+    rows = run(a.backend, a.quick, corpus, a.only)
     print(table(rows))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
