@@ -58,7 +58,7 @@ RESULT = {"out": out}
 ORACLE = Oracle(PROGRAMS)
 
 
-@pytest.mark.parametrize("name", ["copies", "reinterpret_slices", "empty_arguments"])
+@pytest.mark.parametrize("name", ["copies", "reinterpret_slices", "empty_arguments", "zero_d_captured"])
 def test_array_methods_against_numba_simulator(name):
     got = run_metalbench(PROGRAMS[name], name)
     assert_same(got, {k: np.asarray(v) for k, v in EXPECTED[name].items()})
@@ -96,4 +96,23 @@ def k(arr, got, shape):
 got = np.zeros(3); shape = np.zeros(3, np.int64)
 k[1, 1](np.zeros(0), got, shape)
 RESULT = {"got": got, "shape": shape}
+""")
+
+
+program("zero_d_captured", {"out": [3.5, 4.5, 0.0]})("""
+import numpy as np
+from numba import cuda
+
+z = np.array(3.5)
+c = np.array(0)
+
+@cuda.jit
+def k(out):
+    out[0] = z[()]
+    out[1] = z.sum() + z.ndim + z.size
+    out[2] = np.count_nonzero(c) + c.max() + z.argmax()
+
+out = np.zeros(3)
+k[1, 1](out)
+RESULT = {"out": out}
 """)

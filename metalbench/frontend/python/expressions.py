@@ -366,6 +366,8 @@ class ExpressionsMixin:
                     and self.sem.rules.name == "numba":
                 e = self.sem.binop("+", self.shape_of(info, len(idx), node), e, self.span(p))   # a[-1] wraps
             idx.append(self.sem.index(e, self.span(p)))
+        if not idx and info.ndim == 0:          # z[()] of a 0-d array: its one element
+            return ir.Const(0, T.int32, span=self.span(node))
         if info.strides is not None:            # a strided view (views.py): its own element steps
             if len(idx) != info.ndim:
                 raise self.err(KernelTypeError, f"this view of {info.name} has {info.ndim} dimension(s) but "

@@ -154,14 +154,16 @@ class ReductionsMixin:
         """Append the loop nest calling ``body(value)`` (statements) per element, C order."""
         sp = self.span(node)
         dims = [self.shape_of(info, d, node) for d in range(info.ndim)]
-        ct = self.sem.rules.promote(dims[0].type) if dims[0].type.is_int else T.int32
+        ct = self.sem.rules.promote(dims[0].type) if dims and dims[0].type.is_int else T.int32
         bounds = [self.sem.convert(d, ct, sp) for d in dims]
         out.extend(self._pending())
         idx = [ir.Var(self.fresh("_r_i", self._red[0] + ("i", self._red[1], d)), ct, span=sp)
                for d in range(info.ndim)]
         val = self._tmp("v", self.element_type(info), node, [])
         lin = [self.sem.index(i, sp) for i in idx]
-        if info.strides is not None:
+        if info.ndim == 0:                      # a 0-d array: its one element, no loop
+            flat = ir.Const(0, T.int32, span=sp)
+        elif info.strides is not None:
             flat = self.strided_index(info, lin, node)
         else:
             if info.wide:

@@ -181,8 +181,9 @@ class ViewsMixin:
                 # (numba_compat/host.py, CUDAKernel._captures_changed)
                 decl.captured = obj
             self.m.globals.append(decl)
-            got = self.m.global_arrays[id(obj)] = (obj, BufInfo(cname, t, "constant", max(1, a.ndim), shape,
-                                                                decl=decl))
+            # a 0-d array keeps ndim 0 and shape () (z[()], z.ndim, z.size, reductions) over one element
+            got = self.m.global_arrays[id(obj)] = (obj, BufInfo(cname, t, "constant", a.ndim,
+                                                                shape if a.ndim else (), decl=decl))
         return got[1]
 
     # -- building views -------------------------------------------------------------------
