@@ -258,9 +258,9 @@ def optional_result(r, a):
     r[0] = maybe(a)
 
 
-def test_device_function_returning_none_on_some_paths_is_an_error():
-    """Numba types such a result as Optional (a kernel tests it with `is None`); metalbench
-    refuses it at the bare return instead of giving 0 there."""
-    with pytest.raises(KernelSyntaxError, match="returns a value on some paths and None here") as e:
+def test_an_optional_result_used_untested_is_an_error():
+    """Numba types such a result as Optional (a kernel tests it with `is None`, which works,
+    tests/test_numba_ssa.py); storing it untested is refused instead of giving 0 for None."""
+    with pytest.raises(KernelTypeError, match="may be None here") as e:
         optional_result[1, 1](np.zeros(1), 3)
-    assert "        return" in str(e.value)
+    assert "r[0] = maybe(a)" in str(e.value)

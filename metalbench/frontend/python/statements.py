@@ -11,7 +11,7 @@ from ... import dsl
 from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError, KernelTypeError, error_net
-from ...semantics import ComplexType, ComplexValue, DatetimeValue, TupleValue, complex_type
+from ...semantics import ComplexType, ComplexValue, DatetimeValue, TupleType, TupleValue, complex_type
 from .specs import Binding, BufInfo, resolve_dtype
 from .expressions import _BINOPS
 from .views import resolve_elem_type
@@ -108,12 +108,7 @@ class StatementsMixin:
                         "and a value elsewhere (Numba's Optional results are not supported)", sp,
                         hint="return a value of one type on every path (a sentinel such as -1 for 'none')")
                 if not self.is_kernel and _returns_value(self.p.fdef):
-                    # Numba types this function's result as Optional (None or the value): a
-                    # result that is None on some paths is not a value metalbench can give
-                    raise KernelSyntaxError(
-                        f"{self.p.name} returns a value on some paths and None here (Numba's Optional "
-                        "results are not supported)", sp,
-                        hint="return a value on every path (a sentinel such as -1 for 'none')")
+                    return self.optional_return(None, sp)        # Numba's Optional result: None
                 return [ir.Return(span=sp)]
             if self.is_kernel:
                 raise KernelSyntaxError("a kernel cannot return a value", sp,
@@ -123,6 +118,8 @@ class StatementsMixin:
             if isinstance(self.ret_type, ComplexType) and self.ret_declared or isinstance(v, ComplexValue) \
                     and self.ret_declared:
                 v = self.sem.convert(v, self.ret_type, sp)      # a declared complex (or real) result
+            if _returns_none(self.p.fdef):                        # Numba's Optional result: a value
+                return self.optional_return(v, sp)
             if isinstance(v, TupleValue):
                 return self.tuple_return(v, sp)
             self.ret_types.append(v.type)
@@ -170,7 +167,21 @@ class StatementsMixin:
             if static is not None:
                 return static       # a compile-time constant (compiletime.py)
         value = self.value_or_tuple(s.value)          # a tuple value is one local per item (tuples.py)
+        if isinstance(value, TupleValue) and value.cls is OptionalResult and not isinstance(target, ast.Name):
+            value = self.optional_value(s.value, value)
         return self._pending() + self.store_to(target, value, sp)
+
+    def optional_value(self, node, value):
+        """An Optional result used as its value (Numba casts it): only a name the function
+        tests with ``is None`` / ``is not None`` -- else the store could write a None's
+        placeholder zero, where Numba's simulator raises."""
+        tested = {c.left.id for c in ast.walk(self.p.fdef) if isinstance(c, ast.Compare) and len(c.ops) == 1
+                  and isinstance(c.ops[0], (ast.Is, ast.IsNot)) and isinstance(c.left, ast.Name)}
+        if not (isinstance(node, ast.Name) and node.id in tested):
+            raise self.err(KernelTypeError, f"{ast.unparse(node)} may be None here (its function returns None on "
+                                            "some paths)", node,
+                           hint="keep it in a variable and test it first: v = f(x); if v is not None: out[i] = v")
+        return value.items[1]
 
     def tuple_assign(self, target: ast.Tuple, value_node, sp) -> list[ir.Stmt]:
         if isinstance(value_node, ast.Attribute) and value_node.attr == "shape":
@@ -183,6 +194,23 @@ class StatementsMixin:
             values = self.unpack(self.value_or_tuple(value_node), len(target.elts), sp)
         out = self._pending()
         return out + self.assign_targets(target.elts, values, value_node, sp)
+
+    def optional_return(self, v, sp) -> list[ir.Stmt]:
+        """``return v`` / ``return`` (v None) of a function whose result is Optional: the
+        tuple (is None, value) through the tuple-result path; a None return carries a zero
+        of the value type the other returns settle on."""
+        if isinstance(v, TupleValue):
+            raise KernelSyntaxError(f"{self.p.name} returns a tuple on some paths and None on others: an "
+                                    "Optional tuple is not supported", sp,
+                                    hint="return a value on every path (a sentinel such as -1 for 'none')")
+        if v is None:
+            rt = self.ret_type
+            vt = rt.items[1] if isinstance(rt, TupleType) and rt.cls is OptionalResult else T.int64
+            out = self.tuple_return(TupleValue([ir.Const(True, T.bool_, span=sp), ir.Const(0, vt, span=sp)],
+                                               cls=OptionalResult), sp)
+            self.ret_types.pop()                # a None return does not type the value
+            return out
+        return self.tuple_return(TupleValue([ir.Const(False, T.bool_, span=sp), v], cls=OptionalResult), sp)
 
     def store_to(self, target, value: ir.Expr, sp) -> list[ir.Stmt]:
         if isinstance(value, TupleValue) and not (isinstance(value, ComplexValue) and isinstance(target, ast.Subscript)):
@@ -355,6 +383,26 @@ class StatementsMixin:
         if not any(isinstance(h, ir.ArrayDecl) and h.name == cname for h in self.hoisted):
             self.hoisted.append(decl)       # once, also when an unrolled loop declares it again
         return []
+
+
+class OptionalResult:
+    """The ``cls`` of the tuple a function with an Optional result returns: (is None, the
+    value). ``r is None`` reads the flag; a store of it into an element reads the value
+    (Numba casts the Optional to its type there)."""
+
+
+def _returns_none(fdef) -> bool:
+    """Whether ``fdef`` has a bare ``return`` / ``return None`` (besides value returns)."""
+    stack = list(fdef.body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.Return) and (n.value is None or isinstance(n.value, ast.Constant)
+                                          and n.value.value is None):
+            return True
+        stack.extend(ast.iter_child_nodes(n))
+    return False
 
 
 def _returns_value(fdef) -> bool:
