@@ -123,8 +123,11 @@ class ExpressionsMixin:
                 a, b = self._is_none(node.left), self._is_none(node.comparators[0])
                 if not (a or b):
                     return self._is_bool(node)
-                if a != b:          # an Optional result (statements.OptionalResult) is None at run time
-                    v = self.value_or_tuple(node.comparators[0] if a else node.left)
+                other = node.comparators[0] if a else node.left
+                if a != b and (isinstance(other, ast.Call) or isinstance(other, ast.Name)
+                               and self.lookup(other.id, other).kind == "tuple"):
+                    # an Optional result (statements.OptionalResult): None or not at run time
+                    v = self.value_or_tuple(other)
                     if isinstance(v, TupleValue) and getattr(v.cls, "__name__", "") == "OptionalResult":
                         flag = self.to_bool(v.items[0])
                         return flag if isinstance(node.ops[0], ast.Is) else self.sem.unop("!", flag, sp)
