@@ -208,6 +208,56 @@ each[1, 4](r2, src2)
 RESULT = {"a": r1["a"].copy(), "m": r2["m"].copy(), "want_a": np.stack([np.zeros(3, np.int16), src1]), "want_m": src2}
 '''
 
+PROGRAMS["declared_record_arrays"] = '''
+import numpy as np
+from numba import cuda
+
+TABLE = np.array([(1.5, 2, (7, 8)), (3.25, -4, (9, 10)), (5.0, 6, (11, 12))],
+                 dtype=np.dtype([("x", np.float64), ("y", np.int16), ("p", [("u", np.uint8), ("v", np.int32)])],
+                                align=True))
+rec = np.dtype([("i", np.int32), ("j", np.float32, (3, 2))])
+NT = 8
+
+@cuda.jit
+def const_table(a, b, c):
+    t = cuda.const.array_like(TABLE)
+    i = cuda.grid(1)
+    if i < len(t):
+        a[i] = t[i]["x"] * 2
+        b[i] = t[i]["y"]
+        c[i] = t[i]["p"]["u"] + t[i]["p"]["v"]
+
+@cuda.jit
+def through_shared(x, y):
+    sm = cuda.shared.array(NT, dtype=rec)
+    loc = cuda.local.array(2, rec)
+    tx = cuda.threadIdx.x
+    i = cuda.blockIdx.x * cuda.blockDim.x + tx
+    if i < len(x):
+        sm[tx] = x[i]
+        loc[1]["i"] = sm[tx]["i"] * 3
+        sm[tx]["i"] = loc[1]["i"]
+    cuda.syncthreads()
+    if tx == 0:
+        for j in range(NT):
+            y[cuda.blockIdx.x * cuda.blockDim.x + j] = sm[NT - 1 - j]
+
+a, b, c = np.zeros(3), np.zeros(3, np.int64), np.zeros(3, np.int64)
+const_table[1, 4](a, b, c)
+arr = np.zeros(24, rec)
+rng = np.random.default_rng(8)
+arr["i"] = rng.integers(-99, 99, 24); arr["j"] = rng.standard_normal((24, 3, 2)).astype(np.float32)
+arr = arr.view(np.recarray)
+out = cuda.device_array_like(arr)
+through_shared[3, NT](arr, out)
+res = out.copy_to_host()
+want = arr.reshape(3, NT)[:, ::-1].reshape(-1).copy()
+want["i"] *= 3
+RESULT = {"a": a, "b": b, "c": c, "i": res["i"].copy(), "j": res["j"].copy(),
+          "want_a": TABLE["x"] * 2, "want_b": TABLE["y"].astype(np.int64),
+          "want_c": TABLE["p"]["u"].astype(np.int64) + TABLE["p"]["v"], "want_i": want["i"], "want_j": want["j"]}
+'''
+
 # Whole-record assignment (numba-cuda's set_record): Numba's simulator cannot run it, so NumPy only.
 NUMPY_ONLY = {}
 NUMPY_ONLY["record_copy_2d"] = '''
@@ -256,6 +306,39 @@ RESULT.update(want_px=r["p"]["x"][::-1].copy(), want_py=r["p"]["y"][::-1].copy()
 '''
 
 
+
+# Whole-record copies through a local record array and a device record array (to_device):
+# Numba's simulator cannot copy a device record into a local array, so NumPy only.
+NUMPY_ONLY["local_record_copies"] = '''
+import numpy as np
+from numba import cuda
+
+rec = np.dtype([("i", np.int32), ("p", [("x", np.float64), ("y", np.int8)]), ("j", np.float32, (2, 2))], align=True)
+
+@cuda.jit
+def swap_pairs(x, y):
+    loc = cuda.local.array((2,), dtype=rec)
+    k = cuda.grid(1)
+    if 2 * k + 1 < len(x):
+        loc[0] = x[2 * k]
+        loc[1] = x[2 * k + 1]
+        loc[0].p.x = loc[0].p.x + loc[1].i
+        y[2 * k] = loc[1]
+        y[2 * k + 1] = loc[0]
+
+rng = np.random.default_rng(11)
+a = np.zeros(10, rec)
+a["i"] = rng.integers(-9, 9, 10); a["p"]["x"] = rng.standard_normal(10); a["p"]["y"] = rng.integers(-9, 9, 10)
+a["j"] = rng.standard_normal((10, 2, 2)).astype(np.float32)
+out = cuda.device_array_like(a)
+swap_pairs[1, 8](cuda.to_device(a), out)
+r = out.copy_to_host()
+w = a.copy()
+w[0::2], w[1::2] = a[1::2], a[0::2]
+w["p"]["x"][1::2] += a["i"][1::2]
+RESULT = {"i": r["i"].copy(), "px": r["p"]["x"].copy(), "py": r["p"]["y"].copy(), "j": r["j"].copy(),
+          "want_i": w["i"], "want_px": w["p"]["x"], "want_py": w["p"]["y"], "want_j": w["j"]}
+'''
 
 
 ORACLE = Oracle(PROGRAMS)

@@ -44,6 +44,8 @@ def bind_record(name, v, fields, used, values, specs, host_array):
     # host_array: (NumPy storage, element type, is complex) of an array (host._host_array_kind)
     """One buffer per field the kernel names, each a strided view of ``v`` (written back into
     it after the launch, as every array argument is); a record scalar is a one-element copy."""
+    if not isinstance(v, (np.ndarray, np.void)):        # a device array of records: its NumPy storage
+        v = v._host
     if isinstance(v, np.void):      # one record: a one-element copy, written back after the launch
         values[name] = (v, np.array([v]), None)
         v = values[name][1]

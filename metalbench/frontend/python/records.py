@@ -28,7 +28,12 @@ _SHAPE_ATTRS = ("size", "shape", "ndim")
 def is_record_array(v) -> bool:
     """Whether ``v`` is a NumPy structured array (a record dtype) or one record of one
     (``np.void``/``np.record``: passed as a one-element array, written back into it)."""
-    return isinstance(v, (np.ndarray, np.void)) and v.dtype.names is not None
+    if isinstance(v, (np.ndarray, np.void)):
+        return v.dtype.names is not None
+    # a device array of records (numba_compat.devicearray.DeviceNDArray) whose storage is a
+    # structured NumPy array (the simulator's); not the xoroshiro states (records over uint64 words)
+    host = getattr(v, "_host", None)
+    return hasattr(v, "copy_to_host") and isinstance(host, np.ndarray) and host.dtype.names is not None
 
 
 def record_leaves(name: str, dtype: np.dtype, path=()) -> list:
@@ -323,3 +328,4 @@ def bind_record_param(tr, pname: str, rec: RecordArg, idx, node):
         fields.append(((), None, ()))
     bindings[pname] = Binding("pyobj", RecordArg(pname, fields))
     return bindings, params, hidden, tuple(key), {p: (lf, sub) for p, lf, sub in fields}
+
