@@ -227,3 +227,29 @@ def test_math_in_ufunc_matches_python():
         return math.lgamma(x)
     x = np.array([0.5, 1.0, 2.0, 3.5, 10.0])
     np.testing.assert_allclose(lg(x), [math.lgamma(v) for v in x], rtol=1e-12)
+
+
+def test_guvectorize_unsupported_options_are_listed():
+    from metalbench.cuda import guvectorize, void
+    with pytest.raises(TypeError, match="The following target options are not supported: 'what1', 'ever2'"):
+        guvectorize([void(float32[:], float32[:])], "(x)->(x)", target="cuda", what1=True, ever2=False)(
+            lambda a, b: None)
+
+
+def test_gufunc_called_from_a_kernel_is_an_error_at_its_line():
+    from metalbench import cuda
+    from metalbench.cuda import guvectorize, void, int32
+    from metalbench.errors import MetalbenchError
+
+    @guvectorize([void(int32[:], int32[:])], "(n)->(n)", target="cuda")
+    def copy_n(a, b):
+        for i in range(a.shape[0]):
+            b[i] = a[i]
+
+    @cuda.jit
+    def k(a, b):
+        return copy_n(a, b)
+
+    with pytest.raises(MetalbenchError, match="Untyped global name 'copy_n'") as e:
+        k.configure(backend="sim")[1, 1](np.zeros(4, np.int32), np.zeros(4, np.int32))
+    assert "return copy_n(a, b)" in str(e.value)

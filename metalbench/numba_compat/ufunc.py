@@ -83,6 +83,8 @@ def _check_options(opts: dict, what: str):
         warnings.warn("nopython kwarg for cuda target is redundant", RuntimeWarning, stacklevel=4)
     for k in ("fastmath", "debug", "opt", "lineinfo", "identity", "writable_args"):
         opts.pop(k, None)
+    if opts and what == "guvectorize":      # numba-cuda's two messages
+        raise TypeError("The following target options are not supported: " + ", ".join(f"'{k}'" for k in opts))
     if opts:
         raise KeyError(f"Unrecognized options. cuda {what} target does not support option: "
                        f"'{next(iter(opts))}'")
@@ -485,6 +487,13 @@ class CUDAGUFunc:
 
     def __repr__(self) -> str:
         return f"<metalbench.cuda gufunc {self.__name__} {self.layout}>"
+
+    def __metalbench_intrinsic__(self, tr, call):
+        # numba-cuda types a gufunc in a kernel as an unknown global (its TypingError's words)
+        from ..errors import KernelTypeError
+        raise tr.err(KernelTypeError, f"Untyped global name '{self.__name__}': a cuda.guvectorize gufunc cannot be "
+                                      "called from a kernel", call,
+                     hint="call it from the host, or make its body a @cuda.jit(device=True) function")
 
     def add(self, sig):
         s = nbt.parse_signature(sig)

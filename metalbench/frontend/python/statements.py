@@ -111,6 +111,7 @@ class StatementsMixin:
                     return self.optional_return(None, sp)        # Numba's Optional result: None
                 return [ir.Return(span=sp)]
             if self.is_kernel:
+                self.value_or_tuple(s.value)     # an error in the value is the first to report, as Numba types it first
                 raise KernelSyntaxError("a kernel cannot return a value", sp,
                                         hint="write results into an output array (out[i] = value); "
                                              "a bare `return` ends the thread")
