@@ -569,8 +569,8 @@ def _field_spec(leaf: str, v) -> F.ArgSpec:
 
 
 def _spec_key(specs) -> tuple:
-    return tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output, _key_value(s.value), s.wide)
-                 for s in specs)
+    return tuple((s.kind, s.type.name if s.type else None, s.ndim, s.is_output, _key_value(s.value), s.wide,
+                  s.zero_d) for s in specs)
 
 
 def _first_tg_span(kir):

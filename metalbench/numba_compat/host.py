@@ -44,6 +44,7 @@ from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_s
 from .datetimearg import datetime_marker, datetime_storage
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
+from .captures import written_captures
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
 from .dispatcher import ArgHint, CompiledKernel, DispatcherAPI, unwrap
 from .intrinsics import DYNSHARED, attach_const_arrays
@@ -293,7 +294,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 a, t, cplx = datetime_storage(v, name) if datetime_marker(v) else _host_array_kind(v, name)
                 values[name] = (v, a, t)
                 specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim),
-                                       value="complex" if cplx is True else cplx or None))
+                                       value="complex" if cplx is True else cplx or None,
+                                       zero_d=a.ndim == 0))
             elif isinstance(v, enum.Enum):
                 # an Enum member: a compile-time constant, one specialisation per member (== and `is` as Python's)
                 values[name] = (v, None, None)
@@ -330,6 +332,10 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 specs.append(F.ArgSpec(name, "scalar", t, 0, value=datetime_marker(v)))
         if self.signatures:
             self._apply_signature(values, specs)
+        for cname, dev in written_captures(self).items():   # captured device arrays it writes (captures.py)
+            a, t, _ = _host_array_kind(dev, cname)
+            values[cname] = (dev, a, t)
+            specs.append(F.ArgSpec(cname, "buffer", t, max(1, a.ndim), zero_d=a.ndim == 0))
         return values, specs
 
     def _apply_signature(self, values, specs):

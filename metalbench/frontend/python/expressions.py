@@ -385,6 +385,8 @@ class ExpressionsMixin:
             idx = [self.widen_index(e, info.name, node) for e in idx]
         if len(idx) == 1:
             return idx[0]
+        if not idx and info.zero_d:             # x[()] of a 0-d array: its one element
+            return ir.Const(0, T.int32, span=self.span(node))
         if len(idx) != info.ndim:
             raise self.err(KernelTypeError, f"{info.name} has {info.ndim} dimension(s) but {len(idx)} indices "
                                             "were given", node)

@@ -279,8 +279,9 @@ class FunctionsMixin:
                             for d, e in enumerate(info.strides))
             hidden += [(v.name, e) for v, e in zip(strides, info.strides) if isinstance(v, ir.Var)]
         callee = BufInfo(pname, info.elem, info.space, info.ndim, info.shape, vec=info.vec, dims=dims,
-                         strides=strides, cplx=info.cplx)        # a complex array stays one (complexes.py)
-        key = ("buf", info.elem.name, info.cplx, info.space, info.ndim, info.shape, info.vec.name if info.vec is not None
+                         strides=strides, cplx=info.cplx, zero_d=info.zero_d)   # a complex array stays one (complexes.py)
+        key = ("buf", info.elem.name, info.cplx, info.zero_d, info.space, info.ndim, info.shape,
+               info.vec.name if info.vec is not None
                else None, tuple(e.type.name for _, e in hidden),
                tuple(s.value if isinstance(s, ir.Const) else None for s in info.strides) if info.strides else None)
         return callee, hidden, key

@@ -66,6 +66,7 @@ class ArgSpec:
     is_output: bool = False
     value: Any = None              # constexpr value
     wide: bool = False             # a buffer of 2**31 elements or more: its shape and indices in 64 bits
+    zero_d: bool = False           # a 0-d array (stored as one element): x[()] is that element
 
 
 @dataclass
@@ -96,6 +97,7 @@ class BufInfo:
     cplx: bool = False
     # a datetime64/timedelta64 array of the Numba layer (int64 storage): (kind, unit)
     dt: tuple | None = None
+    zero_d: bool = False           # a 0-d array stored as one element: x[()] reads and writes it
 
     @property
     def is_view(self) -> bool:

@@ -268,7 +268,7 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
             # its own binding kind, so only ``.real``/``.imag`` (views.py) can use it
             bindings[spec.name] = Binding("complexbuf" if spec.value == "complex" else "buf",
                                           BufInfo(spec.name, spec.type, "device", spec.ndim, None,
-                                                  kernel_param=p, wide=spec.wide,
+                                                  kernel_param=p, wide=spec.wide, zero_d=spec.zero_d,
                                                   dt=spec.value[1:] if _is_dt(spec) else None))
     for spec in tuples:
         bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types, bindings))
