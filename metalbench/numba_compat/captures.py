@@ -67,3 +67,13 @@ def written_captures(kernel) -> dict:
             if d is not None:
                 out[n] = d
     return out
+
+
+def bind_written_captures(kernel, values: dict, specs: list, host_array_kind) -> None:
+    """Append each written capture (:func:`written_captures`) to a launch's bound values and
+    front-end specs as a buffer argument of its own name (``host_array_kind``: host.py's)."""
+    from ..frontend import python as F
+    for name, dev in written_captures(kernel).items():
+        a, t, _ = host_array_kind(dev, name)
+        values[name] = (dev, a, t)
+        specs.append(F.ArgSpec(name, "buffer", t, max(1, a.ndim), zero_d=a.ndim == 0))

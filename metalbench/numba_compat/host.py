@@ -44,7 +44,7 @@ from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_s
 from .datetimearg import datetime_marker, datetime_storage
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
-from .captures import written_captures
+from .captures import bind_written_captures
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
 from .dispatcher import ArgHint, CompiledKernel, DispatcherAPI, unwrap
 from .intrinsics import DYNSHARED, attach_const_arrays
@@ -332,10 +332,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 specs.append(F.ArgSpec(name, "scalar", t, 0, value=datetime_marker(v)))
         if self.signatures:
             self._apply_signature(values, specs)
-        for cname, dev in written_captures(self).items():   # captured device arrays it writes (captures.py)
-            a, t, _ = _host_array_kind(dev, cname)
-            values[cname] = (dev, a, t)
-            specs.append(F.ArgSpec(cname, "buffer", t, max(1, a.ndim), zero_d=a.ndim == 0))
+        bind_written_captures(self, values, specs, _host_array_kind)    # captured device arrays it writes
         return values, specs
 
     def _apply_signature(self, values, specs):
