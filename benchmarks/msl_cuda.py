@@ -456,9 +456,15 @@ def run(backend: str, quick: bool, corpus: Path | None = None, only: str | None 
         print(f"  {c['name']}: metalbench {'matches' if row['ok'] else 'DIFFERS' if ref else 'ran'}", flush=True)
         if backend != "sim":
             row["mb_ms"] = median_time(mb_fn) * 1e3
-            nog_fn, nog = make("0")
-            row["noguard_matches"] = all(np.allclose(a_, b_, rtol=1e-4, atol=1e-4) for a_, b_ in zip(got, nog))
-            row["mb_noguard_ms"] = median_time(nog_fn) * 1e3
+            if c["name"].startswith("grid_sample"):
+                # MLX's documented grid_sample reads past its input before masking the value
+                # away: unguarded it faults the CUDA context (illegal address, H200 2026-12-01),
+                # which is what the guard is for, so there is no unguarded time to compare
+                row["noguard"] = "reads out of bounds: faults without the guard"
+            else:
+                nog_fn, nog = make("0")
+                row["noguard_matches"] = all(np.allclose(a_, b_, rtol=1e-4, atol=1e-4) for a_, b_ in zip(got, nog))
+                row["mb_noguard_ms"] = median_time(nog_fn) * 1e3
             raw = mx.fast.cuda_kernel(name=f"raw_{c['name'].split()[0]}", input_names=c["in_names"],
                                       output_names=out_names, source=c["cuda"], header=c["header"])
 
@@ -469,7 +475,8 @@ def run(backend: str, quick: bool, corpus: Path | None = None, only: str | None 
             row["raw_matches_mb"] = all(np.allclose(a_, b_, rtol=1e-3, atol=1e-3) for a_, b_ in zip(got, rgot))
             row["raw_ms"] = median_time(raw_fn) * 1e3
             row["raw/mb"] = row["raw_ms"] / row["mb_ms"]
-            row["guard_cost"] = row["mb_noguard_ms"] / row["mb_ms"]
+            if "mb_noguard_ms" in row:
+                row["guard_cost"] = row["mb_noguard_ms"] / row["mb_ms"]
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows

@@ -484,9 +484,18 @@ def _cross(x, y):
     return [x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]]
 
 
-def _cross_sim(args, dt):
+def _cross32(x, y):
+    """The model: float32 products, each rounded, then the float32 difference."""
     with np.errstate(all="ignore"):
-        r = _cross(*[[np.asarray(c, np.float64) for c in a] for a in args])
+        return _cross([np.asarray(c, np.float32) for c in x], [np.asarray(c, np.float32) for c in y])
+
+
+def _cross_sim(args, dt):
+    # float32 arithmetic, each product rounded before the subtraction (as the CUDA helper's
+    # __fmul_rn keeps it): computing in float64 hid float32 overflow (1e30 * 1e10 products
+    # that cancel gave 0 where a GPU gives inf - inf = NaN; H200, 2026-12-01)
+    with np.errstate(all="ignore"):
+        r = _cross(*[[np.asarray(c, np.float32) for c in a] for a in args])
     return [N.out(c, dt) for c in r]
 
 
@@ -500,9 +509,12 @@ _CROSS_CUDA = """\
 template <class T> __device__ inline mb_vec<T, 3> mb_cross(const mb_vec<T, 3>& a, const mb_vec<T, 3>& b) {
     const float a0 = static_cast<float>(a[0]), a1 = static_cast<float>(a[1]), a2 = static_cast<float>(a[2]);
     const float b0 = static_cast<float>(b[0]), b1 = static_cast<float>(b[1]), b2 = static_cast<float>(b[2]);
-    return mb_vec<T, 3>(static_cast<T>(a1 * b2 - a2 * b1), static_cast<T>(a2 * b0 - a0 * b2),
-                        static_cast<T>(a0 * b1 - a1 * b0));
+    // __fmul_rn: the products are rounded, never contracted into an FMA with the subtraction
+    // (nvcc/NVRTC contract a*b - c*d by default, which the simulator does not model)
+    return mb_vec<T, 3>(static_cast<T>(__fmul_rn(a1, b2) - __fmul_rn(a2, b1)),
+                        static_cast<T>(__fmul_rn(a2, b0) - __fmul_rn(a0, b2)),
+                        static_cast<T>(__fmul_rn(a0, b1) - __fmul_rn(a1, b0)));
 }"""
 add_builtin("cross", group="Geometric", doc="The cross product of two 3-component vectors.",
             example="n = cross(u, v)", rule=_cross_rule(), sim=_cross_sim, componentwise=False,
-            msl=metal("cross"), cuda=_cross_cuda, ref=_cross, tol_ulp=4, shim=_GEO_SHIM["cross"])
+            msl=metal("cross"), cuda=_cross_cuda, ref=_cross32, tol_ulp=4, shim=_GEO_SHIM["cross"])

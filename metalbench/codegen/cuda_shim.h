@@ -84,6 +84,7 @@ unsigned long max(unsigned long, unsigned long); long long max(long long, long l
 unsigned long long max(unsigned long long, unsigned long long); float max(float, float);
 int abs(int);
 float __int_as_float(int); int __float_as_int(float);
+float __fmul_rn(float, float); double __dmul_rn(double, double);
 void* memcpy(void*, const void*, unsigned long);   // a device builtin under NVRTC
 int __popc(unsigned int); int __popcll(unsigned long long); int __clz(int); int __clzll(long long);
 int __ffs(int); int __ffsll(long long); unsigned int __brev(unsigned int);
