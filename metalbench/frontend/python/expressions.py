@@ -133,7 +133,10 @@ class ExpressionsMixin:
                         return flag if isinstance(node.ops[0], ast.Is) else self.sem.unop("!", flag, sp)
                 same = a and b
                 return self.sem.bool_const(same if isinstance(node.ops[0], ast.Is) else not same, sp)
-            if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and \
+                    all(isinstance(n, (ast.Name, ast.Attribute, ast.Constant)) for n in (node.left, node.comparators[0])):
+                # only names/attributes can be Enum members: evaluating any other operand here
+                # would report its error before the left operand's (the frontends' agreement)
                 lv, rv = self.try_static(node.left), self.try_static(node.comparators[0])
                 if isinstance(lv, enum.Enum) and rv is not NOT_STATIC or \
                         isinstance(rv, enum.Enum) and lv is not NOT_STATIC:
