@@ -2,11 +2,13 @@
 thread-local C-contiguous copy of an array whose shape is known at compile time) and
 ``a[i:j].view(dtype)`` at a run-time offset (the offset rescaled in whole elements),
 against Numba's simulator."""
+import os
+
 import numpy as np
 import pytest
 
 from metalbench import cuda
-from metalbench.errors import KernelTypeError
+from metalbench.errors import KernelLaunchError, KernelTypeError
 from numba_oracle import Oracle, assert_same, program_registry, run_metalbench
 
 PROGRAMS, EXPECTED, program = program_registry()
@@ -60,6 +62,11 @@ ORACLE = Oracle(PROGRAMS)
 
 @pytest.mark.parametrize("name", ["copies", "reinterpret_slices", "empty_arguments", "zero_d_captured"])
 def test_array_methods_against_numba_simulator(name):
+    if name == "empty_arguments" and os.environ.get("METALBENCH_TEST_BACKEND", "sim") != "sim":
+        # empty arrays run on sim only so far: a GPU backend refuses them at launch, naming them
+        with pytest.raises(KernelLaunchError, match="'arr' is empty"):
+            run_metalbench(PROGRAMS[name], name)
+        return
     got = run_metalbench(PROGRAMS[name], name)
     assert_same(got, {k: np.asarray(v) for k, v in EXPECTED[name].items()})
     assert_same(got, ORACLE[name])

@@ -322,6 +322,14 @@ class CPrinter:
 
     def e_FuncCall(self, e):
         args = [self.expr(a, ASSIGN) for a in e.args]
+        f = self.funcs.get(e.func) if self.d.name == "CUDA" else None
+        if f is not None:
+            # a buffer handed on from a read-only (const) parameter to a parameter declared
+            # writable (a record's fields passed through two device functions): C++ refuses the
+            # implicit conversion, and the callee only writes what the caller may write
+            for i, (a, p) in enumerate(zip(e.args, f.params)):
+                if isinstance(a, ir.BufArg) and p.space is not None and not p.const:
+                    args[i] = f"const_cast<{self.d.space.get(p.space, '')}{self.tname(p.type)}*>({args[i]})"
         args += [a for a in self.func_attrs.get(e.func, ())]
         return f"{self.name(e.func)}({', '.join(args)})", POSTFIX
 
