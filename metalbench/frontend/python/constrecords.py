@@ -28,10 +28,12 @@ from __future__ import annotations
 import ast
 import copy
 from collections import ChainMap
+from dataclasses import replace
 
 import numpy as np
 
-from .records import field_view, record_leaves
+from .records import RecordArg, field_view, record_leaves, with_record_fields
+from .specs import Binding
 
 
 def _static(node, env):
@@ -154,3 +156,19 @@ def const_record_arrays(fdef: ast.FunctionDef, env):
         return fdef, env, {}
     ast.fix_missing_locations(out)
     return out, ChainMap(s.new, env), s.records
+
+
+def bind_record_fields(parsed, records: dict, bindings: dict):
+    """``parsed`` with its constant record arrays split (:func:`const_record_arrays`, each
+    bound in ``bindings`` and added to ``records``) and every record of ``records`` read
+    field by field; the one step a kernel and a device function both take before
+    translation. ``parsed`` itself when there is nothing to do."""
+    fdef, env, made = const_record_arrays(parsed.fdef, parsed.env)
+    if made:
+        parsed = replace(parsed, fdef=fdef, env=env)
+        for name, (fields, leaves) in made.items():
+            records[name] = fields
+            bindings[name] = Binding("pyobj", RecordArg(name, leaves))
+    if records:
+        parsed = replace(parsed, fdef=with_record_fields(parsed.fdef, records)[0])
+    return parsed

@@ -17,9 +17,8 @@ from ...semantics.tuples import flatten
 from .specs import Binding, BufInfo
 from .tuples import rebuild
 from .views import _uses_as_array
-from .records import RecordArg, bind_record_param, record_argument, with_record_fields
-from .constrecords import const_record_arrays
-from dataclasses import replace
+from .records import bind_record_param, record_argument
+from .constrecords import bind_record_fields
 
 
 # How many specialisations of one function may be in translation at once (recursion that
@@ -156,14 +155,7 @@ class FunctionsMixin:
             fname = self.m.unique(f"{func.__name__}")
             try:
                 self.m.names.update(names)
-                fdef, env, made = const_record_arrays(parsed.fdef, parsed.env)   # record arrays it declares
-                if made:
-                    parsed = replace(parsed, fdef=fdef, env=env)
-                    for rname, (fields, leaves) in made.items():
-                        records[rname] = fields
-                        bindings[rname] = Binding("pyobj", RecordArg(rname, leaves))
-                if records:
-                    parsed = replace(parsed, fdef=with_record_fields(parsed.fdef, records)[0])
+                parsed = bind_record_fields(parsed, records, bindings)   # record arrays it declares or takes
                 sub = type(self)(self.m, parsed, False, bindings, ret_hint=ret_hint)
                 recursing[key] = (fname, sub)
                 try:

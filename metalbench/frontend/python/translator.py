@@ -4,7 +4,6 @@ point :func:`translate_kernel`."""
 from __future__ import annotations
 
 import ast
-from dataclasses import replace as _replace
 import builtins as _pybuiltins
 from typing import Any
 
@@ -29,8 +28,8 @@ from .pyfuncs import PyFunctionsMixin
 from .npufuncs import NpUfuncsMixin
 from .statements import StatementsMixin
 from .structs import StructArg, with_struct_fields
-from .constrecords import const_record_arrays
-from .records import RecordArg, with_record_fields
+from .constrecords import bind_record_fields
+from .records import RecordArg
 from .reductions import ReductionsMixin
 from .tuples import TuplesMixin
 from .complexes import ComplexMixin
@@ -274,14 +273,8 @@ def translate_kernel(parsed: ParsedFunction, specs: list[ArgSpec], name: str | N
         bindings[spec.name] = Binding("tuple", _tuple_of_leaves(spec.value, leaf_types, bindings))
     # MLX order: inputs first, then outputs.
     params = [p for p in params if not p.is_output] + [p for p in params if p.is_output]
-    fdef, env, const_records = const_record_arrays(parsed.fdef, parsed.env)
-    if const_records:           # cuda.const.array_like of a structured array: one array per field
-        parsed = _replace(parsed, fdef=fdef, env=env)
-        for name, (fields, leaves) in const_records.items():
-            records[name] = fields
-            bindings[name] = Binding("pyobj", RecordArg(name, leaves))
-    if records:
-        parsed = _replace(parsed, fdef=with_record_fields(parsed.fdef, records)[0])
+    # cuda.const.array_like of a structured array: one array per field
+    parsed = bind_record_fields(parsed, records, bindings)
     tr = FunctionTranslator(module, with_struct_fields(parsed, structs), True, bindings)
     try:
         body = tr.translate()
