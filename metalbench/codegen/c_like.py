@@ -68,6 +68,10 @@ class Dialect:
     barrier: dict[str, str] = field(default_factory=dict)  # scope -> statement (with {flags})
     fence: dict[str, str] = field(default_factory=dict)    # thread scope -> statement ({flags}, {order})
     inf: str = "INFINITY"
+    # a buffer argument passed to a writable device-function parameter goes through
+    # const_cast (CUDA: a read-only parameter handed on; MSL declares atomic-view parameters
+    # with other types, so it keeps plain arguments)
+    cast_buffer_args: bool = False
     nan: str = "NAN"
     half_suffix: str | None = None         # MSL: 1.0h
     indent: str = "    "
@@ -322,7 +326,7 @@ class CPrinter:
 
     def e_FuncCall(self, e):
         args = [self.expr(a, ASSIGN) for a in e.args]
-        f = self.funcs.get(e.func) if self.d.name == "CUDA" else None
+        f = self.funcs.get(e.func) if self.d.cast_buffer_args else None
         if f is not None:
             # a buffer handed on from a read-only (const) parameter to a parameter declared
             # writable (a record's fields passed through two device functions): C++ refuses the

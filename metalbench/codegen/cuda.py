@@ -92,7 +92,7 @@ CUDA = Dialect(
     # CUDA fences order every memory space; there is no warp-scope one (the block's is stronger)
     fence={"device": "__threadfence();", "threadgroup": "__threadfence_block();",
            "simdgroup": "__threadfence_block();"},
-    inf="INFINITY", nan="NAN", half_suffix=None,
+    inf="INFINITY", nan="NAN", half_suffix=None, cast_buffer_args=True,
 )
 
 # ----------------------------------------------------------------------------- header helpers
