@@ -28,9 +28,9 @@ def run(header, body, inputs, out_shape, out_dtype=np.float32, template=(), grid
     return np.array(o)
 
 
-def printed_again(header, body, inputs, outputs, template=()):
+def printed_again(header, body, inputs, outputs, template=(), scalars=()):
     """The kernel's IR printed as Metal (checked by the Metal shim) and CUDA (compiled)."""
-    kir = translate_kernel("cxx", body, header, inputs=inputs, outputs=outputs, template=template)
+    kir = translate_kernel("cxx", body, header, inputs=inputs, outputs=outputs, template=template, scalars=scalars)
     r = msl.render(kir)
     assert msl_check.check(r) == [], msl_check.check(r)
     rc = cuda.render(kir)
@@ -494,3 +494,45 @@ def test_generic_lambdas_are_named():
         translate_kernel("bad", "uint i = 0;\nauto f = [](auto v) { return v; };\nout[i] = f(1.0f);", "",
                          inputs=[("x0", T.float32, 1)], outputs=[("out", T.float32, 1)])
     assert "line 2" in str(e.value)
+
+
+# ----------------------------------------------------------------------------- qualified templates, explicit arguments
+
+NESTED = """
+#define HELPER inline
+namespace outer {
+namespace inner {
+template <typename T, int N, int S = 1>
+struct Scaled {
+  T acc[N];
+  HELPER Scaled(T v) thread { for (int i = 0; i < N; i++) acc[i] = v * T(S * (i + 1)); }
+  HELPER T total() const thread { T t = 0; for (int i = 0; i < N; i++) t += acc[i]; return t; }
+};
+}  // namespace inner
+}  // namespace outer
+
+template <typename T, const bool twice, const int N = 2, const int S = 1>
+HELPER void spread(device T* y, threadgroup T* tmp, const constant int& n, uint lid) {
+  using acc_t = outer::
+      inner::Scaled<T, N, S>;
+  acc_t a(T(lid));
+  tmp[lid] = a.total() * (twice ? T(2) : T(1));
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (int(lid) < n) y[lid] = tmp[n - 1 - int(lid)];
+}
+"""
+
+
+def test_nested_qualified_class_templates_and_local_constants_as_explicit_template_arguments():
+    # `ns1::\n ns2::S<T, N>` names a class template two namespaces down; `f<T, true, N, S>(...)` with
+    # N, S local constexprs passes them as values (the grammar reads them as types)
+    body = """
+    constexpr int N = 3, S = 4;
+    threadgroup float tmp[32];
+    spread<float, /*twice=*/true, N, S>(out, tmp, n, thread_position_in_threadgroup.x);
+    """
+    o = run(NESTED, body, [np.zeros(32, np.float32), ("n", 32)], (32,), tg=(32, 1, 1))
+    lid = np.arange(32)[::-1]
+    np.testing.assert_allclose(o, 2.0 * lid * 4 * (1 + 2 + 3))
+    kir_inputs = [("x0", T.float32, 1), ("n", T.int32, 0)]
+    printed_again(NESTED, body, kir_inputs, [("out", T.float32, 1)], scalars=("n",))

@@ -158,8 +158,12 @@ class CxxNamesMixin:
                 if isinstance(ent, _TypeName):
                     return ent.t
                 return None             # metal::float4 & co.: the translator's own
-            if name_n.type == "template_type":
-                scope = self.scope_of(scope_n) if scope_n is not None else None
+            scope = self.scope_of(scope_n) if scope_n is not None else None
+            while scope is not None and name_n.type == "qualified_identifier":    # a::b::S<T, N>
+                with self._scoped_lookup(scope):
+                    scope = self.scope_of(name_n.child_by_field_name("scope"))
+                name_n = name_n.child_by_field_name("name")
+            if name_n.type == "template_type":      # its arguments are read in the current scope
                 inner_name = self.text(name_n.child_by_field_name("name")).strip()
                 ent = self.member_of(scope, inner_name) if scope is not None else None
                 if isinstance(ent, ClassTemplate):

@@ -119,12 +119,8 @@ class HeaderMixin:
             self.unsupported(node, f"calling '{name}', a variadic template ('{variadic[0]}')")
         if not cands:
             self.type_err(node, f"no overload of '{name}' takes {len(argn)} argument(s)")
-        explicit = []
-        for t in targ_nodes:
-            if t.type == "type_descriptor":
-                explicit.append(("type", self.resolve_type(t)[0]))
-            else:
-                explicit.append(("value", self.expr(t)))
+        # f<T, BM>(...): a constant the grammar reads as a type (a local `constexpr int BM`) is a value
+        explicit = [("type", v) if kind == "t" else ("value", v) for kind, v in self.template_args(targ_nodes)]
         # evaluate arguments: pointers as views, values as expressions, and what a reference
         # parameter would bind to (an element or a local variable)
         args, lvals = [], []
@@ -205,8 +201,8 @@ class HeaderMixin:
                 if is_ref:
                     if isinstance(a, View):
                         self.unsupported(p, "a reference to a pointer or array")
-                    if const and (lv is None or space is None):
-                        is_ref = False  # const T& x: a value
+                    if const and (lv is None or space is None or lv[0] != "loc"):
+                        is_ref = False  # const T& x of a value or a variable: a value (nothing to copy back)
                     elif lv is None:
                         raise _NoMatch(f"'{pname}' is a reference: its argument must be a variable or an "
                                        "array element")
