@@ -116,6 +116,29 @@ def test_same_value_threadgroup_writes_warn():
     assert errs and errs[0].kind == "data race"
 
 
+ACROSS_GROUPS = {
+    # one store, lanes of two threadgroups on each element: same values warn, different ones race
+    "same": ("out[i % 4] = x[i % 4];", "warning"),
+    "different": ("out[i % 4] = x[i];", "race"),
+    # the element held another value (an earlier store) before two threadgroups agree on a new one
+    "after another value": ("if (i == 0) { out[1] = 7.0f; } out[i % 4] = x[i % 4];", "race"),
+}
+
+
+@pytest.mark.parametrize("case", list(ACROSS_GROUPS))
+def test_same_value_writes_from_several_threadgroups_in_one_store(case):
+    body, want = ACROSS_GROUPS[case]
+    k = mb.metal_kernel(name="groups", input_names=["x"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x;\n" + body)
+    x = mx.array(np.arange(1, 9, dtype=np.float32))
+    errs, w = outcome(lambda: k(inputs=[x], grid=(8, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
+                                output_dtypes=[mx.float32], backend="sim", checked=True))
+    if want == "warning":
+        assert errs == [] and len(w) == 1 and "same value to device buffer 'out'" in str(w[0].message)
+    else:
+        assert [f.kind for f in errs] == ["data race"] and errs[0].buffer == "out"
+
+
 SAME_MSL = """
     uint i = thread_position_in_grid.x;
     if (i % 32 == 5) { y[i / 32] = 0.0f; }   // a lane's write, then

@@ -493,6 +493,7 @@ class Checker(SyncChecks, ValueChecks):
             if bad.any():
                 self._race(st, E, bad, wr, st.wr_k[E], T, k, "write", "write", name, "device", True, None,
                            self._same_as_held(data, E - off, T - self.base, bad))
+            sj = None
             if not unique:
                 ar = np.arange(E.size, dtype=np.int64)
                 st.stamp[E] = ar
@@ -502,6 +503,7 @@ class Checker(SyncChecks, ValueChecks):
                     self._race(st, E, dup, T[sj], np.full(E.size, k, np.int32), T, k, "write", "write",
                                name, "device", True, None,
                                self._same_as_lanes(T - self.base, T[sj] - self.base, dup))
+            before = wr >= 0       # written by an earlier store (any threadgroup)
             st.wr[E] = T
             st.wr_ep[E] = ep
             st.wr_k[E] = k
@@ -514,6 +516,9 @@ class Checker(SyncChecks, ValueChecks):
                 has_oth = st.oth[E] >= 0
                 if has_oth.any():
                     same = self._same_as_held(data, E - off, T - self.base, has_oth)
+                    if same is not None and sj is not None:
+                        # lanes of different threadgroups in this one store: the value they agree on
+                        same |= self._same_in_store(E, T - self.base, sj, ~before | same)
                     self._cross(st, name, E[has_oth], None if same is None else E[has_oth & same])
         else:
             self._log(st, (E, T, k, self.sepd) if self.sepd_used else (E, T, k))

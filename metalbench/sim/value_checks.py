@@ -58,6 +58,17 @@ class ValueChecks:
             out[j] = same_bits(v[la[j]], v[lb[j]])
         return out
 
+    def _same_in_store(self, E, lanes, sj, ok):
+        """Per lane of one store writing elements ``E`` (``sj``: per lane, the position of the
+        lane that wrote its element last): True where every lane writing that element writes
+        the same value and ``ok`` holds for all of them (the element held nothing, or the
+        value it held)."""
+        agree = self._same_as_lanes(lanes, lanes[sj], np.ones(len(E), bool))
+        if agree is None:
+            return np.zeros(len(E), bool)
+        bad = np.unique(E[~(agree & ok)])
+        return ~np.isin(E, bad)
+
     def _uninit_output(self, name, data, addr, lo, m, k, access):
         """An output launched without ``init_value``: its memory is garbage on a GPU until a
         thread writes it. A plain store, atomic store or exchange defines the element; a
