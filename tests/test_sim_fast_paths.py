@@ -220,3 +220,30 @@ def test_bounds_guard_shortcut(n):
     i = np.arange(4096)
     want = np.where(i < n, x + 1 + (i + 1 < n), np.nan)
     np.testing.assert_array_equal(got, want.astype(np.float32))
+
+
+REVERSED_RANK = """
+    uint t = thread_position_in_threadgroup.x;
+    threadgroup float top[K];
+    int rank = int(t) + OFF;                     // negative or past K for some lanes
+    if (rank >= 0 && rank < K) { top[K - 1 - rank] = x[thread_position_in_grid.x]; }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (t < uint(K)) out[threadgroup_position_in_grid.x * K + t] = top[t];
+"""
+
+
+@pytest.mark.parametrize("checked", [False, True])
+@pytest.mark.parametrize("off", [0, -3])
+def test_a_guarded_threadgroup_store_whose_inactive_lanes_index_outside_is_no_finding(checked, off):
+    # inactive lanes' indices (K - 1 - rank < 0) must not count: no warning, no error, right values
+    import warnings
+
+    import mlx.core as mx
+    k = mb.metal_kernel(name="rank", input_names=["x"], output_names=["out"], source=REVERSED_RANK)
+    x = np.arange(32, dtype=np.float32) + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (o,) = k(inputs=[mx.array(x)], template=[("K", 4), ("OFF", off)], grid=(32, 1, 1), threadgroup=(16, 1, 1),
+                 output_shapes=[(8,)], output_dtypes=[mx.float32], backend="sim", checked=checked)
+    want = np.concatenate([x[g * 16:(g + 1) * 16][-off:-off + 4][::-1] for g in range(2)])
+    np.testing.assert_array_equal(np.array(o), want)

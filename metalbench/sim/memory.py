@@ -190,12 +190,14 @@ def _bad(rel, n, m):
 
 
 def _hit(ob, k, rel, bad, n, name=None):
-    """Count the out-of-bounds lanes ``bad`` of node ``k`` (or raise without a counter)."""
+    """Count the out-of-bounds lanes ``bad`` of node ``k`` (or raise without a counter);
+    none (an inactive lane's index outside, as in ``if (i < n) t[n - 1 - i] = v``): nothing."""
+    j = np.flatnonzero(bad)
+    if not j.size:
+        return
     if ob is None:
         raise OutOfBounds(k, rel, bad, n)
-    j = np.flatnonzero(bad)
-    if j.size:
-        ob.add(k, int(j.size), rel[j[0]], n, name)
+    ob.add(k, int(j.size), rel[j[0]], n, name)
 
 
 def _hit_uniform(ob, k, rel, m, n, name=None):
@@ -307,7 +309,7 @@ def st_tg(data, gb, rel, n, val, m, k, ob=None):
         return
     if isinstance(rel, np.ndarray):
         if inside(rel, n) or (m is not None and inside(rel[m], n)):
-            st(data, gb + rel, val, m, k)
+            st(data, gb + rel, val, m, k, ob)
         else:
             _scatter_out(data, rel, n, val, m, k, ob, gb.__add__)
         return
