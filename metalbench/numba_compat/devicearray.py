@@ -3,7 +3,9 @@
 A :class:`DeviceNDArray` keeps its elements where the kernels that use it run:
 
 * on the GPU backends (``cuda``, ``metal``) in an ``mx.array`` ("device mode"):
-  ``to_device`` is one host-to-device copy, ``copy_to_host`` one copy back,
+  ``to_device`` is one host-to-device copy (``mx.array`` of the contiguous host
+  array), ``copy_to_host`` one copy back (straight from a view of MLX's buffer into
+  the result; on ``metal``, unified memory, ``copy_to_host()`` is that view, read-only),
   ``device_array``/``device_array_like`` and kernel launches none (a launch rebinds the
   array to the kernel's output, see :mod:`metalbench.numba_compat.host`);
 * on the simulator, and for dtypes MLX has no device type for (records, complex128,
@@ -166,17 +168,22 @@ class DeviceNDArray:
             root = root._base
         return root._mxdt
 
-    def _host_copy(self) -> np.ndarray:
-        """A new NumPy array with the contents (device mode: the device-to-host copy)."""
-        if self._host is not None:
-            return np.array(self._host, copy=True, order="K")
+    def _device_view(self) -> np.ndarray:
+        """Device mode: the evaluated contents as a NumPy view of MLX's buffer, no copy
+        (the view holds the ``mx.array``, which nothing mutates: launches rebind device
+        arrays to new ones; float64 held as its bits is viewed as float64)."""
         from .. import runtime
         a = runtime.to_numpy(self._read())
         if self.dtype == np.float64 and a.dtype == np.uint64:
             a = a.view(np.float64)                # float64 held as its bits (cuda)
-        a = a.astype(self.dtype, copy=False)
+        return a.astype(self.dtype, copy=False)
+
+    def _host_copy(self) -> np.ndarray:
+        """A new NumPy array with the contents (device mode: the device-to-host copy, one)."""
+        if self._host is not None:
+            return np.array(self._host, copy=True, order="K")
         order = "F" if (self._meta.flags.f_contiguous and not self._meta.flags.c_contiguous) else "C"
-        return np.array(a, copy=True, order=order)
+        return np.array(self._device_view(), copy=True, order=order)
 
     def _kernel_copy(self) -> np.ndarray:
         """A NumPy copy of what kernels see (the simulator runs on it for a device-mode array)."""
@@ -235,7 +242,7 @@ class DeviceNDArray:
         return f"<metalbench.cuda DeviceNDArray shape={self.shape} dtype={self.dtype} ({where})>"
 
     def __array__(self, dtype=None, copy=None):
-        a = self.copy_to_host()
+        a = self._host_copy() if copy else self.copy_to_host()
         return a if dtype is None else a.astype(dtype)
 
     def __iter__(self):
@@ -334,8 +341,21 @@ class DeviceNDArray:
 
     # -- transfers --------------------------------------------------------------------------
     def copy_to_host(self, ary=None, stream=0):
-        """A NumPy copy of the array, or a copy into ``ary`` (returned)."""
+        """A NumPy copy of the array, or a copy into ``ary`` (returned): one copy, with
+        no temporary. On Apple's unified memory (``metal``) ``copy_to_host()`` is no
+        copy: a read-only view of MLX's buffer, a snapshot that later launches leave
+        as it is (they rebind the device array to new buffers); ``copy_to_host(ary)``
+        or ``copy_to_host().copy()`` give a writable array.
+
+        >>> d = to_device(np.arange(3, dtype=np.int32))
+        >>> d.copy_to_host().tolist(), d.copy_to_host(np.zeros(3, np.int32)).tolist()
+        ([0, 1, 2], [0, 1, 2])
+        """
         if ary is None:
+            if self._host is None and self._kmeta is self._meta and _reads_back_as_view():
+                view = self._device_view()
+                view.flags.writeable = False
+                return view
             ary = np.empty(self.shape, dtype=self.dtype,
                            order="F" if (self.is_f_contiguous() and not self.is_c_contiguous()) else "C")
         elif ary.shape != self.shape and ary.size != self.size:
@@ -440,7 +460,10 @@ def _h2d(dev: DeviceNDArray, host: np.ndarray, nbytes=None) -> None:
 
 def _d2h(host: np.ndarray, dev: DeviceNDArray, nbytes=None) -> None:
     """The device-to-host copy (``driver.cuMemcpyDtoH``'s work)."""
-    src = dev._host if dev._host is not None and dev._kmeta is dev._meta else dev._host_copy()
+    if dev._kmeta is not dev._meta:         # records held as words (StateArray): converted
+        src = dev._host_copy()
+    else:                                   # straight from the storage: the one copy is copyto's
+        src = dev._host if dev._host is not None else dev._device_view()
     if host.ndim == 0:
         host[()] = np.asarray(src).reshape(())
     else:
@@ -448,6 +471,15 @@ def _d2h(host: np.ndarray, dev: DeviceNDArray, nbytes=None) -> None:
 
 
 driver._install_copies(_h2d, _d2h)
+
+
+def _reads_back_as_view() -> bool:
+    """Whether ``copy_to_host()`` returns a view of the device array's buffer: on Apple's
+    unified memory (``metal``) the CPU reads MLX's buffer where the GPU wrote it. On
+    ``cuda``, MLX's buffers are CUDA managed memory the CPU reads by migrating pages;
+    ``copy_to_host()`` copies once there, so that the result is host memory the caller
+    owns and the transfer is paid where Numba (and CuPy) pay it."""
+    return gpu_backend() == "metal"
 
 
 def _new(shape, dtype, order="C", strides=None, stream=0, fill=None) -> DeviceNDArray:
