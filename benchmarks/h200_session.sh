@@ -156,11 +156,14 @@ if mcc:
 sim = load("simulation.json")
 if sim:
     print(f"\nsimulation.py: {sim['n']} agents, {sim['steps']} steps [{sim['backend']}]\n")
-    print("| run | transfer ms | compute ms | matches NumPy |\n|---|---|---|---|")
+    print("| run | transfer ms | compute ms | h2d ms | d2h ms | first step ms | step ms | matches NumPy |"
+          "\n|---|---|---|---|---|---|---|---|")
     for k in ("metalbench", "cupy"):
         if k in sim:
             r = sim[k]
-            print(f"| {k} | {r['transfer_ms']:.3f} | {r['compute_ms']:.3f} | {r['ok']} |")
+            f = lambda key: f"{r[key]:.4g}" if key in r else ""
+            print(f"| {k} | {r['transfer_ms']:.3f} | {r['compute_ms']:.3f} | {f('h2d_ms')} | {f('d2h_ms')} "
+                  f"| {f('first_step_ms')} | {f('step_ms')} | {r['ok']} |")
 sw = load("sweep_vs_cupy.json")
 if sw:
     print("\nsweep ranking at 64K elements vs CUDA events (CuPy)\n\n"
