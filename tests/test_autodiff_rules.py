@@ -25,20 +25,22 @@ DOMAINS = {
     "copysign": [(0.2, 2.0), (-1, 1)], "hypot": [(0.2, 2.0), (0.2, 2.0)],
     "smoothstep": [(-0.3, -0.1), (1.1, 1.4), (0.1, 0.9)], "saturate": [(-0.5, 1.5)],
     "clamp": [(-1, 1), (-0.6, -0.2), (0.2, 0.6)], "mix": [(-1, 1), (-1, 1), (0, 1)],
-    "simd_product": [(0.6, 1.4)], "erfc": [(-1.5, 1.5)], "erf": [(-1.5, 1.5)],
+    "simd_product": [(0.6, 1.4)], "quad_product": [(0.6, 1.4)], "erfc": [(-1.5, 1.5)], "erf": [(-1.5, 1.5)],
     "exp": [(-2, 2)], "exp2": [(-2, 2)], "exp10": [(-1, 1)], "expm1": [(-2, 2)],
     "sinh": [(-2, 2)], "cosh": [(-2, 2)],
 }
 # selections (min, max, median...): arguments drawn from well-spaced distinct values, so that a
 # finite-difference step never changes which argument is selected
 SPACED = {"min", "max", "fmin", "fmax", "fmin3", "fmax3", "min3", "max3", "median3", "fdim", "simd_max",
-          "simd_min"}
+          "simd_min", "quad_max", "quad_min"}
 # points where a function (or the sign of a result) jumps, per argument: samples keep away from them
 KINKS = {"saturate": {0: (0.0, 1.0)}, "fabs": {0: (0.0,)}, "abs": {0: (0.0,)}, "copysign": {1: (0.0,)},
          "sign": {0: (0.0,)}}
 # extra non-float arguments, as kernel text
 LITERALS = {"ldexp": ["3"], "simd_broadcast": ["5"], "simd_shuffle_xor": ["6"], "simd_shuffle_down": ["3"],
-            "simd_shuffle_up": ["4"], "simd_shuffle_rotate_down": ["7"], "simd_shuffle_rotate_up": ["9"]}
+            "simd_shuffle_up": ["4"], "simd_shuffle_rotate_down": ["7"], "simd_shuffle_rotate_up": ["9"],
+            "quad_broadcast": ["2"], "quad_shuffle_xor": ["3"], "quad_shuffle_down": ["1"], "quad_shuffle_up": ["2"],
+            "quad_shuffle_rotate_down": ["3"], "quad_shuffle_rotate_up": ["5"]}
 
 
 def differentiable():
@@ -85,14 +87,16 @@ def test_rule_matches_finite_differences(b):
 def test_every_float_builtin_has_a_rule_or_is_declared_without_one():
     """A float builtin without a rule must be a deliberate gap (listed here)."""
     no_rule = {"lgamma", "tgamma",                      # digamma is not a builtin
-               "simd_shuffle",                          # a gather: its adjoint is a scatter over lanes
+               "simd_shuffle", "quad_shuffle",          # a gather: its adjoint is a scatter over lanes
                "simd_prefix_inclusive_product", "simd_prefix_exclusive_product",
+               "quad_prefix_inclusive_product", "quad_prefix_exclusive_product",
                "dot", "length", "distance", "normalize", "cross"}  # vector arguments: the VJP works on scalars
     missing = []
     for b in registry.all():
         if b.kind not in ("call", "simd") or b.group in ("Integer", "Float classification"):
             continue
-        if b.name in ("simd_and", "simd_or", "simd_xor", "simd_all", "simd_any", "simd_ballot", "simd_is_first"):
+        if b.name in ("simd_and", "simd_or", "simd_xor", "simd_all", "simd_any", "simd_ballot", "simd_is_first",
+                      "quad_and", "quad_or", "quad_xor"):
             continue
         if builtin_rule(b.name) is None and b.name not in no_rule:
             missing.append(b.name)

@@ -13,13 +13,17 @@ export const METAL_BUILTINS =
   'simd_prefix_inclusive_sum simd_prefix_exclusive_sum simd_prefix_inclusive_product ' +
   'simd_prefix_exclusive_product simd_shuffle simd_broadcast simd_shuffle_down ' +
   'simd_shuffle_up simd_shuffle_xor simd_shuffle_rotate_down simd_shuffle_rotate_up ' +
-  'simd_broadcast_first simd_all simd_any simd_ballot simd_is_first ' +
-  'make_filled_simdgroup_matrix simdgroup_load simdgroup_store ' +
-  'simdgroup_multiply_accumulate simdgroup_multiply atomic_add atomic_fetch_add_explicit ' +
-  'atomic_sub atomic_fetch_sub_explicit atomic_min atomic_fetch_min_explicit atomic_max ' +
-  'atomic_fetch_max_explicit atomic_and atomic_fetch_and_explicit atomic_or ' +
-  'atomic_fetch_or_explicit atomic_xor atomic_fetch_xor_explicit atomic_exchange ' +
-  'atomic_exchange_explicit atomic_compare_exchange atomic_compare_exchange_weak_explicit ' +
+  'simd_broadcast_first simd_all simd_any simd_ballot simd_is_first quad_sum quad_product ' +
+  'quad_max quad_min quad_and quad_or quad_xor quad_prefix_inclusive_sum ' +
+  'quad_prefix_exclusive_sum quad_prefix_inclusive_product quad_prefix_exclusive_product ' +
+  'quad_shuffle quad_broadcast quad_shuffle_xor quad_shuffle_up quad_shuffle_down ' +
+  'quad_shuffle_rotate_up quad_shuffle_rotate_down make_filled_simdgroup_matrix ' +
+  'simdgroup_load simdgroup_store simdgroup_multiply_accumulate simdgroup_multiply ' +
+  'atomic_add atomic_fetch_add_explicit atomic_sub atomic_fetch_sub_explicit atomic_min ' +
+  'atomic_fetch_min_explicit atomic_max atomic_fetch_max_explicit atomic_and ' +
+  'atomic_fetch_and_explicit atomic_or atomic_fetch_or_explicit atomic_xor ' +
+  'atomic_fetch_xor_explicit atomic_exchange atomic_exchange_explicit ' +
+  'atomic_compare_exchange atomic_compare_exchange_weak_explicit ' +
   'atomic_compare_exchange_strong_explicit atomic_load atomic_load_explicit atomic_store ' +
   'atomic_store_explicit threadgroup_barrier simdgroup_barrier atomic_thread_fence ' +
   'threadgroup_array local_array select static_range mem_flags mem_none mem_device ' +
@@ -27,11 +31,10 @@ export const METAL_BUILTINS =
   'memory_order_relaxed memory_order_seq_cst memory_order_acquire memory_order_release ' +
   'memory_order_acq_rel thread_scope thread_scope_device thread_scope_threadgroup ' +
   'thread_scope_simdgroup thread_scope_thread memory_scope simd_shuffle_and_fill_up ' +
-  'simd_shuffle_and_fill_down simd_active_threads_mask simd_is_helper_thread quad_sum ' +
-  'quad_broadcast quad_shuffle quad_shuffle_xor simdgroup_matrix simdgroup_float8x8 ' +
-  'simdgroup_half8x8 simdgroup_bfloat8x8 thread_elements length_squared frexp ilogb modf ' +
-  'nextafter sincos fmedian3 mul24 mad24 madsat madhi all any as_type metal fast precise ' +
-  'std';
+  'simd_shuffle_and_fill_down simd_active_threads_mask simd_is_helper_thread ' +
+  'simdgroup_matrix simdgroup_float8x8 simdgroup_half8x8 simdgroup_bfloat8x8 ' +
+  'thread_elements length_squared frexp ilogb modf nextafter sincos fmedian3 mul24 mad24 ' +
+  'madsat madhi all any as_type metal fast precise std';
 
 /** Metal thread attributes ([[thread_position_in_grid]] and friends). */
 export const METAL_THREAD_ATTRIBUTES =

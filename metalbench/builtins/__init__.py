@@ -13,7 +13,7 @@ For example::
     >>> [t.name for t in sig.params], sig.result.name
     (['uint32', 'uint32'], 'uint32')
 
-Declarations live by group in ``floatmath.py``, ``integer.py``, ``simd.py``,
+Declarations live by group in ``floatmath.py``, ``integer.py``, ``simd.py``, ``quad.py``,
 ``simdgroup_matrix.py`` and ``nodes.py`` (atomics, barriers, arrays, select: builtins lowered to their own IR
 nodes, with the one atomic element-type rule). ``python -m metalbench.builtins``
 regenerates what derives from the registry (``docs/language.md``, the Metal shim,
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from .core import (GROUPS, Builtin, BuiltinTypeError, RegistrationError, Rule, Signature, add_builtin,
                    registry)
-from . import floatmath, integer, simd, simdgroup_matrix, nodes, structure  # noqa: F401,E402 - they register themselves
+from . import floatmath, integer, simd, quad, simdgroup_matrix, nodes, structure  # noqa: F401,E402 - they register themselves
 from .nodes import ATOMIC_ELEMS, atomic_error, check_atomic
 
 __all__ = ["registry", "Builtin", "Signature", "Rule", "RegistrationError", "BuiltinTypeError", "GROUPS",

@@ -28,7 +28,7 @@ from ..errors import KernelTypeError
 
 # The groups, in the order the language reference lists them.
 GROUPS = ("Float math", "Float classification", "Numeric", "Integer", "Geometric", "SIMD-group",
-          "SIMD-group matrices", "Atomics",
+          "Quad-group", "SIMD-group matrices", "Atomics",
           "Memory and synchronisation", "Selection", "Compile-time structure")
 
 

@@ -31,7 +31,7 @@ mem_threadgroup_imageblock mem_object_data memory_order memory_order_relaxed mem
 memory_order_acquire memory_order_release memory_order_acq_rel thread_scope thread_scope_device
 thread_scope_threadgroup thread_scope_simdgroup thread_scope_thread
 memory_scope simd_shuffle_and_fill_up simd_shuffle_and_fill_down
-simd_active_threads_mask simd_is_helper_thread quad_sum quad_broadcast quad_shuffle quad_shuffle_xor
+simd_active_threads_mask simd_is_helper_thread
 simdgroup_matrix simdgroup_float8x8 simdgroup_half8x8 simdgroup_bfloat8x8 thread_elements cross length_squared
 frexp ilogb modf nextafter sincos fmedian3 mul24 mad24 madsat madhi all any as_type metal fast precise std
 """.split()

@@ -165,7 +165,7 @@ def _entry(b) -> list[str]:
     out = [f"### `{b.name}`", "", f"`{b.signature}`", "", b.doc]
     if b.details:
         out += ["", b.details]
-    if b.msl is not None and not getattr(b.msl, "metal_name", "metal::").startswith(("metal::", "simd_")):
+    if b.msl is not None and not getattr(b.msl, "metal_name", "metal::").startswith(("metal::", "simd_", "quad_")):
         out += ["", f"Metal's library has no `{b.name}`: kernels printed for Metal carry a helper "
                     f"(`{b.msl.metal_name}`); an MSL body calling `{b.name}` runs on the `sim` and `cuda` "
                     "backends, not through Metal's compiler."]

@@ -146,21 +146,30 @@ def _cuda_op(p, kind, t) -> str:
 
 # ----------------------------------------------------------------------------- reductions
 
-def _reduce_ref(op):
+def _reduce_ref(op, width=32):
     # float max/min ignore NaNs (a NaN only when every value is one): np.fmax/np.fmin
     fns = {"sum": np.sum, "product": np.prod, "max": np.fmax.reduce, "min": np.fmin.reduce,
            "and": np.bitwise_and.reduce, "or": np.bitwise_or.reduce, "xor": np.bitwise_xor.reduce}
 
     def ref(vals, active):
-        out = np.empty(vals.shape, vals.dtype)
+        out = np.zeros(vals.shape, vals.dtype)
         for g in range(vals.shape[0]):
-            out[g] = fns[op](vals[g][active[g]])
+            for q in range(0, 32, width):
+                a = active[g, q:q + width]
+                if a.any():
+                    out[g, q:q + width] = fns[op](vals[g, q:q + width][a])
         return out
     return ref
 
 
-def _reduction(op, doc, int_only=False, float_tol=False, grad=None):
-    name = f"simd_{op}"
+def _group(prefix: str) -> str:
+    return "SIMD-group" if prefix == "simd" else "Quad-group"
+
+
+def _reduction(op, doc, int_only=False, float_tol=False, grad=None, prefix="simd", width=32, cuda=None):
+    """``simd_<op>`` (or, with ``prefix="quad"``, ``width=4`` and the quad printer
+    ``cuda``, ``quad_<op>``): the reduction over the active lanes of the group."""
+    name = f"{prefix}_{op}"
 
     def sim(lay, args, m):
         v = args[0]
@@ -168,11 +177,11 @@ def _reduction(op, doc, int_only=False, float_tol=False, grad=None):
             # Metal's max/min of floats are fmax/fmin (a NaN argument gives the other), and
             # simd_max broadcasts one value to every lane: NaN lanes drop out unless all are NaN
             nan = np.isnan(v.astype(np.float32))
-            r = S.reduce(lay, op, np.where(nan, S.identity(op, v.dtype), v), m)
-            return np.where(S.reduce(lay, "min", nan, m), v.dtype.type(np.nan), r)
-        return S.reduce(lay, op, v, m)
+            r = S.reduce(lay, op, np.where(nan, S.identity(op, v.dtype), v), m, width)
+            return np.where(S.reduce(lay, "min", nan, m, width), v.dtype.type(np.nan), r)
+        return S.reduce(lay, op, v, m, width)
 
-    def cuda(p, args, t):
+    def simd_cuda(p, args, t):
         tn = p.tname(t)
         lam = f"[]({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }}"
         if getattr(p, "full_warp", False):     # all 32 lanes active (codegen/cuda.py, passes/warps.py)
@@ -182,9 +191,9 @@ def _reduction(op, doc, int_only=False, float_tol=False, grad=None):
         p.need("mb_shfl", _SHFL)
         p.need("mb_simd_reduce", _SIMD_REDUCE)
         return f"mb_simd_reduce({p.expr(args[0], ASSIGN)}, {lam})"
-    add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"s = {name}(x[i])",
-                rule=same_type(int_only=int_only), sim=sim, msl=_msl_call(name), cuda=cuda,
-                ref=_reduce_ref(op), tol_ulp=64 if float_tol else 1, shim="s1", grad=grad)
+    add_builtin(name, group=_group(prefix), kind="simd", doc=doc, example=f"s = {name}(x[i])",
+                rule=same_type(int_only=int_only), sim=sim, msl=_msl_call(name), cuda=cuda or simd_cuda,
+                ref=_reduce_ref(op, width), tol_ulp=64 if float_tol else 1, shim="s1", grad=grad)
 
 
 _reduction("sum", "The sum of x over the active lanes of the SIMD-group, on every lane.", float_tol=True,
@@ -202,12 +211,13 @@ _reduction("xor", "Bitwise XOR of x over the active lanes, on every lane.", int_
 
 # ----------------------------------------------------------------------------- scans
 
-def _scan_ref(product, exclusive):
+def _scan_ref(product, exclusive, width=32):
     def ref(vals, active):
         out = np.zeros(vals.shape, vals.dtype)
         for g in range(vals.shape[0]):
-            acc = vals.dtype.type(1 if product else 0)
             for j in range(vals.shape[1]):
+                if j % width == 0:
+                    acc = vals.dtype.type(1 if product else 0)
                 if not active[g, j]:
                     continue
                 if exclusive:
@@ -219,14 +229,15 @@ def _scan_ref(product, exclusive):
     return ref
 
 
-def _scan(kind, op, grad=None):
-    name = f"simd_prefix_{kind}_{op}"
+def _scan(kind, op, grad=None, prefix="simd", width=32, cuda=None):
+    """``simd_prefix_<kind>_<op>`` (``quad_...`` with ``width=4`` and the quad printer)."""
+    name = f"{prefix}_prefix_{kind}_{op}"
     product, exclusive = op == "product", kind == "exclusive"
 
     def sim(lay, args, m):
-        return S.scan(lay, product, exclusive, args[0], m)
+        return S.scan(lay, product, exclusive, args[0], m, width)
 
-    def cuda(p, args, t):
+    def simd_cuda(p, args, t):
         p.need("mb_shfl", _SHFL)
         p.need("mb_simd_scan", _SIMD_SCAN)
         tn = p.tname(t)
@@ -234,10 +245,11 @@ def _scan(kind, op, grad=None):
         return (f"mb_simd_scan({p.expr(args[0], ASSIGN)}, []({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }}, "
                 f"{ident}, {'false' if exclusive else 'true'})")
     what = "before this lane (excluding it)" if exclusive else "up to and including this lane"
-    add_builtin(name, group="SIMD-group", kind="simd", doc=f"The {'product' if product else 'sum'} of x over "
-                f"the active lanes {what}.", example=f"p = {name}(x[i])", rule=same_type(), sim=sim,
-                msl=_msl_call(name), cuda=cuda, ref=_scan_ref(product, exclusive), tol_ulp=64, shim="s1",
-                grad=grad)
+    add_builtin(name, group=_group(prefix), kind="simd", doc=f"The {'product' if product else 'sum'} of x over "
+                f"the active lanes {what}" + (" of its quad" if prefix == "quad" else "") + ".",
+                example=f"p = {name}(x[i])", rule=same_type(), sim=sim,
+                msl=_msl_call(name), cuda=cuda or simd_cuda, ref=_scan_ref(product, exclusive, width), tol_ulp=64,
+                shim="s1", grad=grad)
 
 
 _scan("inclusive", "sum", grad=("simd_sum(grad) - simd_prefix_exclusive_sum(grad)",))
@@ -296,7 +308,9 @@ def _shuffle_ref(src):
     return ref
 
 
-def _shuffle(name, mode, src_expr, doc, src, grad):
+def _shuffle(name, mode, src_expr, doc, src, grad, second=None):
+    """A shuffle: ``mode`` names the simulator's source rule (``sim.simd._SOURCE``),
+    ``src_expr`` is the CUDA source lane in ``lane`` and ``d``, ``src`` the model's."""
     def sim(lay, args, m):
         return S.shuffle(lay, mode, args[0], args[1], m)
 
@@ -311,8 +325,9 @@ template <class T> __device__ inline T {fn}(T v, unsigned d) {{
     return mb_shfl(v, {src_expr}, {'0xffffffffu' if full else '__activemask()'});
 }}""")
         return f"{fn}({p.expr(args[0], ASSIGN)}, {p.expr(args[1], ASSIGN)})"
-    second = "delta" if mode in ("up", "down", "rotate_up", "rotate_down") else ("mask" if mode == "xor" else "lane")
-    add_builtin(name, group="SIMD-group", kind="simd", doc=doc, example=f"v = {name}(x[i], 1)",
+    second = second or ("delta" if mode in ("up", "down", "rotate_up", "rotate_down") else
+                        ("mask" if mode == "xor" else "lane"))
+    add_builtin(name, group=_group(name.split("_")[0]), kind="simd", doc=doc, example=f"v = {name}(x[i], 1)",
                 rule=value_lane(("x", second)), sim=sim, msl=_msl_call(name), cuda=cuda, ref=_shuffle_ref(src),
                 shim="s2", grad=grad, extra={"shuffle": mode})
 

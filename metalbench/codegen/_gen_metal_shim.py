@@ -279,8 +279,9 @@ def _math() -> str:
 
 def _simd() -> str:
     regs = [_decl(b) for b in registry.all() if b.kind == "simd" and b.shim in ("s1", "s2")]
-    quads = [_KINDS[b.shim].format(f="quad_" + b.name[5:]) for b in registry.all()
-             if b.kind == "simd" and b.shim in ("s1", "s2")]
+    quads = [_KINDS[b.shim].format(f="quad_" + b.name[5:]) for b in registry.all()   # quad_ forms not declared
+             if b.kind == "simd" and b.shim in ("s1", "s2") and b.name.startswith("simd_")
+             and registry.lookup("quad_" + b.name[5:]) is None]
     return ("// generated from the builtin registry (and their quad_ forms)\n" + "\n".join(regs + quads) + "\n"
             "template <class T> T simd_shuffle_and_fill_up(T, T, ushort);\n"
             "template <class T> T simd_shuffle_and_fill_down(T, T, ushort);\n"

@@ -40,7 +40,7 @@ memory_order memory_order_relaxed atomic atomic_int atomic_uint atomic_float sel
 all any dot length normalize cross distance sincos frexp modf numeric_limits
 threadgroup_barrier simdgroup_barrier int8_t uint8_t int16_t uint16_t int32_t uint32_t int64_t
 uint64_t float16_t bfloat16_t elem_to_loc Limits METAL_FUNC precise fast texture2d sampler
-vec packed_float3 quad_sum quad_shuffle
+vec packed_float3
 """.split()
 _VECTOR_WORDS = [f"{p}{e.msl}{n}" for p in ("", "packed_") for e in T.VECTOR_ELEMS for n in (2, 3, 4)]
 _BUILTIN_WORDS = [b.name for b in registry.all()] + [a for b in registry.all() for a in b.msl_aliases]

@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import ir
 from .. import types as T
-from ..builtins import ATOMIC_ELEMS
+from ..builtins import ATOMIC_ELEMS, registry
 from ..errors import KernelLaunchError
 from . import inplace_copy
 from .inplace_copy import COPY_BACKENDS
@@ -137,7 +137,7 @@ def _pure(e) -> bool:
     for n in ir.walk(e):
         if isinstance(n, (ir.Atomic, ir.FuncCall)):
             return False
-        if isinstance(n, ir.Call) and n.name.startswith("simd_"):
+        if isinstance(n, ir.Call) and registry.get(n.name).kind == "simd":    # simd_*, quad_*
             return False
     return True
 

@@ -6,9 +6,14 @@ not a multiple of 32 ends with a partial simdgroup (48 threads: 32 + 16). Values
 viewed as ``(simdgroups, 32)``; lanes that do not exist (past the end of a partial
 simdgroup or a partial threadgroup) are padding.
 
+Quad-groups are the simdgroup's groups of 4 lanes (``lane & ~3``): the ``quad_*``
+reductions and scans are the simdgroup ones over ``width=4``, the quad shuffles are
+shuffle modes whose source lane stays in the caller's quad (``quad_index`` & co.).
+
 Conventions where Metal leaves things open:
 - reductions, scans, votes and ``broadcast_first`` see only *active* lanes (lanes
-  masked off by divergence or padding contribute the operation's identity);
+  masked off by divergence or padding contribute the operation's identity), as
+  Metal specifies for SIMD-group and quad-group reductions;
 - shuffles read the source lane's current value whether or not it is active (in
   lockstep every existing lane has one); a source lane that does not exist gives 0;
   a source outside 0..31 for ``shuffle_up``/``shuffle_down`` leaves the caller's
@@ -19,12 +24,16 @@ Conventions where Metal leaves things open:
     >>> r = reduce(lay, "sum", np.ones(48, np.int32), None)
     >>> int(r[0]), int(r[40])
     (32, 16)
+    >>> q = reduce(lay, "max", np.arange(48, dtype=np.int32), np.arange(48) % 4 != 3, width=4)
+    >>> q[:8].tolist()
+    [2, 2, 2, 2, 6, 6, 6, 6]
 """
 from __future__ import annotations
 
 import numpy as np
 
 W = 32
+Q = 4               # lanes of a quad-group
 
 
 class SimdLayout:
@@ -98,35 +107,39 @@ _BOOL_UFUNC = {"sum": np.logical_or, "product": np.logical_and, "max": np.logica
                "min": np.logical_and, "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 
 
-def reduce(lay: SimdLayout, op: str, v, m):
-    """The reduction ``op`` over the active lanes, on every lane (``simd_sum`` & co.)."""
+def reduce(lay: SimdLayout, op: str, v, m, width: int = W):
+    """The reduction ``op`` over the active lanes of each group of ``width`` lanes (the
+    SIMD-group: ``simd_sum`` & co.; 4: ``quad_sum`` & co.), on every lane."""
     V = lay.view(v)
     dt = V.dtype
     M = lay.mask(m)
     if M is not None:
         V = np.where(M, V, identity(op, dt))
+    G = V.reshape(-1, width)
     if dt.kind == "b":
-        r = _BOOL_UFUNC[op].reduce(V, axis=1)
+        r = _BOOL_UFUNC[op].reduce(G, axis=1)
     elif op in ("sum", "product"):
-        r = _UFUNC[op].reduce(V, axis=1, dtype=_acc_dtype(dt)).astype(dt)
+        r = _UFUNC[op].reduce(G, axis=1, dtype=_acc_dtype(dt)).astype(dt)
     else:
-        r = _UFUNC[op].reduce(V, axis=1)
-    return lay.unview(np.broadcast_to(r[:, None], V.shape))
+        r = _UFUNC[op].reduce(G, axis=1)
+    return lay.unview(np.broadcast_to(r[:, None], G.shape).reshape(V.shape))
 
 
-def scan(lay: SimdLayout, product: bool, exclusive: bool, v, m):
-    """Inclusive/exclusive prefix sums (or products) over the active lanes."""
+def scan(lay: SimdLayout, product: bool, exclusive: bool, v, m, width: int = W):
+    """Inclusive/exclusive prefix sums (or products) over the active lanes of each group
+    of ``width`` lanes."""
     V = lay.view(v)
     dt = V.dtype
     M = lay.mask(m)
     ident = dt.type(1 if product else 0)
     if M is not None:
         V = np.where(M, V, ident)
+    G = V.reshape(-1, width)
     acc = _acc_dtype(dt)
     if exclusive:
-        V = np.concatenate([np.full((V.shape[0], 1), ident, dt), V[:, :-1]], axis=1)
-    r = (np.cumprod if product else np.cumsum)(V, axis=1, dtype=acc).astype(dt)
-    return lay.unview(r)
+        G = np.concatenate([np.full((G.shape[0], 1), ident, dt), G[:, :-1]], axis=1)
+    r = (np.cumprod if product else np.cumsum)(G, axis=1, dtype=acc).astype(dt)
+    return lay.unview(r.reshape(V.shape))
 
 
 def _gather(lay, V, src, own_if_out):
@@ -158,6 +171,13 @@ _SOURCE = {
     "xor": (lambda lane, d: (lane ^ d) & 31, False),
     "rotate_up": (lambda lane, d: (lane - d) % W, False),
     "rotate_down": (lambda lane, d: (lane + d) % W, False),
+    # quad-groups: the source stays in the caller's quad (quad lane indices modulo 4)
+    "quad_index": (lambda lane, d: (lane & ~3) | (d & 3), False),
+    "quad_xor": (lambda lane, d: lane ^ (d & 3), False),
+    "quad_up": (lambda lane, d: np.where((lane & 3) >= d, lane - d, -1), True),
+    "quad_down": (lambda lane, d: np.where(d < Q - (lane & 3), lane + d, W), True),
+    "quad_rotate_up": (lambda lane, d: (lane & ~3) | ((lane - d) & 3), False),
+    "quad_rotate_down": (lambda lane, d: (lane & ~3) | ((lane + d) & 3), False),
 }
 
 

@@ -127,45 +127,11 @@ class CallsMixin:
             return self.sem.builtin(b.name, args, sp)
         if isinstance(self.lookup(name), (ir.Var, Buf)):
             self.type_err(node, f"'{name}' is not a function")
-        if name in _QUAD_REDUCE or name in _QUAD_SHUFFLE:
-            return self.quad_call(name, argn, node)
         if name.startswith(("simdgroup_", "quad_", "simd_")) or name in (
                 "atomic_thread_fence", "printf", "os_log") or name in _METAL_UNSUPPORTED:
             self.unsupported(node, f"'{name}'")
         raise KernelNameError(f"use of undeclared function '{name}'", sp,
                               hint="define it in header=, or check the spelling of the Metal builtin")
-
-    def quad_call(self, name, argn, node):
-        """Quad-group functions (groups of 4 lanes) through SIMD-group shuffles: a reduction is
-        two butterfly steps (lane ^ 1, lane ^ 2); quad_shuffle_xor masks to the quad;
-        quad_broadcast / quad_shuffle read lane (lane & ~3) | l."""
-        sp = self.sp(node)
-        args = [self.expr(a) for a in argn]
-        want = 1 if name in _QUAD_REDUCE else 2
-        if len(args) != want:
-            self.type_err(node, f"{name} takes {want} argument(s)")
-        v = self.sem.once(args[0], sp)
-        if name in _QUAD_REDUCE:
-            op = _QUAD_REDUCE[name]
-            for m in (1, 2):
-                other = self.sem.builtin("simd_shuffle_xor", [v, ir.Const(m, T.uint32, span=sp)], sp)
-                if op in ("max", "min"):
-                    fn = ("f" + op) if T.elem_of(v.type).is_float else op
-                    r = self.sem.builtin(fn, [v, other], sp)
-                else:
-                    r = self.sem.binop(op, v, other, sp)
-                v = self.sem.once(self.sem.convert(r, args[0].type, sp), sp)
-            return v
-        k = self.sem.convert(args[1], T.uint32, sp)
-        three = ir.Const(3, T.uint32, span=sp)
-        if name == "quad_shuffle_xor":
-            return self.sem.builtin("simd_shuffle_xor", [v, self.sem.binop("&", k, three, sp)], sp)
-        if not self.in_kernel:
-            self.unsupported(node, f"{name} in a header function (it needs the lane index)")
-        lane = self.sem.thread_attr("thread_index_in_simdgroup", sp)
-        src = self.sem.binop("|", self.sem.binop("&", lane, ir.Const(0xFFFFFFFC, T.uint32, span=sp), sp),
-                             self.sem.binop("&", k, three, sp), sp)
-        return self.sem.builtin("simd_shuffle", [v, src], sp)
 
     def select_components(self, a, b, c, node):
         """``select(a, b, c)`` with a boolean vector ``c``: component k is ``c[k] ? b[k] : a[k]``."""
@@ -241,9 +207,6 @@ class CallsMixin:
         return self.sem.atomic(op, buf.name, t, buf.space, idx, [self.expr(argn[1])], sp, who=name)
 
 
-_QUAD_REDUCE = {"quad_sum": "+", "quad_product": "*", "quad_max": "max", "quad_min": "min",
-                "quad_and": "&", "quad_or": "|", "quad_xor": "^"}
-_QUAD_SHUFFLE = ("quad_shuffle_xor", "quad_broadcast", "quad_shuffle")
 # Metal library functions the simulator does not have: named as such, not as undeclared
 _METAL_UNSUPPORTED = frozenset({"abs_diff", "hadd", "rhadd", "addsat", "subsat", "madhi", "madsat", "mad24",
                                 "mul24", "determinant", "transpose", "pack_float_to_unorm4x8",
