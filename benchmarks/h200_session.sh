@@ -20,6 +20,7 @@
 #  3b. msl_call_cost.py an MSL saxpy through mb.metal_kernel vs the raw cuda_kernel, per call at
 #                      1K and 16M elements, and mx.compile over the metalbench call (issue 13)
 #  4. simulation.py    the Numba-style agent simulation: transfer/compute split vs CuPy
+#     transfer_probe.py each step of its host<->device path (MLX managed memory) vs CuPy's
 #  5. sweep_vs_cupy.py a sweep's ranking at 64K elements vs CUDA events through CuPy
 #  6. launch_gap.py    launch-bound rows (1M elements): raw vs the generated source called
 #                      directly vs the metalbench call, batched and host-only times
@@ -84,6 +85,7 @@ fi
 want msl_cuda && step msl_cuda 300 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json" --out "$OUT/msl_cuda.md"
 want msl_call_cost && step msl_call_cost 120 $PY benchmarks/msl_call_cost.py --backend "$BACKEND" --json "$OUT/msl_call_cost.json"
 want simulation && step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
+want simulation && step transfer_probe 120 $PY benchmarks/transfer_probe.py --backend "$BACKEND" $QUICK --json "$OUT/transfer_probe.json"
 
 # The gpu.py table as the median of the runs, per row and column
 $PY - "$OUT" <<'PYEOF' | tee "$OUT/summary.md"
@@ -164,6 +166,13 @@ if sim:
             f = lambda key: f"{r[key]:.4g}" if key in r else ""
             print(f"| {k} | {r['transfer_ms']:.3f} | {r['compute_ms']:.3f} | {f('h2d_ms')} | {f('d2h_ms')} "
                   f"| {f('first_step_ms')} | {f('step_ms')} | {r['ok']} |")
+tp = load("transfer_probe.json")
+if tp:
+    print(f"\ntransfer_probe.py: {tp['arrays']} x {tp['n']} float32 [{tp['backend']}], median ms\n")
+    print("| step | ms |\n|---|---|")
+    for k, v in tp.items():
+        if isinstance(v, float) and k != "mb":
+            print(f"| {k} | {v:.3f} |")
 sw = load("sweep_vs_cupy.json")
 if sw:
     print("\nsweep ranking at 64K elements vs CUDA events (CuPy)\n\n"
