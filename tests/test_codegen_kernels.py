@@ -307,13 +307,14 @@ def simd_all():
     body = [ir.Decl(i, gid()), ir.Decl(x, ir.Load("inp", i, f32)), ir.Decl(s, C(0.0, f32)),
             ir.Decl(V("k", i32), ir.Cast(i32, x))]
     for name in [n for n in simd if n[5:] in ("sum", "product", "max", "min", "and", "or", "xor")]:
-        if name in ("simd_and", "simd_or", "simd_xor"):
+        if name[5:] in ("and", "or", "xor"):            # simd_and, quad_and, ...: integers
             body.append(ir.Assign(s, bin("+", s, ir.Cast(f32, ir.Call(name, [V("k", i32)], i32)))))
         else:
             body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x], f32))))
-    for name in [n for n in simd if n.startswith("simd_prefix_")]:
+    for name in [n for n in simd if n.startswith(("simd_prefix_", "quad_prefix_"))]:
         body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x], f32))))
-    for name in [n for n in simd if n.startswith(("simd_shuffle", "simd_broadcast")) and Bt.registry.get(n).arity == 2]:
+    for name in [n for n in simd if n.startswith(("simd_shuffle", "simd_broadcast", "quad_shuffle", "quad_broadcast"))
+                 and Bt.registry.get(n).arity == 2]:
         body.append(ir.Assign(s, bin("+", s, ir.Call(name, [x, bin("&", bin("+", lane, C(1)), C(31))], f32))))
     body += [
         ir.Assign(s, bin("+", s, ir.Call("simd_broadcast_first", [x], f32))),
