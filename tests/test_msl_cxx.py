@@ -536,3 +536,33 @@ def test_nested_qualified_class_templates_and_local_constants_as_explicit_templa
     np.testing.assert_allclose(o, 2.0 * lid * 4 * (1 + 2 + 3))
     kir_inputs = [("x0", T.float32, 1), ("n", T.int32, 0)]
     printed_again(NESTED, body, kir_inputs, [("out", T.float32, 1)], scalars=("n",))
+
+
+BRACED = """
+template <bool Twice> struct Mode {};
+struct Pair { float a; float b = 3.0f; };
+struct Ops {
+  template <bool Twice>
+  static float scale(float x, Mode<Twice> m = {}, int extra = {}) {
+    (void)m;
+    return (Twice ? 2.0f * x : x) + float(extra);
+  }
+  static float sum(Pair p) { return p.a + p.b; }
+};
+"""
+
+
+def test_braced_list_arguments_and_defaults():
+    # `Mode<T> m = {}` (a value-initialised class parameter, as steel's gemm_loop takes its
+    # LoopAlignment), `int extra = {}`, an explicit `Mode<false>{}`, `{}` passed for a struct
+    body = """
+    uint i = thread_position_in_grid.x;
+    float x = x0[i];
+    out[i] = Ops::scale<true>(x) + Ops::scale(x, Mode<false>{}, 10) + Ops::sum({}) + Ops::scale<false>(x, {}, {});
+    """
+    x = RNG.standard_normal(32).astype(np.float32)
+    o = run(BRACED, body, [x], (32,))
+    np.testing.assert_allclose(o, 2 * x + (x + 10) + 3.0 + x, rtol=1e-5, atol=1e-5)
+    printed_again(BRACED, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+    with pytest.raises(KernelSyntaxError, match=r"the braced list '\{x0\[0\], 1.0f\}' as an argument"):
+        run(BRACED, "out[0] = Ops::sum({x0[0], 1.0f});", [x], (1,))

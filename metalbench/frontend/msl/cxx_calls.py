@@ -356,10 +356,20 @@ class CxxCallsMixin:
             if a.view.const and not s.const:
                 raise _NoMatch(f"'{s.name}' is not a const pointer; the argument points at read-only memory")
             return 1
+        items = self.braced_items(a)
+        if items:       # its values would be read in the callee's text: name it instead
+            self.unsupported(a.node, f"the braced list '{self.text(a.node)}' as an argument")
+        braced = items is not None
         if isinstance(s.type, ClassInst):
+            if braced:
+                return 0            # a braced list initialises the parameter's class
             if a.obj is None or a.obj.cls is not s.type:
                 raise _NoMatch(f"'{s.name}' is a {s.type.name}")
             return 1
+        if braced:
+            if "ref" in s.kinds and not s.const:
+                raise _NoMatch(f"'{s.name}' is a reference: its argument must be a variable or an element")
+            return 0
         if a.view is not None:
             raise _NoMatch(f"'{s.name}' is a value, not a pointer")
         t = a.type
@@ -462,15 +472,32 @@ class CxxCallsMixin:
             else:
                 pscope[name] = FixedView(v)
             return
+        items = self.braced_items(a)
         if isinstance(s.type, ClassInst):
             obj = self.alloc_object(s.type, name, out, s.node)
-            out.extend(self.copy_object(obj, a.obj, s.node))
+            out.extend(self.construct(obj, ("list", None), s.node) if items is not None     # `{}`: value-initialised
+                       else self.copy_object(obj, a.obj, s.node))
             pscope[name] = obj
             return
-        value = a.expr if a.obj is None else self.convert_object(a.obj, a.node)
+        if items is not None:       # T x = {}: zero
+            value = self.sem.const(0, s.type)
+        else:
+            value = a.expr if a.obj is None else self.convert_object(a.obj, a.node)
         v = ir.Var(self.fresh(name), s.type, span=sp)
         out.append(ir.Decl(v, self.sem.convert(value, s.type, sp), span=sp))
         pscope[name] = v
+
+    def braced_items(self, a):
+        """The items of a braced-list argument -- ``f(x, {})``, ``f({a, b})``, or a default ``= {}``
+        (which the parser reads as ``00``, its place kept in ``quals["{}"]``) -- else None."""
+        n = a.node
+        if a.obj is not None or n is None:
+            return None
+        if n.type == "initializer_list":
+            return list(n.named_children)
+        if n.type == "number_literal" and n.start_byte in self.quals.get("{}", ()):
+            return []
+        return None
 
     def ctor_inits(self, obj, fnode):
         """A constructor's member initialisers, members without one default-initialised."""

@@ -676,6 +676,8 @@ class CxxObjectsMixin:
     # -- arguments ------------------------------------------------------------------------
     def eval_arg(self, node) -> ArgVal:
         sp = self.sp(node)
+        if node.type == "initializer_list":       # f(x, {}) or `P p = {}`: the parameter's type says what it builds
+            return ArgVal(node)
         if self.is_object_node(node):
             obj = self.object_value(node)
             return ArgVal(node, obj=obj, lv=("obj", obj))
