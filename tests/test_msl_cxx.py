@@ -549,6 +549,9 @@ struct Ops {
   }
   static float sum(Pair p) { return p.a + p.b; }
 };
+template <bool Twice>
+float free_scale(float x, Mode<Twice> m = {}, int extra = {}) { return (Twice ? 2.0f * x : x) + float(extra); }
+float free_sum(Pair p = {}) { return p.a + p.b; }
 """
 
 
@@ -558,11 +561,12 @@ def test_braced_list_arguments_and_defaults():
     body = """
     uint i = thread_position_in_grid.x;
     float x = x0[i];
-    out[i] = Ops::scale<true>(x) + Ops::scale(x, Mode<false>{}, 10) + Ops::sum({}) + Ops::scale<false>(x, {}, {});
+    out[i] = Ops::scale<true>(x) + Ops::scale(x, Mode<false>{}, 10) + Ops::sum({}) + Ops::scale<false>(x, {}, {})
+             + 100.0f * (free_scale<true>(x) + free_sum() + free_scale<false>(x, {}, 2));
     """
     x = RNG.standard_normal(32).astype(np.float32)
     o = run(BRACED, body, [x], (32,))
-    np.testing.assert_allclose(o, 2 * x + (x + 10) + 3.0 + x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(o, 2 * x + (x + 10) + 3.0 + x + 100 * (2 * x + 3 + x + 2), rtol=1e-5, atol=1e-4)
     printed_again(BRACED, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
     with pytest.raises(KernelSyntaxError, match=r"the braced list '\{x0\[0\], 1.0f\}' as an argument"):
         run(BRACED, "out[0] = Ops::sum({x0[0], 1.0f});", [x], (1,))

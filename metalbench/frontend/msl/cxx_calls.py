@@ -212,7 +212,8 @@ class CxxCallsMixin:
         tgt = self.resolve_callee(fn)
         if tgt is None:
             name = self.callee_name(fn)
-            if name in self.funcdefs and any(self.is_object_node(a) for a in argn):
+            if name in self.funcdefs and (any(self.is_object_node(a) or a.type == "initializer_list" for a in argn)
+                                          or self._braced_defaults(name, len(argn))):
                 explicit = fn.child_by_field_name("arguments").named_children if fn.type == "template_function" else []
                 tgt = self.funcdef_methods(name), None, explicit
             else:
@@ -486,6 +487,17 @@ class CxxCallsMixin:
         v = ir.Var(self.fresh(name), s.type, span=sp)
         out.append(ir.Decl(v, self.sem.convert(value, s.type, sp), span=sp))
         pscope[name] = v
+
+    def _braced_defaults(self, name, nargs):
+        """Whether a header function ``name`` called with ``nargs`` arguments leaves a ``= {}``
+        default to fill (a class parameter's is translated here, as an object)."""
+        for fd in self.funcdefs[name]:
+            braces = fd.quals.get("{}", ())
+            for p in _params_of(fd.node)[nargs:]:
+                d = p.child_by_field_name("default_value")
+                if d is not None and d.start_byte in braces:
+                    return True
+        return False
 
     def braced_items(self, a):
         """The items of a braced-list argument -- ``f(x, {})``, ``f({a, b})``, or a default ``= {}``
