@@ -260,7 +260,56 @@ ATOMIC_CASTS = MSLCase(
     }
     """)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS]
+NBLK = 12
+_blocks = RNG.integers(0, 256, (NBLK, 18)).astype(np.uint8)
+_blocks[:, :2] = np.frombuffer(RNG.uniform(0.5, 2, NBLK).astype(np.float16).tobytes(), np.uint8).reshape(NBLK, 2)
+
+
+def _misaligned_ref(blocks):
+    raw = blocks.tobytes()
+    blocks = blocks.reshape(NBLK, 18)
+    d = np.frombuffer(raw, np.float16)[::9].astype(np.float32)          # the half at byte 18 i
+    q = np.stack([blocks[:, 2:] & 15, blocks[:, 2:] >> 4], 2).reshape(NBLK, 32).astype(np.float32) - 8
+    # nibble order of the 4 words: word k, nibble n = byte 4k + n // 2, low nibble first
+    deq = (d[:, None] * q).sum(1)
+    word = [np.frombuffer(raw[18 * i + 1 + i % 3:18 * i + 5 + i % 3], np.uint32)[0] for i in range(NBLK)]
+    h2 = np.stack([np.frombuffer(raw[18 * i + 1:18 * i + 5], np.float16).astype(np.float32) for i in range(NBLK)])
+    st = np.zeros(5 * NBLK, np.uint8)
+    for i in range(NBLK):
+        st[5 * i + 1:5 * i + 5] = np.frombuffer(np.uint32(word[i] ^ 0xA5A5A5A5).tobytes(), np.uint8)
+    return [deq, np.array(word, np.uint32), h2.sum(1), st]
+
+
+MISALIGNED = MSLCase(
+    "misaligned",
+    """
+    // reinterpreting casts at byte offsets that are not multiples of the new type's size
+    // read (and write) the bytes addressed: GGUF-style 18-byte blocks (a half scale, then
+    // 16 bytes of nibbles read as 4 uints at byte 2 of the block)
+    uint i = thread_position_in_grid.x;
+    device const uchar* blk = blocks + 18 * i;
+    float d = float(*(device const half*)blk);
+    device const uint* qs = (device const uint*)(blk + 2);
+    float s = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+        uint w = qs[k];
+        for (int n = 0; n < 8; ++n) {
+            s += d * (float((w >> (4 * n)) & 15u) - 8.0f);
+        }
+    }
+    deq[i] = s;
+    uint w1 = *(device const uint*)(blk + 1 + (i % 3));
+    words[i] = w1;
+    half2 h = *(device const half2*)(blk + 1);
+    hsum[i] = float(h.x) + float(h.y);
+    *(device uint*)((device uchar*)bytes_out + 5 * i + 1) = w1 ^ 0xA5A5A5A5u;
+    """,
+    {"blocks": _blocks.reshape(-1)},
+    [("deq", (NBLK,), np.float32), ("words", (NBLK,), np.uint32), ("hsum", (NBLK,), np.float32),
+     ("bytes_out", (5 * NBLK,), np.uint8)],
+    _misaligned_ref, grid=(NBLK, 1, 1), tg=(NBLK, 1, 1), init_value=0, atol=1e-3)
+
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
 IDS = [c.name for c in CASES]
 
 
@@ -290,6 +339,22 @@ def test_checked_reports_out_of_bounds_through_a_pointer():
     with pytest.raises(MetalbenchError, match="out-of-bounds read of device buffer 'x'"):
         k(inputs=[x], grid=(16, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(16,)],
           output_dtypes=[mx.float32], backend="sim", checked=True)
+
+
+def test_checked_reports_a_misaligned_read_past_the_end():
+    # thread 2 reads bytes 7..10 of a 10-byte buffer: the assembled read reaches past it
+    k = mb.metal_kernel(name="misaligned_oob", input_names=["x"], output_names=["out"], source="""
+        uint i = thread_position_in_grid.x;
+        out[i] = *(device const uint*)(x + 1 + 3 * i);
+    """)
+    x = mx.arange(10, dtype=mx.uint8)
+    with pytest.raises(MetalbenchError, match="out-of-bounds read of device buffer 'x'"):
+        k(inputs=[x], grid=(3, 1, 1), threadgroup=(3, 1, 1), output_shapes=[(3,)],
+          output_dtypes=[mx.uint32], backend="sim", checked=True)
+    got = k(inputs=[x], grid=(2, 1, 1), threadgroup=(2, 1, 1), output_shapes=[(2,)],
+            output_dtypes=[mx.uint32], backend="sim", checked=True)[0]
+    assert np.array(got).tolist() == [int.from_bytes(bytes([1 + 3 * i + j for j in range(4)]), "little")
+                                      for i in range(2)]
 
 
 def _error(source, header=""):

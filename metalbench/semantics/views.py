@@ -31,6 +31,11 @@ Rules (C's, for MSL; the DSL and Numba layers reuse them for slices and vector v
   the bytes) reads a second name for the same storage, declared once per buffer and type
   through the front end's ``declare_alias`` hook (an :class:`~metalbench.ir.ViewDecl`);
   the offset is rescaled to the new element size.
+- A cast to a wider scalar type whose byte offset is not provably a multiple of the new
+  size (``(device uint*)(bytes + 3)``, a ``half`` two bytes into an 18-byte GGUF block)
+  keeps the remainder: ``sub`` elements of the narrower storage ``src`` (a ``(name, elem)``
+  pair). Loads and stores then test it at run time and, when it is not 0, assemble the
+  value from the bytes actually addressed (``sub == 0`` takes the one aligned access).
 - A view of a multi-dimensional array steps over whole rows: ``inner`` holds the row's
   dimensions (``float t[4][8]``: ``t`` is a view with ``inner=(8,)``; ``t[r]`` a view of
   floats at offset ``8 r``).
@@ -61,6 +66,8 @@ class View:
     const: bool = False
     atomic: bool = False
     packed: bool = False
+    sub: object = None      # see the module docstring: elements of src past offset * (new size / src size)
+    src: object = None      # (buffer, scalar type) the remainder counts in
 
     @property
     def elem(self) -> T.ScalarType:
@@ -85,6 +92,28 @@ class View:
         for d in self.inner:
             n *= int(d)
         return n
+
+
+def _unsigned(size: int) -> T.ScalarType:
+    """The unsigned integer type of ``size`` bytes (the bits of a value being assembled)."""
+    return {1: T.uint8, 2: T.uint16, 4: T.uint32, 8: T.uint64}[size]
+
+
+def _multiple_of(e, r: int) -> bool:
+    """Whether integer expression ``e`` is provably a multiple of ``r`` (constants, products
+    with such a factor, sums of such terms, widening casts)."""
+    if isinstance(e, ir.Const):
+        return isinstance(e.value, int) and e.value % r == 0
+    if isinstance(e, ir.Cast) and isinstance(e.type, T.ScalarType) and e.type.is_int:
+        return _multiple_of(e.value, r)
+    if isinstance(e, ir.BinOp):
+        if e.op == "*":
+            return _multiple_of(e.a, r) or _multiple_of(e.b, r)
+        if e.op in ("+", "-"):
+            return _multiple_of(e.a, r) and _multiple_of(e.b, r)
+        if e.op == "<<" and isinstance(e.b, ir.Const) and isinstance(e.b.value, int):
+            return _multiple_of(e.a, r) or (r & (r - 1) == 0 and (1 << e.b.value) % r == 0)
+    return False
 
 
 def _zero(e) -> bool:
@@ -146,22 +175,89 @@ class ViewSemantics:
         const = v.const if const is None else const
         e_new = T.elem_of(t)
         base = replace(v, inner=())
+        if e_new != v.elem and v.sub is not None:
+            v = base = self._unsub(base, span)      # back to the narrower storage, exactly
         if e_new != v.elem:
             if self.declare_alias is None:
                 raise self.error(f"a pointer cast from {v.elem.name} to {e_new.name} data "
                                  "(reinterpreting memory) is not supported here", span)
             s_old, s_new = v.elem.itemsize, e_new.itemsize
-            off = base.offset
+            off, sub = base.offset, None
             if s_old != s_new and not _zero(off):
                 off = self.convert(off, T.int64, span) if off.type != T.int64 else off
                 if s_old % s_new == 0:
                     off = self.binop("*", off, ir.Const(s_old // s_new, T.int64, span=span), span)
                 else:
+                    r = s_new // s_old
+                    if not _multiple_of(off, r):
+                        off = self.once(off, span)
+                        sub = (v.buf, v.elem, off)
                     # element counts: C's integer division whatever the language's `/` means
-                    off = ir.BinOp("/", off, ir.Const(s_new // s_old, T.int64, span=span), T.int64, span=span)
+                    off = ir.BinOp("/", off, ir.Const(r, T.int64, span=span), T.int64, span=span)
+                    if sub is not None:
+                        off = self.once(off, span)
+                        rem = self.binop("-", sub[2], self.binop("*", off, ir.Const(r, T.int64, span=span), span), span)
+                        sub = (sub[0], sub[1], self.once(rem, span))
             name = self.declare_alias(v, e_new, span)
-            base = replace(base, buf=name, offset=off)
+            base = replace(base, buf=name, offset=off, sub=None if sub is None else sub[2],
+                           src=None if sub is None else sub[:2])
         return replace(base, type=t, space=space, const=const, packed=packed)
+
+    def _unsub(self, v: View, span=None) -> View:
+        """A view with a remainder (``sub``) as the same address in its narrower storage."""
+        buf, elem = v.src
+        r = v.elem.itemsize // elem.itemsize
+        off = self.binop("+", self.binop("*", self.convert(v.offset, T.int64, span), ir.Const(r, T.int64, span=span),
+                                         span), self.convert(v.sub, T.int64, span), span)
+        return replace(v, buf=buf, type=elem, offset=off, sub=None, src=None, packed=False)
+
+    def _misaligned(self, v: View, span):
+        """``sub != 0`` of a view with a remainder."""
+        return self.binop("!=", v.sub, ir.Const(0, v.sub.type, span=span), span)
+
+    def _byte_addresses(self, v: View, at: ir.Expr, span):
+        """The narrower storage's element indices that make up element ``at`` of ``v``."""
+        r = v.elem.itemsize // v.src[1].itemsize
+        first = self.binop("+", self.binop("*", self.convert(at, T.int64, span), ir.Const(r, T.int64, span=span),
+                                           span), v.sub, span)
+        first = self.once(first, span)
+        return [first if k == 0 else self.binop("+", first, ir.Const(k, T.int64, span=span), span)
+                for k in range(r)]
+
+    def _assembled_load(self, v: View, at: ir.Expr, span) -> ir.Expr:
+        """Element ``at`` of ``v`` read from the bytes it covers (little-endian), for a
+        misaligned address."""
+        buf, e_src = v.src
+        u_src, u_new = _unsigned(e_src.itemsize), _unsigned(v.elem.itemsize)
+        w = u_new if u_new.itemsize >= 4 else T.uint32     # C computes narrower integers in int
+        acc = None
+        for k, a in enumerate(self._byte_addresses(v, at, span)):
+            part = ir.Load(buf, a, e_src, span=span)
+            if e_src != u_src:
+                part = ir.Bitcast(u_src, part, span=span)
+            part = ir.Cast(w, part, span=span)
+            if k:
+                part = ir.BinOp("<<", part, ir.Const(8 * e_src.itemsize * k, w, span=span), w, span=span)
+            acc = part if acc is None else ir.BinOp("|", acc, part, w, span=span)
+        if w != u_new:
+            acc = ir.Cast(u_new, acc, span=span)
+        return acc if v.elem == u_new else ir.Bitcast(v.elem, acc, span=span)
+
+    def _assembled_store(self, v: View, at: ir.Expr, value: ir.Expr, span) -> list:
+        buf, e_src = v.src
+        u_src, u_new = _unsigned(e_src.itemsize), _unsigned(v.elem.itemsize)
+        w = u_new if u_new.itemsize >= 4 else T.uint32
+        bits = value if v.elem == u_new else ir.Bitcast(u_new, value, span=span)
+        bits = bits if w == u_new else ir.Cast(w, bits, span=span)
+        out = []
+        for k, a in enumerate(self._byte_addresses(v, at, span)):
+            part = bits if k == 0 else ir.BinOp(">>", bits, ir.Const(8 * e_src.itemsize * k, w, span=span),
+                                                 w, span=span)
+            part = ir.Cast(u_src, part, span=span)
+            if e_src != u_src:
+                part = ir.Bitcast(e_src, part, span=span)
+            out.append(ir.Store(buf, a, part, span=span))
+        return out
 
     # -- elements --------------------------------------------------------------------
     def view_address(self, v: View, i: ir.Expr, span=None) -> tuple[str, ir.Expr]:
@@ -190,7 +286,12 @@ class ViewSemantics:
         if v.atomic:
             raise self.error(f"'{v.buf}' is atomic; read it with atomic_load_explicit", span)
         buf, ats = self._component_addresses(v, i, span)
-        loads = [ir.Load(buf, a, v.elem, span=span) for a in ats]
+        if v.sub is not None:       # aligned: one access; else the bytes addressed
+            ats = [self.once(a, span) for a in ats]
+            loads = [ir.Select(self._misaligned(v, span), self._assembled_load(v, a, span),
+                               ir.Load(buf, a, v.elem, span=span), v.elem, span=span) for a in ats]
+        else:
+            loads = [ir.Load(buf, a, v.elem, span=span) for a in ats]
         if v.width == 1:
             return loads[0]
         return ir.VecCons(v.type, loads, span=span)
@@ -201,6 +302,13 @@ class ViewSemantics:
             raise self.error("cannot assign to a row of a multi-dimensional array", span)
         value = self.convert(value, v.type, span)
         buf, ats = self._component_addresses(v, i, span)
+        if v.sub is not None:
+            value = self.once(value, span)
+            ats = [self.once(a, span) for a in ats]
+            comps = [value] if v.width == 1 else [self.component(value, "xyzw"[c], span) for c in range(v.width)]
+            return [ir.If(self._misaligned(v, span),
+                          [s for a, c in zip(ats, comps) for s in self._assembled_store(v, a, c, span)],
+                          [ir.Store(buf, a, c, span=span) for a, c in zip(ats, comps)], span=span)]
         if v.width == 1:
             return [ir.Store(buf, ats[0], value, span=span)]
         value = self.once(value, span)
