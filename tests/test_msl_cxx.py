@@ -232,6 +232,41 @@ def test_a_member_function_returning_from_inside_a_loop():
     printed_again(EARLY_RETURN, body, [("x0", T.float32, 1), ("x1", T.float32, 1)], [("out", T.int32, 1)])
 
 
+FP8 = """
+struct E4M3 {                      // an 8-bit float wrapper with several conversion operators
+  operator half() const thread {
+    ushort v = (bits & 127) << 7;
+    half c = as_type<half>(v) * half(256.0);
+    return (bits & 128) ? -c : c;
+  }
+  operator float() const thread { return static_cast<float>(this->operator half()) + 1000.0f; }
+  operator bool() const thread { return (bits & 127) != 0; }
+  uchar bits;
+};
+inline float widened(E4M3 e) { return e; }           // return converts through operator float
+"""
+
+
+def test_conversion_operators_are_chosen_by_target_type_and_callable_explicitly():
+    body = """
+    uint i = thread_position_in_grid.x;
+    E4M3 e;
+    e.bits = x0[i];
+    float y = e;                        // operator float
+    bool b = e;                         // operator bool
+    half h = e.operator half();         // an explicit call
+    out[i] = float(e) + static_cast<float>(e) + (float)e + y + widened(e) + (b ? 0.5f : 0.0f)
+             + 10000.0f * float(h);
+    """
+    x = np.arange(256, dtype=np.uint8)
+    mag = ((x & 127).astype(np.uint16) << 7).view(np.float16).astype(np.float32) * 256
+    h = np.where(x & 128, -mag, mag).astype(np.float16).astype(np.float32)
+    want = 5 * (h + 1000) + 0.5 * ((x & 127) != 0) + 10000 * h
+    o = run(FP8, body, [x], (256,))
+    np.testing.assert_allclose(o, want.astype(np.float32), rtol=1e-6)
+    printed_again(FP8, body, [("x0", T.uint8, 1)], [("out", T.float32, 1)])
+
+
 ARRAYS = """
 struct Cell {
   float v;

@@ -57,7 +57,7 @@ class CallsMixin:
                 return self.ref_cast_value(targs[0], argn[0], node)
             t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
             if name == "static_cast":
-                return self.cast_to(t, [self.expr(argn[0])], node)
+                return self.cast_to(t, [self.value_as(argn[0], t)], node)
             if name == "reinterpret_cast":
                 self.type_err(node, "reinterpret_cast of a value: use as_type<T>(x) to reinterpret bits")
             return self.sem.bitcast(t, self.expr(argn[0]), sp)
@@ -70,7 +70,7 @@ class CallsMixin:
             if not argn:
                 return self.sem.const(0, t, sp) if isinstance(t, T.ScalarType) else \
                     self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
-            return self.cast_to(t, [self.expr(a) for a in argn], node)
+            return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
         if name in MATRIX_CALLS:
             return self.matrix_call(name, argn, targs, node, stmt)
         r = self.cxx_call(node, fn, argn, stmt)         # member functions, objects (cxx_calls)

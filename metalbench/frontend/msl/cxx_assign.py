@@ -174,7 +174,7 @@ class CxxAssignMixin:
         k = lhs.type
 
         def value(cur, t):
-            r = rhs if rhs is not None else (self.value_expr(rhs_node) if rhs_node is not None
+            r = rhs if rhs is not None else (self.value_as(rhs_node, t) if rhs_node is not None
                                              else ir.Const(1, T.int32, span=sp))
             if op is None:
                 return self.sem.convert(r, t, sp)

@@ -38,6 +38,7 @@ from ... import types as T
 from ...errors import MetalbenchError
 from .cxx_decls import ClassInst, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
 from .cxx_objects import NOT_MINE, FixedView, InlineCtx
+from .parse import CONV_CALL
 from .symbols import Ptr, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
 
@@ -112,6 +113,12 @@ class CxxCallsMixin:
             obj = self.object_of(base)
             if obj is None:
                 return None
+            if name.startswith(CONV_CALL + "_"):       # x.operator T() (respelled by parse.py)
+                convs = self.conversions(obj.cls, name[len(CONV_CALL):].lstrip("_"))
+                if not convs:
+                    self.type_err(fn, f"{obj.cls.name} has no conversion operator to "
+                                      f"{name[len(CONV_CALL):].lstrip('_')}")
+                return MethodSet(obj.cls, "operator_cast", convs[:1]), obj, explicit
             ms = self.class_member(obj.cls, name)
             if not isinstance(ms, MethodSet):
                 if obj.fields.get(name) is not None or ms is not None:
@@ -539,8 +546,9 @@ class CxxCallsMixin:
                 pre, st = self.with_pre(lambda: self.expr_stmt(vals[0]))
                 out += pre + st
         elif c.kind == "value":
-            pre, v = self.with_pre(lambda: self.value_expr(vals[0]))
-            t = c.ret if c.ret not in (None, "auto", "unknown") else v.type
+            known = c.ret not in (None, "auto", "unknown")
+            pre, v = self.with_pre(lambda: self.value_as(vals[0], c.ret) if known else self.value_expr(vals[0]))
+            t = c.ret if known else v.type
             if c.result is None:
                 c.result = ir.Var(self.fresh(f"_{c.name}"), t, span=sp)
                 c.decls.append(ir.Decl(c.result, span=sp))

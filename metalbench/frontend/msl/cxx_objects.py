@@ -707,11 +707,42 @@ class CxxObjectsMixin:
             return self.convert_object(self.object_value(node), node)
         return self.expr(node)
 
-    def convert_object(self, obj, node):
-        """An object used as a value: its conversion operator (``operator T()``)."""
-        convs = self.class_members(obj.cls)["methods"].get("operator_cast", [])
-        for b in self.bases(obj.cls):
+    def value_as(self, node, t):
+        """``node`` as a value about to be converted to ``t``: an object through its
+        conversion operator to ``t`` when it has one (C++ picks the operator by target)."""
+        if isinstance(t, (T.ScalarType, T.VectorType)) and self.is_object_node(node):
+            return self.convert_object(self.object_value(node), node, want=t)
+        return self.expr(node)
+
+    def conversions(self, cls, want=None):
+        """The conversion operators of ``cls`` (its own, else its first base's that has some);
+        with ``want`` (a type, or a type's name) the ones to that type first."""
+        convs = self.class_members(cls)["methods"].get("operator_cast", [])
+        for b in self.bases(cls):
             convs = convs or self.class_members(b)["methods"].get("operator_cast", [])
+        if want is None or len(convs) < 2:
+            return list(convs)
+
+        def to_want(m):
+            d = m.node.child_by_field_name("declarator")
+            if d is not None and d.type == "function_declarator":
+                d = d.child_by_field_name("declarator")
+            tn = d.child_by_field_name("type") if d is not None and d.type == "operator_cast" else None
+            if tn is None:
+                return False
+            with self.in_ctx(m.cls.ctx, self.class_scopes(m.cls), m.cls.ns):    # the class's text
+                if isinstance(want, str):
+                    return self.text(tn).strip() == want
+                try:
+                    return self.resolve_type(tn)[0] == want
+                except MetalbenchError:
+                    return False
+        return sorted(convs, key=lambda m: not to_want(m))
+
+    def convert_object(self, obj, node, want=None):
+        """An object used as a value: its conversion operator (``operator T()``; with
+        several, the one to ``want``, the type the value converts to, when it has one)."""
+        convs = self.conversions(obj.cls, want)
         if not convs:
             ops = [n for n in self.class_members(obj.cls)["methods"] if n.startswith("operator")]
             if ops:

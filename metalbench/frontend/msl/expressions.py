@@ -157,7 +157,7 @@ class ExpressionsMixin:
                     else self.reparse_expression(node, tn)
                 return self.binop(op, self.expr(left), self.expr(val.child_by_field_name("argument")), node)
             t, _ = self.resolve_type(tn)
-            v = self.expr(val)
+            v = self.value_as(val, t)
             return self.cast_to(t, [v], node)
         if k == "call_expression":
             return self.call(node, stmt)

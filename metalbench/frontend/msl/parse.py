@@ -83,6 +83,20 @@ def _respell_keyword_casts(text: str, out: list) -> None:
         out[m.start():m.end()] = _KEYWORD_CASTS[m.group(1)]
 
 
+# An explicit call of a conversion operator, ``this->operator half()``, which the C++ grammar
+# cannot read: respelled (same length) as a call of the member ``_MBcv___half`` (see CONV_CALL).
+_CONV_CALL_RE = re.compile(r"(?:\.|->)\s*(operator\s+)(?=[A-Za-z_]\w*\s*\()")
+
+
+CONV_CALL = "_MBcv"
+
+
+def _respell_conversion_calls(text: str, out: list) -> None:
+    for m in _CONV_CALL_RE.finditer(text):
+        n = m.end(1) - m.start(1)
+        out[m.start(1):m.end(1)] = CONV_CALL + "_" * (n - len(CONV_CALL))
+
+
 def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]:
     """Blank out Metal qualifiers (same length, so positions stay) and remember them
     by byte offset; also disambiguate ``<`` (see :func:`_swap_less`), remembered
@@ -97,6 +111,7 @@ def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]
             out[m.start(1):m.end(1)] = "00"
             quals["{}"].add(m.start(1))
     _respell_keyword_casts(text, out)
+    _respell_conversion_calls(text, out)
 
     def blank(m):
         word = m.group(1)

@@ -115,7 +115,7 @@ class StatementsMixin:
                 return [ir.Return(span=sp)]
             if not vals:
                 self.type_err(node, "this function must return a value")
-            pre, v = self.with_pre(lambda: self.sem.convert(self.expr(vals[0]), self.ret_type))
+            pre, v = self.with_pre(lambda: self.sem.convert(self.value_as(vals[0], self.ret_type), self.ret_type))
             return pre + [ir.Return(v, span=sp)]
         if k == "alias_declaration":       # using T4 = vec<T, 4>;
             t, _ = self.resolve_type(node.child_by_field_name("type"))
@@ -384,7 +384,7 @@ class StatementsMixin:
                 if isinstance(t, T.MatrixType):
                     val = self.matrix_construct(t, [val], init)
             else:
-                val = self.expr(init)
+                val = self.expr(init) if t == "auto" else self.value_as(init, t)
             if t == "auto":
                 t = val.type
             val = self.sem.convert(val, t)
