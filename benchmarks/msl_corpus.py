@@ -33,7 +33,9 @@ Nothing is rewritten: the runner points ``mx.fast.metal_kernel`` at ``mb.metal_k
 (every launch on ``backend="sim"``), says Metal is available (``mx.metal.is_available``,
 ``mx.is_available(mx.gpu)``, and for case files ``mx.default_device()`` answers the GPU) and
 CUDA is not, so the code takes its Metal path, then imports each case file in a subprocess
-(with a timeout) and compares.
+(with a timeout) and compares. For case files on ``sim`` it also calls ``mx.disable_compile()``:
+model code often launches its kernels inside ``mx.compile``, which traces, and the simulator
+computes on the host, so it needs values (compiled functions then run eagerly, same results).
 
 Outcomes: ``pass``; ``mismatch`` (ran, wrong numbers: max abs error shown); ``error``
 (exception class + first line; ``where`` is the innermost metalbench frame; ``CaseError``
@@ -187,7 +189,9 @@ def run_case_file(path, checked, only):
     """Import one case file under the redirection and run its CASES: a list of result dicts."""
     import warnings
     warnings.simplefilter("ignore")
-    install(checked=checked, report_gpu=True)
+    mx = install(checked=checked, report_gpu=True)
+    if os.environ.get("METALBENCH_CORPUS_BACKEND", "sim") == "sim":
+        mx.disable_compile()     # the simulator needs values; a traced input has none (module docstring)
     res = []
     name = Path(path).stem
     try:

@@ -266,8 +266,9 @@ def _tracing_error(name, kernel_name):
         f"{what} runs on the simulator (backend 'sim'), which computes on the host, but its input "
         f"{name!r} is being traced by an MLX transformation (mx.compile, mx.vmap, mx.export_function "
         f"or a gradient): a traced array has no value to simulate with",
-        hint="call the kernel eagerly, outside the transformation, or launch it on a GPU backend "
-             "(backend='metal' or 'cuda'), where it is an MLX primitive that transformations trace")
+        hint="call the kernel eagerly, outside the transformation (for mx.compile: mx.disable_compile() "
+             "runs compiled functions eagerly), or launch it on a GPU backend (backend='metal' or 'cuda'), "
+             "where it is an MLX primitive that transformations trace")
 
 
 def sim_scalar(v, t: T.ScalarType, name: str = "", kernel_name: str = ""):
