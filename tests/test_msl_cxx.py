@@ -244,6 +244,8 @@ struct E4M3 {                      // an 8-bit float wrapper with several conver
   uchar bits;
 };
 inline float widened(E4M3 e) { return e; }           // return converts through operator float
+inline float as_fp8(uchar v) { return float(*(thread E4M3*)(&v)); }   // a local's bits as the struct
+inline uchar flipped(uchar v) { ((thread E4M3*)&v)->bits ^= 128; return v; }   // written through it
 """
 
 
@@ -256,7 +258,7 @@ def test_conversion_operators_are_chosen_by_target_type_and_callable_explicitly(
     bool b = e;                         // operator bool
     half h = e.operator half();         // an explicit call
     out[i] = float(e) + static_cast<float>(e) + (float)e + y + widened(e) + (b ? 0.5f : 0.0f)
-             + 10000.0f * float(h);
+             + 10000.0f * float(h) + as_fp8(x0[i]) - as_fp8(flipped(flipped(x0[i])));
     """
     x = np.arange(256, dtype=np.uint8)
     mag = ((x & 127).astype(np.uint16) << 7).view(np.float16).astype(np.float32) * 256
@@ -265,6 +267,13 @@ def test_conversion_operators_are_chosen_by_target_type_and_callable_explicitly(
     o = run(FP8, body, [x], (256,))
     np.testing.assert_allclose(o, want.astype(np.float32), rtol=1e-6)
     printed_again(FP8, body, [("x0", T.uint8, 1)], [("out", T.float32, 1)])
+    flip = "uint i = thread_position_in_grid.x; out[i] = float(as_fp8(flipped(x0[i])));"
+    o = run(FP8, flip, [x], (256,))
+    np.testing.assert_allclose(o, np.where(x & 128, mag, -mag).astype(np.float16).astype(np.float32) + 1000)
+    two = FP8 + "struct Pair { uchar lo; uchar hi; };"
+    with pytest.raises(MetalbenchError, match=r"reading the local variable 'v' as a Pair through a pointer cast"):
+        run(two, "ushort v = x0[thread_position_in_grid.x]; out[thread_position_in_grid.x] = (*(thread Pair*)&v).lo;",
+            [x], (256,))
 
 
 ARRAYS = """
@@ -605,3 +614,31 @@ def test_braced_list_arguments_and_defaults():
     printed_again(BRACED, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
     with pytest.raises(KernelSyntaxError, match=r"the braced list '\{x0\[0\], 1.0f\}' as an argument"):
         run(BRACED, "out[0] = Ops::sum({x0[0], 1.0f});", [x], (1,))
+def test_a_local_constant_as_an_explicit_template_argument_of_a_header_function():
+    # `constexpr int V = 4;` in the body, then f<V>(...): the grammar reads V as a type
+    header = """
+    template <int V, typename T>
+    inline float dot_first(const device T* w, const thread float* x) {
+        float a = 0.0f;
+        for (int i = 0; i < V; ++i) a += x[i] * float(w[i]);
+        return a;
+    }
+    namespace k { constexpr constant int W = 2; }
+    """
+    body = """
+    constexpr int V = 4;
+    uint i = thread_position_in_grid.x;
+    float xs[V];
+    for (int j = 0; j < V; ++j) xs[j] = float(j + 1);
+    if constexpr (V > 3) {
+        out[i] = dot_first<V, uchar>(x0 + V * i, xs) + 100.0f * dot_first<k::W, uchar>(x0 + V * i, xs);
+    } else {
+        out[i] = -1.0f;
+    }
+    """
+    w = RNG.integers(0, 200, 32).astype(np.uint8)
+    o = run(header, body, [w], (8,))
+    wr = w.reshape(8, 4).astype(np.float32)
+    np.testing.assert_allclose(o, (wr * [1, 2, 3, 4]).sum(1) + 100 * (wr[:, :2] * [1, 2]).sum(1))
+    with pytest.raises(MetalbenchError, match="template argument 'n' is not a compile-time constant"):
+        run(header, "int n = 4; float xs[4] = {1, 2, 3, 4}; out[0] = dot_first<n, uchar>(x0, xs);", [w], (8,))

@@ -177,10 +177,44 @@ class StructViewsMixin:
             return self.memory_object(p[0], p[1], self.bound_off(self.struct_index_off(p, node, sp), sp), node)
         if node.type == "pointer_expression" and self.text(node).lstrip().startswith("*"):
             node = node.child_by_field_name("argument")
+        local = self.local_as_struct(node)
+        if local is not None:
+            return local
         p = self.struct_pointer(node)
         if p is None:
             return None
         return self.memory_object(p[0], p[1], self.bound_off(p[2], sp), node)
+
+    def local_as_struct(self, node):
+        """``*(thread S*)&v`` of a local scalar ``v`` (a wrapper struct over a value's bits, as
+        FP8 code reads a byte): an object whose one member is ``v`` itself, so reads and
+        writes through it are ``v``'s; None when ``node`` is not such a cast."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node.type != "cast_expression":
+            return None
+        val = node.child_by_field_name("value")
+        while val.type == "parenthesized_expression" and val.named_children:
+            val = val.named_children[-1]
+        if val.type != "pointer_expression" or not self.text(val).lstrip().startswith("&"):
+            return None
+        arg = val.child_by_field_name("argument")
+        sym = self.lookup(self.text(arg)) if arg.type == "identifier" else None
+        if not isinstance(sym, ir.Var):
+            return None
+        tn = node.child_by_field_name("type")
+        cls = self.cxx_type(tn.child_by_field_name("type")) if tn.type == "type_descriptor" else None
+        if not isinstance(cls, ClassInst):
+            return None
+        fields = list(self.all_fields(cls))
+        if len(fields) == 1:
+            f, owner = fields[0]
+            t, kinds, dims, _, _ = self.field_info(owner, f)
+            if t == sym.type and not kinds and not dims:
+                return StructObj(cls, {f.name: sym}, f"{cls.name} over {sym.name}")
+        self.unsupported(node, f"reading the local variable '{self.text(arg)}' as a {cls.name} through a pointer "
+                               f"cast (supported: a struct whose one member has the variable's type, "
+                               f"{getattr(sym.type, 'msl', sym.type)})")
 
     def bound_off(self, off, sp):
         """``off`` evaluated now (an object, like a C++ reference, is bound where it is named)."""
