@@ -110,6 +110,12 @@ def install(checked=False, report_gpu=False):
         real_is_available(d) if d is not None else True)
     if report_gpu:
         mx.default_device = lambda: mx.Device(mx.gpu)
+        if not real_is_available(mx.gpu):
+            # code asks for that device's stream (mx.default_stream(mx.default_device())) to
+            # pass to its kernels; without a GPU build the arrays live on the CPU's
+            real_default_stream = mx.default_stream
+            mx.default_stream = lambda d: real_default_stream(
+                mx.cpu if d == mx.gpu or getattr(d, "type", None) == mx.gpu else d)
     return mx
 
 
