@@ -642,3 +642,20 @@ def test_a_local_constant_as_an_explicit_template_argument_of_a_header_function(
     np.testing.assert_allclose(o, (wr * [1, 2, 3, 4]).sum(1) + 100 * (wr[:, :2] * [1, 2]).sum(1))
     with pytest.raises(MetalbenchError, match="template argument 'n' is not a compile-time constant"):
         run(header, "int n = 4; float xs[4] = {1, 2, 3, 4}; out[0] = dot_first<n, uchar>(x0, xs);", [w], (8,))
+
+
+def test_a_converted_member_of_a_struct_in_memory_is_evaluated_once():
+    # float(b[k++].d): deciding whether the operand is an object must not translate it
+    header = "struct Blk { half d; uchar q[6]; };"
+    body = """
+    device const Blk* b = (device const Blk*)x0;
+    int k = 0;
+    float a = float(b[k++].d);
+    float c = (float)b[k++].d;
+    float e = static_cast<float>(b[k++].q[1]);
+    out[0] = a; out[1] = c; out[2] = e; out[3] = float(k);
+    """
+    w = np.zeros(32, np.uint8)
+    w[:24] = np.frombuffer(np.array([1, 0, 0, 0, 2, 0, 0, 0, 0, 5, 0, 0], np.float16).tobytes(), np.uint8)
+    o = run(header, body, [w], (4,))
+    np.testing.assert_array_equal(o, [1, 2, w[16 + 2 + 1], 3])

@@ -426,7 +426,7 @@ class CxxAssignMixin:
     def member_rank(self, node):
         """``ptr_rank`` of a member (an array or pointer member): None otherwise."""
         try:
-            sym = self.member_symbol(node)
+            sym = self.probe(lambda: self.member_symbol(node))
         except Exception:
             return None
         return self.symbol_rank(sym)

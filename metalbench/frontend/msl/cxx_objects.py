@@ -348,7 +348,7 @@ class CxxObjectsMixin:
                 self.is_struct_pointer_node(node.child_by_field_name("argument"))
         if k == "field_expression":
             try:
-                return isinstance(self.member_symbol(node), StructObj)
+                return isinstance(self.probe(lambda: self.member_symbol(node)), StructObj)
             except MetalbenchError:
                 return False
         if k == "compound_literal_expression":

@@ -46,6 +46,12 @@ class StatementsMixin:
         finally:
             self.pre = saved
 
+    def probe(self, fn):
+        """``fn()`` run only to inspect what it translates to (a symbol, a rank): the
+        statements it emits are dropped, so a query never runs an expression's side
+        effects (``p[k++].m`` is translated again, for real, where it is used)."""
+        return self.with_pre(fn)[1]
+
     @error_net("sp")
     def stmt(self, node) -> list[ir.Stmt]:
         k = node.type
