@@ -96,10 +96,14 @@ _ARRAYS = """\
   accesses are caught by `checked=True` launches on the simulator. Unchecked, a read outside
   its array gives 0 and a write is dropped (with a warning counting them), as a GPU forgives
   them. On `cuda`, MSL kernels (`mb.metal_kernel`, `%%metal` MSL cells) get the same 0 for a
-  read of an input outside its extent (real MLX kernels read past an input and mask the value,
-  as the MLX docs' `grid_sample` does; unguarded, NVIDIA faults and the CUDA context dies);
-  DSL and Numba kernels are printed without the guard, as CUDA itself would run them
-  (`METALBENCH_CUDA_GUARD_READS=1` guards them too, `=0` turns the guard off).
+  read of an input outside its extent where it matters: real MLX kernels read past an input
+  and mask the value, as the MLX docs' `grid_sample` does (unguarded, NVIDIA faults and the
+  CUDA context dies). Guarded are the reads whose index depends on data (a gather, a
+  coordinate read from memory, a search) or may be negative (`x[i - 1]` at `i = 0`); a read
+  indexed by thread position, loop counters, shapes and constants is printed plain, as
+  hand-written CUDA reads (past the end only when the launch reaches past the input).
+  DSL and Numba kernels are printed without the guard, as CUDA itself would run them.
+  `METALBENCH_CUDA_GUARD_READS=1` guards every input read of every kernel, `=0` none.
 - **Threadgroup memory**: `tile = threadgroup_array((16, 16), float32)` at the top level of a
   kernel declares an array shared by the threadgroup (index it `tile[ty, tx]`); fill it, then
   `threadgroup_barrier()` before other threads read it. At most 32 KiB per kernel; not

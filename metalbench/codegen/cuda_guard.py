@@ -7,50 +7,79 @@ is right. On NVIDIA the same read outside the allocation is an illegal address: 
 context dies, and with it every later MLX call in the process (issue 13: 8x256x256x32 did
 that on the H200). The simulator's unchecked launch gives 0 for such a read (DESIGN.md,
 "Semantics contract"); with ``read_guard`` set on the kernel (the MSL front end sets it,
-see :func:`guard_enabled`) the CUDA printer does the same:
+see :func:`guard_enabled`) the CUDA printer does the same for the reads that need it.
 
-* at the top of the body, after the launch guard, each input buffer the kernel reads gets
-  its extent from MLX's own ``x_shape`` (and ``x_strides``) parameters (MLX passes them
-  because the body names them): the lowest and the number of addressable elements,
-  ``mb_lo_x``/``mb_n_x``. With ``ensure_row_contiguous=True`` (MLX's default; the kernel's
-  ``read_guard`` is ``"rows"``) an input is row-contiguous: 0 and the product of the
-  shape. Otherwise (``"strided"``) both come from shape and strides, negative strides
-  included;
-* every load of such a buffer (and of a reinterpreting view of it, ``(device float4*)x``)
-  in the kernel body is ``mb_gload(x, i, mb_lo_x, mb_n_x)``: one unsigned compare, the
-  load predicated on it, 0 otherwise; a vector access is one check for the whole vector
-  and the unguarded vector load when it is inside.
+**Which reads are guarded** (the default scope, ``"data"``; ``passes/data_dependence.py``
+decides): a read of an input buffer (or of a reinterpreting view of one,
+``(device float4*)x``) in the kernel body whose index
 
-What is not guarded: reads inside device functions (the buffer arrives as a pointer with
-an offset; most MSL helpers are inlined by the front end, so their reads are in the body),
-outputs (MLX allocates them from ``output_shapes``; a kernel reading its output out of
-range is a bug the checked simulator reports), threadgroup and thread arrays (no fault on
-the GPU), 0-d inputs (read once, MLX guarantees one element). Writes are not guarded:
-a write outside its buffer is a bug on every GPU.
+* *depends on data*: on a value read from memory (an input or output, a threadgroup or
+  thread array holding such values, an atomic's result), directly or through control
+  flow -- a gather ``x[idx[i]]``, grid_sample's ``x[.. floor(coordinate) ..]``, a binary
+  search. Nothing but the data bounds it, and a kernel right on Metal may read far
+  outside (grid_sample: a whole image row before ``x``); or
+* *may be negative*: its derivation has a subtraction the range facts
+  (``passes/ranges.py``) do not prove non-negative, a negation, a negative constant, a
+  float-to-integer conversion, a stride. ``x[i - 1]`` at ``uint i = 0`` is 2^32 - 1, far
+  outside any buffer: a stencil that reads its left neighbour and masks it at the border.
 
-Why only MSL kernels by default: sizes are launch values, so no read can be proved in
-range when the kernel is printed (the range facts of ``passes/ranges.py`` bound indices,
-not buffers). DSL and Numba kernels are written for metalbench and CUDA (Numba's own CUDA
-target faults on such a read too), and the checked simulator reports the read; they stay
-unguarded, as the issue-18 kernels were measured. ``METALBENCH_CUDA_GUARD_READS=1`` guards
-every kernel, ``=0`` none (for measuring the guard's cost: ``benchmarks/msl_cuda.py``).
+**Not guarded**: reads whose index is *launch-determined and non-negative* -- computed
+from thread positions, loop counters, template constants, shapes, scalar arguments and
+inputs read at a constant index (``T[0]``, ``scale[0]``: MLX's scalars), with additions,
+products, divisions, shifts and masks. Such a read lands past its input only when the
+launch reaches past the input (a grid larger than ``x.size``, a loop bound past the
+row), and then only past its end. The checked simulator reports it. A kernel that does
+this and masks the value away afterwards is right on Metal. On CUDA it reads other memory
+(harmless when masked) or, far enough past the allocation, faults. That is the one case
+this scope gives up, and ``METALBENCH_CUDA_GUARD_READS=1`` covers it. The kernel's
+hand-written CUDA twin reads the same way. These are the reads of elementwise kernels,
+reductions and the mlx-lm model kernels. Left plain, the compiler treats them as
+hand-written loads (merged, hoisted, vectorised): gated_delta went from 352 to 168 SASS
+instructions, its unguarded count.
+Also not guarded, as before: reads inside device functions (the front end inlines most
+MSL helpers, so their reads are in the body), outputs (MLX allocates them from
+``output_shapes``), threadgroup and thread arrays (no fault on the GPU), 0-d inputs, and
+writes (a write outside its buffer is a bug on every GPU).
+``METALBENCH_CUDA_GUARD_READS=1`` (or ``all``) guards every input read of every kernel,
+for a kernel that reads past an input with a launch-determined index; ``=0`` guards none
+(to measure the guard's cost: ``benchmarks/msl_cuda.py``).
+
+**How**: at the top of the body, after the launch guard, each input with a guarded read
+gets its extent from MLX's own ``x_shape`` (and ``x_strides``) parameters (MLX passes them
+because the body names them): the lowest and the number of addressable elements,
+``mb_lo_x``/``mb_n_x``. With ``ensure_row_contiguous=True`` (MLX's default; the kernel's
+``read_guard`` is ``"rows"``) an input is row-contiguous: 0 and the product of the shape.
+Otherwise (``"strided"``) both come from shape and strides, negative strides included.
+A guarded read with a 32-bit index (``int``/``uint``, the usual MSL index) in a
+row-contiguous input is ``mb_gload32(x, i, mb_l31_x, mb_any_x)``: one 32-bit compare
+against the last element, clamped to the index type's range (``mb_l32_x`` for ``uint``;
+``mb_l31_x`` for ``int``, whose negative values convert to 2^31 and more, past it), and
+the load predicated on it; other reads are ``mb_gload(x, i, mb_lo_x, mb_n_x)`` (64-bit).
+A vector access is one check for the whole vector and the plain vector load inside.
+
+Why only MSL kernels by default: DSL and Numba kernels are written for metalbench and
+CUDA (Numba's own CUDA target faults on such a read too), and the checked simulator
+reports the read; they stay unguarded, as the issue-18 kernels were measured.
 
     >>> from metalbench import ir, types as T
     >>> from metalbench.codegen import cuda
     >>> i = ir.ThreadAttr("thread_position_in_grid", T.vector_of(T.uint32, 3))
     >>> ix = ir.Swizzle(i, "x", T.uint32)
-    >>> k = ir.KernelIR("k", [ir.Param("x", "buffer", T.float32),
+    >>> j = ir.Var("j", T.int32)
+    >>> k = ir.KernelIR("k", [ir.Param("x", "buffer", T.float32), ir.Param("idx", "buffer", T.int32),
     ...                       ir.Param("o", "buffer", T.float32, is_output=True)],
-    ...                 [ir.Store("o", ix, ir.Load("x", ir.BinOp("+", ix, ir.Const(1, T.uint32), T.uint32),
-    ...                  T.float32))], read_guard=True)
+    ...                 [ir.Decl(j, ir.Load("idx", ix, T.int32)),
+    ...                  ir.Store("o", ix, ir.BinOp("+", ir.Load("x", j, T.float32), ir.Load("x", ix, T.float32),
+    ...                                             T.float32))], read_guard="rows")
     >>> print(cuda.render(k).body.splitlines()[-1])
-    o[thread_position_in_grid.x] = mb_gload(x, thread_position_in_grid.x + 1u, mb_lo_x, mb_n_x);
+    o[thread_position_in_grid.x] = mb_gload32(x, static_cast<uint32_t>(j), mb_l31_x, mb_any_x) + x[thread_position_in_grid.x];
 """
 from __future__ import annotations
 
 import os
 
 from .. import ir
+from ..passes.data_dependence import DataDependence
 from .c_like import ASSIGN
 
 GUARD_ENV = "METALBENCH_CUDA_GUARD_READS"
@@ -86,6 +115,12 @@ template <class T, class I> __device__ inline T mb_gload(const T* p, I i, long l
     return static_cast<unsigned long long>(j - lo) < n ? p[j] : T();
 }"""
 
+_GLOAD32 = """\
+// A 32-bit index against the last addressable element as a 32-bit bound: one compare.
+template <class T> __device__ inline T mb_gload32(const T* p, uint32_t i, uint32_t last, bool any) {
+    return any && i <= last ? p[i] : T();
+}"""
+
 _GVLOAD = """\
 template <class T, int N, class I> __device__ inline mb_vec<T, N> mb_vload_g(const T* p, I i, long long lo,
                                                                           unsigned long long n) {
@@ -102,54 +137,81 @@ def guard_enabled(kernel: ir.KernelIR) -> str | None:
     """How the printed CUDA guards input reads: ``"rows"`` (row-contiguous inputs),
     ``"strided"`` or None (not at all). The kernel's ``read_guard`` (set by the MSL
     front end; ``True`` means ``"strided"``), overridden by ``METALBENCH_CUDA_GUARD_READS``
-    (``1``: every kernel, ``0``: none)."""
+    (``0``: none; ``1`` or ``all``: every kernel, every input read; ``data``: every kernel,
+    the reads :func:`guard_scope` names)."""
     mode = getattr(kernel, "read_guard", False)
     mode = "strided" if mode is True else (mode or None)
     env = os.environ.get(GUARD_ENV, "").strip()
-    if env in ("0", "1"):
-        return (mode or "strided") if env == "1" else None
+    if env == "0":
+        return None
+    if env in ("1", "all", "data"):
+        return mode or "strided"
     return mode
 
 
+def guard_scope() -> str:
+    """Which reads a guarded kernel guards: ``"data"`` (the default: reads whose index
+    depends on data or may be negative, see the module doc) or ``"all"``
+    (``METALBENCH_CUDA_GUARD_READS=1`` or ``all``: every read of an input)."""
+    return "all" if os.environ.get(GUARD_ENV, "").strip() in ("1", "all") else "data"
+
+
+_INT32 = ("int32", "uint32")
+
+
 class ReadGuardMixin:
-    """Mixed into ``CUDAPrinter``: :meth:`setup_guard` picks the guarded buffers,
-    :meth:`guard_prelude` prints their extents, ``load`` and :meth:`guarded_vload` the
-    guarded reads."""
+    """Mixed into ``CUDAPrinter``: :meth:`setup_guard` decides which reads are guarded,
+    ``load`` and :meth:`guarded_vload` print them, and :meth:`guard_prelude` (printed
+    after the body, placed before it) the extents of the inputs they read."""
 
     guarded: dict = {}
 
     def setup_guard(self, kernel: ir.KernelIR, mode: str | None) -> None:
-        self.guarded = {}          # buffer or view name -> the input whose extent bounds it
+        self.guarded = {}          # buffer or view name -> its input, once a guarded read of it printed
+        self._bounds32 = set()     # (buffer or view, "l32"|"l31"): 32-bit bounds the guarded reads use
+        self._wide = set()         # buffers and views read through the 64-bit helpers (need mb_lo_)
         self._views = {}           # view name -> (input, view element type)
+        self._guardable = {}       # input or view name -> the input whose extent bounds it
         self._guard_mode = mode
+        self._deps = None
         if not mode:
             return
-        inputs = {p.name: p for p in kernel.inputs if p.kind == "buffer"}
-        loads = set()
+        inputs = {p.name for p in kernel.inputs if p.kind == "buffer"}
         for n in ir.walk(kernel.body):
-            if isinstance(n, ir.Load):
-                loads.add(n.buf)
-            elif isinstance(n, ir.ViewDecl) and n.buf in inputs:
+            if isinstance(n, ir.ViewDecl) and n.buf in inputs:
                 self._views[n.name] = (n.buf, n.elem)
-        for name in loads:
-            if name in inputs:
-                self.guarded[name] = name
-            elif name in self._views:
-                self.guarded[name] = self._views[name][0]
+        self._guardable = {n: n for n in inputs}
+        self._guardable.update({v: b for v, (b, _) in self._views.items()})
+        if guard_scope() == "data":
+            self._deps = DataDependence(kernel, getattr(self, "facts", None))
+
+    def needs_guard(self, buf: str, index) -> bool:
+        """Is the read ``buf[index]`` printed guarded? Only in the kernel body, only for
+        inputs (and views of them) of a guarded kernel, and (the default scope) only
+        when the index depends on data or may be negative."""
+        if self.in_function is not None or buf not in self._guardable:
+            return False
+        d = self._deps
+        return d is None or d.data(index) or d.may_be_negative(index)
 
     def guard_prelude(self) -> list[str]:
-        """The extent of every guarded input (and view), computed once per thread."""
+        """The extent of every input (and view) a guarded read reads, computed once per
+        thread (the compiler keeps what is uniform in uniform registers)."""
         if not self.guarded:
             return []
         rows = self._guard_mode == "rows"
         self.need("mb_extent_rows" if rows else "mb_extent", _ROWS if rows else _EXTENT)
-        out = ["// Reads outside an input give 0 (Metal does not fault there; CUDA would)."]
-        roots = sorted(set(self.guarded.values()), key=lambda n: [p.name for p in self.k.params].index(n))
+        out = ["// Reads outside an input give 0 (Metal does not fault there; CUDA would):"
+               " reads whose index depends on data or may be negative"
+               + (" (here: every read)." if self._deps is None else ".")]
+        order = [p.name for p in self.k.params]
+        roots = sorted(set(self.guarded.values()), key=order.index)
+        wide = self._wide | {self._views[v][0] for v in self._wide if v in self._views}
         for r in roots:
             n, nd = self.name(r), self.k.param(r).ndim
             if rows:
-                out.append(f"const long long mb_lo_{n} = 0; "
-                           f"const unsigned long long mb_n_{n} = mb_extent_rows({n}_shape, {nd});")
+                lo = f"const long long mb_lo_{n} = 0; " if r in wide else ""
+                out.append(f"{lo}const unsigned long long mb_n_{n} = mb_extent_rows({n}_shape, {nd});")
             else:
                 out.append(f"long long mb_lo_{n}; "
                            f"const unsigned long long mb_n_{n} = mb_extent({n}_shape, {n}_strides, {nd}, mb_lo_{n});")
@@ -157,28 +219,48 @@ class ReadGuardMixin:
             root, elem = self._views[v]
             r, vn = self.name(root), self.name(v)
             rt, vt = self.tname(self.k.param(root).type), self.tname(elem)
-            out.append(f"const long long mb_lo_{vn} = mb_lo_{r} * (long long)sizeof({rt}) / (long long)sizeof({vt}); "
-                       f"const unsigned long long mb_n_{vn} = mb_n_{r} * sizeof({rt}) / sizeof({vt});")
+            lo = (f"const long long mb_lo_{vn} = mb_lo_{r} * (long long)sizeof({rt}) / (long long)sizeof({vt}); "
+                  if v in wide else "")
+            out.append(f"{lo}const unsigned long long mb_n_{vn} = mb_n_{r} * sizeof({rt}) / sizeof({vt});")
+        for b, kind in sorted(self._bounds32):
+            n = self.name(b)
+            top = "0xffffffffull" if kind == "l32" else "0x7fffffffull"
+            out.append(f"const uint32_t mb_{kind}_{n} = mb_n_{n} - 1ull > {top} ? (uint32_t){top} "
+                       f": (uint32_t)(mb_n_{n} - 1ull);")
+        if self._bounds32:
+            for b in sorted({b for b, _ in self._bounds32}):
+                out.append(f"const bool mb_any_{self.name(b)} = mb_n_{self.name(b)} != 0ull;")
         return out
 
-    def _guard_name(self, buf: str) -> str | None:
-        if self.in_function is not None or buf not in self.guarded:
-            return None
-        return self.name(buf)
-
     def load(self, buf: str, index, t) -> str:
-        g = self._guard_name(buf)
-        if g is None:
+        if not self.needs_guard(buf, index):
             return super().load(buf, index, t)
+        self.guarded[buf] = self._guardable[buf]
+        g = self.name(buf)
+        it = getattr(getattr(index, "type", None), "name", None)
+        if self._guard_mode == "rows" and it in _INT32:
+            # a 32-bit index: one 32-bit compare against the last element (a negative
+            # int32 converts to 2^31 or more, past the int32 bound)
+            kind = "l32" if it == "uint32" else "l31"
+            self._bounds32.add((buf, kind))
+            self.need("mb_gload32", _GLOAD32)
+            i = self.expr(index, ASSIGN)
+            if it == "int32":
+                i = f"static_cast<uint32_t>({i})"
+            return f"mb_gload32({g}, {i}, mb_{kind}_{g}, mb_any_{g})"
+        self._wide.add(buf)
         self.need("mb_gload", _GLOAD)
         return f"mb_gload({g}, {self.expr(index, ASSIGN)}, mb_lo_{g}, mb_n_{g})"
 
     def guarded_vload(self, buf: str, first, t) -> str | None:
-        """The guarded vector read of ``t.n`` elements from ``first``, or None when
-        ``buf`` is not guarded (``CUDAPrinter.vector_load`` asks first)."""
-        g = self._guard_name(buf)
-        if g is None:
+        """The guarded vector read of ``t.n`` elements from ``first`` (one check for the
+        whole vector), or None when that read is not guarded (``CUDAPrinter.vector_load``
+        asks first)."""
+        if not self.needs_guard(buf, first):
             return None
+        self.guarded[buf] = self._guardable[buf]
+        self._wide.add(buf)
+        g = self.name(buf)
         self.need("mb_gload", _GLOAD)
         self.need("mb_vload_g", _GVLOAD)
         return (f"mb_vload_g<{self.tname(t.elem)}, {t.n}>({g}, {self.expr(first, ASSIGN)}, "
