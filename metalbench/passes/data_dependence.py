@@ -68,6 +68,9 @@ class DataDependence:
         self._ranges = None
         self._facts = facts
         for _ in range(64):
+            # answers per expression, fresh each round: a stale "no" costs a round, and
+            # the last round (no change) answers from the final sets
+            self._memo: dict = {}
             before = (len(self.vars), len(self.arrays), len(self.neg))
             self._stmts(kernel.body, False)
             if (len(self.vars), len(self.arrays), len(self.neg)) == before:
@@ -76,6 +79,13 @@ class DataDependence:
     # -- queries
     def data(self, e) -> bool:
         """Does the value of expression ``e`` depend on data read from memory?"""
+        key = (id(e), 0)
+        hit = self._memo.get(key)
+        if hit is None:          # the entry keeps e alive, so its id names no other node
+            hit = self._memo[key] = (e, self._data(e))
+        return hit[1]
+
+    def _data(self, e) -> bool:
         if isinstance(e, ir.Load):
             root = self.views.get(e.buf, e.buf)
             if root in self.buffers:
@@ -96,6 +106,13 @@ class DataDependence:
         """Can integer expression ``e`` take a value below zero, or one that wrapped
         around below zero? Conservative: True unless proved otherwise (overflow past the
         type's maximum is not considered)."""
+        key = (id(e), 1)
+        hit = self._memo.get(key)
+        if hit is None:          # the entry keeps e alive, so its id names no other node
+            hit = self._memo[key] = (e, self._negative(e))
+        return hit[1]
+
+    def _negative(self, e) -> bool:
         if isinstance(e, ir.Const):
             v = e.value
             return isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0
