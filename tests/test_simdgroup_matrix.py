@@ -194,6 +194,30 @@ def test_tiled_gemm_half_inputs_float_accumulators_checked():
     np.testing.assert_allclose(o, x.astype(np.float64) @ w.T.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
+CONSTRUCTED = r"""
+    // the type templates called as constructors: a zero accumulator, a diagonal, a vector
+    simdgroup_matrix<float, 8, 8> acc = simdgroup_matrix<float, 8, 8>(0);
+    metal::simdgroup_matrix<float, 8, 8> two = metal::simdgroup_matrix<float, 8, 8>(2.0f);
+    vec<float, 2> shift = vec<float, 2>(x[0], 1.0f);
+    simdgroup_matrix<float, 8, 8> a;
+    simdgroup_load(a, x, 8);
+    simdgroup_multiply_accumulate(acc, a, two, acc);
+    simdgroup_store(acc, out, 8);
+    if (thread_index_in_simdgroup == 0) { out[64] = shift.x + shift.y; out[65] = metal::vec<float, 3>(7.0f).z; }
+"""
+
+
+def test_type_templates_called_as_constructors():
+    # simdgroup_matrix<float, 8, 8>(0) is a zero matrix (v on the diagonal), vec<T, n>(...) a vector
+    k = mb.metal_kernel(name="ctor", input_names=["x"], output_names=["out"], source=CONSTRUCTED)
+    x = RNG.standard_normal((8, 8)).astype(np.float32)
+    (o,) = k(inputs=[x], grid=(32, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(66,)],
+             output_dtypes=[mx.float32], backend="sim")
+    o = np.array(o)
+    np.testing.assert_allclose(o[:64].reshape(8, 8), x @ (2 * np.eye(8, dtype=np.float32)), rtol=1e-6)
+    assert o[64] == x[0, 0] + 1.0 and o[65] == 7.0
+
+
 STAGED = r"""
     threadgroup float xs[8 * 8];
     threadgroup float ws[8 * 8];

@@ -8,7 +8,7 @@ from ...builtins import registry
 from ...errors import KernelNameError
 from .mlx_utils import UTILS
 from .cxx_objects import NOT_MINE
-from .simdgroup import MATRIX_CALLS
+from .simdgroup import MATRIX_CALLS, MATRIX_TEMPLATES
 from .symbols import _ATOMIC_FNS, Buf, _NAMESPACES, _type_of_descriptor, _TypeName
 
 
@@ -27,6 +27,16 @@ class CallsMixin:
         while len(parts) > 1 and parts[0] in _NAMESPACES:
             parts = parts[1:]
         return "::".join(parts)
+
+    def type_template_call(self, fn) -> bool:
+        """Whether the callee ``fn`` names one of Metal's type templates (``vec<T, n>``,
+        ``simdgroup_matrix<T, 8, 8>``, possibly ``metal::``-qualified): the call constructs one."""
+        if fn.type == "qualified_identifier" and self.text(fn).replace(" ", "").startswith(("metal::", "::metal::")):
+            fn = fn.child_by_field_name("name")
+        if fn is None or fn.type != "template_function":
+            return False
+        nm = self.text(fn.child_by_field_name("name")).replace(" ", "")
+        return nm == "vec" or nm in MATRIX_TEMPLATES
 
     def call(self, node, stmt=False):
         sp = self.sp(node)
@@ -70,6 +80,9 @@ class CallsMixin:
             if not argn:
                 return self.sem.const(0, t, sp) if isinstance(t, T.ScalarType) else \
                     self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
+            return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
+        if self.type_template_call(fn):     # vec<float, 4>(x), simdgroup_matrix<float, 8, 8>(0): constructors
+            t, _ = self.resolve_type(fn)
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
         if name in MATRIX_CALLS:
             return self.matrix_call(name, argn, targs, node, stmt)

@@ -134,10 +134,11 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 return T.uint32, False
         if k == "qualified_identifier":
             inner = node.child_by_field_name("name")
-            if inner is not None and inner.type in ("template_type", "qualified_identifier"):
+            if inner is not None and inner.type in ("template_type", "qualified_identifier", "template_function"):
                 return self.resolve_type(inner)      # metal::vec<float, 4>
             txt = txt.split("::")[-1].strip()
-        if k == "template_type":
+        if k in ("template_type", "template_function"):
+            # (a template_function: the grammar's reading of vec<float, 4>(x), a constructor call)
             nm = self.text(node.child_by_field_name("name"))
             args = node.child_by_field_name("arguments")
             targs = [c for c in args.named_children]
