@@ -106,6 +106,43 @@ TG_PTRS = MSLCase(
     lambda x: [(x.reshape(2, 32)[:, ::-1] * 3 + 3).reshape(-1)],
     grid=(64, 1, 1), tg=(32, 1, 1), atol=1e-5)
 
+def _tg_views_ref(x):
+    # halves staged in float storage come back in order (the 8x8 matrix loaded from the view is
+    # x[:64] itself); the loop-declared array keeps iteration 0's values into iteration 1
+    t = x.astype(np.float32)
+    return [t[:64], np.roll(t[:32], -1)]
+
+
+TG_VIEWS = MSLCase(
+    "tg_views",
+    """
+    threadgroup float smem[2 * 64];            // float storage, read and written as halves
+    uint l = thread_index_in_simdgroup;
+    threadgroup float* base = smem + 16;
+    threadgroup half* h = (threadgroup half*)base;
+    h[l] = x[l];
+    h[l + 32] = x[l + 32];
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+    simdgroup_matrix<half, 8, 8> m;
+    simdgroup_load(m, h, 8);
+    simdgroup_matrix<float, 8, 8> f = simdgroup_matrix<float, 8, 8>(1.0f);
+    simdgroup_multiply(f, m, f);
+    simdgroup_store(f, mat, 8);
+    float acc = 0.0f;
+    for (int it = 0; it < 2; ++it) {
+        threadgroup float keep[32];            // one allocation: it outlives the iteration
+        if (it == 1) acc += keep[(l + 1) % 32];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        keep[l] = float(x[l]) * float(it + 1);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    carried[l] = acc + keep_last(l);
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float16)},
+    [("mat", (64,), np.float32), ("carried", (32,), np.float32)],
+    _tg_views_ref, grid=(32, 1, 1), tg=(32, 1, 1), atol=1e-3,
+    header="inline float keep_last(uint l) { return 0.0f * float(l); }")
+
 BYTES = MSLCase(
     "bytes",
     """
@@ -309,7 +346,7 @@ MISALIGNED = MSLCase(
      ("bytes_out", (5 * NBLK,), np.uint8)],
     _misaligned_ref, grid=(NBLK, 1, 1), tg=(NBLK, 1, 1), init_value=0, atol=1e-3)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
 IDS = [c.name for c in CASES]
 
 
@@ -375,6 +412,8 @@ def _error(source, header=""):
     ("uint i = thread_position_in_grid.x;\nfloat loc[4] = {0};\nthread uint* u = (thread uint*)loc;\n"
      "out[i] = u[0];", 3, "thread-local array"),
     ("uint i = thread_position_in_grid.x;\nout[i] = x + 1;", 2, "is a pointer, not a value"),
+    ("uint i = thread_position_in_grid.x;\nthreadgroup float t[2] = {1.0f, 2.0f};\nout[i] = t[i % 2];", 2,
+     "threadgroup arrays cannot have initialisers"),
     ("uint i = thread_position_in_grid.x;\nx[i] = 1.0f;", 2, "read-only"),
     ("uint i = thread_position_in_grid.x;\nuint e = 0;\ndo { if (i > 2) continue; e += 1; }\n"
      "while (!atomic_compare_exchange_weak_explicit((device atomic_uint*)out, &e, e + 1, memory_order_relaxed, "

@@ -348,6 +348,9 @@ class StatementsMixin:
                     self.type_err(d, f"{sp_name} array initialisers must be compile-time constants")
                 # {x[i], 1.0f}: the constant parts as the initialiser, then a store per run-time value
                 return [a] + [ir.Store(irname, ir.Const(k, T.int32, span=sp), v, span=sp) for k, v in runtime]
+            if sp_name == "threadgroup":
+                # one allocation per threadgroup for the whole launch (declared in a loop, it keeps
+                # its values from one iteration to the next), hoisted before the views of it
                 if not self.in_kernel:
                     self.unsupported(d, "a threadgroup array declared in a device function")
                 if values is not None:
