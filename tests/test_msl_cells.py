@@ -51,3 +51,21 @@ def test_model_style_cell_with_pointers_and_constants(ip):  # noqa: F811
 def test_output_inference_follows_the_syntax(body, outs):
     _, got = infer_msl_names("uint i = thread_position_in_grid.x;\n" + body, {"x": np.zeros(2)})
     assert got == outs
+
+
+SCALED = """
+uint i = thread_position_in_grid.x;
+if (i < xe_shape[0]) { out[i] = xe[i] * scale_e + eps_e; }
+"""
+
+
+def test_a_notebook_number_the_body_uses_is_named_as_an_input_to_pass(ip):  # noqa: F811
+    # model kernels take eps/scale as 0-d inputs; the inputs are guessed from the notebook's
+    # arrays, so a plain number needs --inputs: the error says so, and then the cell runs
+    ip.user_ns.update(xe=np.arange(40, dtype=np.float32), scale_e=0.5, eps_e=np.float32(1e-3))
+    r = cell(ip, "scaled_e --grid (64, 1, 1) --threadgroup (32, 1, 1) --no-widget", SCALED)
+    msg = str(r.error)
+    assert "undeclared identifier 'scale_e'" in msg and "--inputs xe,scale_e" in msg, msg
+    r = cell(ip, "scaled_e --grid (64, 1, 1) --threadgroup (32, 1, 1) --inputs xe,scale_e,eps_e "
+                 "--ref 'lambda x, s, e: x * s + e' --no-widget", SCALED)
+    assert r.error is None and r.check.ok

@@ -111,6 +111,20 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     return inputs, (outputs or ["out"])
 
 
+def _hint_scalar_input(e: MetalbenchError, ns: dict, inputs: list):
+    """An undeclared name that is a notebook number (eps = 1e-6): the inputs are guessed from
+    the notebook's arrays only, so say how to pass it (MLX takes scalars as 0-d inputs)."""
+    m = re.search(r"undeclared identifier '([A-Za-z_]\w*)'", str(e.args[0]) if e.args else "")
+    v = ns.get(m.group(1)) if m else None
+    if isinstance(v, (bool, int, float, np.generic)):
+        n = m.group(1)
+        e.hint = (f"'{n}' is a notebook number, and the inputs default to the notebook arrays the body "
+                  f"mentions: pass it as an input with --inputs {','.join([*inputs, n])} (a 0-d input, as "
+                  f"MLX passes scalars), or make it an array ({n} = mx.array({n})), or a template value "
+                  f"(--template {n}=...)")
+        e.args = (str(e),)
+
+
 def _is_data_array(v) -> bool:
     # DSL placeholders (thread_position_in_grid, ...) raise on attribute access: not data.
     return isinstance(v, np.ndarray) or type(v).__module__.startswith("mlx.core") and hasattr(v, "dtype")
@@ -402,6 +416,7 @@ class MetalMagics(Magics):
         try:
             k.ir(values, list(shapes), list(dtypes), tmpl or None)
         except MetalbenchError as e:
+            _hint_scalar_input(e, ns, inputs)
             raise _remap_msl_error(e, name, cell) from None
         return k, (), launch
 
