@@ -346,8 +346,11 @@ class ViewSemantics:
             return e
         if isinstance(e, ir.Const) and isinstance(e.type, T.ScalarType):
             import numpy as np
-            v = np.array([e.value], dtype=e.type.np).view(t.np)[0]
-            return ir.Const(v.item() if not t.is_float else float(v), t, span=span)
+            el = T.elem_of(t)
+            vs = [ir.Const(v.item() if not el.is_float else float(v), el, span=span)
+                  for v in np.array([e.value], dtype=e.type.np).view(el.np)]
+            # a vector of the constant's bits (as_type<half2>(0x3C004000u)): its components
+            return vs[0] if isinstance(t, T.ScalarType) else self.vector(t, vs, span)
         return ir.Bitcast(t, e, span=span)
 
     # -- pointer arithmetic between two views ----------------------------------------------
