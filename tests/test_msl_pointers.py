@@ -143,6 +143,41 @@ TG_VIEWS = MSLCase(
     _tg_views_ref, grid=(32, 1, 1), tg=(32, 1, 1), atol=1e-3,
     header="inline float keep_last(uint l) { return 0.0f * float(l); }")
 
+def _packed_ref(p3, ph):
+    # Particle: packed_float3 pos at 0, float w at 12 (16 bytes); Tag: half c, packed_half4 v at
+    # 2, half b at 10 (12 bytes); sizes as Metal lays them out; as_type of a constant
+    pr = p3.reshape(-1, 4)
+    moved = pr.copy()
+    moved[:, 1] += 1.0
+    t = ph.reshape(-1, 6).astype(np.float32)
+    return [pr[:, 3] + 10 * pr[:, 1], moved.reshape(-1), t[:, 5] + 10 * t[:, 2],
+            np.array([16, 12, 12, 8, 16, 2.0, 1.0, 4], np.float32)]
+
+
+PACKED = MSLCase(
+    "packed_members",
+    """
+    uint i = thread_position_in_grid.x;
+    const device Particle* p = (const device Particle*)p3;
+    device Particle* q = (device Particle*)moved;
+    w_plus_y[i] = p[i].w + 10.0f * p[i].pos.y;
+    q[i].pos = p[i].pos + float3(0.0f, 1.0f, 0.0f);
+    q[i].w = p[i].w;
+    const device Tag* t = (const device Tag*)ph;
+    tag[i] = float(t[i].b) + 10.0f * float(t[i].v.y);
+    if (i == 0) {
+        sizes[0] = sizeof(Particle); sizes[1] = sizeof(Tag); sizes[2] = sizeof(packed_float3);
+        sizes[3] = sizeof(packed_half4); sizes[4] = sizeof(float3);
+        half2 h = as_type<half2>(0x3C004000u);         // a constant's bits as a vector
+        sizes[5] = float(h.x); sizes[6] = float(h.y); sizes[7] = float(as_type<uchar4>(0x01020304u).x);
+    }
+    """,
+    {"p3": RNG.standard_normal(4 * 8).astype(np.float32), "ph": RNG.standard_normal(6 * 8).astype(np.float16)},
+    [("w_plus_y", (8,), np.float32), ("moved", (32,), np.float32), ("tag", (8,), np.float32),
+     ("sizes", (8,), np.float32)],
+    _packed_ref, grid=(8, 1, 1), tg=(8, 1, 1), atol=1e-5,
+    header="struct Particle { packed_float3 pos; float w; };\nstruct Tag { half c; packed_half4 v; half b; };")
+
 BYTES = MSLCase(
     "bytes",
     """
@@ -346,7 +381,7 @@ MISALIGNED = MSLCase(
      ("bytes_out", (5 * NBLK,), np.uint8)],
     _misaligned_ref, grid=(NBLK, 1, 1), tg=(NBLK, 1, 1), init_value=0, atol=1e-3)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
 IDS = [c.name for c in CASES]
 
 

@@ -314,23 +314,40 @@ class CxxAssignMixin:
             out += self.sem.view_store(dv, i, self.sem.view_load(sv, i, sp), sp)
         return out
 
+    def field_packed(self, owner, f) -> bool:
+        """Whether data member ``f`` is declared with a packed vector type (``packed_float3``,
+        ``packed_half4``: the components back to back, aligned as one component)."""
+        key = ("packed", f.name)
+        if key not in owner.cache:
+            tn = f.decl.child_by_field_name("type")
+            with self.in_ctx(owner.ctx, self.class_scopes(owner), owner.ns):     # the text of its header
+                txt = self.text(tn) if tn is not None else ""
+            owner.cache[key] = txt.replace(" ", "").removeprefix("metal::").startswith("packed_")
+        return owner.cache[key]
+
+    def member_size_align(self, f, owner, t, kinds, what):
+        """(size, alignment) in bytes of one element of data member ``f`` of type ``t``."""
+        if kinds and kinds[0] in ("ptr", "ref"):
+            return 8, 8
+        if isinstance(t, ClassInst):
+            return self.sizeof_class(t), self.alignof_class(t)
+        if isinstance(t, T.VectorType):
+            if self.field_packed(owner, f):
+                return t.elem.itemsize * t.n, t.elem.itemsize
+            a = t.elem.itemsize * (4 if t.n == 3 else t.n)
+            return a, a
+        if isinstance(t, T.ScalarType):
+            return t.itemsize, t.itemsize
+        self.unsupported(f.decl, f"{what} with a {getattr(t, 'name', t)} member")
+
     def sizeof_class(self, cls) -> int:
         """sizeof of a class: members laid out in order, each aligned to its size (C's
-        rule), the whole rounded up to the largest alignment and to ``alignas``."""
+        rule; a packed vector to its component), the whole rounded up to the largest
+        alignment and to ``alignas``."""
         size, align = 0, 1
         for f, owner in self.all_fields(cls):
             t, kinds, dims, _, _ = self.field_info(owner, f)
-            if kinds and kinds[0] in ("ptr", "ref"):
-                s = a = 8
-            elif isinstance(t, ClassInst):
-                s, a = self.sizeof_class(t), self.alignof_class(t)
-            elif isinstance(t, T.VectorType):
-                a = t.elem.itemsize * (4 if t.n == 3 else t.n)
-                s = a
-            elif isinstance(t, T.ScalarType):
-                s = a = t.itemsize
-            else:
-                self.unsupported(f.decl, f"sizeof a struct with a {getattr(t, 'name', t)} member")
+            s, a = self.member_size_align(f, owner, t, kinds, "sizeof a struct")
             n = 1
             for d in dims:
                 n *= d
@@ -343,10 +360,8 @@ class CxxAssignMixin:
         a = self.alignas_of(cls)
         for f, owner in self.all_fields(cls):
             t, kinds, _, _, _ = self.field_info(owner, f)
-            if isinstance(t, T.ScalarType):
-                a = max(a, t.itemsize)
-            elif isinstance(t, ClassInst):
-                a = max(a, self.alignof_class(t))
+            if isinstance(t, (T.ScalarType, T.VectorType, ClassInst)) or kinds and kinds[0] in ("ptr", "ref"):
+                a = max(a, self.member_size_align(f, owner, t, kinds, "alignof a struct")[1])
         return a
 
     def alignas_of(self, cls) -> int:

@@ -10,6 +10,7 @@ from ...errors import KernelNameError, KernelTypeError, error_net
 from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
+from .cxx_decls import ClassInst
 from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
 
 # Metal's constants: the float ones from the builtin registry's table (the DSL exports the
@@ -192,12 +193,16 @@ class ExpressionsMixin:
 
     def sizeof(self, node) -> int:
         """``sizeof(T)`` / ``sizeof expr`` in bytes (Metal's layout: a 3-vector as a 4-vector)."""
-        def size_of(t):
-            return t.itemsize if isinstance(t, T.ScalarType) else t.elem.itemsize * (4 if t.n == 3 else t.n)
+        def size_of(t, packed=False):
+            if isinstance(t, ClassInst):
+                return self.sizeof_class(t)
+            return t.itemsize if isinstance(t, T.ScalarType) else \
+                t.elem.itemsize * (4 if t.n == 3 and not packed else t.n)
         tn = node.child_by_field_name("type")
         if tn is not None:
             t, _ = self.resolve_type(tn)
-            return size_of(t)
+            # sizeof(packed_float3) is 12: the packed types resolve to their vectors
+            return size_of(t, self.text(tn).replace(" ", "").removeprefix("metal::").startswith("packed_"))
         v = node.child_by_field_name("value")
         while v.type == "parenthesized_expression":
             v = v.named_children[-1]
@@ -205,7 +210,8 @@ class ExpressionsMixin:
             import ast
             return len(ast.literal_eval(self.text(v)).encode()) + 1
         if v.type in ("identifier", "type_identifier", "primitive_type") and self.is_type_name(v):
-            return size_of(self.resolve_type(v)[0])        # sizeof(T): the grammar saw an expression
+            return size_of(self.resolve_type(v)[0],         # sizeof(T): the grammar saw an expression
+                           self.text(v).replace(" ", "").removeprefix("metal::").startswith("packed_"))
         if v.type == "identifier":
             sym = self.lookup(self.text(v))
             if isinstance(sym, Buf) and sym.shape:

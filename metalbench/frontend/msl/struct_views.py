@@ -51,14 +51,9 @@ class StructViewsMixin:
             if kinds and kinds[0] in ("ptr", "ref"):
                 self.unsupported(node, f"a pointer to a {cls.name} in memory, which has the pointer or "
                                        f"reference member '{f.name}'")
-            if isinstance(t, ClassInst):
-                s, a = self.sizeof_class(t), self.alignof_class(t)
-            elif isinstance(t, T.VectorType):
-                s = a = t.elem.itemsize * (4 if t.n == 3 else t.n)
-            elif isinstance(t, T.ScalarType):
-                s = a = t.itemsize
-            else:
+            if not isinstance(t, (ClassInst, T.VectorType, T.ScalarType)):
                 self.unsupported(node, f"a {cls.name} in memory with a {getattr(t, 'name', t)} member")
+            s, a = self.member_size_align(f, owner, t, kinds, f"a {cls.name} in memory")
             n = 1
             for d in dims:
                 n *= d
@@ -81,7 +76,7 @@ class StructViewsMixin:
                 fields[f.name] = self.memory_object(t, view, pos, node)
                 continue
             el = T.elem_of(t)
-            typed = self.sem.view_cast(view, t, span=sp)
+            typed = self.sem.view_cast(view, t, packed=self.field_packed(owner, f), span=sp)
             first = self.sem.binop("/", pos, ir.Const(el.itemsize, T.int64, span=sp), sp) \
                 if el.itemsize > 1 else pos
             mv = replace(typed, offset=self.sem.convert(first, T.int64, sp))
