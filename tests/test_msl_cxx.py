@@ -533,6 +533,33 @@ def test_lambdas_in_the_body_capture_and_return():
     printed_again("", body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
 
 
+def test_lambdas_copy_what_they_capture_by_value_where_they_are_defined():
+    # [=] and [k] copy at the definition: a later change to k does not reach the lambda; [&j]
+    # and [&] see it. In a loop, each iteration's lambda copies that iteration's value.
+    body = """
+    uint i = thread_position_in_grid.x;
+    float k = x0[i];
+    float j = 1.0f;
+    auto by_copy = [=](float v) { return v + k; };
+    auto mixed = [k, &j](float v) { return v + k * j; };
+    auto by_ref = [&](float v) { return v + k; };
+    k = 100.0f;
+    j = 2.0f;
+    float acc = 0.0f;
+    for (int t = 0; t < 3; ++t) {
+        float w = float(t);
+        auto twice = [=]() { return 2.0f * w; };
+        w = -50.0f;
+        acc += twice();
+    }
+    out[i] = by_copy(1.0f) + 10.0f * mixed(0.0f) + 1000.0f * by_ref(0.0f) + acc;
+    """
+    x = RNG.standard_normal(32).astype(np.float32)
+    o = run("", body, [x], (32,))
+    np.testing.assert_allclose(o, (x + 1) + 10 * (2 * x) + 1000 * 100 + 6, rtol=1e-5)
+    printed_again("", body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+
+
 def test_generic_lambdas_are_named():
     with pytest.raises(KernelSyntaxError, match="generic lambda") as e:
         translate_kernel("bad", "uint i = 0;\nauto f = [](auto v) { return v; };\nout[i] = f(1.0f);", "",

@@ -1,8 +1,8 @@
 """C++ lambdas in kernel bodies: ``auto f = [&](float v) { return v * k; };`` then ``f(x)``.
 A lambda is a function translated inline at each call (as header functions taking objects
 are, ``cxx_calls.py``), in the text and scopes where it was written, so it sees the
-variables it captures. Captures are by reference (``[=]`` copies are the same while the
-captured variables do not change after the lambda is defined)::
+variables it captures. Variables captured by copy (``[=]``, ``[k]``) are copied where the
+lambda is defined, so later changes to them do not reach it; the rest are references::
 
     >>> from metalbench.frontend.msl import translate_kernel
     >>> from metalbench import ir, types as T
@@ -15,6 +15,7 @@ captured variables do not change after the lambda is defined)::
 """
 from __future__ import annotations
 
+from ... import ir
 from .cxx_decls import Method, MethodSet
 
 
@@ -42,10 +43,45 @@ class LambdasMixin:
                                     for p in decl.child_by_field_name("parameters").named_children):
             self.unsupported(node, "a generic lambda (a parameter of type auto)")
         m = Method(name, node, [], True, "lambda", None)
-        m.lambda_ctx = (self.ctx_here(), self.global_syms.ns, list(self.scopes))
+        copies, decls = self.lambda_copies(node, sp)
+        m.lambda_ctx = (self.ctx_here(), self.global_syms.ns, list(self.scopes) + ([copies] if copies else []))
         m.in_kernel = self.in_kernel
         self.scopes[-1][name] = MethodSet(None, name, [m])
-        return []
+        return decls
+
+    def lambda_copies(self, node, sp):
+        """The local variables a lambda captures by copy (``[=]`` for those its body names,
+        ``[k]``), copied here: ``({name: copy}, declarations)``. Arrays and pointers stay
+        references (a copy of an array capture is not supported: it is shared)."""
+        cap = next((c for c in node.children if c.type == "lambda_capture_specifier"), None)
+        if cap is None:
+            return {}, []
+        default, explicit = None, {}
+        for c in cap.children:
+            if c.type == "lambda_default_capture":
+                default = self.text(c).strip()
+            elif c.type == "identifier":
+                prev = c.prev_sibling
+                explicit[self.text(c)] = "ref" if prev is not None and self.text(prev).strip() == "&" else "copy"
+        names, stack = [], [node.child_by_field_name("body")]
+        while stack:
+            n = stack.pop()
+            if n is None:
+                continue
+            if n.type == "identifier":
+                names.append(self.text(n))
+            stack.extend(n.named_children)
+        copies, decls = {}, []
+        for nm in dict.fromkeys(list(explicit) + names):
+            if explicit.get(nm, "copy" if default == "=" else "ref") != "copy":
+                continue
+            sym = self.lookup(nm)
+            if not isinstance(sym, ir.Var) or sym.type is None:
+                continue
+            v = ir.Var(self.fresh(f"{nm}_copy"), sym.type, span=sp)
+            decls.append(ir.Decl(v, ir.Var(sym.name, sym.type, span=sp), span=sp))
+            copies[nm] = ir.Var(v.name, v.type, span=sp)
+        return copies, decls
 
     def lambda_return_kind(self, m, scopes=None):
         """("value", type or "auto") or ("void", None): a trailing ``-> R`` or the body."""
