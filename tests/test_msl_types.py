@@ -175,7 +175,33 @@ QUADS = MSLCase(
                          np.repeat(np.bitwise_xor.reduce((np.arange(64) * 7).reshape(16, 4), 1), 4)], 1).reshape(-1)],
     grid=(64, 1, 1), tg=(64, 1, 1), atol=1e-5)
 
-CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS]
+def _votes_ref(x):
+    # per SIMD-group of 32: the ballot of x > 0 (its low 32 bits), how many lanes voted, and the
+    # lanes active in the `lane < 20` branch (simd_active_threads_mask)
+    pos = (x.reshape(2, 32) > 0)
+    bits = (pos * (1 << np.arange(32, dtype=np.int64))).sum(1)
+    return [np.repeat(bits.astype(np.uint32), 32), np.repeat(pos.sum(1), 32).astype(np.float32),
+            np.where(np.arange(64) % 32 < 20, 20, 0).astype(np.float32)]
+
+
+VOTES = MSLCase(
+    "votes",
+    """
+    uint i = thread_position_in_grid.x;
+    uint lane = thread_index_in_simdgroup;
+    simd_vote vote = simd_ballot(x[i] > 0.0f);                 // a simd_vote variable
+    ballot[i] = uint(static_cast<simd_vote::vote_t>(vote));
+    count[i] = popcount(as_type<uint2>((metal::simd_vote::vote_t)simd_ballot(x[i] > 0.0f)).x);
+    active[i] = 0.0f;
+    if (lane < 20) {
+        active[i] = popcount(uint((simd_vote::vote_t)simd_active_threads_mask()));
+    }
+    """,
+    {"x": RNG.standard_normal(64).astype(np.float32)},
+    [("ballot", (64,), np.uint32), ("count", (64,), np.float32), ("active", (64,), np.float32)],
+    _votes_ref, grid=(64, 1, 1), tg=(64, 1, 1))
+
+CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES]
 IDS = [c.name for c in CASES]
 
 
@@ -214,7 +240,7 @@ def test_as_type_round_trips_every_bit_pattern(t, src):
     ("out[0] = float(numeric_limits<float>::digits());", "numeric_limits<float>::digits()"),
     ("out[0] = reinterpret_cast<float>(1u);", "use as_type<T>(x)"),
     ("float2x2 m = float2x2(1.0f); out[0] = m[0].x;", "the Metal type 'float2x2' is not supported"),
-    ("simd_vote v = simd_ballot(x[0] > 0.0f); out[0] = 0.0f;", "the Metal type 'simd_vote' is not supported"),
+    ("quad_vote v = quad_ballot(x[0] > 0.0f); out[0] = 0.0f;", "the Metal type 'quad_vote' is not supported"),
     ("out[0] = float(abs_diff(1, 3));", "'abs_diff' is not supported"),
 ])
 def test_misuse_names_the_construct(src, words):

@@ -84,6 +84,9 @@ class CallsMixin:
         if self.type_template_call(fn):     # vec<float, 4>(x), simdgroup_matrix<float, 8, 8>(0): constructors
             t, _ = self.resolve_type(fn)
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
+        if name == "simd_active_threads_mask" and not argn:
+            # the lanes that run this call: a ballot every active lane votes for
+            return self.sem.builtin("simd_ballot", [self.sem.const(True, T.bool_, sp)], sp)
         if name in MATRIX_CALLS:
             return self.matrix_call(name, argn, targs, node, stmt)
         r = self.cxx_call(node, fn, argn, stmt)         # member functions, objects (cxx_calls)

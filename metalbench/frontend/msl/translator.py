@@ -122,6 +122,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         txt = self.text(node).strip()
         if k == "primitive_type" and txt == "void":
             return None, False
+        if txt.replace(" ", "").removeprefix("::").removeprefix("metal::") == "simd_vote::vote_t":
+            return T.uint64, False               # the bits of a simd_vote (named_type)
         if k in _CXX_TYPE_NODES:
             t = self.cxx_type(node)          # classes, templates, member types, decltype, traits
             if t is not None:
@@ -161,7 +163,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return t
         if txt in _ATOMIC_TYPES:
             return _ATOMIC_TYPES[txt], True
-        if re.fullmatch(r"(?:metal::)?(?:(?:float|half|bfloat)[234]x[234]|matrix<.*>|simd_vote|quad_vote|"
+        if re.fullmatch(r"(?:metal::)?(?:(?:float|half|bfloat)[234]x[234]|matrix<.*>|quad_vote|"
                         r"texture[123]d(?:_array)?<.*>|sampler|simd_mask)", txt):
             self.unsupported(node, f"the Metal type '{txt}'")
         raise KernelNameError(f"unknown type '{txt}'", self.sp(node),
@@ -169,6 +171,10 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
 
     def named_type(self, txt):
         txt = _KEYWORD_CAST_TYPES.get(txt, txt)
+        if txt in ("simd_vote", "metal::simd_vote"):
+            # simd_ballot's result: its 64 bits (simd_vote::vote_t). Metal converts it only
+            # explicitly, so a kernel Metal accepts reads the same bits through a ulong
+            return T.uint64, False
         if txt.startswith("packed_"):       # the same values; only the memory layout differs
             txt = txt[len("packed_"):]
         sym = self.lookup(txt)
