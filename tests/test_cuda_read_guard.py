@@ -78,7 +78,7 @@ def test_msl_input_reads_are_guarded_outputs_and_dsl_are_not():
     body = sp.rendered("cuda").body
     # x[i + 3] is launch-determined and non-negative: plain; x[i - 2] wraps below 0: guarded,
     # a 32-bit compare against the last element
-    assert "x[i + 3u] + mb_gload32(x, i - 2u, mb_l32_x, mb_any_x)" in body
+    assert "x[i + 3u] + mb_gload32(x, i - 2u, mb_e32_x, mb_all32_x)" in body
     assert "const unsigned long long mb_n_x = mb_extent_rows(x_shape, 1);" in body
     assert "mb_lo_x" not in body                     # only the 64-bit helpers need the lowest element
     assert "out[i] = " in body                       # writes are plain
@@ -110,14 +110,14 @@ _KINDS = {
      """, {"x": _ROW, "scale": np.ones(1, np.float32)}, ["x[row_off + ", "x[i]", "scale[0]"], []),
     # a gather by a loaded index: guarded; the index read itself: plain
     "gather": (GATHER, {"x": np.zeros(8, np.float32), "idx": np.zeros(8, np.int32)},
-               ["idx[i]", "x[i]"], ["mb_gload32(x, static_cast<uint32_t>(j), mb_l31_x, mb_any_x)"]),
+               ["idx[i]", "x[i]"], ["mb_gload32(x, static_cast<uint32_t>(j), mb_e31_x, false)"]),
     # an index chosen under a condition on data (control dependence): guarded
     "branch": ("""
         uint i = thread_position_in_grid.x;
         uint j = i;
         if (x[i] > 0.0f) { j = i + 1000; }
         out[i] = x[j];
-     """, {"x": np.zeros(8, np.float32)}, ["x[i] > 0.0f"], ["mb_gload32(x, j, mb_l32_x, mb_any_x)"]),
+     """, {"x": np.zeros(8, np.float32)}, ["x[i] > 0.0f"], ["mb_gload32(x, j, mb_e32_x, mb_all32_x)"]),
     # a binary search: the loop's bounds move with the data
     "search": ("""
         uint i = thread_position_in_grid.x;
@@ -126,8 +126,8 @@ _KINDS = {
         while (lo < hi) { int mid = (lo + hi) / 2; if (x[mid] < v) lo = mid + 1; else hi = mid; }
         out[i] = x[lo];
      """, {"x": np.zeros(8, np.float32)}, ["x[i]"],
-        ["mb_gload32(x, static_cast<uint32_t>(mid), mb_l31_x, mb_any_x)",
-         "mb_gload32(x, static_cast<uint32_t>(lo), mb_l31_x, mb_any_x)"]),
+        ["mb_gload32(x, static_cast<uint32_t>(mid), mb_e31_x, false)",
+         "mb_gload32(x, static_cast<uint32_t>(lo), mb_e31_x, false)"]),
     # indices staged in threadgroup memory: loaded values are data; thread ids are not
     "threadgroup": ("""
         uint i = thread_position_in_grid.x;
@@ -139,7 +139,7 @@ _KINDS = {
         threadgroup_barrier(mem_flags::mem_threadgroup);
         out[i] = x[ids[l]] + x[mine[l]];
      """, {"x": np.zeros(8, np.float32), "idx": np.zeros(8, np.int32)}, ["x[mine[l]]"],
-        ["mb_gload32(x, static_cast<uint32_t>(ids[l]), mb_l31_x, mb_any_x)"]),
+        ["mb_gload32(x, static_cast<uint32_t>(ids[l]), mb_e31_x, false)"]),
 }
 
 
@@ -258,6 +258,48 @@ def test_extent_and_guarded_read_against_numpy(tmp_path):
     got = [tuple(float(v) for v in line.split()) for line in out.splitlines()]
     for c, g, w in zip(cases, got, want):
         assert g == tuple(float(v) for v in w), c
+
+
+_DRIVER32 = r"""
+#include <cstdio>
+#include <cstdint>
+#define __device__
+%s
+int main() {
+    unsigned long long n; long long i;
+    while (scanf("%%llu %%lld", &n, &i) == 2) {
+        const unsigned long long mb_n_x = n;
+        %s
+        %s
+        printf("%%d %%d\n", (int)mb_in32(static_cast<uint32_t>(static_cast<int32_t>(i)), mb_e31_x, false),
+               (int)mb_in32(static_cast<uint32_t>(i), mb_e32_x, mb_all32_x));
+    }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+def test_32_bit_bounds_against_python(tmp_path):
+    # the bounds as the printer writes them, for an int and a uint index into one input
+    src = """
+        uint i = thread_position_in_grid.x;
+        out[i] = x[idx[i]] + x[uint(idx[i]) + 1u];
+    """
+    _, _, sp = _msl_spec(src, [np.zeros(8, np.float32), np.zeros(8, np.int32)], (8,), (8, 1, 1), names=("x", "idx"))
+    body = sp.rendered("cuda").body
+    e31 = next(ln for ln in body.splitlines() if ln.startswith("const uint32_t mb_e31_x"))
+    e32 = next(ln for ln in body.splitlines() if ln.startswith("const uint32_t mb_e32_x"))
+    (tmp_path / "b.cpp").write_text(_DRIVER32 % (cuda_guard._GLOAD32, e31, e32))
+    subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(tmp_path / "b"), str(tmp_path / "b.cpp")], check=True)
+    cases = [(n, i) for n in (0, 1, 8, (1 << 31) - 1, 1 << 31, (1 << 31) + 5, (1 << 32) - 1, 1 << 32, 1 << 40)
+             for i in (0, 1, 7, 8, n - 1, n, n + 1, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, -1, -(1 << 31))
+             if -(1 << 31) <= i < (1 << 32)]
+    out = subprocess.run([str(tmp_path / "b")], input="\n".join(f"{n} {i}" for n, i in cases),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    for (n, i), line in zip(cases, out):
+        as_int = i - (1 << 32) if i >= (1 << 31) else i         # the int index's value
+        as_uint = i % (1 << 32)                                  # the uint index's value
+        assert line.split() == [str(int(0 <= as_int < n)), str(int(as_uint < n))], (n, i, line)
 
 
 # ----------------------------------------------------------------------------- NVRTC

@@ -51,9 +51,10 @@ because the body names them): the lowest and the number of addressable elements,
 ``read_guard`` is ``"rows"``) an input is row-contiguous: 0 and the product of the shape.
 Otherwise (``"strided"``) both come from shape and strides, negative strides included.
 A guarded read with a 32-bit index (``int``/``uint``, the usual MSL index) in a
-row-contiguous input is ``mb_gload32(x, i, mb_l31_x, mb_any_x)``: one 32-bit compare
-against the last element, clamped to the index type's range (``mb_l32_x`` for ``uint``;
-``mb_l31_x`` for ``int``, whose negative values convert to 2^31 and more, past it), and
+row-contiguous input is ``mb_gload32(x, i, mb_e31_x, false)``: one 32-bit compare against
+the element count capped to the index type's range (``mb_e31_x``, at most 2^31, for
+``int``, whose negative values convert to 2^31 and more, outside; ``mb_e32_x`` and the
+flag ``mb_all32_x`` of an input of 2^32 elements or more for ``uint``), and
 the load predicated on it; other reads are ``mb_gload(x, i, mb_lo_x, mb_n_x)`` (64-bit).
 A vector access is one check for the whole vector and the plain vector load inside.
 
@@ -72,7 +73,7 @@ reports the read; they stay unguarded, as the issue-18 kernels were measured.
     ...                  ir.Store("o", ix, ir.BinOp("+", ir.Load("x", j, T.float32), ir.Load("x", ix, T.float32),
     ...                                             T.float32))], read_guard="rows")
     >>> print(cuda.render(k).body.splitlines()[-1])
-    o[thread_position_in_grid.x] = mb_gload32(x, static_cast<uint32_t>(j), mb_l31_x, mb_any_x) + x[thread_position_in_grid.x];
+    o[thread_position_in_grid.x] = mb_gload32(x, static_cast<uint32_t>(j), mb_e31_x, false) + x[thread_position_in_grid.x];
 """
 from __future__ import annotations
 
@@ -104,7 +105,8 @@ _ROWS = """\
 // The elements of a row-contiguous input (MLX copies other inputs for ensure_row_contiguous).
 template <class S> __device__ inline unsigned long long mb_extent_rows(const S& shape, int nd) {
     unsigned long long n = 1;
-    for (int d = 0; d < nd; ++d) n *= static_cast<unsigned long long>(shape[d] < 0 ? 0 : shape[d]);
+    // (MLX's shapes are never negative; a clamp here cost ~10 instructions per kernel)
+    for (int d = 0; d < nd; ++d) n *= static_cast<unsigned long long>(static_cast<unsigned>(shape[d]));
     return n;
 }"""
 
@@ -116,9 +118,11 @@ template <class T, class I> __device__ inline T mb_gload(const T* p, I i, long l
 }"""
 
 _GLOAD32 = """\
-// A 32-bit index against the last addressable element as a 32-bit bound: one compare.
-template <class T> __device__ inline T mb_gload32(const T* p, uint32_t i, uint32_t last, bool any) {
-    return any && i <= last ? p[i] : T();
+// A 32-bit index against the element count as a 32-bit bound: one compare. ``all``: every
+// index of the type is inside (a uint index into 2^32 or more elements).
+__device__ inline bool mb_in32(uint32_t i, uint32_t end, bool all) { return i < end || all; }
+template <class T> __device__ inline T mb_gload32(const T* p, uint32_t i, uint32_t end, bool all) {
+    return mb_in32(i, end, all) ? p[i] : T();
 }"""
 
 _GVLOAD = """\
@@ -168,7 +172,7 @@ class ReadGuardMixin:
 
     def setup_guard(self, kernel: ir.KernelIR, mode: str | None) -> None:
         self.guarded = {}          # buffer or view name -> its input, once a guarded read of it printed
-        self._bounds32 = set()     # (buffer or view, "l32"|"l31"): 32-bit bounds the guarded reads use
+        self._bounds32 = set()     # (buffer or view, "e32"|"e31"): 32-bit bounds the guarded reads use
         self._wide = set()         # buffers and views read through the 64-bit helpers (need mb_lo_)
         self._views = {}           # view name -> (input, view element type)
         self._guardable = {}       # input or view name -> the input whose extent bounds it
@@ -224,12 +228,11 @@ class ReadGuardMixin:
             out.append(f"{lo}const unsigned long long mb_n_{vn} = mb_n_{r} * sizeof({rt}) / sizeof({vt});")
         for b, kind in sorted(self._bounds32):
             n = self.name(b)
-            top = "0xffffffffull" if kind == "l32" else "0x7fffffffull"
-            out.append(f"const uint32_t mb_{kind}_{n} = mb_n_{n} - 1ull > {top} ? (uint32_t){top} "
-                       f": (uint32_t)(mb_n_{n} - 1ull);")
-        if self._bounds32:
-            for b in sorted({b for b, _ in self._bounds32}):
-                out.append(f"const bool mb_any_{self.name(b)} = mb_n_{self.name(b)} != 0ull;")
+            if kind == "e31":       # int indices: 2^31 bounds every non-negative one
+                out.append(f"const uint32_t mb_e31_{n} = mb_n_{n} > 0x80000000ull ? 0x80000000u : (uint32_t)mb_n_{n};")
+            else:                   # uint indices: every one is inside 2^32 or more elements
+                out.append(f"const uint32_t mb_e32_{n} = mb_n_{n} > 0xffffffffull ? 0xffffffffu : (uint32_t)mb_n_{n}; "
+                           f"const bool mb_all32_{n} = mb_n_{n} > 0xffffffffull;")
         return out
 
     def load(self, buf: str, index, t) -> str:
@@ -239,15 +242,15 @@ class ReadGuardMixin:
         g = self.name(buf)
         it = getattr(getattr(index, "type", None), "name", None)
         if self._guard_mode == "rows" and it in _INT32:
-            # a 32-bit index: one 32-bit compare against the last element (a negative
-            # int32 converts to 2^31 or more, past the int32 bound)
-            kind = "l32" if it == "uint32" else "l31"
-            self._bounds32.add((buf, kind))
+            # a 32-bit index: one 32-bit compare against the element count, capped at
+            # 2^31 for an int index (a negative one converts to 2^31 or more: outside)
             self.need("mb_gload32", _GLOAD32)
             i = self.expr(index, ASSIGN)
             if it == "int32":
-                i = f"static_cast<uint32_t>({i})"
-            return f"mb_gload32({g}, {i}, mb_{kind}_{g}, mb_any_{g})"
+                self._bounds32.add((buf, "e31"))
+                return f"mb_gload32({g}, static_cast<uint32_t>({i}), mb_e31_{g}, false)"
+            self._bounds32.add((buf, "e32"))
+            return f"mb_gload32({g}, {i}, mb_e32_{g}, mb_all32_{g})"
         self._wide.add(buf)
         self.need("mb_gload", _GLOAD)
         return f"mb_gload({g}, {self.expr(index, ASSIGN)}, mb_lo_{g}, mb_n_{g})"
