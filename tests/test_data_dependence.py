@@ -33,10 +33,9 @@ F8, I8 = np.zeros(8, np.float32), np.zeros(8, np.int32)
     # below zero: uint wrap, int negative, float -> int
     ("uint i = thread_position_in_grid.x; int k = int(i) - 1; out[i] = x[i - 1] + x[k] + x[int(float(i) * 0.5f)];",
      ["negative"] * 3),
-    # an input read at a constant index is a launch parameter (an int one may be negative);
-    # at a loaded index, data
+    # an input read at a constant index is a launch parameter; at a loaded index, data
     ("uint i = thread_position_in_grid.x; uint n = uint(idx[0]); out[i] = x[i * n] + x[idx[i]];",
-     ["launch", "negative", "data", "launch"]),
+     ["launch", "launch", "data", "launch"]),
     # a loop that leaves on data: the counter afterwards is data (and, flow-insensitive,
     # inside the loop too: guarded where it need not be, never the other way round)
     ("uint i = thread_position_in_grid.x; uint k = 0; for (; k < 8; ++k) { if (x[k] > 1.0f) break; } out[i] = x[k];",
@@ -47,6 +46,9 @@ F8, I8 = np.zeros(8, np.float32), np.zeros(8, np.int32)
     # a thread array holding data, and one holding thread ids
     ("uint i = thread_position_in_grid.x; int a[2]; uint b[2]; a[0] = idx[i]; b[0] = i; out[i] = x[a[0]] + x[b[0]];",
      ["launch", "data", "launch"]),
+    # clamped from below: max with a non-negative argument, clamp with non-negative bounds
+    ("uint i = thread_position_in_grid.x; int k = int(i) - 1; out[i] = x[max(k, 0)] + x[clamp(k, 0, 7)] + x[min(k, 7)];",
+     ["launch", "launch", "negative"]),
     # a threadgroup array written under a condition on data
     ("uint i = thread_position_in_grid.x; threadgroup uint t[32]; t[i % 32] = 0;"
      " if (x[i] > 0.0f) { t[i % 32] = 5; } out[i] = x[t[i % 32]];", ["launch", "data"]),
@@ -62,3 +64,11 @@ def test_device_function_given_a_buffer_returns_data():
     got = classes(src, {"x": F8, "idx": I8}, header)
     # a function's result is not looked into: not launch-determined (may be negative)
     assert got == [("x", "data"), ("x", "negative")]
+
+
+def test_launch_parameters_count_as_non_negative():
+    # sizes and counts arrive as int scalars (gated_delta's T): like shapes, not guarded;
+    # an int read from a thread array is not a launch parameter
+    src = "uint i = thread_position_in_grid.x; int a[1]; a[0] = int(i); out[i] = x[int(i) + off] + x[i * n] + x[a[0]];"
+    got = classes(src, {"x": F8, "off": mx.array(np.int32(2)), "n": mx.array(np.uint32(2))})
+    assert got == [("x", "launch"), ("x", "launch"), ("x", "negative")]

@@ -30,12 +30,14 @@ products, divisions, shifts and masks. Such a read lands past its input only whe
 launch reaches past the input (a grid larger than ``x.size``, a loop bound past the
 row), and then only past its end. The checked simulator reports it. A kernel that does
 this and masks the value away afterwards is right on Metal. On CUDA it reads other memory
-(harmless when masked) or, far enough past the allocation, faults. That is the one case
-this scope gives up, and ``METALBENCH_CUDA_GUARD_READS=1`` covers it. The kernel's
+(harmless when masked) or, far enough past the allocation, faults. That case, and a
+launch parameter that is negative (scalar arguments and constant-index reads count as
+non-negative, as shapes do: they are the sizes and counts of index arithmetic), are what
+this scope gives up; ``METALBENCH_CUDA_GUARD_READS=1`` covers both. The kernel's
 hand-written CUDA twin reads the same way. These are the reads of elementwise kernels,
 reductions and the mlx-lm model kernels. Left plain, the compiler treats them as
-hand-written loads (merged, hoisted, vectorised): gated_delta went from 352 to 168 SASS
-instructions, its unguarded count.
+hand-written loads (merged, hoisted, vectorised): gated_delta went from 339 to 154 SASS
+instructions, its unguarded count (``benchmarks/msl_cuda_sass.py``).
 Also not guarded, as before: reads inside device functions (the front end inlines most
 MSL helpers, so their reads are in the body), outputs (MLX allocates them from
 ``output_shapes``), threadgroup and thread arrays (no fault on the GPU), 0-d inputs, and

@@ -18,8 +18,13 @@ This pass sorts indices by where their values come from:
   :meth:`DataDependence.may_be_negative` marks the indices whose derivation can go
   below zero, or wrap around: a subtraction that the range facts (``passes/ranges.py``)
   do not prove non-negative, a negation or complement, a negative constant, a
-  float-to-integer conversion, a bitcast. ``x[i - 1]`` for ``uint i`` is 4G elements
-  past the start at ``i = 0``.
+  float-to-integer conversion, a bitcast, a stride, a signed value read from a thread
+  array. ``x[i - 1]`` for ``uint i`` is 4G elements past the start at ``i = 0``.
+  Launch parameters (scalar arguments, inputs read at a constant index) count as
+  non-negative, as shapes do: in the kernels measured they are sizes, counts and steps
+  (gated_delta's ``int T``), and calling every ``int`` parameter possibly negative would
+  guard most index arithmetic. A negative one in an index (a shift of -1) is not
+  caught; ``METALBENCH_CUDA_GUARD_READS=1`` guards every read.
 
 The analysis is flow-insensitive (a variable is data when any of its definitions is),
 so it may call an index data that is not; never the other way round.
@@ -44,7 +49,7 @@ from .ranges import LaunchFacts, Ranges
 _LOOPS = (ir.For, ir.CFor, ir.While)
 # builtins whose result is one of their arguments' values (or between them): never
 # negative when no argument is
-_SAME_SIGN = frozenset(("min", "max", "clamp", "simd_shuffle", "simd_broadcast", "simd_broadcast_first",
+_SAME_SIGN = frozenset(("min", "simd_shuffle", "simd_broadcast", "simd_broadcast_first",
                         "simd_shuffle_xor", "simd_shuffle_up", "simd_shuffle_down", "simd_min", "simd_max",
                         "quad_shuffle", "quad_broadcast", "quad_shuffle_xor", "quad_shuffle_up",
                         "quad_shuffle_down", "quad_min", "quad_max"))
@@ -117,15 +122,21 @@ class DataDependence:
             v = e.value
             return isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0
         if isinstance(e, ir.Var):
-            return e.name in self.neg
+            return e.name in self.neg       # a scalar argument is a launch parameter: see the module doc
         if isinstance(e, (ir.ThreadAttr, ir.ShapeOf, ir.NDimOf, ir.Logical)):
             return False
         if isinstance(e, ir.Swizzle):
             return self.may_be_negative(e.value)
         if isinstance(e, ir.Load):
+            if self.views.get(e.buf, e.buf) in self.inputs and isinstance(e.index, ir.Const):
+                return False                # a launch parameter, as a scalar argument
             t = e.type
             return not (isinstance(t, T.ScalarType) and t.is_int and not t.is_signed)
         if isinstance(e, ir.Call):
+            if e.name == "max":           # max(i - 1, 0): one non-negative argument is enough
+                return all(self.may_be_negative(a) for a in e.args)
+            if e.name == "clamp" and len(e.args) == 3:      # between its two bounds
+                return self.may_be_negative(e.args[1]) or self.may_be_negative(e.args[2])
             return e.name not in _SAME_SIGN or any(self.may_be_negative(a) for a in e.args)
         if isinstance(e, ir.UnOp):
             return e.op in ("-", "~") or self.may_be_negative(e.a)
