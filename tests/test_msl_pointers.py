@@ -274,6 +274,31 @@ REFERENCES = MSLCase(
     void swap2(thread float& a, thread float& b) { float t = a; a = b; b = t; }
     """, atol=1e-5)
 
+VECTOR_REFS = MSLCase(
+    "vector_refs",
+    """
+    uint i = thread_position_in_grid.x;
+    float4 v = float4(x[i], 1.0f, 2.0f, 3.0f);
+    scale_zw(v, 2.0f);                                   // v.zw *= s through the reference
+    set_y(v, x[i] * 3.0f);                               // v.y = ... through the reference
+    float3 p = float3(1.0f, x[i], 4.0f);
+    reverse3(p);                                         // a whole float3 assigned
+    half2 h = half2(1.0h, 2.0h);
+    halve(h);
+    thread float4& r = v;
+    r.x += 10.0f;                                        // a reference variable's member
+    out[i] = v.x + v.y + 10.0f * v.z + 100.0f * v.w + 1000.0f * p.x + p.z + float(h.y);
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [(x + 10) + 3 * x + 10 * 4 + 100 * 6 + 1000 * 4 + 1 + 1],
+    header="""
+    inline void scale_zw(thread float4& v, float s) { v.zw *= s; }
+    inline void set_y(thread float4& v, float y) { v.y = y; }
+    inline void reverse3(thread float3& p) { p = p.zyx; }
+    inline void halve(thread half2& h) { h = h * 0.5h; }
+    """, atol=1e-4)
+
 TG_SCALAR = MSLCase(
     "tg_scalar",
     """
@@ -381,7 +406,7 @@ MISALIGNED = MSLCase(
      ("bytes_out", (5 * NBLK,), np.uint8)],
     _misaligned_ref, grid=(NBLK, 1, 1), tg=(NBLK, 1, 1), init_value=0, atol=1e-3)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
 IDS = [c.name for c in CASES]
 
 

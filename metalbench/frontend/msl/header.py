@@ -213,7 +213,9 @@ class HeaderMixin:
                     # copied back after the call (no other function can see the variable)
                     r_space = lv[1].space if lv[0] == "loc" else "thread"
                     r_atomic = lv[0] == "loc" and lv[1].atomic
-                    fparams.append(ir.FuncParam(pname, pt, r_space, const))
+                    # the parameter points to scalars (a vector reference: its components, which
+                    # the function reads and writes through a view of the vector type)
+                    fparams.append(ir.FuncParam(pname, T.elem_of(pt), r_space, const))
                     scope[pname] = Ref(self.sem.view_of(pname, pt, r_space, const=const, atomic=r_atomic))
                     sig.append(("ref", pt.name, r_space, r_atomic))
                     passing.append(("ref", self.sem.view_offset(lv[1], lv[2], sp)) if lv[0] == "loc"
@@ -292,10 +294,15 @@ class HeaderMixin:
             else:
                 var = how[1]
                 arr = self.fresh(f"_{var.name}_ref")
-                self.emit_pre(ir.ArrayDecl(arr, "thread", var.type, (1,), span=sp), sp)
-                self.emit_pre(ir.Store(arr, ir.Const(0, T.int32), ir.Var(var.name, var.type, span=sp), span=sp), sp)
+                # a one-element copy (a vector: its components, as Metal lays it out), read and
+                # written through a view of the variable's type
+                n = (4 if var.type.n == 3 else var.type.n) if isinstance(var.type, T.VectorType) else 1
+                self.emit_pre(ir.ArrayDecl(arr, "thread", T.elem_of(var.type), (n,), span=sp), sp)
+                view = self.sem.view_of(arr, var.type, "thread", span=sp)
+                for st in self.sem.view_store(view, ir.Const(0, T.int32), ir.Var(var.name, var.type, span=sp), sp):
+                    self.emit_pre(st, sp)
                 conv_args.append(ir.BufArg(arr, span=sp))
-                copies.append((var, arr))
+                copies.append((var, view))
         call = ir.FuncCall(fname, conv_args, ret, span=sp)
         if not copies:
             return call
@@ -304,9 +311,9 @@ class HeaderMixin:
             result = self.new_tmp(ret, call, sp)
         else:
             self.emit_pre(ir.ExprStmt(call, span=sp), sp)
-        for var, arr in copies:
+        for var, view in copies:
             self.emit_pre(ir.Assign(ir.Var(var.name, var.type, span=sp),
-                                    ir.Load(arr, ir.Const(0, T.int32), var.type, span=sp), span=sp), sp)
+                                    self.sem.view_load(view, ir.Const(0, T.int32), sp), span=sp), sp)
         return result
 
 

@@ -721,22 +721,33 @@ class StatementsMixin:
                     base.type == "subscript_expression"
                     and isinstance(self.lookup(self.text(base.child_by_field_name("argument"))), ir.Var)):
                 return self.element_member_assign(base, comps, op, value, lhs, sp)
+            ref = self.lookup(self.text(base)) if base.type == "identifier" else None
+            if isinstance(ref, Ref) and isinstance(self.ref_view(ref, sp).type, T.VectorType):
+                # v.z = 3 through a vector reference (thread float4& v): read it once, write it back
+                rv, zero = self.ref_view(ref, sp), ir.Const(0, T.int32, span=sp)
+                cur_vec = self.new_tmp(rv.type, self.sem.view_load(rv, zero, sp), sp)
+                return self.sem.view_store(rv, zero, self.with_components(cur_vec, comps, value, lhs, sp), sp)
             var = self.expr(base)
             if not isinstance(var, ir.Var) or not isinstance(var.type, T.VectorType):
                 self.unsupported(lhs, "assignment to this member")
-            vt = var.type
-            cur = self.sem.component(var, comps, self.sp(lhs))
-            idxs = ["xyzw".index(c) for c in cur.components]
-            ct = cur.type
-            newv = value(cur, ct)
-            if len(idxs) > 1:
-                tmp = self.new_tmp(ct, newv, sp)
-                parts = {i: self.sem.component(tmp, "xyzw"[j], sp) for j, i in enumerate(idxs)}
-            else:
-                parts = {idxs[0]: newv}
-            args = [parts.get(i) or self.sem.component(var, "xyzw"[i], sp) for i in range(vt.n)]
-            return [ir.Assign(var, self.sem.vector(vt, args, sp), span=sp)]
+            return [ir.Assign(var, self.with_components(var, comps, value, lhs, sp), span=sp)]
         self.unsupported(lhs, f"assignment to '{self.text(lhs)}'")
+
+    def with_components(self, var, comps, value, lhs, sp):
+        """The vector ``var`` with its components ``comps`` (``z``, ``zw``) replaced by
+        ``value(current, type)`` (an assignment or compound assignment to a swizzle)."""
+        vt = var.type
+        cur = self.sem.component(var, comps, self.sp(lhs))
+        idxs = ["xyzw".index(c) for c in cur.components]
+        ct = cur.type
+        newv = value(cur, ct)
+        if len(idxs) > 1:
+            tmp = self.new_tmp(ct, newv, sp)
+            parts = {i: self.sem.component(tmp, "xyzw"[j], sp) for j, i in enumerate(idxs)}
+        else:
+            parts = {idxs[0]: newv}
+        args = [parts.get(i) or self.sem.component(var, "xyzw"[i], sp) for i in range(vt.n)]
+        return self.sem.vector(vt, args, sp)
 
 
 def _outside_loops(node):
