@@ -90,7 +90,8 @@ def test_every_float_builtin_has_a_rule_or_is_declared_without_one():
                "simd_shuffle", "quad_shuffle",          # a gather: its adjoint is a scatter over lanes
                "simd_prefix_inclusive_product", "simd_prefix_exclusive_product",
                "quad_prefix_inclusive_product", "quad_prefix_exclusive_product",
-               "dot", "length", "distance", "normalize", "cross"}  # vector arguments: the VJP works on scalars
+               "dot", "length", "distance", "length_squared", "distance_squared", "normalize",
+               "cross"}  # vector arguments: the VJP works on scalars
     missing = []
     for b in registry.all():
         if b.kind not in ("call", "simd") or b.group in ("Integer", "Float classification"):

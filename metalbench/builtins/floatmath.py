@@ -432,6 +432,8 @@ _GEO_RANGE = ("The simulator computes in float64. A GPU forms the squared sum x[
 _GEO_SHIM = {"dot": "template <class T> typename _mb_vt<T>::E dot(T, T);",
              "length": "template <class T> typename _mb_vt<T>::E length(T);",
              "distance": "template <class T> typename _mb_vt<T>::E distance(T, T);",
+             "length_squared": "template <class T> typename _mb_vt<T>::E length_squared(T);",
+             "distance_squared": "template <class T> typename _mb_vt<T>::E distance_squared(T, T);",
              "normalize": "template <class T> T normalize(T);",
              "cross": "template <class T> T cross(T, T);"}
 _GEO_CUDA = """\
@@ -459,6 +461,20 @@ template <class T, int N> __device__ inline T mb_distance(const mb_vec<T, N>& a,
     }
     return static_cast<T>(sqrtf(s));
 }""", "r = distance(p, q)")
+_geo("length_squared", 1, "scalar", lambda x: _dot(x, x), "The squared Euclidean length of a vector (dot(x, x)).", """\
+template <class T, int N> __device__ inline T mb_length_squared(const mb_vec<T, N>& a) {
+    return static_cast<T>(mb_dot_f(a, a));
+}""", "r2 = length_squared(v)")
+_geo("distance_squared", 2, "scalar", lambda x, y: _dot(*[[a - b for a, b in zip(x, y)]] * 2),
+     "The squared Euclidean distance between two points.", """\
+template <class T, int N> __device__ inline T mb_distance_squared(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
+    float s = 0.0f;
+    for (int i = 0; i < N; ++i) {
+        float d = static_cast<float>(a[i]) - static_cast<float>(b[i]);
+        s += d * d;
+    }
+    return static_cast<T>(s);
+}""", "d2 = distance_squared(p, q)")
 _geo("normalize", 1, "vector", lambda x: [c / _length(x) for c in x],
      "The vector scaled to length 1 (NaN components for a zero vector).", """\
 template <class T, int N> __device__ inline mb_vec<T, N> mb_normalize(const mb_vec<T, N>& a) {

@@ -237,6 +237,8 @@ namespace fast { _MB_MATH_DECLS }
 template <class T> typename _mb_vt<T>::E dot(T, T);
 template <class T> typename _mb_vt<T>::E length(T);
 template <class T> typename _mb_vt<T>::E distance(T, T);
+template <class T> typename _mb_vt<T>::E length_squared(T);
+template <class T> typename _mb_vt<T>::E distance_squared(T, T);
 template <class T> T normalize(T);
 template <class T> T cross(T, T);
 template <class T> T abs(T);
