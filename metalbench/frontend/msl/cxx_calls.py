@@ -86,6 +86,18 @@ def _assigned(body) -> set:
     return out
 
 
+_OP_WORDS = {"+": "plus", "-": "minus", "*": "times", "/": "div", "%": "mod", "=": "eq", "!": "not", "<": "lt",
+             ">": "gt", "&": "and", "|": "or", "^": "xor", "~": "inv", "[": "at", "]": "", "(": "call", ")": ""}
+
+
+def _ident(name: str) -> str:
+    """A name usable in generated identifiers: ``operator+=`` -> ``operator_pluseq``."""
+    if name.isidentifier():
+        return name
+    return "operator_" + "".join(_OP_WORDS.get(ch, "") for ch in name[len("operator"):]) \
+        if name.startswith("operator") else "".join(ch if ch.isalnum() else "_" for ch in name)
+
+
 class CxxCallsMixin:
     """C++ calls: a part of :class:`~metalbench.frontend.msl.Translator`."""
 
@@ -550,7 +562,7 @@ class CxxCallsMixin:
             pre, v = self.with_pre(lambda: self.value_as(vals[0], c.ret) if known else self.value_expr(vals[0]))
             t = c.ret if known else v.type
             if c.result is None:
-                c.result = ir.Var(self.fresh(f"_{c.name}"), t, span=sp)
+                c.result = ir.Var(self.fresh(f"_{_ident(c.name)}"), t, span=sp)
                 c.decls.append(ir.Decl(c.result, span=sp))
             out += pre + [ir.Assign(c.result, self.sem.convert(v, c.result.type, sp), span=sp)]
         elif c.kind == "ref":
@@ -587,11 +599,11 @@ class CxxCallsMixin:
             if obj is None:
                 self.type_err(vals[0], f"'{c.name}' returns a {c.ret.name}")
             if c.result is None:
-                c.result = self.alloc_object(c.ret, f"_{c.name}", c.decls, node)
+                c.result = self.alloc_object(c.ret, f"_{_ident(c.name)}", c.decls, node)
             out += self.copy_object(c.result, obj, node)
         if c.tail is None or (node.start_byte, node.end_byte) != (c.tail.start_byte, c.tail.end_byte):
             if c.done is None:
-                c.done = ir.Var(self.fresh(f"_{c.name}_done"), T.bool_, span=sp)
+                c.done = ir.Var(self.fresh(f"_{_ident(c.name)}_done"), T.bool_, span=sp)
                 c.decls.append(ir.Decl(c.done, ir.Const(False, T.bool_), span=sp))
             out += [ir.Assign(c.done, ir.Const(True, T.bool_), span=sp), ir.Break(span=sp)]
         return out

@@ -358,7 +358,9 @@ class CxxDeclsMixin:
         if k == "template_declaration":
             return self.declare_template(node, None)
         if k == "function_definition" and self.is_operator(node):
-            return True         # operator overloads: translated only through conversions (see objects)
+            if not self.is_conversion(node):
+                self.add_funcdef(node, [])          # a free operator: a header function (operators.py)
+            return True
         if k == "type_definition" and node.child_by_field_name("type") is not None and \
                 node.child_by_field_name("type").type in ("struct_specifier", "class_specifier") and \
                 node.child_by_field_name("type").child_by_field_name("body") is not None:
@@ -396,6 +398,14 @@ class CxxDeclsMixin:
                     return None
             ns = nxt
         return ns
+
+    @staticmethod
+    def is_conversion(fnode) -> bool:
+        d = fnode.child_by_field_name("declarator")
+        while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+            d = d.child_by_field_name("declarator") or d.named_children[-1]
+        return d is not None and d.type == "function_declarator" and \
+            d.child_by_field_name("declarator").type == "operator_cast"
 
     @staticmethod
     def is_operator(fnode) -> bool:

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from ... import ir
 from ... import types as T
 from ...semantics.folding import fold
-from .cxx_decls import (TRAIT_NAMES, AliasTemplate, ClassInst, ClassScope, ClassTemplate, Namespace, PtrType,
-                        VarTemplate)
+from .cxx_decls import (TRAIT_NAMES, AliasTemplate, ClassInst, ClassScope, ClassTemplate, MethodSet, Namespace,
+                        PtrType, VarTemplate)
 from .symbols import _TypeName
 
 
@@ -132,6 +132,8 @@ class CxxNamesMixin:
                               f"{ent.name}<...>")
             if isinstance(ent, _TypeName) and isinstance(ent.t, ClassInst):
                 return ent.t
+            if isinstance(ent, MethodSet) and ent.cls is not None and any(m.kind == "ctor" for m in ent.methods):
+                return ent.cls             # the class's own name inside it: its constructors shadow it
             return None
         if k == "template_type":
             name_n = node.child_by_field_name("name")

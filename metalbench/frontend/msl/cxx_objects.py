@@ -313,12 +313,14 @@ class CxxObjectsMixin:
             if not isinstance(t, ClassInst):
                 return None
             return self.temporary(t, ("list", node.child_by_field_name("value")), node)
+        if k in ("binary_expression", "unary_expression"):
+            return self.operator_object(node)           # a + b of objects (operators.py)
         if k == "call_expression":
             fn = node.child_by_field_name("function")
             if fn.type in ("type_identifier", "identifier", "template_type", "qualified_identifier") and \
                     not self.elements_call(node):
                 t = None
-                if fn.type != "identifier" or isinstance(self.lookup(self.text(fn)), _TypeName):
+                if fn.type != "identifier" or self.names_type(fn):
                     try:
                         t = self.cxx_type(fn)
                     except KernelTypeError:
@@ -331,6 +333,13 @@ class CxxObjectsMixin:
                     self.emit_pre(s, self.sp(node))
                 return res
         return None
+
+    def names_type(self, fn) -> bool:
+        """Whether identifier ``fn`` names a type: a type name, or inside a class with
+        constructors its own name (which the constructors shadow in its scope)."""
+        ent = self.lookup(self.text(fn))
+        return isinstance(ent, _TypeName) or isinstance(ent, MethodSet) and ent.cls is not None and \
+            any(m.kind == "ctor" for m in ent.methods)
 
     def is_object_node(self, node) -> bool:
         """Whether ``node`` denotes an object, decided without translating it."""
@@ -353,10 +362,12 @@ class CxxObjectsMixin:
                 return False
         if k == "compound_literal_expression":
             return isinstance(self.cxx_type(node.child_by_field_name("type")), ClassInst)
+        if k in ("binary_expression", "unary_expression"):
+            return self.operator_returns(node) in ("object", "ref")
         if k == "call_expression":
             fn = node.child_by_field_name("function")
             if fn.type in ("template_type", "type_identifier") or (
-                    fn.type == "identifier" and isinstance(self.lookup(self.text(fn)), _TypeName)):
+                    fn.type == "identifier" and self.names_type(fn)):
                 try:
                     return isinstance(self.cxx_type(fn), ClassInst)
                 except KernelTypeError:
@@ -745,9 +756,10 @@ class CxxObjectsMixin:
         convs = self.conversions(obj.cls, want)
         if not convs:
             ops = [n for n in self.class_members(obj.cls)["methods"] if n.startswith("operator")]
-            if ops:
-                self.unsupported(node, f"using a {obj.cls.name} in an expression (operator overloading: "
-                                       f"{obj.cls.name}::{ops[0]})")
+            if ops:     # overloaded operators are calls (operators.py); none took this object here
+                self.type_err(node, f"'{self.text(node)[:40]}': no operator function takes a {obj.cls.name} "
+                                    f"here, and it has no conversion operator (it defines "
+                                    f"{', '.join(obj.cls.name + '::' + o for o in ops)})")
             self.type_err(node, f"'{self.text(node)[:40]}' is a {obj.cls.name}, not a value",
                           hint="use one of its members")
         out, r = self.call_overload(MethodSet(obj.cls, "operator_cast", convs[:1]), obj, [], [], node)

@@ -97,6 +97,9 @@ class ExpressionsMixin:
                 return self.load_at(node)
             self.type_err(node, "'&' (an address) is only allowed where a pointer is expected: "
                           "a pointer variable, a pointer argument, an atomic function's first argument")
+        if k in ("binary_expression", "unary_expression") and self.operator_node(node) is not None \
+                and self.probe(lambda: self.operator_target(node)) is not None:
+            return self.operator_value(node)            # an overloaded operator (operators.py)
         if k == "binary_expression":
             opn = node.child_by_field_name("operator")
             op = self.text(opn)

@@ -103,6 +103,8 @@ class HeaderMixin:
         while decl.type in ("pointer_declarator", "reference_declarator"):
             decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
         nm = self.text(decl.child_by_field_name("declarator"))
+        if decl.child_by_field_name("declarator").type == "operator_name":
+            nm = nm.replace(" ", "")                # operator + -> operator+ (operators.py)
         fd = FuncDef(node, tps, self.cur_src, self.line_offset, self.quals)
         fd.ns = self.global_syms.ns                 # the namespace it is declared in
         short = nm.split("::")[-1].strip()
@@ -256,6 +258,9 @@ class HeaderMixin:
                 if key in self.specialising:
                     self.unsupported(node, "a recursive function")
                 short = name.split("::")[-1]          # ns::f specialises as an IR function f
+                if short.startswith("operator") and not short.isidentifier():
+                    from .cxx_calls import _ident         # operator+ as an IR function: operator_plus
+                    short = _ident(short)
                 fname = short if short not in self.used_names else self.fresh(short)
                 self.used_names.add(fname)
                 self._spec_names[key] = fname

@@ -26,6 +26,7 @@ from .preprocess import Preprocessor
 from .statements import StatementsMixin
 from .struct_views import StructViewsMixin
 from .lambdas import LambdasMixin
+from .operators import OperatorsMixin
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
@@ -34,7 +35,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
-                 CxxAssignMixin, StructViewsMixin, LambdasMixin):
+                 CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):

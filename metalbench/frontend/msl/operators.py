@@ -1,0 +1,108 @@
+"""Overloaded C++ operators on objects: ``a + b``, ``a * 2.0f``, ``-a``, ``a == b`` where an
+operand is an object of a header class, through a member (``Complex operator+(thread const
+Complex& o) const``) or a free function (``Vec3 operator*(float t, thread const Vec3& v)``).
+The operator is a call: the overload is chosen and translated inline as a member function or a
+header function taking objects is (``cxx_calls.py``)::
+
+    >>> from metalbench.frontend.msl import translate_kernel
+    >>> from metalbench import ir, types as T
+    >>> hdr = '''struct C { float re, im;
+    ...     C operator*(thread const C& o) const { return C{re * o.re - im * o.im, re * o.im + im * o.re}; } };
+    ... inline C operator+(C a, C b) { return C{a.re + b.re, a.im + b.im}; }'''
+    >>> k = translate_kernel("k", "C a{x[0], 1.0f};\\nC b = a * a + a;\\nout[0] = b.im;", hdr,
+    ...                      inputs=[("x", T.float32, 1)], outputs=[("out", T.float32, 1)])
+    >>> isinstance(k, ir.KernelIR)
+    True
+"""
+from __future__ import annotations
+
+from ... import ir
+from ...errors import MetalbenchError
+from .cxx_decls import MethodSet
+
+# binary operators C++ lets a class overload, that the expression grammar reads as binary_expression
+_BINARY = {"+", "-", "*", "/", "%", "==", "!=", "<", ">", "<=", ">=", "&", "|", "^", "<<", ">>", "&&", "||"}
+
+
+class OperatorsMixin:
+    """Overloaded operators: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def operator_node(self, node):
+        """``(name, operand nodes)`` of a binary or unary expression an object takes part in,
+        else None (decided from the syntax and the operands' symbols, without translating)."""
+        if node.type == "binary_expression":
+            operands = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+        elif node.type == "unary_expression":
+            operands = [node.child_by_field_name("argument")]
+        else:
+            return None
+        op = self.text(node.child_by_field_name("operator")).strip()
+        if node.type == "binary_expression" and op not in _BINARY:
+            return None
+        if not any(self.is_object_node(o) for o in operands):
+            return None
+        return "operator" + op, operands
+
+    def operator_target(self, node):
+        """``(MethodSet, this, argument nodes)`` of an overloaded operator, or None: a member
+        of the first operand's class, else a free function of the header."""
+        found = self.operator_node(node)
+        if found is None:
+            return None
+        name, operands = found
+        if self.is_object_node(operands[0]):
+            obj = self.object_value(operands[0])
+            ms = self.class_member(obj.cls, name)
+            if isinstance(ms, MethodSet):
+                return ms, obj, operands[1:]
+        if name in self.funcdefs:
+            return self.funcdef_methods(name), None, operands
+        return None     # no operator function: the objects' conversion operators (integral_constant)
+
+    def operator_returns(self, node):
+        """What an overloaded operator gives ("object", "value", "ref", ...), or None when
+        ``node`` is not one (a query: nothing is translated for real)."""
+        try:
+            tgt = self.probe(lambda: self.operator_target(node))
+            if tgt is None:
+                return None
+            kinds = {self.return_kind(m)[0] for m in tgt[0].methods}
+            if len(kinds) == 1:
+                return kinds.pop()
+            return self.probe(lambda: self.operator_call(node))[2]     # the overload the operands choose
+        except MetalbenchError:
+            return None
+
+    def operator_call(self, node):
+        """(statements, result, kind) of an overloaded operator expression."""
+        ms, this, argn = self.operator_target(node)
+        args = [self.eval_arg(a) for a in argn]
+        return self.call_overload(ms, this, args, [], node, with_kind=True)
+
+    def operator_value(self, node):
+        """An overloaded operator used as a value (its result converted as a call's is)."""
+        sp = self.sp(node)
+        out, res, kind = self.operator_call(node)
+        for s in out:
+            self.emit_pre(s, sp)
+        if kind == "value":
+            return ir.Var(res.name, res.type, span=sp) if isinstance(res, ir.Var) else res
+        if kind == "ref":
+            return self.convert_object(res[1], node) if res[0] == "obj" else self.lvalue_load(res, sp)
+        if kind == "object":
+            return self.convert_object(res, node)
+        if kind == "void":
+            self.type_err(node, f"'{self.text(node)[:40]}' gives nothing")
+        self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value")
+
+    def operator_object(self, node):
+        """The object an overloaded operator gives (``a + b`` of two Complex), or None."""
+        if self.operator_returns(node) not in ("object", "ref"):
+            return None
+        sp = self.sp(node)
+        out, res, kind = self.operator_call(node)
+        for s in out:
+            self.emit_pre(s, sp)
+        if kind == "ref":
+            return res[1] if res[0] == "obj" else None
+        return res if kind == "object" else None
