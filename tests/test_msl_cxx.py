@@ -555,6 +555,62 @@ def test_overloaded_operators_on_header_classes():
     printed_again(OPERATORS, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
 
 
+def test_compound_assignment_operators_on_objects():
+    # a op= b: a member operator (returning *this by reference, or void), else a free one
+    header = OPERATORS + """
+    struct Acc { float s, n; thread Acc& operator+=(float v) { s += v; n += 1.0f; return *this; } };
+    inline void operator*=(thread Vec3& v, float t) { v.x *= t; v.y *= t; v.z *= t; }
+    """
+    body = """
+    uint i = thread_position_in_grid.x;
+    Acc a{0.0f, 0.0f};
+    for (int k = 0; k < 3; ++k) a += x0[(i + k) % 32];
+    Vec3 v{x0[i], 1.0f, 2.0f};
+    v *= 3.0f;
+    out[i] = a.s + 10.0f * a.n + 100.0f * v.x + 1000.0f * v.z;
+    """
+    x = RNG.standard_normal(32).astype(np.float32)
+    o = run(header, body, [x], (32,))
+    want = x + np.roll(x, -1) + np.roll(x, -2) + 30 + 300 * x + 6000
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-3)
+    printed_again(header, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+
+
+FUNCTORS = """
+struct Max { float operator()(float a, float b) const { return a > b ? a : b; }
+             static constexpr constant float init = -1e30f; };
+struct Add { template <typename T> T operator()(T a, T b) const { return a + b; } };
+template <typename Op> float reduce4(const device float* x) {
+    Op op;
+    float acc = Op::init;
+    for (int i = 0; i < 4; ++i) acc = op(acc, x[i]);
+    return acc;
+}
+struct Window { float v[3];
+                thread float& operator[](int i) { return v[i]; }
+                float operator[](uint i) const { return v[i]; } };
+"""
+
+
+def test_function_objects_and_subscript_operators():
+    # op(a, b) and Add()(a, b) call operator() (MLX's reduction functors); w[i] reads and writes
+    # through operator[] returning a reference
+    body = """
+    uint i = thread_position_in_grid.x;
+    Add add;
+    Window w;
+    for (int k = 0; k < 3; ++k) w[k] = x0[(4 * i + k) % 64];
+    w[1] += 1.0f;
+    out[i] = reduce4<Max>(x0 + 4 * i) + 10.0f * add(w[0], w[1]) + 100.0f * Add()(w[2], 1.0f);
+    """
+    x = RNG.standard_normal(64).astype(np.float32)
+    o = run(FUNCTORS, body, [x], (16,))
+    r = x.reshape(16, 4)
+    want = r.max(1) + 10 * (r[:, 0] + r[:, 1] + 1) + 100 * (r[:, 2] + 1)
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-4)
+    printed_again(FUNCTORS, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+
+
 # ----------------------------------------------------------------------------- lambdas
 
 def test_lambdas_in_the_body_capture_and_return():

@@ -194,6 +194,14 @@ class CxxAssignMixin:
             base = lhs.child_by_field_name("argument")
             if self.is_object_node(lhs):                 # an element of an array of objects
                 return self.assign_symbol(self.object_value(lhs), lhs, op, rhs_node, sp, value)
+            if base.type in ("identifier", "call_expression", "parenthesized_expression") and \
+                    self.is_object_node(base):           # obj[i] = v through operator[] (operators.py)
+                out, lv, kind = self.subscript_call(lhs)
+                if kind != "ref":
+                    self.type_err(lhs, f"'{self.text(lhs)[:40]}' is not assignable: its operator[] returns a value")
+                for s in out:
+                    self.emit_pre(s, sp)
+                return self.assign_lvalue(lv, lhs, op, rhs_node, sp, value)
             if base.type == "identifier" and isinstance(self.lookup(self.text(base)), Ref) and \
                     isinstance(self.lookup(self.text(base)).view.type, T.VectorType):
                 ref = self.lookup(self.text(base))
@@ -239,7 +247,7 @@ class CxxAssignMixin:
             return self.sem.view_store(v, zero, value(cur, v.type), sp)
         if isinstance(sym, StructObj):
             if op is not None:
-                self.unsupported(lhs, f"the operator {op}= on a {sym.cls.name} (operator overloading)")
+                return self.compound_operator(sym, lhs, op, rhs_node, sp)
             if "operator=" in self.class_members(sym.cls)["methods"]:
                 self.unsupported(lhs, f"{sym.cls.name}::operator= (operator overloading)")
             if rhs_node is None or not self.is_object_node(rhs_node):

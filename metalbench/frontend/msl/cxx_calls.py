@@ -137,6 +137,14 @@ class CxxCallsMixin:
                     self.type_err(fn, f"'{name}' is not a member function of {obj.cls.name}")
                 self.type_err(fn, f"{obj.cls.name} has no member function '{name}'")
             return ms, obj, explicit
+        if k in ("identifier", "call_expression", "parenthesized_expression", "subscript_expression",
+                 "compound_literal_expression") and self.is_object_node(fn):
+            # a function object called: its operator() (op(a, b), Add()(a, b))
+            obj = self.probe(lambda: self.object_value(fn)) if syntactic else self.object_value(fn)
+            ms = self.class_member(obj.cls, "operator()")
+            if not isinstance(ms, MethodSet):
+                self.type_err(fn, f"'{self.text(fn)[:40]}' is a {obj.cls.name}, which has no operator()")
+            return ms, obj, explicit
         if k == "template_function":
             explicit = fn.child_by_field_name("arguments").named_children
             fn = fn.child_by_field_name("name")

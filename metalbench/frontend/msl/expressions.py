@@ -91,6 +91,8 @@ class ExpressionsMixin:
                 if isinstance(sym, ir.Var) and isinstance(sym.type, T.VectorType):
                     return self.vector_element(ir.Var(sym.name, sym.type, span=sp),
                                                node.child_by_field_name("indices").named_children[0], sp)
+            if base.type in ("identifier", "call_expression", "parenthesized_expression") and self.is_object_node(base):
+                return self.subscript_value(node)        # the class's operator[] (operators.py)
             return self.load_at(node)
         if k == "pointer_expression":
             if self.text(node).lstrip().startswith("*"):

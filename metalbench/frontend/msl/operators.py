@@ -106,3 +106,40 @@ class OperatorsMixin:
         if kind == "ref":
             return res[1] if res[0] == "obj" else None
         return res if kind == "object" else None
+
+    def compound_operator(self, obj, lhs, op, rhs_node, sp):
+        """``a op= b`` on an object: its member ``operator op=``, else a free one (statements)."""
+        name = f"operator{op}="
+        ms = self.class_member(obj.cls, name)
+        if isinstance(ms, MethodSet):
+            out, _ = self.call_overload(ms, obj, [self.eval_arg(rhs_node)], [], lhs.parent or lhs)
+            return out
+        if name in self.funcdefs:
+            out, _ = self.call_overload(self.funcdef_methods(name), None,
+                                        [self.eval_arg(lhs), self.eval_arg(rhs_node)], [], lhs.parent or lhs)
+            return out
+        self.type_err(lhs, f"{obj.cls.name} has no {name} (member or free function)")
+
+    def subscript_call(self, node):
+        """(statements, result, kind) of ``obj[i]`` through the class's ``operator[]``."""
+        base = node.child_by_field_name("argument")
+        obj = self.object_value(base)
+        ms = self.class_member(obj.cls, "operator[]")
+        if not isinstance(ms, MethodSet):
+            self.type_err(node, f"'{self.text(base)[:40]}' is a {obj.cls.name}, which has no operator[]")
+        idx = node.child_by_field_name("indices").named_children
+        return self.call_overload(ms, obj, [self.eval_arg(i) for i in idx], [], node, with_kind=True)
+
+    def subscript_value(self, node):
+        """``obj[i]`` as a value."""
+        sp = self.sp(node)
+        out, res, kind = self.subscript_call(node)
+        for s in out:
+            self.emit_pre(s, sp)
+        if kind == "value":
+            return ir.Var(res.name, res.type, span=sp) if isinstance(res, ir.Var) else res
+        if kind == "ref":
+            return self.convert_object(res[1], node) if res[0] == "obj" else self.lvalue_load(res, sp)
+        if kind == "object":
+            return self.convert_object(res, node)
+        self.type_err(node, f"'{self.text(node)[:40]}' gives no value")
