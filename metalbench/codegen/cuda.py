@@ -57,6 +57,7 @@ from ..passes.warps import converged_calls
 from .c_like import (ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, length_division,
                      render_with)
 from .cuda_guard import ReadGuardMixin, guard_enabled
+from .cuda_ints import F2NARROW, IDIV, IMOD, IntegerVectorMixin
 from .matrix import CUDAMatrixMixin
 from .vector_access import VectorAccessMixin
 
@@ -116,8 +117,24 @@ template <class T> struct mb_is_half { static constexpr bool value = false; };
 template <> struct mb_is_half<__half> { static constexpr bool value = true; };
 template <> struct mb_is_half<__nv_bfloat16> { static constexpr bool value = true; };
 // static_cast with half/bfloat going through float (their direct conversions are partial).
+// float -> char/short saturates to the type's range, NaN -> 0 (metalbench.scalar; cvt need not).
+template <class T> struct mb_narrow { static constexpr int lo = 0, hi = 0; };
+template <> struct mb_narrow<int8_t> { static constexpr int lo = -128, hi = 127; };
+template <> struct mb_narrow<uint8_t> { static constexpr int lo = 0, hi = 255; };
+template <> struct mb_narrow<int16_t> { static constexpr int lo = -32768, hi = 32767; };
+template <> struct mb_narrow<uint16_t> { static constexpr int lo = 0, hi = 65535; };
+template <class U> struct mb_is_float { static constexpr bool value = mb_is_half<U>::value; typedef float wide; };
+template <> struct mb_is_float<float> { static constexpr bool value = true; typedef float wide; };
+template <> struct mb_is_float<double> { static constexpr bool value = true; typedef double wide; };
 template <class T, class U> __device__ inline T mb_cvt(U u) {
-    if constexpr (mb_is_half<T>::value || mb_is_half<U>::value) {
+    if constexpr (mb_narrow<T>::hi != 0 && mb_is_float<U>::value) {
+        typedef typename mb_is_float<U>::wide F;                          // half -> float
+        const F x = static_cast<F>(u);
+        if (x != x) return T(0);
+        if (x <= F(mb_narrow<T>::lo)) return T(mb_narrow<T>::lo);
+        if (x >= F(mb_narrow<T>::hi)) return T(mb_narrow<T>::hi);
+        return static_cast<T>(static_cast<int>(x));
+    } else if constexpr (mb_is_half<T>::value || mb_is_half<U>::value) {
         return static_cast<T>(static_cast<float>(u));
     } else {
         return static_cast<T>(u);
@@ -325,17 +342,6 @@ ATTRIBUTES_EXACT = {a: _EXACT_OVERRIDES.get(a, (ty, ex.replace(_TID, "mb_tid()")
 assert not any(GRID_INPUT in ex for _, ex in ATTRIBUTES_EXACT.values())
 
 
-_IDIV = """// integer / as metalbench.scalar defines it: x / 0 is 0, MIN / -1 wraps to MIN
-template <class T> __device__ inline T mb_idiv(T a, T b) {
-    if (b == T(0)) return T(0);
-    if (T(-1) < T(0) && b == T(-1)) return static_cast<T>(0ull - static_cast<unsigned long long>(a));
-    return a / b;
-}"""
-_IMOD = """// integer % as metalbench.scalar defines it: x % 0 is 0, x % -1 is 0
-template <class T> __device__ inline T mb_imod(T a, T b) {
-    if (b == T(0) || (T(-1) < T(0) && b == T(-1))) return T(0);
-    return a % b;
-}"""
 # unsigned / and % by an array's length (the same for every thread, so the branch never
 # diverges; often a power of two: a shift or a mask instead of a 20-instruction division)
 _LEN_DIV = """// unsigned / and % by an array length: a shift or a mask when it is a power of two;
@@ -350,14 +356,6 @@ template <class T> __device__ inline T mb_umod_len(T a, T b) {
     if ((b & (b - T(1))) == T(0)) return b == T(0) ? T(0) : static_cast<T>(a & (b - T(1)));
     return a % b;
 }"""
-_F2NARROW = """// float -> char/short: truncate and saturate to the type's range, NaN -> 0 (metalbench.scalar)
-template <class T, class F> __device__ inline T mb_f2narrow(F x, int lo, int hi) {
-    if (x != x) return T(0);
-    if (x <= F(lo)) return T(lo);
-    if (x >= F(hi)) return T(hi);
-    return static_cast<T>(static_cast<int>(x));
-}"""
-
 
 _VLOAD = """\
 // A vector view's n consecutive elements as one access: the aligned 64/128-bit path when
@@ -387,7 +385,7 @@ template <class T, int N> __device__ inline void mb_vstore(T* p, const mb_vec<T,
 }"""
 
 
-class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, CPrinter):
+class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVectorMixin, CPrinter):
     """The CUDA dialect's non-tabular parts. ``exact_grid=True`` prints the variant for
     grids that are whole threadgroups (no launch guard, no ``mb_grid`` input)."""
 
@@ -491,7 +489,7 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, CPrinter):
                 fn = "mb_udiv_len" if e.op == "/" else "mb_umod_len"
                 return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
             if e.op in ("/", "%") and not (isinstance(b, ir.Const) and int(b.value) not in (0, -1)):
-                fn = self.need("mb_idiv" if e.op == "/" else "mb_imod", _IDIV if e.op == "/" else _IMOD)
+                fn = self.need("mb_idiv" if e.op == "/" else "mb_imod", IDIV if e.op == "/" else IMOD)
                 return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
         return super().e_BinOp(e)
 
@@ -532,7 +530,7 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, CPrinter):
         if isinstance(t, T.ScalarType) and isinstance(src, T.ScalarType) and src.is_float and t.is_int \
                 and t.bits < 32:
             # cvt saturates to 32 bits; narrower types saturate to their own range (table)
-            fn = self.need("mb_f2narrow", _F2NARROW)
+            fn = self.need("mb_f2narrow", F2NARROW)
             lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.is_signed else (0, (1 << t.bits) - 1)
             x = inner if src.name in ("float32", "float64") else f"static_cast<float>({inner})"
             return f"{fn}<{self.tname(t)}>({x}, {lo}, {hi})"
