@@ -6,9 +6,12 @@ compile -- ``cuda.full_source`` of the rendered kernel, the user's template valu
 included -- with g++ against ``hostcuda/cuda_host.h``, a host model of the device side
 (every GPU thread a fiber, warp shuffles and votes exchanged among the lanes of their
 mask, ``__activemask`` from the lanes that arrive together, ``__half``/``__nv_bfloat16``
-rounding as CUDA's; the header says what is not modelled). The library is loaded with
-ctypes and called with the inputs MLX would pass: pointers, ``Shape``/``Strides`` of each
-input whose name the body uses, ``mb_grid`` and the output shapes, then the outputs.
+rounding as CUDA's; the header says what is not modelled), and the program calls the
+kernel with what MLX would pass: pointers, ``Shape``/``Strides`` of each input whose name
+the body uses, ``mb_grid`` and the output shapes, then the outputs. It runs in a child
+process built with UBSan's alignment, shift and division checks: a misaligned access (an
+NVIDIA GPU faults), a shift count past the width or an integer division by zero (both
+undefined in CUDA, defined by MSL and the simulator) stops it with ``HostCudaError``.
 
 So the semantics of the printed CUDA -- misaligned views, half/bfloat conversions,
 integer promotions, shuffles in partial warps -- are tested here, against the simulator
