@@ -251,11 +251,25 @@ class Specialization:
 
 
 def unique_name(r) -> str:
-    """``r.name`` with a short hash of its source: MLX caches compiled custom kernels by
-    name (plus template arguments), so two specialisations of one kernel (other dtypes,
-    constexprs, or CUDA's exact-grid variant) must not share a name."""
+    """``r.name`` with a short hash of what MLX compiles: MLX caches compiled custom kernels
+    by name (plus template arguments) -- in memory, and for CUDA in its PTX cache on disk,
+    across processes -- so two specialisations of one kernel (other dtypes, constexprs, or
+    CUDA's exact-grid variant) must not share a name. The hash covers the header, the body
+    and the signature MLX builds around them from the arrays (input types and ranks,
+    output types): a copy kernel prints the same body for half and bfloat16, and the second
+    would run the first one's compiled code on its bytes.
+
+    >>> from metalbench.codegen.c_like import Rendered
+    >>> from metalbench import types as T
+    >>> a = Rendered("k", "o[0] = x[0];", "", ["x"], ["o"], False, [(T.float16, 1)], [T.float16])
+    >>> b = Rendered("k", "o[0] = x[0];", "", ["x"], ["o"], False, [(T.bfloat16, 1)], [T.bfloat16])
+    >>> unique_name(a) != unique_name(b)
+    True
+    """
     import hashlib
-    digest = hashlib.sha1((r.header + "\0" + r.body).encode()).hexdigest()[:10]
+    sig = ",".join(f"{t.name}:{nd}" for t, nd in (r.input_types or [])) + "->" + \
+        ",".join(t.name for t in (r.output_types or []))
+    digest = hashlib.sha1((r.header + "\0" + r.body + "\0" + sig).encode()).hexdigest()[:10]
     return f"{r.name}_{digest}"
 
 

@@ -43,6 +43,7 @@ FLAGS = ["-std=c++17", "-O1", "-ffp-contract=off", "-fwrapv", "-fno-strict-alias
          "-fsanitize=alignment,shift-exponent,integer-divide-by-zero", "-fno-sanitize-recover=all"]
 MAX_NDIM = 10
 STATS = {"compiles": 0, "launches": 0, "undefined_reads": 0}
+MLX_NAMES: dict = {}        # MLX's JIT cache key (kernel name + template) -> the source compiled under it
 
 
 class HostCudaError(RuntimeError):
@@ -189,6 +190,19 @@ def run_rendered(r, inputs: list, outputs: list, grid, threadgroup, template=Non
     return outputs
 
 
+def _mlx_cache_check(r, template) -> None:
+    """MLX keys compiled custom kernels by name and template values alone (in memory, and
+    in its PTX cache on disk): a second source under a name it has compiled would run the
+    first one's code. Raise where that would happen."""
+    from metalbench.codegen import cuda
+    src = cuda.full_source(r, template)
+    key = src.split("__global__ void ", 1)[1].split("(", 1)[0]
+    seen = MLX_NAMES.setdefault(key, src)
+    if seen != src:
+        raise HostCudaError(f"MLX would run the kernel it compiled first as {key} for another source under the "
+                            "same name (its JIT and PTX caches are keyed by name and template values)")
+
+
 def _fake_mlx_kernel(self, backend, exact_grid=False, threadgroup=None):
     """``Specialization.mlx_kernel`` for cuda: a callable taking what ``mx.fast.cuda_kernel``'s
     kernel takes, running the printed CUDA on the CPU."""
@@ -215,6 +229,7 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, threadgroup=None):
                     else init_value
             outs.append(o)
         tmpl = [(n, v) for n, v in template] if template else None
+        _mlx_cache_check(r, tmpl)
         run_rendered(r, ins, outs, grid, threadgroup, tmpl)
         res = []
         for o, d in zip(outs, output_dtypes):

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import hostcuda
+import metalbench as mb
 from metalbench.errors import MetalbenchError
 from msl_cases import MSLCase
 
@@ -439,3 +440,39 @@ def test_the_host_harness_catches_the_vector_operators_printed_raw(monkeypatch):
                         lambda self, e: super(cuda_ints.IntegerVectorMixin, self).e_BinOp(e))
     with pytest.raises(hostcuda.HostCudaError, match="divides an integer by zero|shifts by"):
         _launch(VEC_INT, "cuda")
+
+
+# ----------------------------------------------------------------------------- MLX's kernel cache
+COPY = """
+uint i = thread_position_in_grid.x;
+out[i] = x[i];
+"""
+_COPY_DTYPES = [mx.float16, mx.bfloat16, mx.float32, mx.int16, mx.uint32]
+
+
+def _copies(backend):
+    """One kernel launched for several dtypes in turn (its printed body is the same text for
+    each): every launch must copy its own data."""
+    k = mb.metal_kernel(name="fidelity_copy", input_names=["x"], output_names=["out"], source=COPY)
+    for dt in _COPY_DTYPES:
+        x = (mx.arange(40) * 3 - 7).astype(dt)
+        out = k(inputs=[x], grid=(40, 1, 1), threadgroup=(8, 1, 1), output_shapes=[(40,)], output_dtypes=[dt],
+                backend=backend)[0]
+        assert out.dtype == dt
+        assert np.array(out.astype(mx.float32)).tolist() == np.array(x.astype(mx.float32)).tolist(), dt
+
+
+@needs_gxx
+def test_each_dtype_gets_its_own_mlx_kernel(monkeypatch):
+    """MLX keys its compiled custom kernels by name (and template values) only, in memory and
+    in its PTX cache on disk: the printed kernel's name must change with every part of the
+    source MLX compiles, the signature's types included (hostcuda refuses a second source
+    under one name, as MLX would silently run the first)."""
+    hostcuda.install(monkeypatch)
+    monkeypatch.setattr(hostcuda, "MLX_NAMES", {})
+    _copies("cuda")
+
+
+@pytest.mark.gpu
+def test_each_dtype_gets_its_own_mlx_kernel_on_the_gpu():
+    _copies("cuda")
