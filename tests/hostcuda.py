@@ -145,6 +145,22 @@ def compile_source(source: str) -> Path:
     return exe
 
 
+def _storage(a: np.ndarray):
+    """(flat storage, index of element 0 in it, strides in elements) of ``a`` as MLX would
+    hand it to a kernel: a strided array (``ensure_row_contiguous=False``) keeps its
+    strides, negative ones included."""
+    if a.flags.c_contiguous or a.size == 0:
+        return np.ascontiguousarray(a).reshape(-1), 0, [s // a.itemsize if a.size else 0 for s in
+                                                         np.ascontiguousarray(a).strides]
+    st = [s // a.itemsize for s in a.strides]
+    lo = sum(min(0, (n - 1) * t) for n, t in zip(a.shape, st))
+    hi = sum(max(0, (n - 1) * t) for n, t in zip(a.shape, st))
+    flat = np.zeros(hi - lo + 1, a.dtype)
+    idx = sum(np.indices(a.shape)[k] * st[k] for k in range(a.ndim)) - lo
+    flat[idx.reshape(-1)] = a.reshape(-1)
+    return flat, -lo, st
+
+
 def run_rendered(r, inputs: list, outputs: list, grid, threadgroup, template=None, offsets=None) -> list:
     """Launches rendered kernel ``r`` (``codegen.cuda.render``) on the CPU. ``inputs``: NumPy
     arrays in ``r.input_names`` order (0-d for scalars; ``mb_grid`` and shape inputs
@@ -157,13 +173,14 @@ def run_rendered(r, inputs: list, outputs: list, grid, threadgroup, template=Non
     with tempfile.TemporaryDirectory(prefix="hostcuda") as d:
         with open(os.path.join(d, "args.bin"), "wb") as f:
             for a, off in zip(inputs, offsets):
-                a = np.ascontiguousarray(a)
+                data, first, strides = _storage(a)
                 sh = np.zeros(MAX_NDIM, np.int64)
                 st = np.zeros(MAX_NDIM, np.int64)
                 sh[:a.ndim] = a.shape
-                st[:a.ndim] = [s // a.itemsize for s in a.strides]
-                f.write(np.int64(off).tobytes() + np.int32(a.ndim).tobytes() + sh.tobytes() + st.tobytes())
-                f.write(np.int64(a.nbytes).tobytes() + a.tobytes())
+                st[:a.ndim] = strides
+                f.write(np.int64(off + first * a.itemsize).tobytes() + np.int32(a.ndim).tobytes() + sh.tobytes()
+                        + st.tobytes())
+                f.write(np.int64(data.nbytes).tobytes() + data.tobytes())
             for o in outputs:
                 f.write(np.int64(o.nbytes).tobytes() + np.ascontiguousarray(o).tobytes())
             blocks = [-(-int(g) // int(t)) for g, t in zip(grid, threadgroup)]
@@ -213,13 +230,15 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, threadgroup=None):
     if backend != "cuda":
         raise RuntimeError(f"hostcuda stands in for cuda only, not {backend}")
     r = self.rendered(backend, exact_grid, threadgroup)
+    spec = self
 
     def call(inputs, output_shapes, output_dtypes, grid, threadgroup, template=None, init_value=None,
              stream=None, **_):
         ins = []
         for v in inputs:
             a = runtime.to_numpy(v)
-            ins.append(a.view(np.uint16) if a.dtype == T.bfloat16.np else np.array(a))
+            a = a.view(np.uint16) if a.dtype == T.bfloat16.np else a
+            ins.append(np.ascontiguousarray(a) if spec.ensure_row_contiguous else a)   # MLX copies then
         outs = []
         for s, d in zip(output_shapes, output_dtypes):
             t = T.from_mlx(d)
