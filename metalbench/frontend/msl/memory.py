@@ -321,6 +321,11 @@ class MemoryMixin:
             self.alias_names[key] = name
             self.alias_root[name] = (root, space, const, root_elem)
             self.view_decls.append(ir.ViewDecl(name, root, elem, space, const, span=span))
+            if space == "threadgroup" and elem.itemsize > root_elem.itemsize:
+                # CUDA places a __shared__ uchar array at any byte: its uint view must not fault
+                for a in self.tg_arrays:
+                    if a.name == root:
+                        a.align = max(a.align or 0, 16)
         return name
 
 
