@@ -145,13 +145,13 @@ inline float h2f(uint16_t h) {
 }
 inline uint16_t d2h(double d) {   // one rounding from double
     if (d != d) return 0x7fffu;
+    if (fabs(d) >= 65520.0) return d < 0 ? 0xfc00u : 0x7c00u;
     const float f = static_cast<float>(d);     // exact when the double fits, else decide by the double
     if (static_cast<double>(f) == d) return f2h(f);
     uint16_t lo = f2h(f);
     // f rounded once already; step to the neighbour the double is nearer to
     const double a = h2f(lo);
     const uint16_t nb = static_cast<uint16_t>((d > a) == !(lo & 0x8000u) ? lo + 1 : lo - 1);
-    if ((lo & 0x7fffu) == 0x7c00u) return lo;
     const double b = h2f(nb);
     const double da = fabs(d - a), db = fabs(d - b);
     if (db < da || (db == da && !(nb & 1u))) return nb;
