@@ -9,14 +9,16 @@ For row softmax and saxpy, times (as benchmarks/gpu.py does) these variants:
                  host path, the difference to ``raw`` is the generated code),
 - ``raw_uint``   the raw body with unsigned loop counters (as MSL's types make them),
 - ``raw_mbreduce`` the raw body with metalbench's SIMD-group reduction helper,
-- ``raw_u32index`` the raw body indexing as the generated code does (MSL semantics:
-                 ``uint base = row * NC; x[base + j]``, a 32-bit unsigned index, instead
-                 of a 64-bit row pointer), the one difference left in the generated body;
+- ``raw_u32index`` the raw body indexing as the generated code did before session 6
+                 (``uint base = row * NC; x[base + j]``, a 32-bit unsigned index, instead
+                 of a 64-bit row pointer; the generated code now prints
+                 ``x[static_cast<uint64_t>(base) + j]`` where the sum provably never wraps);
 
-and for the new-user kernel (fused bias + GELU at 64M elements, 0.94x raw on 2026-12-01):
+and for the new-user kernel (fused bias + GELU at 64M elements, 0.93x raw on 2026-12-01):
 ``raw`` (the bias length a template constant, ``i % C``), ``raw_shape_mod`` (the length
-read at run time, ``i % bias_shape[0]``, as the DSL's ``bias.size`` makes it), ``mb_direct``
-and ``mb``.
+read at run time, ``i % bias_shape[0]``), ``mb_direct`` (what a launch compiles: the
+length compiled in, ``i % 4096u``), ``mb_generic`` (the length tested at run time,
+``mb_umod_len``: a mask for a power of two, behind a uniform branch) and ``mb``.
 
     python3 benchmarks/gpu_probe.py
 """
@@ -66,8 +68,9 @@ def main():
         x = mx.random.normal((r, c))
         tmpl = [("NC", c), ("TG", 256)]
         grid, tg = (r * 256, 1, 1), (256, 1, 1)
-        sp = softmax_k.specialize(x, NC=c, TG=256)
-        gen = sp.rendered("cuda", exact_grid=True, threadgroup=tg)     # the variant the launch uses
+        b = softmax_k.bind(x, NC=c, TG=256, grid=grid, threadgroup=tg, backend="cuda")
+        sp = softmax_k.specialization(b)
+        gen = sp.launch_rendered(b, "cuda")                              # the variant the launch uses
         generic = sp.rendered("cuda", exact_grid=True)                   # its header has mb_simd_reduce
         variants = {
             "raw": (RAW_CUDA["softmax"][0], "", ["x"], tmpl),
@@ -112,13 +115,16 @@ def main():
     n, cols = 1 << 26, GELU_COLS
     x = mx.random.normal((n,))
     bias = mx.random.normal((cols,))
-    sp = bias_gelu_k.specialize(x, bias)
-    gen = sp.rendered("cuda", exact_grid=True, threadgroup=(256, 1, 1))
+    b = bias_gelu_k.bind(x, bias, grid=n, threadgroup=256, backend="cuda")
+    sp = bias_gelu_k.specialization(b)
+    gen = sp.launch_rendered(b, "cuda")         # i % 4096u: the bias length compiled in
+    generic = sp.rendered("cuda", exact_grid=True, threadgroup=(256, 1, 1))   # mb_umod_len(i, n)
     res = {"kernel": "bias_gelu", "size": str(n)}
     for name, (src, hdr, ins, tp) in {
             "raw": (RAW_CUDA["bias_gelu"][0], "", ["x", "bias"], [("N", n), ("C", cols)]),
             "raw_shape_mod": (SHAPE_MOD_GELU, "", ["x", "bias"], [("N", n)]),
-            "mb_direct": (gen.body, gen.header, list(gen.input_names), [])}.items():
+            "mb_direct": (gen.body, gen.header, list(gen.input_names), []),
+            "mb_generic": (generic.body, generic.header, list(generic.input_names), [])}.items():
         k = mx.fast.cuda_kernel(name=f"probe_gelu_{name}", input_names=ins, output_names=["out"],
                                 source=src, header=hdr)
 

@@ -93,9 +93,14 @@ def sources(quick=True):
            ("matmul", gpu.matmul_k, (np.zeros((64, 64), f32),) * 2, {"KD": 64, "ND": 64, "TILE": 16}, (16, 16, 1)),
            ("bias_gelu", gpu.bias_gelu_k, (x, np.zeros(64, f32)), {}, (256, 1, 1))]
     for name, k, args, kw, tg in gen:
-        sp = k.specialize(*args, **kw)
+        b = k.bind(*args, grid=(tg[0] * 4, tg[1], 1), threadgroup=tg, backend="sim", **kw)
+        sp = k.specialization(b)
+        lengths = sp.lengths(b.values, b.outputs, "cuda")       # what a launch compiles in (bias_gelu: C)
         for exact in (True, False):
             yield f"gpu.py mb {name} exact={exact}", cuda.full_source(replace(sp.rendered("cuda", exact, tg)))
+            if lengths:
+                yield f"gpu.py mb {name} exact={exact} lengths", \
+                    cuda.full_source(replace(sp.rendered("cuda", exact, tg, lengths)))
     import mlx.core as mx
     for c in msl_cuda.cases(True, "sim", msl_cuda.corpus_dir()):
         name, in_names, outs = c["name"].split()[0], c["in_names"], c["outs"]

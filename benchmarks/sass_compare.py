@@ -10,7 +10,8 @@ loads (``LDG``: their number after unrolling is the loads in flight per thread),
 shuffles and votes (``SHFL``, ``VOTE``: the partial-warp reduction helper shows up
 here), 64-bit address multiplies (``IMAD.WIDE``: one per load when an index is
 recomputed instead of stepped). The generated kernel is the one a launch of the
-benchmark's shape uses (exact grid, specialised for its threadgroup).
+benchmark's shape uses (``Specialization.launch_rendered``: exact grid, specialised for
+its threadgroup and for the array lengths it divides by).
 
     python benchmarks/sass_compare.py              # table; needs nvcc, cuobjdump + nvdisasm
     python benchmarks/sass_compare.py --dump DIR   # also keep sources and SASS in DIR
@@ -74,8 +75,11 @@ def generated_source(name: str, shape) -> str:
         n = shape[0]
         k, args, kw, tg = gpu.matmul_k, (np.zeros((n, n), f32), np.zeros((n, n), f32)), \
             {"KD": n, "ND": n, "TILE": 16}, (16, 16, 1)
-    sp = k.specialize(*args, **kw)
-    return cuda.full_source(replace(sp.rendered("cuda", exact_grid=True, threadgroup=tg)))
+    grid = (shape[0] * tg[0] if name == "softmax" else 1 << 20 if name == "block_sum" else shape[0],
+            shape[0] if name == "matmul" else 1, 1)
+    b = k.bind(*args, grid=grid, threadgroup=tg, backend="sim", **kw)
+    # what a launch compiles: exact grid, this threadgroup, the lengths it divides by
+    return cuda.full_source(replace(k.specialization(b).launch_rendered(b, "cuda")))
 
 
 CASES = {

@@ -43,6 +43,9 @@ from .thin import (_ENV_KEY, _SIGNATURES, MISS, ThinCache, _cached_scalar, _conv
 
 # Keywords every kind's bind understands (the rest are kernel arguments or templates).
 LAUNCH_KEYS = ("grid", "threadgroup", "backend", "checked", "init_value", "stream")
+# Distinct sets of array lengths one specialisation compiles in per backend
+# (Specialization.lengths); later ones share the kernel that tests lengths at run time.
+MAX_LENGTH_VARIANTS = 8
 
 
 @dataclass(eq=False)
@@ -157,24 +160,26 @@ class Specialization:
             k = self.artifacts["sim"] = compile_kernel(self.ir)
         return k
 
-    def rendered(self, backend: str, exact_grid: bool = False, threadgroup=None):
+    def rendered(self, backend: str, exact_grid: bool = False, threadgroup=None, lengths=()):
         """The kernel ``mx.fast.metal_kernel`` (``backend="metal"``) or ``cuda_kernel``
         receives; for cuda, ``exact_grid`` selects the variant for grids of whole
         threadgroups (no launch guard) and ``threadgroup`` (a 3-tuple) the variant
-        specialised for that block size (``codegen.cuda.render``)."""
+        specialised for that block size (``codegen.cuda.render``); ``lengths`` (from
+        :meth:`lengths`) the array lengths compiled in."""
         if backend == "metal" and self.verbatim is not None:
             return self.verbatim
         exact_grid = exact_grid and backend == "cuda"
         threadgroup = tuple(threadgroup) if threadgroup is not None and backend == "cuda" else None
-        key = ("rendered", backend, exact_grid, threadgroup)
+        lengths = tuple(lengths)
+        key = ("rendered", backend, exact_grid, threadgroup) + ((lengths,) if lengths else ())
         r = self.artifacts.get(key)
         if r is None:
             if backend == "metal":
                 from .codegen.msl import render
-                r = render(self.ir)
+                r = render(self.ir, lengths=lengths)
             elif backend == "cuda":
                 from .codegen.cuda import render
-                r = render(self.ir, exact_grid=exact_grid, threadgroup=threadgroup)
+                r = render(self.ir, exact_grid=exact_grid, threadgroup=threadgroup, lengths=lengths)
             else:
                 raise ValueError(f"no printed source for backend {backend!r} (use 'metal' or 'cuda')")
             r.name = unique_name(r)
@@ -190,9 +195,9 @@ class Specialization:
         parts.append("// body\n" + r.body.rstrip())
         return "\n\n".join(parts) + "\n"
 
-    def mlx_kernel_args(self, backend: str, exact_grid: bool = False, threadgroup=None) -> dict:
+    def mlx_kernel_args(self, backend: str, exact_grid: bool = False, threadgroup=None, lengths=()) -> dict:
         """The keyword arguments of ``mx.fast.metal_kernel`` / ``cuda_kernel`` for this kernel."""
-        r = self.rendered(backend, exact_grid, threadgroup)
+        r = self.rendered(backend, exact_grid, threadgroup, lengths)
         kw = dict(name=r.name, input_names=list(r.input_names), output_names=list(r.output_names),
                   source=r.body, header=r.header or "", ensure_row_contiguous=self.ensure_row_contiguous)
         if backend == "metal":
@@ -202,29 +207,74 @@ class Specialization:
                 kw.update(self.mlx_options)
         return kw
 
-    def mlx_kernel(self, backend: str, exact_grid: bool = False, threadgroup=None):
+    def mlx_kernel(self, backend: str, exact_grid: bool = False, threadgroup=None, lengths=()):
         """The MLX kernel object (built once per backend, grid variant and, for cuda,
-        threadgroup size)."""
+        threadgroup size; per compiled-in lengths)."""
         exact_grid = exact_grid and backend == "cuda"
         threadgroup = tuple(threadgroup) if threadgroup is not None and backend == "cuda" else None
-        key = ("mlx", backend, exact_grid, threadgroup)
+        lengths = tuple(lengths)
+        key = ("mlx", backend, exact_grid, threadgroup) + ((lengths,) if lengths else ())
         k = self.artifacts.get(key)
         if k is None:
             import mlx.core as mx
             make = mx.fast.metal_kernel if backend == "metal" else mx.fast.cuda_kernel
-            k = self.artifacts[key] = make(**self.mlx_kernel_args(backend, exact_grid, threadgroup))
+            k = self.artifacts[key] = make(**self.mlx_kernel_args(backend, exact_grid, threadgroup, lengths))
         return k
 
+    def lengths(self, values: dict, outputs: list, backend: str) -> tuple:
+        """``(((buffer, dim), value), ...)``: the array lengths the kernel divides by
+        (``passes/lengths.py``) as the arguments ``values`` (by parameter) and fresh
+        ``outputs`` ``[(name, shape, type)]`` have them; a GPU launch compiles them in
+        (``i % bias.size`` prints as ``i % 4096u``, as a hand-written kernel's ``i % C``).
+        Empty when there are none, when an array or its shape is not at hand, or after
+        :data:`MAX_LENGTH_VARIANTS` sets of values (then the printed kernel tests for a
+        power of two at run time, one compile for all lengths)."""
+        if backend not in ("metal", "cuda") or (backend == "metal" and self.verbatim is not None):
+            return ()
+        pairs = self.artifacts.get("length_pairs")
+        if pairs is None:
+            from .passes.lengths import divisor_lengths
+            pairs = self.artifacts["length_pairs"] = divisor_lengths(self.ir)
+        if not pairs:
+            return ()
+        shapes = {n: s for n, s, _ in outputs}
+        out = []
+        for buf, dim in pairs:
+            v = values.get(buf)
+            shape = shapes.get(buf) if v is None else getattr(v, "shape", None)
+            p = self.ir.param(buf)
+            if v is not None and getattr(v, "dtype", None) not in (p.type.np, T.to_mlx(p.type)):
+                return ()           # converted at launch (complex storage, other dtypes): not assumed
+            if shape is None or dim >= len(shape):
+                return ()
+            out.append(((buf, dim), int(shape[dim])))
+        out = tuple(out)
+        seen = self.artifacts.setdefault(("length_variants", backend), set())
+        if out not in seen:
+            if len(seen) >= MAX_LENGTH_VARIANTS:
+                return ()
+            seen.add(out)
+        return out
+
+    def launch_rendered(self, bound: BoundLaunch, backend: str = "cuda"):
+        """The printed kernel a ``backend`` launch of ``bound`` compiles, for tools that
+        compile or time it outside a launch (``benchmarks/sass_compare.py``,
+        ``gpu_probe.py``): its grid variant, threadgroup and lengths."""
+        exact = all(g % t == 0 for g, t in zip(bound.grid, bound.threadgroup))
+        return self.rendered(backend, exact, bound.threadgroup, self.lengths(bound.values, bound.outputs, backend))
+
     def gpu_plan(self, bound: BoundLaunch, backend: str) -> "MLXLaunch":
-        """The prepared MLX call for ``bound``'s grid, threadgroup, output shapes and
-        template: built once, then every launch of that shape reuses it."""
+        """The prepared MLX call for ``bound``'s grid, threadgroup, output shapes,
+        template and compiled-in lengths (:meth:`lengths`): built once, then every
+        launch of that shape reuses it."""
         out_shapes = tuple(s for _, s, _ in bound.outputs)
         tmpl = bound.template if (backend == "metal" and self.verbatim is not None) else ()
-        key = ("plan", backend, bound.grid, bound.threadgroup, out_shapes, tmpl)
+        lengths = self.lengths(bound.values, bound.outputs, backend)
+        key = ("plan", backend, bound.grid, bound.threadgroup, out_shapes, tmpl, lengths)
         plan = self.artifacts.get(key)
         if plan is None:
             plan = self.artifacts[key] = MLXLaunch(self, backend, bound.grid, bound.threadgroup,
-                                                   bound.outputs, tmpl)
+                                                   bound.outputs, tmpl, lengths)
         return plan
 
     # -- launching --------------------------------------------------------------------
@@ -286,7 +336,7 @@ class MLXLaunch:
     stream without a copy; :meth:`call_raw` returns the outputs as MLX holds them.
     """
 
-    def __init__(self, spec: Specialization, backend: str, grid, threadgroup, outputs, template=()):
+    def __init__(self, spec: Specialization, backend: str, grid, threadgroup, outputs, template=(), lengths=()):
         # this GPU's own limits (threads, threadgroup memory, SIMD width), once per plan; the
         # threadgroup memory when the IR exists (a verbatim MSL body is not parsed for it)
         from . import devices
@@ -295,12 +345,13 @@ class MLXLaunch:
             devices.check_launch(dev, threadgroup, spec._ir)
         import mlx.core as mx
         exact = all(g % t == 0 for g, t in zip(grid, threadgroup))
-        if exact and ("mlx", backend, False, tuple(threadgroup) if backend == "cuda" else None) in spec.artifacts:
+        guarded = ("mlx", backend, False, tuple(threadgroup) if backend == "cuda" else None)
+        if exact and guarded + ((tuple(lengths),) if lengths else ()) in spec.artifacts:
             exact = False   # the guarded kernel, built already, runs exact grids too: no second NVRTC compile
         # CUDA specialises the printed kernel for the block size (constant thread
         # indices, full-warp SIMD-group functions): one compile per threadgroup size
-        r = spec.rendered(backend, exact, threadgroup)
-        self.kernel = spec.mlx_kernel(backend, exact, threadgroup)
+        r = spec.rendered(backend, exact, threadgroup, lengths)
+        self.kernel = spec.mlx_kernel(backend, exact, threadgroup, lengths)
         self.extra = list(r.extra_inputs(grid, threadgroup, [s for _, s, _ in outputs])) if r.extra_inputs else []
         if self.extra:
             mx.eval(*self.extra)

@@ -42,6 +42,8 @@ struct dim3 { unsigned x, y, z; };
 static uint3 threadIdx, blockIdx;
 static dim3 blockDim, gridDim;
 inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 using std::min;
 using std::max;
 namespace cuda { namespace std {

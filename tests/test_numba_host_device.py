@@ -41,7 +41,7 @@ class SimStandIn:
 @pytest.fixture
 def gpu(monkeypatch):
     monkeypatch.setattr(L, "cuda_available", lambda: True)
-    monkeypatch.setattr(Specialization, "mlx_kernel", lambda self, backend, exact_grid=False, threadgroup=None: SimStandIn(self))
+    monkeypatch.setattr(Specialization, "mlx_kernel", lambda self, backend, exact_grid=False, threadgroup=None, lengths=(): SimStandIn(self))
     SimStandIn.launches.clear()
     cuda.set_backend("cuda")
     yield

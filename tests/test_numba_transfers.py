@@ -61,7 +61,7 @@ def gpu(request, monkeypatch):
     monkeypatch.setattr(L, "cuda_available", lambda: request.param == "cuda")
     monkeypatch.setattr(L, "metal_available", lambda: request.param == "metal")
     monkeypatch.setattr(Specialization, "mlx_kernel",
-                        lambda self, backend, exact_grid=False, threadgroup=None: StandIn(self))
+                        lambda self, backend, exact_grid=False, threadgroup=None, lengths=(): StandIn(self))
     cuda.set_backend(request.param)
     yield request.param
     cuda.set_backend(None)

@@ -30,6 +30,7 @@ from .. import ir
 from .. import scalar as S
 from .. import types as T
 from ..errors import KernelTypeError
+from ..passes.lengths import is_length, length_division  # noqa: F401  (printers import them from here)
 
 # C operator precedence (higher binds tighter).
 POSTFIX, UNARY, MUL, ADD, SHIFT, REL, EQ, BAND, BXOR, BOR, LAND, LOR, COND, ASSIGN = (
@@ -347,11 +348,16 @@ class CPrinter:
     def cast(self, t, value) -> str:
         return self.cast_text(t, self.expr(value))
 
+    def index_text(self, buf: str, index) -> str:
+        """The index of ``buf[index]`` as printed inside the brackets (CUDA widens some
+        sums to 64 bits, ``CUDAPrinter.index_text``)."""
+        return self.expr(index)
+
     def load(self, buf: str, index, t) -> str:
-        return f"{self.name(buf)}[{self.expr(index)}]"
+        return f"{self.name(buf)}[{self.index_text(buf, index)}]"
 
     def store(self, buf: str, index, value) -> str:
-        return f"{self.name(buf)}[{self.expr(index)}] = {self.expr(value, ASSIGN)};"
+        return f"{self.name(buf)}[{self.index_text(buf, index)}] = {self.expr(value, ASSIGN)};"
 
     def call(self, e: ir.Call) -> str:
         return self.call_text(e.name, e.args, e.type)
@@ -587,23 +593,6 @@ class CPrinter:
         for f in self.k.functions:
             funcs.append(self.function(f))
         return decls, funcs
-
-
-def is_length(e) -> bool:
-    """Is ``e`` an array length (``x.shape[d]``, ``x.size``: products of ShapeOf, through
-    casts)? Such a divisor is the same for every thread and often a power of two, which
-    the printers' ``mb_udiv_len``/``mb_umod_len`` test for (a shift or a mask then)."""
-    while isinstance(e, ir.Cast) and isinstance(e.type, T.ScalarType) and e.type.is_int:
-        e = e.value
-    if isinstance(e, ir.ShapeOf):
-        return True
-    return isinstance(e, ir.BinOp) and e.op == "*" and is_length(e.a) and is_length(e.b)
-
-
-def length_division(e) -> bool:
-    """``e`` is an unsigned 32/64-bit ``/`` or ``%`` by an array length (``is_length``)."""
-    return (isinstance(e, ir.BinOp) and e.op in ("/", "%") and e.type in (T.uint32, T.uint64)
-            and e.a.type == e.type and e.b.type == e.type and is_length(e.b))
 
 
 def _implicit_uint(x, other, op):

@@ -51,13 +51,15 @@ from .. import ir
 from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
-from ..passes.ranges import LaunchFacts, signed_loops
+from ..passes.lengths import bind_lengths
+from ..passes.ranges import LaunchFacts, Ranges, canonical_cfor, signed_loops
 from ..passes.simdgroup_matrix import lower as lower_matrices
 from ..passes.warps import converged_calls
-from .c_like import (ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, length_division,
+from .c_like import (ADD, ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, length_division,
                      render_with)
 from .cuda_guard import ReadGuardMixin, guard_enabled
 from .cuda_ints import F2NARROW, IDIV, IMOD, IntegerVectorMixin
+from .cuda_source import CUDA_TYPES, full_source, mlx_facing_types
 from .matrix import CUDAMatrixMixin
 from .vector_access import VectorAccessMixin
 
@@ -65,8 +67,6 @@ __all__ = ["render", "Rendered", "CUDAPrinter", "CUDA", "full_source", "GRID_INP
 
 GRID_INPUT = "mb_grid"
 SHIM_INCLUDE = str(Path(__file__).parent / "cuda_shim")
-
-CUDA_TYPES = {t.name: t.cuda for t in T.ALL_SCALARS}
 
 _CUDA_WORDS = """
 __global__ __device__ __host__ __shared__ __constant__ __restrict__ __syncthreads __syncwarp
@@ -402,6 +402,7 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
         # them without __activemask() when ``self.full_warp`` is set
         self.converged = converged_calls(kernel, self.facts)
         self.full_warp = False
+        self._facts_cache: dict = {}
         # scalar arguments read once at the top (MLX passes them as pointers, and a load
         # through a pointer cannot move past a store the compiler must assume aliases it)
         self.hoisted = {p.name for p in kernel.params if p.kind == "scalar"} & \
@@ -418,6 +419,42 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
         self._vectors()
         self.need("mb_vload", _VLOAD)
         return f"mb_vstore<{self.tname(t.elem)}, {t.n}>({self.pointer_to(buf, first)}, {self.expr(value, ASSIGN)});"
+
+    # -- 64-bit indices: x[base + j] as the hand-written kernel's row pointer xr[j]
+    def index_text(self, buf: str, index) -> str:
+        """``x[base + j]`` (``uint`` base, ``j`` stepping with a loop counter) prints as
+        ``x[static_cast<uint64_t>(base) + j]`` when the ranges (``passes/ranges.py``)
+        prove the 32-bit sum never wraps: the same element, and the compiler can step a
+        pointer instead of widening a fresh 32-bit index for every load (softmax's rows:
+        36 fewer 64-bit multiplies in the SASS). A sum that may wrap keeps MSL's 32 bits;
+        indices into threadgroup arrays and inside device functions are left as they are."""
+        e, p = index, self.k.param(buf) if self.in_function is None else None
+        if not (isinstance(e, ir.BinOp) and e.op == "+" and e.type == T.uint32 and p is not None
+                and p.kind == "buffer"):       # device buffers (threadgroup arrays: 32-bit addresses)
+            return self.expr(index)
+        ranges, counters = self._index_facts()
+        ra, rb = ranges.of(e.a), ranges.of(e.b)
+        steps_a, steps_b = _reads(e.a, counters), _reads(e.b, counters)
+        if steps_a == steps_b or not (isinstance(ra, tuple) and isinstance(rb, tuple)) or \
+                ra[1] + rb[1] > 0xFFFFFFFF:
+            return self.expr(index)
+        base, step = (e.b, e.a) if steps_a else (e.a, e.b)
+        if isinstance(step, ir.Cast) and step.value.type == T.int32 and isinstance(ranges.of(step.value), tuple) \
+                and ranges.of(step.value)[0] >= 0:
+            step = step.value          # a non-negative int counter: sign and zero extension agree
+        return f"{self.cast_text(T.uint64, self.expr(base))} + {self.expr(step, ADD + 1)}"
+
+    def _index_facts(self):
+        """(Ranges, loop counter names) of the body being printed (kernel or function)."""
+        key = self.in_function.name if self.in_function is not None else None
+        got = self._facts_cache.get(key)
+        if got is None:
+            body = self.in_function.body if self.in_function is not None else self.k.body
+            counters = {n.var.name for n in ir.walk(body) if isinstance(n, ir.For)}
+            counters |= {c[0].name for n in ir.walk(body) if isinstance(n, ir.CFor)
+                         for c in [canonical_cfor(n)] if c is not None}
+            got = self._facts_cache[key] = (Ranges(body, self.facts), counters)
+        return got
 
     def tname(self, t) -> str:
         if isinstance(t, T.VectorType):
@@ -660,6 +697,10 @@ _AS_TYPE = """template <class T, class U> __device__ inline T mb_as_type(U u) {
     return t;
 }"""
 
+def _reads(e, names) -> bool:
+    return any(isinstance(n, ir.Var) and n.name in names for n in ir.walk(e))
+
+
 def _with_block(ex: str, tg) -> str:
     """An attribute expression with the launch's block size written in: the compiler can
     then fold the thread index (``threadIdx.x`` alone for a 1-D threadgroup) and know
@@ -677,7 +718,7 @@ def _with_block(ex: str, tg) -> str:
     return ex
 
 
-def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None) -> Rendered:
+def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None, lengths=()) -> Rendered:
     """Prints ``kernel`` as an MLX CUDA kernel (body, header, names).
 
     Pass ``mx.fast.cuda_kernel(name=r.name, input_names=r.input_names,
@@ -689,7 +730,9 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None) -> R
     block size is written into the thread attributes, and with an exact grid and a
     multiple of 32 threads, SIMD-group calls under uniform control flow use full-warp
     shuffles (``passes/warps.py``). Unsigned loop counters that provably stay below
-    ``INT_MAX`` print as ``int`` (``passes/ranges.py``).
+    ``INT_MAX`` print as ``int`` (``passes/ranges.py``). ``lengths``, pairs
+    ``((buffer, dim), value)``, are array lengths the kernel is compiled for
+    (``passes/lengths.py``: a launch binds those it divides by).
 
     >>> from metalbench import ir, types as T
     >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.float32, is_output=True)],
@@ -699,6 +742,7 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None) -> R
     """
     facts = LaunchFacts(tuple(int(d) for d in threadgroup) if threadgroup is not None else None, exact_grid)
     guard = guard_enabled(kernel)
+    kernel = bind_lengths(kernel, dict(lengths))
     kernel = lower_matrices(kernel)      # a simdgroup matrix is each thread's two elements
     kernel = signed_loops(kernel, facts)
     p = CUDAPrinter(kernel, exact_grid, facts)
@@ -707,89 +751,3 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None) -> R
     r = render_with(p, kernel, p.float64_aliases(p.prelude() + p.guard_prelude() + lines),
                     extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])
     return mlx_facing_types(r)
-
-
-def mlx_facing_types(r: Rendered) -> Rendered:
-    """``r`` with its input and output types as MLX declares them: float64 as uint64
-    (``runtime.carrier``), so ``full_source`` prints MLX's signature.
-
-    >>> from metalbench import ir, types as T
-    >>> k = ir.KernelIR("k", [ir.Param("x", "buffer", T.float64), ir.Param("o", "buffer", T.float64,
-    ...                       is_output=True)], [ir.Store("o", ir.Const(0, T.uint32), ir.Load("x",
-    ...                       ir.Const(0, T.uint32), T.float64))])
-    >>> src = full_source(render(k))
-    >>> "const uint64_t* x," in src and "uint64_t* o)" in src and "double* o = " in src
-    True
-    """
-    from ..runtime import carrier
-    r.input_types = [(carrier(t, "cuda"), nd) for t, nd in r.input_types]
-    r.output_types = [carrier(t, "cuda") for t in r.output_types]
-    return r
-
-
-_DEFAULT_HEADER = """
-#include "mlx/backend/cuda/device/utils.cuh"
-
-#include <cooperative_groups.h>
-
-#define inf cuda::std::numeric_limits<float>::infinity()
-
-"""
-
-
-def full_source(r: Rendered, template: list | None = None) -> str:
-    """The complete CUDA source MLX 0.32's ``cuda_kernel`` builds from ``r`` (its
-    ``build_kernel``); shapes/strides/ndim parameters appear for the inputs whose
-    ``x_shape``/``x_strides``/``x_ndim`` occur in the body.
-
-    >>> from metalbench import ir, types as T
-    >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.float32, is_output=True)], [])
-    >>> "__global__ void custom_kernel_k(" in full_source(render(k))
-    True
-    """
-    name = "custom_kernel_" + r.name
-    if template:
-        for _, v in template:
-            if isinstance(v, bool):
-                name += "_t" if v else "_f"
-            elif isinstance(v, int):
-                name += f"_{v}"
-            else:
-                name += "_" + _mlx_type_string(v)
-    src = _DEFAULT_HEADER + r.header + "namespace mlx::core::cu {\n\nnamespace cg = cooperative_groups;\n\n"
-    src += f"__global__ void {name}(\n"
-    types = r.input_types or [(T.float32, 1)] * len(r.input_names)
-    for n, (t, nd) in zip(r.input_names, types):
-        src += f"    const {CUDA_TYPES[t.name]}* {n},\n"
-        if nd > 0:
-            if f"{n}_shape" in r.body:
-                src += f"    const __grid_constant__ Shape {n}_shape,\n"
-            if f"{n}_strides" in r.body:
-                src += f"    const __grid_constant__ Strides {n}_strides,\n"
-            if f"{n}_ndim" in r.body:
-                src += f"    const __grid_constant__ int {n}_ndim,\n"
-    otypes = r.output_types or [T.float32] * len(r.output_names)
-    src += ",\n".join(f"    {CUDA_TYPES[t.name]}* {n}" for n, t in zip(r.output_names, otypes)) + ") {\n"
-    if template:
-        for n, v in template:
-            if isinstance(v, bool):
-                src += f"  constexpr bool {n} = {'true' if v else 'false'};\n"
-            elif isinstance(v, int):
-                src += f"  constexpr int {n} = {v};\n"
-            else:
-                src += f"  using {n} = {CUDA_TYPES[_scalar(v).name]};\n"
-        src += "\n"
-    return src + r.body + "\n}\n\n} // namespace mlx::core::cu\n"
-
-
-def _scalar(v) -> T.ScalarType:
-    if isinstance(v, T.ScalarType):
-        return v
-    if isinstance(v, str):
-        return T.lookup(v)
-    return T.from_mlx(v)
-
-
-def _mlx_type_string(v) -> str:
-    from ..mlx_signature import type_string
-    return type_string(_scalar(v))

@@ -25,6 +25,7 @@ from .. import ir
 from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
+from ..passes.lengths import bind_lengths
 from ..passes.ranges import signed_loops
 from .c_like import (ASSIGN, POSTFIX, CPrinter, Dialect, Rendered, atomic_buffers, length_division,
                      render_with)
@@ -257,13 +258,14 @@ _VIEW = "#ifdef __METAL_VERSION__\n" + "\n".join(
     for q in ("const ", "")) + "\n#endif"
 
 
-def render(kernel: ir.KernelIR) -> Rendered:
+def render(kernel: ir.KernelIR, lengths=()) -> Rendered:
     """Prints ``kernel`` as an MLX Metal kernel: body, header and names.
 
     Pass the result to ``mx.fast.metal_kernel(name=r.name, input_names=r.input_names,
     output_names=r.output_names, source=r.body, header=r.header,
     ensure_row_contiguous=True, atomic_outputs=r.atomic_outputs)``. The complete
-    source MLX builds from it is ``mlx_signature.full_source(r)``.
+    source MLX builds from it is ``mlx_signature.full_source(r)``. ``lengths``: array
+    lengths ``((buffer, dim), value)`` compiled in (``passes/lengths.py``).
 
     >>> from metalbench import ir, types as T
     >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.uint32, is_output=True)],
@@ -273,6 +275,7 @@ def render(kernel: ir.KernelIR) -> Rendered:
     """
     no_double(kernel)
     no_recursion(kernel)
+    kernel = bind_lengths(kernel, dict(lengths))    # lengths compiled in (passes/lengths.py)
     kernel = signed_loops(kernel)     # int counters where range facts allow (passes/ranges.py)
     p = MSLPrinter(kernel)
     lines = p.body_lines()    # printing decides the helpers, extra inputs and atomic outputs

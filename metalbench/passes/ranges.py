@@ -354,7 +354,10 @@ class Ranges:
         if op in ("+", "-", "*"):
             f = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y}[op]
             vals = [f(x, y) for x in a for y in b]
-            return _fit(min(vals), max(vals), t)
+            r = _fit(min(vals), max(vals), t)
+            if op == "*" and r[1] < max(vals):     # wrapped
+                r = _wrapped_multiple(r, t, max(_pow2_factor(a), _pow2_factor(b)))
+            return r
         if a[0] < 0 or b[0] < 0:       # the rest: non-negative operands only
             return type_range(t)
         if op == "/":
@@ -368,8 +371,27 @@ class Ranges:
         if op == ">>" and b[1] < T.elem_of(t).bits:
             return (a[0] >> b[1], a[1] >> b[0])
         if op == "<<" and b[1] < T.elem_of(t).bits:
-            return _fit(a[0] << b[0], a[1] << b[1], t)
+            r = _fit(a[0] << b[0], a[1] << b[1], t)
+            return _wrapped_multiple(r, t, b[0]) if r[1] < a[1] << b[1] else r
         return type_range(t)
+
+
+def _pow2_factor(r) -> int:
+    """``k`` such that every value of the one-value range ``r`` is a multiple of ``2**k``
+    (0 for a range of several values)."""
+    if r[0] != r[1] or r[0] == 0:
+        return 0
+    return (r[0] & -r[0]).bit_length() - 1
+
+
+def _wrapped_multiple(r, t, k: int):
+    """The range of an unsigned product that wrapped (``r`` is then the type's range)
+    when every exact value is a multiple of ``2**k``: wrapping modulo ``2**bits`` keeps
+    the low ``k`` bits zero, so the largest value is ``2**bits - 2**k`` (``row * 4096u``
+    plus a column below 4096 cannot wrap, whatever ``row`` is)."""
+    if k <= 0 or t.is_signed or k >= t.bits:
+        return r
+    return (0, (1 << t.bits) - (1 << k))
 
 
 def _assigned_before_read(stmts, i, name) -> bool:

@@ -1,0 +1,99 @@
+"""The complete CUDA source MLX's ``cuda_kernel`` compiles from a printed kernel
+(``full_source``: MLX 0.32's ``build_kernel``, for compile checks without a GPU), and
+the types MLX declares (``mlx_facing_types``). Split from ``codegen/cuda.py``, which
+re-exports both.
+"""
+from __future__ import annotations
+
+from .. import types as T
+from .c_like import Rendered
+
+CUDA_TYPES = {t.name: t.cuda for t in T.ALL_SCALARS}
+
+
+def mlx_facing_types(r: Rendered) -> Rendered:
+    """``r`` with its input and output types as MLX declares them: float64 as uint64
+    (``runtime.carrier``), so ``full_source`` prints MLX's signature.
+
+    >>> from metalbench import ir, types as T
+    >>> k = ir.KernelIR("k", [ir.Param("x", "buffer", T.float64), ir.Param("o", "buffer", T.float64,
+    ...                       is_output=True)], [ir.Store("o", ir.Const(0, T.uint32), ir.Load("x",
+    ...                       ir.Const(0, T.uint32), T.float64))])
+    >>> from metalbench.codegen.cuda import render
+    >>> src = full_source(render(k))
+    >>> "const uint64_t* x," in src and "uint64_t* o)" in src and "double* o = " in src
+    True
+    """
+    from ..runtime import carrier
+    r.input_types = [(carrier(t, "cuda"), nd) for t, nd in r.input_types]
+    r.output_types = [carrier(t, "cuda") for t in r.output_types]
+    return r
+
+
+_DEFAULT_HEADER = """
+#include "mlx/backend/cuda/device/utils.cuh"
+
+#include <cooperative_groups.h>
+
+#define inf cuda::std::numeric_limits<float>::infinity()
+
+"""
+
+
+def full_source(r: Rendered, template: list | None = None) -> str:
+    """The complete CUDA source MLX 0.32's ``cuda_kernel`` builds from ``r`` (its
+    ``build_kernel``); shapes/strides/ndim parameters appear for the inputs whose
+    ``x_shape``/``x_strides``/``x_ndim`` occur in the body.
+
+    >>> from metalbench import ir, types as T
+    >>> from metalbench.codegen.cuda import render
+    >>> k = ir.KernelIR("k", [ir.Param("o", "buffer", T.float32, is_output=True)], [])
+    >>> "__global__ void custom_kernel_k(" in full_source(render(k))
+    True
+    """
+    name = "custom_kernel_" + r.name
+    if template:
+        for _, v in template:
+            if isinstance(v, bool):
+                name += "_t" if v else "_f"
+            elif isinstance(v, int):
+                name += f"_{v}"
+            else:
+                name += "_" + _mlx_type_string(v)
+    src = _DEFAULT_HEADER + r.header + "namespace mlx::core::cu {\n\nnamespace cg = cooperative_groups;\n\n"
+    src += f"__global__ void {name}(\n"
+    types = r.input_types or [(T.float32, 1)] * len(r.input_names)
+    for n, (t, nd) in zip(r.input_names, types):
+        src += f"    const {CUDA_TYPES[t.name]}* {n},\n"
+        if nd > 0:
+            if f"{n}_shape" in r.body:
+                src += f"    const __grid_constant__ Shape {n}_shape,\n"
+            if f"{n}_strides" in r.body:
+                src += f"    const __grid_constant__ Strides {n}_strides,\n"
+            if f"{n}_ndim" in r.body:
+                src += f"    const __grid_constant__ int {n}_ndim,\n"
+    otypes = r.output_types or [T.float32] * len(r.output_names)
+    src += ",\n".join(f"    {CUDA_TYPES[t.name]}* {n}" for n, t in zip(r.output_names, otypes)) + ") {\n"
+    if template:
+        for n, v in template:
+            if isinstance(v, bool):
+                src += f"  constexpr bool {n} = {'true' if v else 'false'};\n"
+            elif isinstance(v, int):
+                src += f"  constexpr int {n} = {v};\n"
+            else:
+                src += f"  using {n} = {CUDA_TYPES[_scalar(v).name]};\n"
+        src += "\n"
+    return src + r.body + "\n}\n\n} // namespace mlx::core::cu\n"
+
+
+def _scalar(v) -> T.ScalarType:
+    if isinstance(v, T.ScalarType):
+        return v
+    if isinstance(v, str):
+        return T.lookup(v)
+    return T.from_mlx(v)
+
+
+def _mlx_type_string(v) -> str:
+    from ..mlx_signature import type_string
+    return type_string(_scalar(v))
