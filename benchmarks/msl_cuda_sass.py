@@ -1,8 +1,9 @@
 """SASS instruction counts of the MSL->CUDA kernels of ``msl_cuda.py`` and their twins,
 without a GPU: what the read guard (``codegen/cuda_guard.py``) costs in instructions.
 
-For every kernel of ``msl_cuda.py`` (at its H200 size and template) the printed CUDA is
-compiled as MLX would build it (``cuda.full_source``, ``nvcc -cubin -arch=sm_90 -O3``)
+For every kernel of ``msl_cuda.py`` (at its H200 size and template) the printed CUDA a
+launch compiles (``Specialization.launch_rendered``: with the lengths it divides by
+compiled in, ``passes/lengths.py``) is compiled as MLX would build it (``cuda.full_source``, ``nvcc -cubin -arch=sm_90 -O3``)
 with the guard's default scope (reads whose index depends on data or may be negative),
 with every input read guarded (``METALBENCH_CUDA_GUARD_READS=1``) and with none (``=0``),
 next to the hand-written twin; ``cuobjdump -sass`` counts the instructions of each.
@@ -68,9 +69,8 @@ def rendered(c, guard):
         args = [c["inputs"][n] if isinstance(c["inputs"][n], int) else mx.array(c["inputs"][n]) for n in c["in_names"]]
         b = k.bind(inputs=args, output_shapes=[s for _, s in c["outs"]], output_dtypes=[mx.float32] * len(c["outs"]),
                    grid=c["grid"], threadgroup=c["threadgroup"], template=M.mlx_template(c["template"]), backend="sim")
-        tg = tuple(c["threadgroup"])
-        exact = all(g % t == 0 for g, t in zip(c["grid"], tg))
-        return k.specialization(b).rendered("cuda", exact, tg)
+        # what the launch compiles: exact-grid variant, threadgroup, the shapes it divides by
+        return k.specialization(b).launch_rendered(b, "cuda")
     finally:
         if old is None:
             os.environ.pop("METALBENCH_CUDA_GUARD_READS", None)

@@ -231,3 +231,36 @@ def test_length_specialised_and_widened_kernels_on_cuda_match_numpy(cols):
     xs = rng.standard_normal((rows, 4096)).astype(np.float32)
     got = np.asarray(row_scale(xs, NC=4096, grid=rows, threadgroup=32, backend="cuda"))
     np.testing.assert_array_equal(got, xs * 2 + np.arange(4096, dtype=np.float32))
+
+
+_MSL_ROWS = """
+uint elem = thread_position_in_grid.x;
+int C = x_shape[1];
+uint row = elem / C;
+uint col = elem % C;
+out[elem] = x[elem] * 2.0f + float(row) + float(col) * 0.5f;
+"""
+
+
+@needs_gxx
+@pytest.mark.parametrize("cols", [1, 64, 100])
+def test_msl_shape_variables_divided_by_are_compiled_in(cols):
+    """An MSL body's ``int C = x_shape[1]; elem / C``: the length reaches the division
+    through a variable; the launch compiles ``C`` in (so nvcc folds the division helper
+    into a shift or multiply-high) and the printed CUDA computes what the simulator does."""
+    import mlx.core as mx
+    rows = 8
+    x = np.random.default_rng(cols).standard_normal((rows, cols)).astype(np.float32)
+    k = mb.metal_kernel("rows_msl", ["x"], ["out"], _MSL_ROWS)
+    b = k.bind(inputs=[mx.array(x)], output_shapes=[(rows * cols,)], output_dtypes=[mx.float32],
+               grid=(rows * cols, 1, 1), threadgroup=(cols if cols > 1 else 8, 1, 1), backend="sim")
+    sp = k.specialization(b)
+    assert sp.lengths(b.values, b.outputs, "cuda") == ((("x", 1), cols),)
+    r = sp.launch_rendered(b, "cuda")
+    assert "x_shape[1]" not in r.body and f"C = {cols};" in r.body, r.body
+    assert "x_shape[1]" in sp.rendered("cuda", True, b.threadgroup).body       # not specialised
+    i = np.arange(rows * cols)
+    want = x.reshape(-1) * 2 + (i // cols).astype(np.float32) + (i % cols).astype(np.float32) * 0.5
+    np.testing.assert_array_equal(np.asarray(k.launch(b)[0]), want)
+    got = cuda_host.run(r, {"x": x}, {"out": (rows * cols,)}, b.grid, b.threadgroup)["out"]
+    np.testing.assert_array_equal(got, want)

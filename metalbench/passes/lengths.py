@@ -54,14 +54,30 @@ def length_division(e) -> bool:
 
 def divisor_lengths(kernel: ir.KernelIR) -> tuple:
     """``((buffer, dim), ...)``: the lengths of kernel parameters that the kernel body
-    divides by (:func:`length_division`), sorted; device functions are not looked at
-    (their lengths are their parameters')."""
-    pairs = set()
+    divides by or takes a remainder by, sorted: directly (:func:`length_division`) or
+    through the variables the divisor reads (``int C = x_shape[3]; elem / C``, as MSL
+    kernels write it; bound, the compiler folds the division helper's branches away).
+    Device functions are not looked at (their lengths are their parameters'). Which
+    lengths are chosen only decides what is worth a compile per value: binding any
+    length is exact for the launch it is bound for."""
+    defs: dict = {}
     for n in ir.walk(kernel.body):
-        if length_division(n):
-            for s in ir.walk(n.b):
-                if isinstance(s, ir.ShapeOf) and kernel.param(s.buf) is not None:
-                    pairs.add((s.buf, s.dim))
+        if isinstance(n, (ir.Decl, ir.Assign)) and getattr(n, "init" if isinstance(n, ir.Decl) else "value",
+                                                            None) is not None:
+            defs.setdefault(n.var.name, []).append(n.init if isinstance(n, ir.Decl) else n.value)
+    pairs, seen = set(), set()
+
+    def lengths_in(e):
+        for s in ir.walk(e):
+            if isinstance(s, ir.ShapeOf) and kernel.param(s.buf) is not None:
+                pairs.add((s.buf, s.dim))
+            elif isinstance(s, ir.Var) and s.name not in seen:
+                seen.add(s.name)
+                for d in defs.get(s.name, ()):
+                    lengths_in(d)
+    for n in ir.walk(kernel.body):
+        if isinstance(n, ir.BinOp) and n.op in ("/", "%") and _int(n.type):
+            lengths_in(n.b)
     return tuple(sorted(pairs))
 
 
