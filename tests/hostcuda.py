@@ -220,16 +220,17 @@ def _mlx_cache_check(r, template) -> None:
                             "same name (its JIT and PTX caches are keyed by name and template values)")
 
 
-def _fake_mlx_kernel(self, backend, exact_grid=False, threadgroup=None):
+def _fake_mlx_kernel(self, backend, exact_grid=False, threadgroup=None, lengths=()):
     """``Specialization.mlx_kernel`` for cuda: a callable taking what ``mx.fast.cuda_kernel``'s
-    kernel takes, running the printed CUDA on the CPU."""
+    kernel takes, running the printed CUDA on the CPU (with the launch's compiled-in
+    ``lengths``, ``passes/lengths.py``)."""
     import mlx.core as mx
 
     from metalbench import runtime
     from metalbench import types as T
     if backend != "cuda":
         raise RuntimeError(f"hostcuda stands in for cuda only, not {backend}")
-    r = self.rendered(backend, exact_grid, threadgroup)
+    r = self.rendered(backend, exact_grid, threadgroup, lengths)
     spec = self
 
     def call(inputs, output_shapes, output_dtypes, grid, threadgroup, template=None, init_value=None,
