@@ -22,8 +22,9 @@ from metalbench import types as T
 from metalbench.builtins import registry
 
 BUILTINS = [b for b in registry.all() if b.kind in ("call", "simd")]
-_PRODUCTS = ("simd_product", "simd_prefix_inclusive_product", "simd_prefix_exclusive_product")
-_SUMS = ("simd_sum", "simd_prefix_inclusive_sum", "simd_prefix_exclusive_sum")
+_PRODUCTS = tuple(f"{g}_{k}" for g in ("simd", "quad")
+                  for k in ("product", "prefix_inclusive_product", "prefix_exclusive_product"))
+_SUMS = tuple(f"{g}_{k}" for g in ("simd", "quad") for k in ("sum", "prefix_inclusive_sum", "prefix_exclusive_sum"))
 _FRACT_TINY = [-2.0 ** -24, -2.0 ** -14, -2.0 ** -12, -2.0 ** -9, -1e-30, -1e-300, -2.0 ** -60, -0.0]
 _F32_MIN, _F32_MAX = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
 
@@ -121,6 +122,8 @@ def _scope(b, c, s, rt, nr):
             # to n eps sum|x| over the group (half rounds every step on CUDA)
             x = np.abs(A[0]).astype(np.float64)
             lay = R._simd_layout()
+            if b.name.startswith("quad_"):      # the group is the lane's quad (4 lanes)
+                lay = lay.reshape(-1, 4)
             for row in lay:
                 ids = row[row >= 0]
                 slack[ids] = len(ids) * eps * x[ids].sum(axis=0)
