@@ -19,6 +19,20 @@ _CONSTS = {**{n: v for n, (v, _) in CONSTANTS.items()}, "HUGE_VALF": float("inf"
            "INT_MAX": 2**31 - 1, "INT_MIN": -2**31, "UINT_MAX": 2**32 - 1}
 
 
+def _char_value(text, tr, node) -> int:
+    """A char literal's value (a signed char): C's escapes ('\\n', '\\0', '\\x41', '\\101', '\\\\')
+    read as a bytes literal reads them."""
+    import ast
+    body = text[text.index("'"):]
+    try:
+        b = ast.literal_eval("b" + body)
+    except (SyntaxError, ValueError):
+        b = b""
+    if len(b) != 1:
+        tr.unsupported(node, f"the character literal {text}")
+    return b[0] - 256 if b[0] > 127 else b[0]
+
+
 class ExpressionsMixin:
     """Expressions: a part of :class:`~metalbench.frontend.msl.Translator`."""
 
@@ -65,7 +79,7 @@ class ExpressionsMixin:
         if k in ("true", "false"):
             return self.sem.bool_const(k == "true", sp)
         if k == "char_literal":
-            return ir.Const(ord(self.text(node)[1]), T.int8, span=sp)
+            return ir.Const(_char_value(self.text(node), self, node), T.int8, span=sp)
         if k in ("identifier", "qualified_identifier"):
             return self.name_expr(node)
         if k == "field_expression":
