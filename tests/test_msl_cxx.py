@@ -611,6 +611,30 @@ def test_function_objects_and_subscript_operators():
     printed_again(FUNCTORS, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
 
 
+MAKERS = """
+struct P { float x, y; };
+inline P make(float v) { P p; p.x = v; p.y = 2.0f * v; return p; }   // returns an object, takes none
+P origin() { return P{0.0f, 1.0f}; }
+template <int N = 3> float scaled(float v) { return N * v; }           // a default template value
+template <typename T = int> T truncated(float v) { return T(v); }       // a default template type
+"""
+
+
+def test_functions_returning_objects_and_default_template_arguments():
+    body = """
+    uint i = thread_position_in_grid.x;
+    P p = make(x0[i]);
+    auto o = origin();
+    out[i] = p.y + o.y + make(1.0f).x + scaled(x0[i]) + 10.0f * scaled<2>(1.0f) + 100.0f * float(truncated(2.7f))
+             + float('\\n') * 1000.0f + float('\\x41') * 10000.0f;
+    """
+    x = RNG.standard_normal(32).astype(np.float32)
+    o = run(MAKERS, body, [x], (32,))
+    want = 2 * x + 1 + 1 + 3 * x + 20 + 200 + 10 * 1000 + 65 * 10000
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-3)
+    printed_again(MAKERS, body, [("x0", T.float32, 1)], [("out", T.float32, 1)])
+
+
 # ----------------------------------------------------------------------------- lambdas
 
 def test_lambdas_in_the_body_capture_and_return():

@@ -151,6 +151,12 @@ class CxxCallsMixin:
             k = fn.type
         if k == "identifier":
             ms = self.lookup(self.text(fn).strip())
+            if ms is None and self.text(fn).strip() in self.funcdefs:
+                # a header function returning an object (S make(float v)): translated inline,
+                # as functions taking objects are
+                fs = self.funcdef_methods(self.text(fn).strip())
+                if all(self.return_kind(m)[0] == "object" for m in fs.methods):
+                    ms = fs
         elif k == "qualified_identifier":
             ms = self.entity_named(fn)
             name_n = fn.child_by_field_name("name")

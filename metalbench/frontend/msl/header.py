@@ -66,13 +66,17 @@ class HeaderMixin:
             self.add_funcdef(node, [])
             return
         if k == "template_declaration":
-            tps = []
+            tps, defaults = [], {}
             for p in node.child_by_field_name("parameters").named_children:
                 if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
                     nm = p.child_by_field_name("name") or p.named_children[0]
                     tps.append(("type", self.text(nm)))
+                    if p.child_by_field_name("default_type") is not None:
+                        defaults[self.text(nm)] = p.child_by_field_name("default_type")
                 elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
                     tps.append(("value", self.text(p.child_by_field_name("declarator"))))
+                    if p.child_by_field_name("default_value") is not None:
+                        defaults[tps[-1][1]] = p.child_by_field_name("default_value")
                 else:       # variadic and template template parameters: an error where it is called
                     tps.append(("unsupported", self.text(p)))
             inner = [c for c in node.named_children if c.type == "function_definition"]
@@ -83,6 +87,7 @@ class HeaderMixin:
             if not inner:
                 self.unsupported(node, "a template that is not a function")
             self.add_funcdef(inner[0], tps)
+            self.funcdefs[self.funcdef_key(inner[0])][-1].tdefaults = defaults   # template <int N = 3>
             return
         if k == "declaration":
             decls = node.children_by_field_name("declarator")
@@ -98,16 +103,20 @@ class HeaderMixin:
             return
         self.unsupported(node, f"'{self.text(node).split(chr(10))[0][:40]}' in the header")
 
-    def add_funcdef(self, node, tps):
+    def funcdef_key(self, node):
+        """The name a function definition is called by (``operator+`` without spaces)."""
         decl = node.child_by_field_name("declarator")
         while decl.type in ("pointer_declarator", "reference_declarator"):
             decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
         nm = self.text(decl.child_by_field_name("declarator"))
         if decl.child_by_field_name("declarator").type == "operator_name":
             nm = nm.replace(" ", "")                # operator + -> operator+ (operators.py)
+        return nm.split("::")[-1].strip()
+
+    def add_funcdef(self, node, tps):
         fd = FuncDef(node, tps, self.cur_src, self.line_offset, self.quals)
         fd.ns = self.global_syms.ns                 # the namespace it is declared in
-        short = nm.split("::")[-1].strip()
+        short = self.funcdef_key(node)
         self.funcdefs.setdefault(short, []).append(fd)
         qual = [n.name for n in fd.ns.chain() if n.name][::-1]
         if qual:                                    # also callable as ns::f
@@ -164,6 +173,13 @@ class HeaderMixin:
                         raise _NoMatch(f"template argument {tn} must be a constant")
                     bind[tn] = c
             self.scopes = [self.global_syms, bind]
+            defaults = getattr(fd, "tdefaults", {})
+            for kind, tn in fd.tparams:           # value parameters not given: their defaults
+                if kind == "value" and tn not in bind and tn in defaults:
+                    c = fold(self.expr(defaults[tn]))
+                    if not isinstance(c, ir.Const):
+                        raise _NoMatch(f"the default of template argument {tn} is not a constant")
+                    bind[tn] = c
             tnames = {tn for k, tn in fd.tparams if k == "type"}
             params = _params_of(fd.node)
             if len(args) < len(params):     # default arguments, evaluated in the header's scope
@@ -249,6 +265,9 @@ class HeaderMixin:
                     scope[pname] = ir.Var(pname, pt)
                     sig.append(pt.name)
                     passing.append("value")
+            for kind, tn in fd.tparams:           # type parameters neither given nor deduced
+                if kind == "type" and tn not in bind and tn in defaults:
+                    bind[tn] = _TypeName(self.resolve_type(defaults[tn])[0])
             rnode = fd.node.child_by_field_name("type")
             ret, _ = self.resolve_type(rnode)
             key = (name, id(fd.node), tuple(sig),
