@@ -201,7 +201,30 @@ VOTES = MSLCase(
     [("ballot", (64,), np.uint32), ("count", (64,), np.float32), ("active", (64,), np.float32)],
     _votes_ref, grid=(64, 1, 1), tg=(64, 1, 1))
 
-CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES]
+def _out_params_ref(x):
+    ip = np.trunc(x)
+    return [np.sin(x) + 10 * np.cos(x), (x - ip) + 10 * ip, np.cos(2 * x)]
+
+
+OUT_PARAMS = MSLCase(
+    "out_params",
+    """
+    uint i = thread_position_in_grid.x;
+    float c;
+    float s = sincos(x[i], c);                   // sin, and cos through the reference
+    sc[i] = s + 10.0f * c;
+    float ip;
+    float fr = modf(x[i], ip);                   // the fraction, and the integral part
+    mf[i] = fr + 10.0f * ip;
+    float2 cc;
+    float2 ss = sincos(float2(x[i], 2.0f * x[i]), cc);
+    c2[i] = cc.y + 0.0f * ss.x;
+    """,
+    {"x": (RNG.standard_normal(32) * 3).astype(np.float32)},
+    [("sc", (32,), np.float32), ("mf", (32,), np.float32), ("c2", (32,), np.float32)],
+    _out_params_ref, atol=1e-5)
+
+CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES, OUT_PARAMS]
 IDS = [c.name for c in CASES]
 
 

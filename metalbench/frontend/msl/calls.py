@@ -84,6 +84,8 @@ class CallsMixin:
         if self.type_template_call(fn):     # vec<float, 4>(x), simdgroup_matrix<float, 8, 8>(0): constructors
             t, _ = self.resolve_type(fn)
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
+        if name in ("sincos", "modf") and len(argn) == 2:
+            return self.out_param_math(name, argn, node)
         if name == "simd_active_threads_mask" and not argn:
             # the lanes that run this call: a ballot every active lane votes for
             return self.sem.builtin("simd_ballot", [self.sem.const(True, T.bool_, sp)], sp)
@@ -148,6 +150,24 @@ class CallsMixin:
             self.unsupported(node, f"'{name}'")
         raise KernelNameError(f"use of undeclared function '{name}'", sp,
                               hint="define it in header=, or check the spelling of the Metal builtin")
+
+    def out_param_math(self, name, argn, node):
+        """Metal's math functions with an out-parameter, as two builtins: ``sincos(x, c)``
+        (sin x, and c = cos x) and ``modf(x, ip)`` (the fraction, and ip = trunc x; an
+        infinite x gives a signed zero)."""
+        sp = self.sp(node)
+        x = self.sem.once(self.expr(argn[0]), sp)
+        if name == "sincos":
+            second, result = self.sem.builtin("cos", [x], sp), self.sem.builtin("sin", [x], sp)
+        else:
+            t = self.sem.once(self.sem.builtin("trunc", [x], sp), sp)
+            frac = self.sem.binop("-", x, t, sp)
+            zero = self.sem.builtin("copysign", [self.sem.convert(self.sem.const(0.0, T.float32, sp), x.type, sp), x],
+                                    sp)
+            second, result = t, self.sem.select(self.sem.builtin("isinf", [x], sp), zero, frac, sp)
+        for st in self.assign(argn[1], None, None, sp, rhs=second):
+            self.emit_pre(st, sp)
+        return result
 
     def select_components(self, a, b, c, node):
         """``select(a, b, c)`` with a boolean vector ``c``: component k is ``c[k] ? b[k] : a[k]``."""
