@@ -375,6 +375,8 @@ class Checker(SyncChecks, ValueChecks):
                 stores = access == "atomic" and getattr(self.nodes[k][0], "op", None) in ("store", "exchange")
                 unw = ~st.written[E] & (not stores)
                 if unw.any():
+                    unw[unw] = ~self._written_through_views(st, E[unw])
+                if unw.any():
                     j = np.flatnonzero(unw)
                     size = data.size // self.G
                     self.o.add("uninitialised read", [k], name, space, E[j[:1]] % size,
@@ -382,6 +384,26 @@ class Checker(SyncChecks, ValueChecks):
                 if access == "atomic":
                     st.written[E] = True
             self._log(st, (E, T, k, self.sep))
+
+    def _written_through_views(self, st, E):
+        """Which elements ``E`` of threadgroup array (or view) ``st`` have had every byte written
+        through another name for the same storage: a uchar array read as uint after byte
+        stores (each name keeps its own records, in its own element size)."""
+        ok = np.ones(E.size, bool)
+        isz = st.data.itemsize
+        at = st.data.__array_interface__["data"][0]
+        others = [o for o in self.tg.values() if o is not st and np.may_share_memory(o.data, st.data)]
+        if not others:
+            return ~ok
+        for b in range(isz):                   # each byte of each element: written by some name
+            got = np.zeros(E.size, bool)
+            for o in others:
+                rel = at - o.data.__array_interface__["data"][0] + E * isz + b
+                idx = rel // o.data.itemsize
+                inside = (rel >= 0) & (idx < o.written.size)
+                got[inside] |= o.all_written or o.written[idx[inside]]
+            ok &= got
+        return ok
 
     def _count(self, access, row, m, ln=None):
         rows = (row,) if access == "read" else (row + 1,) if access == "write" else (row, row + 1)
