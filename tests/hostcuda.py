@@ -116,6 +116,10 @@ int main(int argc, char** argv) {{
         FILE* o = fopen((dir + "/out" + std::to_string(j) + ".bin").c_str(), "wb");
         fwrite(out[j].p, 1, out[j].n, o); fclose(o);
     }}
+    for (int k = 0; k < {nin}; ++k) {{     // inputs a kernel writes in place (Numba's in-place updates)
+        FILE* o = fopen((dir + "/in" + std::to_string(k) + ".bin").c_str(), "wb");
+        fwrite(in[k].p, 1, in[k].n, o); fclose(o);
+    }}
     printf("undefined_reads %llu\\n", undefined);
     return rc;
 }}
@@ -204,6 +208,13 @@ def run_rendered(r, inputs: list, outputs: list, grid, threadgroup, template=Non
         STATS["undefined_reads"] += int(p.stdout.split()[-1])
         for j, o in enumerate(outputs):
             o.reshape(-1).view(np.uint8)[:] = np.fromfile(os.path.join(d, f"out{j}.bin"), np.uint8)
+        for k, a in enumerate(inputs):      # written in place: into the array MLX passed, as on a GPU
+            data, first, strides = _storage(a)
+            got = np.fromfile(os.path.join(d, f"in{k}.bin"), np.uint8)
+            if a.size and got.tobytes() != data.view(np.uint8).tobytes() and a.flags.writeable:
+                flat = got.view(a.dtype)
+                idx = sum(np.indices(a.shape)[q] * strides[q] for q in range(a.ndim)) + first if a.ndim else first
+                a[...] = flat[idx]
     return outputs
 
 
