@@ -82,12 +82,46 @@ def const_value(e):
             return True
         b = const_value(e.b)
         return None if b is None else bool(b)
+    if isinstance(e, ir.Swizzle) and isinstance(e.type, T.ScalarType):
+        parts = _vector_parts(e.value)              # float2(1, 2).y, LUT initialisers
+        if parts is None:
+            return None
+        part = parts["xyzw".index(e.components)]
+        v = const_value(part)
+        return None if v is None else coerce_value(v, e.type, part.type)
     if isinstance(e, ir.Select):
         c = const_value(e.cond)
         if c is None:
             return None
         return const_value(e.a if c else e.b)
     return None
+
+
+def _vector_parts(e):
+    """The scalar expressions giving the components of vector expression ``e`` when it is
+    built from them (``half2(a, b)``, ``float4(x)``, ``float4(v2, c, d)`` of such), else None."""
+    n = e.type.n if isinstance(e.type, T.VectorType) else None
+    if n is None:
+        return None
+    if isinstance(e, ir.Const):
+        v = e.value
+        if isinstance(v, (list, tuple)) and len(v) == n:
+            return [ir.Const(x, e.type.elem) for x in v]
+        return [ir.Const(v, e.type.elem)] * n if isinstance(v, (int, float, bool)) else None
+    if not isinstance(e, ir.VecCons):
+        return None
+    if len(e.args) == 1 and isinstance(e.args[0].type, T.ScalarType):
+        return [e.args[0]] * n
+    parts = []
+    for a in e.args:
+        if isinstance(a.type, T.ScalarType):
+            parts.append(a)
+            continue
+        sub = _vector_parts(a)
+        if sub is None:
+            return None
+        parts.extend(sub)
+    return parts if len(parts) == n else None
 
 
 def fold(e: ir.Expr) -> ir.Expr:
