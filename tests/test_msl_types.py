@@ -52,6 +52,20 @@ LIMITS = MSLCase(
     lambda x: [np.where(x > 0, x, np.finfo(np.float32).min) + 1 + 1 + 1 + 255],
     template=[("T", mx.float32)])
 
+MLX_LIMITS = MSLCase(
+    "mlx_limits",
+    """
+    uint i = thread_position_in_grid.x;
+    float m = Limits<T>::min;                       // MLX's utils.h: -infinity for floats
+    float a = max(m, x[i] > 0.0f ? x[i] : m);
+    out[i] = max(a, Limits<float>::finite_min) + float(isinf(Limits<half>::max)) + float(Limits<int>::min == INT_MIN)
+           + float(Limits<uint8_t>::max) + float(Limits<bool>::max) + float(Limits<float>::finite_max > 3e38f);
+    """,
+    {"x": RNG.standard_normal(32).astype(np.float32)},
+    [("out", (32,), np.float32)],
+    lambda x: [np.where(x > 0, x, np.finfo(np.float32).min) + 1 + 1 + 255 + 1 + 1],
+    template=[("T", mx.float32)])
+
 ALIASES = MSLCase(
     "aliases",
     """
@@ -249,7 +263,7 @@ CONST_VECTOR_ARRAYS = MSLCase(
     constant float3 P[2][2] = {{float3(1, 2, 3), float3(4, 5, 6)}, {float3(7, 8, 9)}};
     """)
 
-CASES = [AS_TYPE, LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES, OUT_PARAMS,
+CASES = [AS_TYPE, LIMITS, MLX_LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES, OUT_PARAMS,
          CONST_VECTOR_ARRAYS]
 IDS = [c.name for c in CASES]
 

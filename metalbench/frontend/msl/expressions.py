@@ -325,6 +325,9 @@ class ExpressionsMixin:
             v = self.cxx_value(node)             # X::member, decltype(x)::N, ns::value (cxx_decls)
             if v is not None:
                 return v
+            v = self.mlx_limits(node)
+            if v is not None:
+                return v
         txt = self.text(node).replace(" ", "")
         name = txt
         if "::" in txt:

@@ -1,11 +1,12 @@
 """MLX's ``utils.h`` helpers a kernel body may call (``elem_to_loc`` and its fixed-rank
-variants, ``ceildiv``), expanded into IR by the semantic layer."""
+variants, ``ceildiv``), expanded into IR by the semantic layer, and its ``Limits<T>``
+constants."""
 from __future__ import annotations
 
 from ... import ir
 from ... import types as T
 from ...semantics.folding import const_value
-from .symbols import ShapeArr, _span_all
+from .symbols import ShapeArr, _span_all, _type_of_descriptor
 
 
 UTILS = ("elem_to_loc", "elem_to_loc_1", "elem_to_loc_2", "elem_to_loc_3", "ceildiv")
@@ -13,6 +14,38 @@ UTILS = ("elem_to_loc", "elem_to_loc_1", "elem_to_loc_2", "elem_to_loc_3", "ceil
 
 class MLXUtilsMixin:
     """MLX's utils.h helpers: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def mlx_limits(self, node):
+        """``Limits<T>::max`` / ``min`` / ``finite_max`` / ``finite_min`` from MLX's utils.h
+        (which MLX includes in every custom kernel): for floating types max and min are
+        +-infinity and the finite ones +-the largest finite value; for integers the
+        type's range; ``Limits<bool>`` has max (true) and min (false). None when ``node``
+        is not such a name (or the kernel defines its own ``Limits``)."""
+        scope, name = node.child_by_field_name("scope"), node.child_by_field_name("name")
+        if scope is None or scope.type != "template_type" or name is None or \
+                self.text(scope.child_by_field_name("name")).replace(" ", "") not in ("Limits", "::Limits") or \
+                self.lookup("Limits") is not None:
+            return None
+        member = self.text(name).strip()
+        targs = scope.child_by_field_name("arguments").named_children
+        t, _ = self.resolve_type(_type_of_descriptor(targs[0])) if len(targs) == 1 else (None, False)
+        if not isinstance(t, T.ScalarType):
+            self.unsupported(node, f"Limits<{self.text(targs[0]) if targs else ''}> (MLX's utils.h has it for "
+                                   "scalar types and complex64_t)")
+        from .calls import _limit
+        sp = self.sp(node)
+        if t.is_bool:
+            v = {"max": True, "min": False}.get(member)
+        elif t.is_float:
+            fmax = _limit(t, "max")
+            v = {"max": float("inf"), "min": float("-inf"), "finite_max": fmax, "finite_min": -fmax}.get(member)
+        else:
+            v = {"max": _limit(t, "max"), "min": _limit(t, "min"), "finite_max": _limit(t, "max"),
+                 "finite_min": _limit(t, "min")}.get(member)
+        if v is None:
+            self.type_err(node, f"Limits<{t.msl}> has no member '{member}' (MLX's utils.h: max, min, "
+                                "finite_max, finite_min)")
+        return self.sem.const(v, t, sp)
 
     def util(self, name, argn, node):
         sp = self.sp(node)
