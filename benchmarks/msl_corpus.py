@@ -116,6 +116,10 @@ def install(checked=False, report_gpu=False):
             real_default_stream = mx.default_stream
             mx.default_stream = lambda d: real_default_stream(
                 mx.cpu if d == mx.gpu or getattr(d, "type", None) == mx.gpu else d)
+            # and for streams of their own (mx.new_stream(mx.default_device()))
+            real_new_stream = mx.new_stream
+            mx.new_stream = lambda d: real_new_stream(
+                mx.cpu if d == mx.gpu or getattr(d, "type", None) == mx.gpu else d)
     return mx
 
 
