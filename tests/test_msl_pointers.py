@@ -406,7 +406,38 @@ MISALIGNED = MSLCase(
      ("bytes_out", (5 * NBLK,), np.uint8)],
     _misaligned_ref, grid=(NBLK, 1, 1), tg=(NBLK, 1, 1), init_value=0, atol=1e-3)
 
-CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS, POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED]
+def _buffer_choice_ref(A, B, S, T2):
+    i = np.arange(8)
+    acc = sum(np.where((i + t) % 2 == 0, (A & 0xff) + 1000.0, B & 0xff) for t in range(2))
+    return [acc + np.where(i < 4, S[i], T2[i + 1]), np.where(i % 3 == 0, A, B).astype(np.uint32)]
+
+
+BUFFER_CHOICE = MSLCase(
+    "buffer_choice",
+    """
+    // a pointer into one of two buffers chosen at run time (a quantised projection's
+    // weights: (proj == 0 ? FBW : GBW) + row): the rest of the block runs once per side
+    uint i = thread_position_in_grid.x;
+    float acc = 0.0f;
+    for (uint t = 0; t < 2; ++t) {
+        const bool first = (i + t) % 2 == 0;
+        device const uchar* wb = (device const uchar*)(first ? A : B) + 4 * i;
+        device const uint* w = (device const uint*)wb;
+        uint k = 0;                                // declared after the split, in both sides
+        acc += float(w[k] & 0xffu) + (first ? 1000.0f : 0.0f);
+    }
+    const device float* s = i < 4 ? S : T2 + 1;
+    device uint* o = (device uint*)words;
+    o[i] = (i % 3 == 0 ? A : B)[i];
+    out[i] = acc + s[i];
+    """,
+    {"A": (np.arange(8) * 3 + 7).astype(np.uint32), "B": (np.arange(8) * 5 + 100).astype(np.uint32),
+     "S": (np.arange(8) * 0.5).astype(np.float32), "T2": (np.arange(9) * 0.25).astype(np.float32)},
+    [("out", (8,), np.float32), ("words", (8,), np.uint32)],
+    _buffer_choice_ref, grid=(8, 1, 1), tg=(8, 1, 1))
+
+CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS,
+         POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE]
 IDS = [c.name for c in CASES]
 
 
@@ -464,7 +495,9 @@ def _error(source, header=""):
 
 
 @pytest.mark.parametrize("src,line,words", [
-    ("uint i = thread_position_in_grid.x;\nauto p = i < 4 ? x : y;\nout[i] = p[i];", 2,
+    ("uint i = thread_position_in_grid.x;\nauto p = i < 4 ? x : y;\nthreadgroup_barrier(mem_flags::mem_none);\n"
+     "out[i] = p[i];", 2, "depending on a run-time condition"),
+    ("uint i = thread_position_in_grid.x;\nfor (int k = 0; k < 2; ++k) out[i] = (k == 0 ? x : y)[i];", 2,
      "depending on a run-time condition"),
     ("uint i = thread_position_in_grid.x;\nauto p = x;\np = y;\nout[i] = p[i];", 3, "cannot be made to point into"),
     ("uint i = thread_position_in_grid.x;\nfloat a = 1.0f;\nthread float* p = &a;\nout[i] = *p;", 3,

@@ -12,9 +12,19 @@ from dataclasses import replace
 from ... import ir
 from ... import types as T
 from ...semantics.views import View
-from ...errors import KernelSyntaxError
+from ...errors import KernelSyntaxError, KernelTypeError
 from .symbols import METAL_ONLY, Buf, Ptr, Ref, _SPACES
 
+
+
+class BufferChoice(KernelTypeError):
+    """``(c ? A : B) + off`` with two different buffers: raised where the pointer is
+    translated, caught by the enclosing block, which translates the rest of itself once
+    for each buffer under ``if (c)`` (see :meth:`StatementsMixin.block`)."""
+
+    def __init__(self, message, span=None, hint=None, node=None):
+        self.node = node
+        super().__init__(message, span, hint)
 
 class MemoryMixin:
     """Memory locations and pointers: a part of :class:`~metalbench.frontend.msl.Translator`."""
@@ -213,6 +223,9 @@ class MemoryMixin:
                 self.type_err(node, "one index per [] in MSL")
             return self.sem.view_row(base, self.expr(inds[0]), sp)
         if k == "conditional_expression":
+            chosen = self.buffer_choice.get((node.start_byte, node.end_byte))
+            if chosen is not None:       # a branch of a split statement list: this side
+                return self.pointer(node.child_by_field_name("consequence" if chosen else "alternative"))
             c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
             alt = node.child_by_field_name("alternative")
             if self.ptr_rank(alt) is None:
@@ -223,6 +236,13 @@ class MemoryMixin:
                 b = self.pointer(alt)
             finally:
                 self.lazy -= 1
+            if a.buf != b.buf and a.type == b.type and a.inner == b.inner:
+                # (c ? FBW : GBW) + off: the statement list splits here (statements.block)
+                raise BufferChoice(
+                    f"a pointer that points into '{a.buf}' or '{b.buf}' depending on a run-time condition "
+                    "is supported where it is written in a declaration or expression statement of a "
+                    "block without barriers after it", self.sp(node),
+                    hint="index both buffers under the condition instead", node=node)
             if a.buf != b.buf or a.type != b.type or a.inner != b.inner:
                 self.type_err(node, f"a pointer that points into '{a.buf}' or '{b.buf}' depending on a "
                               "run-time condition: metalbench needs each pointer's target buffer known "

@@ -58,6 +58,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.scopes: list[dict] = []
         self.pre: list[ir.Stmt] | None = None
         self.lazy = 0
+        self.buffer_choice = {}      # (start, end) of a c ? A : B pointer -> the side taken (stmt_list)
         self.ret_type = None
         self.in_kernel = True
         self.code = ""
