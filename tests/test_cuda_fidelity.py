@@ -395,7 +395,40 @@ TG_BYTES = MSLCase(
     {"x": _TB}, [("words", (32,), np.uint32), ("halves", (32,), np.uint16), ("odd", (32,), np.uint32)],
     _tg_bytes_ref, atol=0)
 
-CASES = [VEC_INT, NARROW, PROMO, HALF, Q4_PACK, Q4_DEQUANT, MLA, TG_BYTES]
+_HB = np.concatenate([RNG.normal(0, 3, 60), [0.3, -0.3, 1e-3, -65504.0]]).astype(np.float32)
+
+
+def _half_bytes_ref(x):
+    h = x.astype(np.float16).view(np.uint16)
+    b = x.astype(BF16).view(np.uint16)
+    with np.errstate(over="ignore"):      # -65504 * 3 is -inf in half, on every side
+        h3 = (x * np.float32(3)).astype(np.float16).view(np.uint16)
+    pair = h.astype(np.uint32) | (h3.astype(np.uint32) << 16)
+    return [np.stack([h & 255, h >> 8, b & 255, b >> 8], 1).astype(np.uint8).reshape(-1),
+            np.stack([pair & 255, (pair >> 16) & 255], 1).astype(np.uint8).reshape(-1)]
+
+
+HALF_BYTES = MSLCase(
+    "half_bytes",
+    """
+    // the bits of a half, a bfloat and a half2 stored byte by byte (GGUF's scale bytes):
+    // ptxas of CUDA 13.0 turned the byte of a just-converted half into a float->u8
+    // conversion (the low byte came out 0 on the H200)
+    uint i = thread_position_in_grid.x;
+    ushort hb = as_type<ushort>(half(x[i]));
+    ushort bb = as_type<ushort>(bfloat(x[i]));
+    bytes[4 * i] = uchar(hb & 255);
+    bytes[4 * i + 1] = uchar(hb >> 8);
+    bytes[4 * i + 2] = uchar(bb);
+    bytes[4 * i + 3] = uchar(bb >> 8);
+    uint pair = as_type<uint>(half2(half(x[i]), half(x[i] * 3.0f)));
+    pairs[2 * i] = uchar(pair);
+    pairs[2 * i + 1] = uchar(pair >> 16);
+    """,
+    {"x": _HB}, [("bytes", (4 * 64,), np.uint8), ("pairs", (2 * 64,), np.uint8)], _half_bytes_ref,
+    grid=(64, 1, 1), tg=(32, 1, 1), atol=0)
+
+CASES = [VEC_INT, NARROW, PROMO, HALF, Q4_PACK, Q4_DEQUANT, MLA, TG_BYTES, HALF_BYTES]
 IDS = [c.name for c in CASES]
 
 

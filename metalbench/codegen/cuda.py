@@ -691,8 +691,25 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
 # as_type<T>(x): the bytes of x read as T. memcpy is the defined way in C++ and the one
 # NVRTC (MLX's cuda_kernel compiler) knows without headers: __builtin_memcpy is nvcc/gcc
 # only and fails there. (The front end has checked that the sizes agree, as Metal requires.)
-_AS_TYPE = """template <class T, class U> __device__ inline T mb_as_type(U u) {
+# Bits of a half/bfloat value pass through one PTX mov per 16-bit word: ptxas of CUDA 13.0
+# turns "cvt.rn.f16.f32 h; st.u8 [p], h" (a byte of the half's bits) into a float->u8
+# conversion (F2I.U8.F16.TRUNC), so uchar(as_type<ushort>(half(x))) stored 0 on the H200
+# (GGUF Q4_0 packing: the scale's low byte); the mov is opaque to that rewrite (same for
+# bfloat and packed half2 -> uint, checked in SASS).
+_AS_TYPE = """template <class U> struct mb_bits_of_half { static constexpr bool value = mb_is_half<U>::value; };
+template <class H, int N> struct mb_bits_of_half<mb_vec<H, N>> { static constexpr bool value = mb_is_half<H>::value; };
+template <class T, class U> __device__ inline T mb_as_type(U u) {
     T t;
+#ifdef __CUDA_ARCH__
+    if constexpr (mb_bits_of_half<U>::value && sizeof(T) % 2 == 0) {
+        unsigned short w[sizeof(T) / 2];
+        memcpy(w, &u, sizeof(T));
+#pragma unroll
+        for (unsigned i = 0; i < sizeof(T) / 2; ++i) asm("mov.b16 %0, %1;" : "=h"(w[i]) : "h"(w[i]));
+        memcpy(&t, w, sizeof(T));
+        return t;
+    }
+#endif
     memcpy(&t, &u, sizeof(T));
     return t;
 }"""
