@@ -1,4 +1,5 @@
 """The %%metal magic in an in-process IPython shell (fast); test_notebooks.py uses a real kernel."""
+import numpy as np
 import pytest
 
 from metalbench.notebook.magic import detect_lang, infer_msl_names, last_result, parse_line
@@ -95,6 +96,18 @@ def test_msl_template(ip):
     r = cell(ip, "scale --grid (n, 1, 1) --template T=float32,K=3 --ref 'lambda inp: 3 * inp' --no-widget",
              "uint i = thread_position_in_grid.x;\nout[i] = T(K) * inp[i];")
     assert r.error is None and r.check.ok
+
+
+def test_bare_dtype_names_in_options(ip):
+    # --output-dtypes float32 (as --template T=float32 takes it): MLX's dtype when the notebook
+    # defines no such name; an undefined name that is not a dtype stays an error
+    r = cell(ip, "halves --grid (n, 1, 1) --outputs out --output-shapes '[(n,)]' --output-dtypes float16 "
+                 "--ref 'lambda inp: (inp / 2).astype(np.float16)' --no-widget",
+             "uint i = thread_position_in_grid.x;\nout[i] = half(inp[i] * 0.5f);")
+    assert r.error is None and r.check.ok, r.error
+    r = cell(ip, "halves --grid (n, 1, 1) --outputs out --output-shapes '[(n,)]' --output-dtypes flaot32 --no-widget",
+             "uint i = thread_position_in_grid.x;\nout[i] = inp[i];")
+    assert "--output-dtypes 'flaot32' does not evaluate" in str(r.error)
 
 
 def test_widget_panel(ip):

@@ -410,6 +410,9 @@ class MetalMagics(Magics):
             shapes = [shapes]
         if not isinstance(dtypes, (list, tuple)):
             dtypes = [dtypes]
+        from ..dsl import DType
+        # float16 from `from metalbench.dsl import *` (a DSL type) names the same dtype
+        dtypes = [d.type if isinstance(d, DType) else d for d in dtypes]
         launch.update(inputs=values, output_shapes=list(shapes), output_dtypes=list(dtypes))
         if tmpl:
             launch["template"] = tmpl

@@ -56,7 +56,7 @@ OPTIONS = [
      "MSL body: the output shapes (default: the first input's shape for every output)",
      "--output-shapes '[(n, m)]'"),
     ("--output-dtypes", "EXPR", {"dest": "output_dtypes"},
-     "MSL body: the output dtypes (default: the first input's dtype)",
+     "MSL body: the output dtypes (default: the first input's dtype; bare names such as float16 are MLX's)",
      "--output-dtypes '[mx.int32]'"),
     ("--template", "T=float32,N=4", {},
      "MSL body: MLX template arguments; DSL: constexpr values",
@@ -281,10 +281,30 @@ def parse_template(text: str | None, ns: dict) -> list:
     return out
 
 
+def _dtype_names(expr: str) -> dict:
+    """MLX's dtypes named bare in ``expr`` (``float32``, ``bfloat16``, ``bool_``), as --template
+    takes them: the names an option may use without ``mx.``."""
+    import mlx.core as mx
+    return {n: getattr(mx, n) for n in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr)
+            if isinstance(getattr(mx, n, None), mx.Dtype)}
+
+
 def evaluate(expr: str, ns: dict, what: str):
-    """Evaluate an option's expression in the notebook namespace, with a short error."""
+    """Evaluate an option's expression in the notebook namespace, with a short error. A
+    dtype named bare and not defined in the notebook is MLX's (``--output-dtypes float32``
+    means ``[mx.float32]``, as ``--template T=float32`` does).
+
+    >>> evaluate("[float32, bfloat16]", {}, "--output-dtypes")
+    [mlx.core.float32, mlx.core.bfloat16]
+    """
     try:
-        return eval(expr, ns)  # noqa: S307 — the user's own notebook expression
+        try:
+            return eval(expr, ns)  # noqa: S307 — the user's own notebook expression
+        except NameError as e:
+            dts = _dtype_names(expr)
+            if getattr(e, "name", None) not in dts:
+                raise
+            return eval(expr, {**dts, **ns})  # noqa: S307
     except Exception as e:
         raise MagicError(f"{what} {expr!r} does not evaluate: {type(e).__name__}: {e}",
                          hint="it is evaluated in the notebook's namespace; define the names it uses first") from None
