@@ -47,7 +47,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ml_dtypes
+import numpy as np
+
 from .. import ir
+from .. import scalar as S
 from .. import types as T
 from ..builtins import check_atomic, registry
 from ..errors import KernelTypeError
@@ -57,6 +61,7 @@ from ..passes.simdgroup_matrix import lower as lower_matrices
 from ..passes.warps import converged_calls
 from .c_like import (ADD, ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, length_division,
                      render_with)
+from .c_like import _flat as _flat_values
 from .cuda_guard import ReadGuardMixin, guard_enabled
 from .cuda_ints import F2NARROW, IDIV, IMOD, IntegerVectorMixin
 from .cuda_source import CUDA_TYPES, full_source, mlx_facing_types
@@ -656,6 +661,19 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
         if p.space is None:
             return f"{self.tname(p.type)} {self.name(p.name)}"
         return f"{'const ' if p.const else ''}{self.tname(p.type)}* {self.name(p.name)}"
+
+    def global_decl(self, g: ir.ArrayDecl) -> str:
+        # a __constant__ array is initialised statically: static_cast<__half>(x) is a call
+        # NVRTC refuses there ('dynamic initialization is not supported'); the raw-bits
+        # constructor is constexpr
+        e = g.elem
+        if getattr(e, "name", None) not in ("float16", "bfloat16"):
+            return super().global_decl(g)
+        raw, np_t = ("__half_raw", np.float16) if e.name == "float16" else ("__nv_bfloat16_raw", ml_dtypes.bfloat16)
+        bits = [int(np.array(S.value(v, e), dtype=np.float32).astype(np_t).view(np.uint16))
+                for v in _flat_values(g.init or [])]
+        vals = ", ".join(f"{self.tname(e)}({raw}{{0x{b:04X}u}})" for b in bits)
+        return f"{self.d.global_prefix}{self.tname(e)} {self.name(g.name)}[{g.size}] = {{{vals}}};"
 
     def bitcast(self, e: ir.Bitcast) -> str:
         self.need("mb_as_type", _AS_TYPE)

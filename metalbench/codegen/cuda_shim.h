@@ -32,9 +32,13 @@ extern const dim3 gridDim;
 extern const int warpSize;
 uint3 make_uint3(unsigned int, unsigned int, unsigned int);
 
+struct __half_raw { unsigned short x; };
+struct __nv_bfloat16_raw { unsigned short x; };
 #define MB_HALF_LIKE(H)                                                                  \
   struct H {                                                                             \
     H() = default;                                                                       \
+    constexpr H(H##_raw r) : x_(r.x) {}                                                  \
+    unsigned short x_;                                                                   \
     H(float); H(double); H(int); H(unsigned int); H(short); H(unsigned short);           \
     H(long); H(unsigned long); H(long long); H(unsigned long long);                      \
     operator float() const;                                                              \

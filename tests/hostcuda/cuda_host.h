@@ -180,10 +180,13 @@ inline uint16_t d2bf(double d) {
 }
 }  // namespace mbh
 
-#define MBH_HALF(H, TOF, FROMF, FROMD)                                                        \
+struct __half_raw { unsigned short x; };
+struct __nv_bfloat16_raw { unsigned short x; };
+#define MBH_HALF(H, RAW, TOF, FROMF, FROMD)                                                   \
     struct H {                                                                                \
         uint16_t __x;                                                                         \
         H() = default;                                                                        \
+        constexpr H(RAW r) : __x(r.x) {}                                                      \
         H(float f) : __x(FROMF(f)) {}                                                         \
         H(double d) : __x(FROMD(d)) {}                                                        \
         H(int v) : __x(FROMF(static_cast<float>(v))) {}                                       \
@@ -212,8 +215,8 @@ inline uint16_t d2bf(double d) {
     inline bool operator<=(const H& a, const H& b) { return float(a) <= float(b); }           \
     inline bool operator>(const H& a, const H& b) { return float(a) > float(b); }             \
     inline bool operator>=(const H& a, const H& b) { return float(a) >= float(b); }
-MBH_HALF(__half, mbh::h2f, mbh::f2h, mbh::d2h)
-MBH_HALF(__nv_bfloat16, mbh::bf2f, mbh::f2bf, mbh::d2bf)
+MBH_HALF(__half, __half_raw, mbh::h2f, mbh::f2h, mbh::d2h)
+MBH_HALF(__nv_bfloat16, __nv_bfloat16_raw, mbh::bf2f, mbh::f2bf, mbh::d2bf)
 typedef __half half;
 inline __half __double2half(double d) { return __half(d); }
 inline __nv_bfloat16 __double2bfloat16(double d) { return __nv_bfloat16(d); }
