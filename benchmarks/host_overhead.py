@@ -10,20 +10,22 @@ a user of the raw MLX kernel would call it, is metalbench's host time alone::
     python benchmarks/host_overhead.py --json       # the numbers as JSON
     python benchmarks/host_overhead.py --real cuda  # on a GPU: the real MLX kernels, raw vs metalbench
 
-Rows: a DSL kernel (``saxpy(2.0, x, y, grid=n)``), ``mb.metal_kernel`` (MLX's call),
-and ``cuda.jit`` launched on device arrays (``k[blocks, threads](...)``), each on
-``mx.array``/device-array inputs after a first call (the repeated call is the thin path),
-against the raw saxpy call; then gpu.py's row softmax with its constexprs by keyword
-(``softmax_k(x, NC=, TG=)``) against the raw call with ``template=[("NC", ..), ("TG", ..)]``.
-Each metalbench row's "added" is over the raw row above it. The row "its guard called
-directly" calls the DSL saxpy's thin-path guard as a plain function (what ``k(...)`` runs
-after CPython's call of an instance with keywords): the difference to the DSL row is that
-call protocol's cost.
+Rows: a DSL kernel (``saxpy(2.0, x, y, grid=n)`` and ``saxpy[n, tg](2.0, x, y)``),
+``mb.metal_kernel`` (MLX's call, without and with ``template=``), and ``cuda.jit``
+launched on device arrays (``k[blocks, threads](...)``), each on ``mx.array``/device-array
+inputs after a first call (the repeated call is the thin path), against the raw saxpy
+call; then gpu.py's row softmax with its constexprs by keyword (``softmax_k(x, NC=,
+TG=)``) against the raw call with ``template=[("NC", ..), ("TG", ..)]``. Each metalbench
+row's "added" is over the raw row above it (``--json``: µs per call by row). The row
+"its guard called directly" calls the DSL saxpy's thin-path guard as a plain function,
+without the kernel object's call (``thin.FastCall``): the difference to the DSL row is
+what calling the object costs. A ``cuda.jit`` launch on device arrays schedules its
+results (``mx.async_eval`` every ``_PENDING_MAX`` launches, as a CUDA stream queues
+work): its peer is the raw call scheduled the same way.
 With ``--real cuda`` (or ``metal``) the kernels are real: the host time of building
 each call's lazy MLX graph (no eval inside the timed loop, as ``benchmarks/gpu.py``
 measures it) for the raw ``mx.fast.cuda_kernel``/``metal_kernel`` and for metalbench's
-three kinds. (A ``cuda.jit`` launch evaluates, as Numba's does: its row includes the
-kernel run and the in-place merge.)
+three kinds.
 """
 from __future__ import annotations
 
@@ -91,8 +93,8 @@ def measure(number=2000, repeats=7) -> dict:
         if i < x.size:
             out[i] = a * x[i] + y[i]
 
-    msl = mb.metal_kernel("saxpy", ["a", "x", "y"], ["out"],
-                          "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = a * x[i] + y[i]; }")
+    msl = mb.metal_kernel("saxpy", ["a", "x", "y"], ["out"], MSL_SAXPY)
+    msl_t = mb.metal_kernel("saxpy_t", ["a", "x", "y"], ["out"], MSL_SAXPY_T)
 
     @cuda.jit
     def saxpy_numba(a, x, y, out):
@@ -101,7 +103,8 @@ def measure(number=2000, repeats=7) -> dict:
             out[i] = a * x[i] + y[i]
     saxpy_numba.configure(backend="cuda")
 
-    raw = NullKernel()
+    raw, raw_t, raw_s = NullKernel(), NullKernel(), NullKernel()
+    tmpl = [("T", mx.float32)]
 
     def raw_call():
         return raw(inputs=[a, x, y], grid=grid, threadgroup=tg, output_shapes=[(N,)], output_dtypes=[mx.float32])
@@ -111,19 +114,42 @@ def measure(number=2000, repeats=7) -> dict:
     rows = {
         "raw MLX kernel call (null kernel)": raw_call,
         "DSL kernel  saxpy(2.0, x, y, grid=n)": lambda: saxpy(2.0, x, y, grid=N, threadgroup=TG, backend="cuda"),
-        "  its guard called directly (no instance call)": lambda: saxpy._guard((2.0, x, y), N, TG, "cuda"),
+        "DSL kernel  saxpy[n, tg](2.0, x, y)": lambda: saxpy[N, TG](2.0, x, y, backend="cuda"),
+        "  its guard called directly (no object call)": lambda: saxpy._guard((2.0, x, y), N, TG, "cuda"),
         "mb.metal_kernel(...)(inputs=...)": lambda: msl(inputs=[2.0, x, y], grid=grid, threadgroup=tg,
                                                          output_shapes=[(N,)], output_dtypes=[mx.float32],
                                                          backend="cuda"),
+        "raw call with template=[T] (null kernel)": lambda: raw_t(inputs=[a, x, y], template=tmpl, grid=grid,
+                                                                   threadgroup=tg, output_shapes=[(N,)],
+                                                                   output_dtypes=[mx.float32]),
+        "mb.metal_kernel(..., template=[T])": lambda: msl_t(inputs=[2.0, x, y], template=tmpl, grid=grid,
+                                                             threadgroup=tg, output_shapes=[(N,)],
+                                                             output_dtypes=[mx.float32], backend="cuda"),
+        "raw call, scheduled as cuda.jit schedules (null kernel)": _scheduled(
+            lambda: raw_s(inputs=[a, x, y], grid=grid, threadgroup=tg, output_shapes=[(N,)],
+                          output_dtypes=[mx.float32])[0]),
         "cuda.jit  k[blocks, threads](device arrays)": lambda: saxpy_numba[N // TG, TG](2.0, d_x, d_y, d_out),
         "raw softmax call, template=[NC, TG] (null kernel)": sm["raw"](raw_sm),
         "DSL kernel  softmax(x, NC=, TG=)": sm["mb"],
     }
-    out = {}
-    for name, fn in rows.items():
-        n = number if "cuda.jit" not in name else max(20, number // 100)
-        out[name] = per_call(fn, n, repeats)
-    return out
+    return {name: per_call(fn, number, repeats) for name, fn in rows.items()}
+
+
+MSL_SAXPY = "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = a * x[i] + y[i]; }"
+MSL_SAXPY_T = "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = T(a) * x[i] + y[i]; }"
+
+
+def _scheduled(call):
+    """``call()`` (returning an ``mx.array``) made to schedule its result as a ``cuda.jit``
+    launch does (``mx.async_eval`` every ``_PENDING_MAX`` results)."""
+    pending = []
+
+    def scheduled():
+        pending.append(call())
+        if len(pending) >= runtime_stubs._PENDING_MAX:
+            mx.async_eval(*pending)
+            pending.clear()
+    return scheduled
 
 
 def _softmax_rows(raw, backend: str, rows: int = 8, cols: int = 1024) -> dict:
@@ -161,8 +187,11 @@ def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
         if i < x.size:
             out[i] = a * x[i] + y[i]
 
-    msl = mb.metal_kernel("host_overhead_saxpy", ["a", "x", "y"], ["out"],
-                          "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = a * x[i] + y[i]; }")
+    msl = mb.metal_kernel("host_overhead_saxpy", ["a", "x", "y"], ["out"], MSL_SAXPY)
+    msl_t = mb.metal_kernel("host_overhead_saxpy_t", ["a", "x", "y"], ["out"], MSL_SAXPY_T)
+    raw_t = make_raw(name="host_overhead_raw_saxpy_t", input_names=["a", "x", "y"], output_names=["out"],
+                     source=RAW_SAXPY[backend])
+    tmpl = [("T", mx.float32)]
 
     @cuda.jit
     def saxpy_numba(a, x, y, out):
@@ -174,23 +203,23 @@ def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
     sm = _softmax_rows(None, backend)
     raw_sm = make_raw(name="host_overhead_raw_softmax", input_names=sm["source"][1], output_names=["out"],
                       source=sm["source"][0])
-    pending = []
-
-    def raw_scheduled():
-        pending.append(raw(inputs=[a, x, y], grid=grid, threadgroup=tg, output_shapes=[(n,)],
-                           output_dtypes=[mx.float32])[0])
-        if len(pending) >= runtime_stubs._PENDING_MAX:
-            mx.async_eval(*pending)
-            pending.clear()
+    raw_scheduled = _scheduled(lambda: raw(inputs=[a, x, y], grid=grid, threadgroup=tg, output_shapes=[(n,)],
+                                           output_dtypes=[mx.float32])[0])
 
     rows = {
         f"raw mx.fast.{backend}_kernel call": lambda: raw(inputs=[a, x, y], grid=grid, threadgroup=tg,
                                                            output_shapes=[(n,)], output_dtypes=[mx.float32]),
         "DSL kernel  saxpy(2.0, x, y, grid=n)": lambda: saxpy(2.0, x, y, grid=n, threadgroup=TG, backend=backend),
-        "  its guard called directly (no instance call)": lambda: saxpy._guard((2.0, x, y), n, TG, backend),
+        "DSL kernel  saxpy[n, tg](2.0, x, y)": lambda: saxpy[n, TG](2.0, x, y, backend=backend),
+        "  its guard called directly (no object call)": lambda: saxpy._guard((2.0, x, y), n, TG, backend),
         "mb.metal_kernel(...)(inputs=...)": lambda: msl(inputs=[2.0, x, y], grid=grid, threadgroup=tg,
                                                          output_shapes=[(n,)], output_dtypes=[mx.float32],
                                                          backend=backend),
+        "raw call with template=[T]": lambda: raw_t(inputs=[a, x, y], template=tmpl, grid=grid, threadgroup=tg,
+                                                     output_shapes=[(n,)], output_dtypes=[mx.float32]),
+        "mb.metal_kernel(..., template=[T])": lambda: msl_t(inputs=[2.0, x, y], template=tmpl, grid=grid,
+                                                             threadgroup=tg, output_shapes=[(n,)],
+                                                             output_dtypes=[mx.float32], backend=backend),
         # a cuda.jit launch on device arrays returns nothing and schedules its results
         # (mx.async_eval every _PENDING_MAX launches, as a CUDA stream queues work), so the
         # host time of encoding those kernels lands in the timed loop: its peer is the raw
@@ -224,14 +253,17 @@ def main(argv=None):
     ap.add_argument("--real", choices=["cuda", "metal"], help="use the real MLX kernels on this backend")
     args = ap.parse_args(argv)
     res = measure_real(args.real, args.number) if args.real else measure(args.number)
-    if args.json:
-        print(json.dumps({k: round(v, 3) for k, v in res.items()}, indent=1))
-        return
-    print(f"{'call':52s} {'µs/call':>9s} {'added over raw':>15s}")
+    added = {}
     for k, v in res.items():
         if k.startswith("raw"):
             raw = v
-        print(f"{k:52s} {v:9.2f} {v - raw:15.2f}")
+        added[k] = v - raw
+    if args.json:
+        print(json.dumps({k: round(v, 3) for k, v in res.items()}, indent=1))
+        return
+    print(f"{'call':56s} {'µs/call':>9s} {'added over raw':>15s}")
+    for k, v in res.items():
+        print(f"{k:56s} {v:9.2f} {added[k]:15.2f}")
 
 
 if __name__ == "__main__":

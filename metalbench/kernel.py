@@ -32,8 +32,8 @@ from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_tr
 from .frontend import python as F
 from .frontend.python.structs import flatten_struct, is_struct
 from .protocol import (_SIGNATURES, MISS, BoundLaunch, KernelBase, ThinCache, arg_signature, backend_token,
-                       launch_guard,
-                       thin_gpu_call, unwrap)
+                       launch_guard, thin_gpu_call, unwrap)
+from .thin import GridLaunch, grid_launch, named
 from .protocol import Specialization, unique_name  # noqa: F401  (their home before protocol.py)
 
 
@@ -80,9 +80,36 @@ def scalar_type_of(value, annotation=inspect.Parameter.empty) -> T.ScalarType:
 class Kernel(KernelBase):
     """A DSL kernel: ``@mb.kernel`` on a Python function (or source text from a cell).
 
-    Call it with the non-output arguments and launch keywords:
-    ``k(*args, grid=, threadgroup=256, backend="auto", out=None, init_value=None,
-    checked=None)``. Returns an ``mx.array``, or a tuple for several outputs.
+    Launch it with ``k(*args, grid=..., threadgroup=256, backend="auto")`` (or
+    ``k[grid, threadgroup](*args)``, see :meth:`__getitem__`).
+
+    ``args`` are the kernel's non-output parameters in order (arrays: NumPy, MLX, or
+    anything ``np.asarray`` takes; scalars for ``a: float`` / ``n: int``; constexpr
+    values, also by name). Launch keywords:
+
+    - ``grid``: the number of *threads* per dimension (Metal's ``dispatchThreads``:
+      threads, not threadgroups), an int or a tuple of up to 3;
+    - ``threadgroup``: threads per threadgroup (default ``min(256, grid)`` in x);
+    - ``backend``: ``"auto"`` (``METALBENCH_BACKEND``, else metal on Apple silicon,
+      cuda with an NVIDIA GPU, else sim), ``"metal"``, ``"cuda"`` or ``"sim"``;
+    - ``out``: arrays to write into instead of fresh outputs;
+    - ``init_value``: fill fresh outputs first (else they are uninitialised, and the
+      simulator warns with ``mb.CoverageWarning`` about elements left unwritten);
+    - ``checked=True``: the checked simulator (bounds, races, uninitialised reads,
+      divergent barriers) raising ``mb.KernelCheckError``;
+    - ``print_threads``: on ``sim``, the threads whose ``print`` lines show (linear
+      positions or position tuples; without it at most ~100 lines);
+    - ``stream``: an MLX stream or device.
+
+    Returns the output (an ``mx.array``), or a tuple of them.
+
+    >>> import numpy as np, metalbench as mb
+    >>> k = mb.kernel(source='''
+    ... def twice(x, out: mb.Out):
+    ...     out[thread_position_in_grid.x] = 2 * x[thread_position_in_grid.x]
+    ... ''')
+    >>> np.asarray(k(np.arange(4, dtype=np.float32), grid=4, backend="sim")).tolist()
+    [0.0, 2.0, 4.0, 6.0]
     """
 
     def __init__(self, fn=None, *, source: str | None = None, env: dict | None = None,
@@ -121,6 +148,7 @@ class Kernel(KernelBase):
         computed = any(callable(extra.shape) for _, extra in self._out_params if extra is not None)
         self._value_positions = tuple(i for i, p in enumerate(self._in_params)
                                       if computed or p.name in self._constexpr_names or p.name in self._size_names)
+        self._set_front(self._generic_front())
 
     #: the last thin-path entry's ``guarded`` launch (``thin.thin_gpu_call``), or None;
     #: ``_guard_kw`` likewise for calls with keyword arguments (constexprs)
@@ -250,7 +278,8 @@ class Kernel(KernelBase):
                     t = scalar_type_of(v, extra)
                 except (TypeError, T.TypeError_):
                     raise KernelLaunchError(f"argument {p.name!r} is a {type(v).__name__}; kernels take arrays "
-                                            "(mx.array or NumPy) and numbers", hint="convert it with np.asarray(...)")
+                                            "(mx.array or NumPy) and numbers",
+                                            hint="convert it with np.asarray(...)") from None
                 if p.name in self._size_names:
                     # it sizes an array: specialised on its value (dynamic threadgroup memory)
                     specs.append(F.ArgSpec(p.name, "constexpr", value=_size_value(v, t, p.name)))
@@ -337,52 +366,52 @@ class Kernel(KernelBase):
         return self.specialize(*args, out=out, **kwargs).source(backend)
 
     # -- launching -------------------------------------------------------------------------
-    def __call__(self, *args, grid=None, threadgroup=None, backend="auto", **kwargs):
-        """Launch the kernel: ``k(*args, grid=..., threadgroup=256, backend="auto")``.
+    # A call ``k(*args, grid=..., threadgroup=..., backend=...)`` goes to the front
+    # (thin.FastCall: a partial's function, called by vectorcall): the last thin-path
+    # entry's generated check-and-launch (thin.thin_gpu_call's ``front``), or without one
+    # _generic_front. What a front does not take goes to _miss: the other guard (calls
+    # with keywords keep their own), then _call (the keyed thin path, else bind + launch).
+    # The launch options (out=, init_value=, checked=, stream=, print_threads=) are
+    # _call's: each keyword-only parameter of the front costs every call.
+    def _generic_front(self):
+        miss = self._miss
 
-        ``args`` are the kernel's non-output parameters in order (arrays: NumPy, MLX, or
-        anything ``np.asarray`` takes; scalars for ``a: float`` / ``n: int``; constexpr
-        values, also by name). Launch keywords:
+        def __call__(*args, grid=None, threadgroup=None, backend="auto", **kwargs):
+            try:    # user_facing, inlined (one metalbench frame in a traceback: this one)
+                return miss(args, kwargs, grid, threadgroup, backend)
+            except MetalbenchError as e:
+                raise trim_traceback(e)
+        return named(__call__, "Kernel.__call__")
 
-        - ``grid``: the number of *threads* per dimension (Metal's ``dispatchThreads``:
-          threads, not threadgroups), an int or a tuple of up to 3;
-        - ``threadgroup``: threads per threadgroup (default ``min(256, grid)`` in x);
-        - ``backend``: ``"auto"`` (``METALBENCH_BACKEND``, else metal on Apple silicon,
-          cuda with an NVIDIA GPU, else sim), ``"metal"``, ``"cuda"`` or ``"sim"``;
-        - ``out``: arrays to write into instead of fresh outputs;
-        - ``init_value``: fill fresh outputs first (else they are uninitialised, and the
-          simulator warns with ``mb.CoverageWarning`` about elements left unwritten);
-        - ``checked=True``: the checked simulator (bounds, races, uninitialised reads,
-          divergent barriers) raising ``mb.KernelCheckError``;
-        - ``print_threads``: on ``sim``, the threads whose ``print`` lines show (linear
-          positions or position tuples; without it at most ~100 lines);
-        - ``stream``: an MLX stream or device.
-
-        Returns the output (an ``mx.array``), or a tuple of them.
+    def __getitem__(self, config) -> GridLaunch:
+        """``k[grid, threadgroup]`` (or ``k[grid]``): the kernel with its launch grid bound,
+        ``k[n, 256](2.0, x, y)`` is ``k(2.0, x, y, grid=n, threadgroup=256)`` (``grid``
+        counts threads, as ``grid=`` does; a 2-D grid alone is ``k[(w, h), None]``).
+        Made once per configuration.
 
         >>> import numpy as np, metalbench as mb
         >>> k = mb.kernel(source='''
         ... def twice(x, out: mb.Out):
         ...     out[thread_position_in_grid.x] = 2 * x[thread_position_in_grid.x]
         ... ''')
-        >>> np.asarray(k(np.arange(4, dtype=np.float32), grid=4, backend="sim")).tolist()
+        >>> np.asarray(k[4, 4](np.arange(4, dtype=np.float32), backend="sim")).tolist()
         [0.0, 2.0, 4.0, 6.0]
         """
-        # The thinnest path: a call with no other keywords tries the last thin-path entry's
-        # guard, which checks the call against that entry's key and launches, in one
-        # generated frame (thin.launch_guard). The launch options (out=, init_value=,
-        # checked=, stream=, print_threads=) are _call's: each keyword-only parameter here
-        # costs every call a defaults lookup.
-        try:    # user_facing, inlined (one metalbench frame in a traceback: this one)
+        return grid_launch(self, config)
+
+    def _miss(self, args, kwargs, grid, threadgroup, backend, tried=None):
+        # ``tried``: the kind of guard the calling front already was (0: without keywords,
+        # 1: with), not asked again
+        try:
             if not kwargs:
                 guard = self._guard
-                if guard is not None:
+                if guard is not None and tried != 0:
                     r = guard(args, grid, threadgroup, backend)
                     if r is not MISS:
                         return r
             else:       # constexprs by keyword (and no options: those miss, see launch_guard)
                 guard = self._guard_kw
-                if guard is not None:
+                if guard is not None and tried != 1:
                     r = guard(args, kwargs, grid, threadgroup, backend)
                     if r is not MISS:
                         return r
@@ -433,11 +462,14 @@ class Kernel(KernelBase):
     _call.__qualname__ = "Kernel.__call__"      # what a TypeError about its keywords names
 
     def _set_guard(self, fast, kwargs):
-        # the entry's guard becomes the thinnest path of calls shaped like this one
+        # the entry's guard becomes the thinnest path of calls shaped like this one, and
+        # its front the object's (without one: the general front)
         if kwargs:
             self._guard_kw = getattr(fast, "guarded", None)
         else:
             self._guard = getattr(fast, "guarded", None)
+        front = getattr(fast, "front", None)
+        self._set_front(front if front is not None else self._generic_front())
 
     def _thin_key_more(self, key, args, kwargs):
         # The thin-path key (which may hold an unhashable marker for an argument of another
@@ -484,9 +516,14 @@ class Kernel(KernelBase):
             where = [f"a{i}" for i in range(nargs)] + [f"k{j}" for j in range(len(kwnames))]
             params = "args, kwargs, grid, threadgroup, backend" if kwnames else "args, grid, threadgroup, backend"
             guard = g and (params, *g, where)
+            if g:
+                g[1]["miss"] = self._miss
+        front = ("*args, grid=None, threadgroup=None, backend='auto', **kwargs",
+                 f"miss(args, kwargs, grid, threadgroup, backend, {1 if kwnames else 0})", "Kernel.__call__",
+                 None if kwnames else "kwargs")
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names],
                              len(bound.outputs) == 1, self, last,
-                             fixed if (kwnames or fixed_names) else None, guard)
+                             fixed if (kwnames or fixed_names) else None, guard, front)
 
     # -- derivatives (metalbench.autodiff) ---------------------------------------------------
     @user_facing
@@ -565,7 +602,7 @@ def _field_spec(leaf: str, v) -> F.ArgSpec:
         return F.ArgSpec(leaf, "scalar", scalar_type_of(v), 0)
     except (TypeError, T.TypeError_):
         raise KernelLaunchError(f"field {shown!r} is a {type(v).__name__}; struct fields are arrays, numbers "
-                                "or structs", hint="convert it with np.asarray(...)")
+                                "or structs", hint="convert it with np.asarray(...)") from None
 
 
 def _spec_key(specs) -> tuple:

@@ -26,6 +26,7 @@ from .codegen.c_like import Rendered
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .protocol import (_SIGNATURES, MISS, BoundLaunch, KernelBase, Specialization, ThinCache, _np_arg, backend_token,
                        launch_guard, thin_gpu_call)
+from .thin import named
 
 
 class MetalKernelValueError(KernelLaunchError, ValueError):
@@ -96,6 +97,7 @@ class MetalKernel(KernelBase):
         self._guard = None      # the last thin-path entry's ``guarded`` launch (thin.thin_gpu_call)
         self._guard_t = None    # likewise for calls whose only option is ``template=``
         self.last_stats = None
+        self._set_front(self._generic_front())
 
     def __repr__(self):
         return (f"MetalKernel(name={self.name!r}, input_names={self.input_names}, "
@@ -120,28 +122,40 @@ class MetalKernel(KernelBase):
         launch["template"] = list(tmpl.items())
 
     # ------------------------------------------------------------------ call
-    def __call__(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, backend="auto", **options):
-        """Launch; returns a list of ``mx.array`` (one per output), as MLX does.
+    # A call goes to the front (thin.FastCall): the last thin-path entry's generated
+    # check-and-launch, or without one _generic_front; what it does not take goes to
+    # _miss (the other guard: calls with template= keep their own), then _call. The
+    # options are _call's, since each keyword-only parameter of the front costs every call.
+    def _generic_front(self):
+        miss = self._miss
 
-        ``backend``: "auto" (metal, else cuda, else sim; ``METALBENCH_BACKEND``
-        overrides), "metal", "cuda" or "sim". ``checked`` (sim only): bounds, race
-        and uninitialised-read checks. ``print_threads`` (sim only): the threads whose
-        ``printf``/``os_log`` lines are printed (linear positions or position tuples).
-        The other options are MLX's: ``template``, ``init_value``, ``verbose``, ``stream``.
-        """
-        # The thinnest path: a call without options tries the last thin-path entry's guard
-        # (checks the call against that entry's key and launches, in one generated frame);
-        # the options are _call's, since each keyword-only parameter here costs every call.
-        try:    # user_facing, inlined (one metalbench frame in a traceback: this one)
+        def __call__(*, inputs, output_shapes, output_dtypes, grid, threadgroup, backend="auto", **options):
+            """Launch; returns a list of ``mx.array`` (one per output), as MLX does.
+
+            ``backend``: "auto" (metal, else cuda, else sim; ``METALBENCH_BACKEND``
+            overrides), "metal", "cuda" or "sim". ``checked`` (sim only): bounds, race
+            and uninitialised-read checks. ``print_threads`` (sim only): the threads whose
+            ``printf``/``os_log`` lines are printed (linear positions or position tuples).
+            The other options are MLX's: ``template``, ``init_value``, ``verbose``, ``stream``.
+            """
+            try:    # user_facing, inlined (one metalbench frame in a traceback: this one)
+                return miss(inputs, output_shapes, output_dtypes, grid, threadgroup, backend, options)
+            except MetalbenchError as e:
+                raise trim_traceback(e)
+        return named(__call__, "MetalKernel.__call__")
+
+    def _miss(self, inputs, output_shapes, output_dtypes, grid, threadgroup, backend, options, tried=None):
+        # ``tried``: the kind of guard the calling front already was (0: no options, 1: template=)
+        try:
             if not options:
                 guard = self._guard
-                if guard is not None:
+                if guard is not None and tried != 0:
                     r = guard(inputs, output_shapes, output_dtypes, grid, threadgroup, backend)
                     if r is not MISS:
                         return r
             else:       # template= only (MLX's usual call): the guard compares the options
                 guard = self._guard_t
-                if guard is not None:
+                if guard is not None and tried != 1:
                     r = guard(inputs, output_shapes, output_dtypes, grid, threadgroup, backend, options)
                     if r is not MISS:
                         return r
@@ -198,11 +212,14 @@ class MetalKernel(KernelBase):
     _call.__qualname__ = "MetalKernel.__call__"     # what a TypeError about its keywords names
 
     def _set_guard(self, fast, template):
-        # the entry's guard becomes the thinnest path of calls shaped like this one
+        # the entry's guard becomes the thinnest path of calls shaped like this one, and
+        # its front the object's (without one: the general front)
         if template:
             self._guard_t = getattr(fast, "guarded", None)
         else:
             self._guard = getattr(fast, "guarded", None)
+        front = getattr(fast, "front", None)
+        self._set_front(front if front is not None else self._generic_front())
 
     def _thin_entry(self, bound: BoundLaunch, given=None):
         sp = self.specialization(bound)
@@ -217,7 +234,7 @@ class MetalKernel(KernelBase):
             return sim_call
         plan = sp.gpu_plan(bound, bound.backend)
         pos = {n: i for i, n in enumerate(names)}
-        guard = None
+        guard = front = None
         # the call's own arguments: f.guarded checks a later call against them (shapes given
         # as tuples: a list comparison then compares plain values). With a template, the
         # call that reaches the guard gives exactly {"template": <equal list>} as options
@@ -233,8 +250,13 @@ class MetalKernel(KernelBase):
                 params += ", options"
             g = launch_guard(inputs, grid, tg, backend, "inputs", conds, genv)
             guard = g and (params, *g, len(names))
+            if g:
+                g[1]["miss"] = self._miss
+                front = ("*, inputs, output_shapes, output_dtypes, grid, threadgroup, backend='auto', **options",
+                         "miss(inputs, output_shapes, output_dtypes, grid, threadgroup, backend, options, "
+                         f"{1 if template else 0})", "MetalKernel.__call__", None if template else "options")
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], None,
-                             self, last, None, guard)
+                             self, last, None, guard, front)
 
     def bind(self, *args, inputs=None, output_shapes=None, output_dtypes=None, grid=None, threadgroup=None,
              template=None, init_value=None, verbose=False, stream=None, backend="auto", checked=None,

@@ -37,7 +37,7 @@ from . import runtime
 from . import types as T
 from .errors import user_facing
 # The thin path lives in thin.py; its names stay importable from here.
-from .thin import (_ENV_KEY, _SIGNATURES, MISS, ThinCache, _cached_scalar, _converter,  # noqa: F401
+from .thin import (_ENV_KEY, _SIGNATURES, MISS, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
                    arg_signature, backend_token, launch_guard, mlx_array_type, scalar_array, signatures,
                    thin_gpu_call)
 
@@ -396,10 +396,11 @@ class MLXLaunch:
 
 # ----------------------------------------------------------------------------- KernelBase
 
-class KernelBase:
+class KernelBase(FastCall):
     """What every kernel object is: the protocol (``bind``, ``specialization``,
     ``launch``) and the tools built on it (``check``, ``bench``, ``sweep``,
-    ``autotune``, ``export_mlx``).
+    ``autotune``, ``export_mlx``). Calling one calls its front (``thin.FastCall``):
+    each kind's ``__init__`` installs its general front (``_generic_front``).
 
     A kind implements ``bind(*args, **launch) -> BoundLaunch`` (its calling
     convention) and ``_build(bound) -> Specialization``; the cache, the launch and

@@ -192,7 +192,7 @@ class ThinCache(dict):
 
 
 def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: bool, owner=None,
-                  last=None, fixed: tuple | None = None, guard: tuple | None = None):
+                  last=None, fixed: tuple | None = None, guard: tuple | None = None, front: tuple | None = None):
     """A function ``f(args, kwargs, init_value, checked, stream)`` launching ``plan``
     with the inputs taken by position from ``vec`` (``args``, or with ``fixed`` given,
     ``args + tuple(kwargs.values()) + fixed``), and setting ``owner.last_launch = last``.
@@ -208,6 +208,13 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     ``lines`` (which return :data:`MISS` unless the call has this entry's key). ``where``
     says where ``vec[i]`` is in the guard's frame: a list of expressions, or a number
     ``nargs`` (``a{i}`` below it, ``fixed[i - nargs]`` from it on).
+
+    With ``front = (params, miss, qualname, empty)`` too, ``f.front`` is the same check and
+    launch taking the kernel object's own call signature (``params``, e.g. ``"*args,
+    grid=None, ..., **kwargs"``; ``empty``: a parameter that must be empty, the ``**``
+    one when the key holds no keywords, or None): the function a :class:`FastCall`
+    kernel object hands its calls to (:func:`front_source`); a call without the entry's
+    key returns the expression ``miss`` (the kernel's general path).
     """
     mx_array = mlx_array_type()
     env = {"kernel": plan.kernel, "owner": owner, "last": last, "MISS": MISS}
@@ -256,10 +263,106 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
         params, lines, genv, _ = guard
         env.update(genv)
         src += f"def guarded({params}):\n" + "".join(lines) + body(gitems, False)
+        if front is not None:
+            src += front_source(front[0], lines, body(gitems, False), front[1], env, front[3])
     exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
     if guard is not None:
         env["call"].guarded = env["guarded"]
+        if front is not None:
+            env["call"].front = named(env["__call__"], front[2])
     return env["call"]
+
+
+def front_source(params: str, lines: list, body: str, miss: str, env: dict, empty: str | None = None) -> str:
+    """Source of ``__call__(params)``: a guard's ``lines`` (each ``return MISS`` becoming
+    ``return <miss>``; first, that parameter ``empty`` is empty), then ``body`` (the
+    launch), in a try block that trims a ``MetalbenchError``'s traceback as
+    ``errors.user_facing`` does; fills ``env``.
+
+    >>> env = {}
+    >>> print(front_source("*args, **kwargs", ["    if not args: return MISS\\n"],
+    ...                    "    return args[0]\\n", "slow(args, kwargs)", env, "kwargs").strip())
+    def __call__(*args, **kwargs):
+        try:
+            if kwargs: return slow(args, kwargs)
+            if not args: return slow(args, kwargs)
+            return args[0]
+        except MBError as e:
+            raise trim(e)
+    """
+    from .errors import MetalbenchError, trim_traceback
+    env["MBError"], env["trim"] = MetalbenchError, trim_traceback
+    head = [f"    if {empty}: return MISS\n"] if empty else []
+    text = "".join(head + lines + [body]).replace("return MISS", f"return {miss}")
+    text = "".join("    " + ln for ln in text.splitlines(True))
+    return f"def __call__({params}):\n    try:\n{text}    except MBError as e:\n        raise trim(e)\n"
+
+
+def named(fn, qualname: str):
+    """``fn`` with ``__qualname__`` ``qualname`` (what a TypeError about its arguments
+    names: "Kernel.__call__() got ...")."""
+    fn.__qualname__ = qualname
+    return fn
+
+
+def _not_ready(*args, **kwargs):
+    raise TypeError("this metalbench object is not initialised")
+
+
+_PARTIAL_SETSTATE = functools.partial.__setstate__
+
+
+class FastCall(functools.partial):
+    """The base of objects called on the hot path (kernel objects, ``k[grid, tg]``
+    launchers): a call goes straight to a swappable function, the *front*.
+
+    CPython 3.12+ calls a ``functools.partial`` (and a subclass that leaves ``__call__``
+    alone) by vectorcall: the arguments reach the partial's function with no args tuple,
+    kwargs dict or ``__call__`` lookup, as a plain function call. A Python class with a
+    ``__call__`` pays for all three on every call (``slot_tp_call``), more than the rest
+    of a thin-path launch. (On 3.10/3.11 a partial subclass is called through
+    ``tp_call``: no faster, no slower.) A subclass builds its general front in
+    ``_generic_front`` and installs fronts with ``_set_front`` (a prepared entry's
+    generated check-and-launch, see :func:`thin_gpu_call`); ``func``, ``args`` and
+    ``keywords`` are the partial's (read-only).
+
+    >>> class Twice(FastCall):
+    ...     def __init__(self):
+    ...         self._set_front(self._generic_front())
+    ...     def _generic_front(self):
+    ...         return lambda x: 2 * x
+    >>> Twice()(21)
+    42
+    """
+
+    def __new__(cls, *args, **kwargs):
+        return functools.partial.__new__(cls, _not_ready)
+
+    def _generic_front(self):
+        raise NotImplementedError
+
+    def _set_front(self, fn, *first) -> None:
+        """Calls of this object go to ``fn`` from now on (with ``first`` before their
+        arguments: the partial's own, prepended in C)."""
+        _PARTIAL_SETSTATE(self, (fn, first, {}, self.__dict__))
+
+    __repr__ = object.__repr__
+
+    if hasattr(functools.partial, "__get__"):       # 3.13+: partials bind as methods (3.14)
+        def __get__(self, obj, objtype=None):
+            return self                              # a kernel stored on a class stays itself
+
+    def __reduce_ex__(self, protocol):
+        # copy.copy: the attributes (not the partial's state: the front closes over self)
+        return _fresh, (type(self),), dict(self.__dict__)
+
+    def __setstate__(self, state) -> None:
+        self.__dict__.update(state)
+        self._set_front(self._generic_front())
+
+
+def _fresh(cls):
+    return cls.__new__(cls)
 
 
 MISS = object()     # what a thin-path guard returns for a call without its entry's key
@@ -305,11 +408,11 @@ def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_
              "    if not (threadgroup is g_tg or (type(threadgroup) is g_tg_t and threadgroup == g_tg)): return MISS\n",
              f"    if {bcheck}: return MISS\n"]
     lines += [f"    if not ({c}): return MISS\n" for c in extra]
+    # the count by len(), not a try around the unpacking: a front's miss (thin_gpu_call)
+    # must not run inside an except block (its errors would chain to the ValueError); and
+    # unpacking any other sequence would take an iterator's items
     unpack = f"{', '.join(f'a{i}' for i in range(len(args)))}, = {name}\n"
-    if name == "args" and args:     # a tuple: unpacking checks the count (a try is free until it catches)
-        lines += ["    try:\n", "        " + unpack, "    except ValueError:\n", "        return MISS\n"]
-    else:                           # any sequence (unpacking would take an iterator's items)
-        lines += [f"    if len({name}) != {len(args)}: return MISS\n"] + (["    " + unpack] if args else [])
+    lines += [f"    if len({name}) != {len(args)}: return MISS\n"] + (["    " + unpack] if args else [])
     lines += [f"    if not ({' and '.join(conds)}): return MISS\n"] if args else []
     if kwargs:
         lines += [f"    if len(kwargs) != {len(kwargs)}: return MISS\n"]
@@ -354,3 +457,66 @@ def _cached_scalar(t: T.ScalarType, backend: str = ""):
         return a
     scalar.cache = cache
     return scalar
+
+
+class GridLaunch(FastCall):
+    """``k[grid, threadgroup]`` of a DSL kernel: ``k[n, 256](*args, **kw)`` is
+    ``k(*args, grid=n, threadgroup=256, **kw)``. Its front asks the kernel's last
+    guard for calls without keywords (grid and threadgroup are this object's).
+
+    >>> import numpy as np, metalbench as mb
+    >>> k = mb.kernel(source="def inc(x, out: mb.Out):\\n    out[thread_position_in_grid.x] = x[thread_position_in_grid.x] + 1")
+    >>> k[2, 2] is k[2, 2], np.asarray(k[2, 2](np.zeros(2, np.float32), backend="sim")).tolist()
+    (True, [1.0, 1.0])
+    """
+
+    def __init__(self, kernel, grid, threadgroup):
+        self.kernel, self.grid, self.threadgroup = kernel, grid, threadgroup
+        self._set_front(self._generic_front())
+
+    def __repr__(self):
+        return f"<{self.kernel.name}[{self.grid!r}, {self.threadgroup!r}]>"
+
+    def _generic_front(self):
+        from .errors import MetalbenchError, trim_traceback
+        kd, miss, grid, tg = self.kernel.__dict__, self.kernel._miss, self.grid, self.threadgroup
+
+        def __call__(*args, backend="auto", **kwargs):
+            try:
+                if not kwargs:
+                    guard = kd.get("_guard")
+                    if guard is not None:
+                        r = guard(args, grid, tg, backend)
+                        if r is not MISS:
+                            return r
+                    return miss(args, kwargs, grid, tg, backend, 0)
+                return miss(args, kwargs, grid, tg, backend)
+            except MetalbenchError as e:
+                raise trim_traceback(e)
+        return named(__call__, "Kernel.__call__")
+
+
+def grid_launch(kernel, config) -> GridLaunch:
+    """``kernel[config]``: a :class:`GridLaunch` per configuration, kept (bounded)."""
+    launches = kernel.__dict__.get("_grid_launches")
+    if launches is None:
+        launches = kernel._grid_launches = {}
+    try:
+        hit = launches.get(config)
+    except TypeError:                  # a list in the configuration: made each time
+        hit = None
+    if hit is not None:
+        return hit
+    cfg = config if type(config) is tuple else (config,)
+    if not 1 <= len(cfg) <= 2:
+        from .errors import KernelLaunchError
+        raise KernelLaunchError(f"{kernel.name}[...] takes a grid and a threadgroup, got {len(cfg)} items",
+                                hint=f"{kernel.name}[n, 256](...), or {kernel.name}[(w, h), (16, 16)](...)")
+    hit = GridLaunch(kernel, cfg[0], cfg[1] if len(cfg) > 1 else None)
+    try:
+        if len(launches) > 64:
+            launches.clear()
+        launches[config] = hit
+    except TypeError:
+        pass
+    return hit

@@ -60,7 +60,7 @@ def test_macos_workflow_commands_run_on_sim(tmp_path):
     assert all(r["ok"] and r["raw_ok"] for r in gpu["rows"])     # the Mac's raw MSL kernels too
     sim = json.loads((tmp_path / "macos" / "simulation.json").read_text())
     assert sim["metalbench"]["ok"] and sim["backend"] == "sim"
-    assert len(json.loads((tmp_path / "macos" / "host_overhead.json").read_text())) == 7
+    assert len(json.loads((tmp_path / "macos" / "host_overhead.json").read_text())) == 11
     wf = yaml.safe_load(WORKFLOW.read_text())
     upload = [s for s in next(iter(wf["jobs"].values()))["steps"] if "upload-artifact" in s.get("uses", "")]
     assert upload and upload[0]["with"]["path"] == "benchmarks/results/"

@@ -277,4 +277,4 @@ def test_host_overhead_benchmark_runs():
         res = host_overhead.measure(number=20, repeats=1)
     finally:
         fast.cuda_kernel, fast.metal_kernel, launch.cuda_available = cuda_kernel, metal_kernel, available
-    assert len(res) == 7 and all(v > 0 for v in res.values())
+    assert len(res) == 11 and all(v > 0 for v in res.values())

@@ -28,6 +28,7 @@ import numpy as np
 from .. import runtime
 from .. import types as T
 from ..protocol import BoundLaunch, Specialization
+from ..thin import front_source, named
 from . import inplace, inplace_copy, metal64
 from .devicearray import DeviceNDArray
 from .runtime_stubs import note_pending
@@ -230,7 +231,7 @@ class ThinDeviceLaunch:
         cover = covered(sp, values, grid)
         fsp, plans, out_specs, mlx_call, init_value = _prepare(sp, name, values, grid, tg, backend, cover)
         if any(pl.scheme == "copy" for pl in plans):
-            self.launch = self.guarded = None        # a private copy per launch: the general path
+            self.launch = self.front = None        # a private copy per launch: the general path
             return
         pos = {n: i for i, n in enumerate(arg_names)}
         env = {"kernel": mlx_call.kernel, "init_value": init_value, "merge": inplace.merge_device,
@@ -281,24 +282,26 @@ class ThinDeviceLaunch:
         lines += ["    if len(pending) >= MAXP: flush(())", "    return True"]
         src = "\n".join(lines) + "\n"
         if guard is not None:
-            # ``guarded(args)``: the launcher's thinnest path (``host._Launcher``): ``guard``'s
-            # checks (lines, env: the call's key) and this launch in one frame; MISS if not
+            # ``front(launcher, *args, **kwargs)``: the launcher's calls (``launcher._Launcher``,
+            # a FastCall): ``guard``'s checks (lines, env: the call's key) and this launch in
+            # one frame; a call without the key goes to ``launcher._miss``
             body = "\n".join(lines[2:]) + "\n"
             for call, cached in inline.items():     # the scalar cache inlined: a call costs more
                 body = body.replace(call, cached)
-            src += "def guarded(args):\n" + "".join(guard[0]) + body.replace("return False", "return MISS").replace(
-                "return True", "owner.last_launch = last")
+            body = body.replace("return False", "return MISS").replace("return True", "owner.last_launch = last")
+            src += front_source("launcher, *args, **kwargs", guard[0], body, "launcher._miss(args, kwargs)", env,
+                                "kwargs")
             env.update(guard[1])
         exec(compile(src, f"<metalbench cuda.jit launch {name}>", "exec"), env)
         self.launch = env["launch"]
-        self.guarded = env.get("guarded")
+        self.front = env.get("__call__") and named(env["__call__"], "_Launcher.__call__")
         # The outputs rebind the arrays only if they have the arrays' MLX dtype and shape.
         for pl in plans:
             v = values[pl.param][0]
             spec = next(o for o in out_specs if o[0] == pl.outputs[0])
             if tuple(spec[1]) != (tuple(v._kmeta.shape) or (1,)) or \
                     v._mx_dtype() != T_to_mlx(runtime.carrier(spec[2], backend)):
-                self.launch = self.guarded = None
+                self.launch = self.front = None
 
     def __call__(self, args) -> bool:
         """Launch; False when this prepared launch does not apply (the general path runs)."""

@@ -44,6 +44,7 @@ from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_s
 from .datetimearg import datetime_marker, datetime_storage
 from . import nbtypes as nbt
 from .devicearray import DeviceNDArray
+from .launcher import LaunchConfigError, LaunchConfigTypeError, _dims, _Launcher  # noqa: F401
 from .captures import bind_written_captures
 from .devicefunc import DeviceFunction  # noqa: F401  (public here too: cuda/__init__.py, extending.py)
 from .dispatcher import ArgHint, CompiledKernel, DispatcherAPI, unwrap
@@ -131,25 +132,6 @@ _SIGS = _SignatureFunctions()
 
 def _signatures(args):
     return _SIGS[len(args)](args)
-
-
-class LaunchConfigError(KernelLaunchError, ValueError):
-    """A bad launch configuration (Numba raises ValueError)."""
-
-
-class LaunchConfigTypeError(KernelLaunchError, TypeError):
-    """A launch configuration of non-integers (Numba raises TypeError)."""
-
-
-def _dims(v, what):
-    d = list(v) if isinstance(v, (tuple, list)) else [v]
-    if not 1 <= len(d) <= 3:
-        raise LaunchConfigError(f"{what} must be a sequence of 1, 2 or 3 integers, got {d!r}")
-    if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in d):
-        raise LaunchConfigTypeError(f"{what} must be a sequence of integers, got {d!r}")
-    if any(x <= 0 for x in d):
-        raise LaunchConfigError(f"{what} must be positive integers, got {d!r}")
-    return tuple(int(x) for x in d) + (1,) * (3 - len(d))
 
 
 class CUDAKernel(DispatcherAPI, Kernel):
@@ -452,7 +434,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 for r in retr:
                     r()
             return None
-        # (returns the entry's ``guarded(args)`` launch when it has one: the launcher keeps it)
+        # (returns the entry's front when it has one, ``ThinDeviceLaunch.front``: the launcher's next calls go there)
         return self._launch_inplace(args, kwargs, grid3, tg3, backend, checked, sharedmem)
 
     def _launch_inplace(self, args, kwargs, grid3, tg3, backend=None, checked=None, sharedmem=0):
@@ -471,7 +453,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 thin = bound.thin
                 if thin is not None and thin(args):
                     self.last_launch = bound.last
-                    return thin.guarded
+                    return thin.front
                 host = {}
                 for (name, (_, _, t)), v in zip(bound.data.items(), args):
                     host[name] = (v, *as_bound_type(_host_array(v, name), t)) if t is not None and \
@@ -494,7 +476,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
             bound.thin = _thin_device_launch(sp, self.name, bound, args,
                                              None if hinted else self._launch_guard(args, bound.last))
             self._thin_cache.put(key, (sp, bound))
-            return bound.thin.guarded if bound.thin is not None else None
+            return bound.thin.front if bound.thin is not None else None
         return None
 
     def _launch_guard(self, args, last):
@@ -521,7 +503,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 env[f"g_sig{i}"] = arg_signature(a)
                 conds.append(f"sig(a{i}) == g_sig{i}")
         unpack = ", ".join(f"a{i}" for i in range(len(args)))
-        lines += ["    try:\n", f"        {unpack}, = args\n", "    except ValueError:\n", "        return MISS\n",
+        # (the count by len(): a front's miss must not run inside an except block)
+        lines += [f"    if len(args) != {len(args)}: return MISS\n", f"    {unpack}, = args\n",
                   f"    if not ({' and '.join(conds)}): return MISS\n"] if args else ["    if args: return MISS\n"]
         return lines, env
 
@@ -642,51 +625,6 @@ class _numba_double_hint:
             e._numba_hint = True
             e.args = (e._format(),)
         return False
-
-
-_MAX_GRID = 2**32 - 1
-
-
-class _Launcher:
-    """``kernel[griddim, blockdim]``: call it with the kernel's arguments."""
-
-    def __init__(self, kernel: CUDAKernel, griddim, blockdim, sharedmem=0):
-        self.kernel = kernel
-        self.griddim = _dims(griddim, "griddim")
-        self.blockdim = _dims(blockdim, "blockdim")
-        self.sharedmem = sharedmem
-        self.grid = tuple(a * b for a, b in zip(self.griddim, self.blockdim))
-        self._too_big = max(self.grid) > _MAX_GRID
-
-    _guard = None
-
-    def __call__(self, *args, **kwargs):
-        if self._too_big:
-            # refused before anything runs: thread positions are 32-bit (Metal's uint), and a
-            # 64-bit index would change every kernel's types for grids no backend here can run
-            raise KernelLaunchError(
-                f"{self.kernel.name}[{self.griddim}, {self.blockdim}]: {max(self.grid)} threads in one dimension; "
-                f"metalbench indexes threads in 32 bits (at most {_MAX_GRID})",
-                hint="launch fewer blocks and loop over the rest in the kernel (a grid-stride loop: "
-                     "for i in range(cuda.grid(1), n, cuda.gridsize(1)))")
-        try:    # user_facing, inlined: a decorator's extra call costs more than the thin path
-            guard = self._guard     # the last launch's generated check-and-launch (ThinDeviceLaunch.guarded)
-            if guard is not None and not kwargs and guard(args) is not MISS:
-                return None
-            self._guard = self.kernel.launch_inplace(args, kwargs, self.grid, self.blockdim, sharedmem=self.sharedmem)
-        except MetalbenchError as e:
-            raise trim_traceback(e)
-        return None
-
-    def trace(self, *args, thread=None, group=None):
-        """The debugger's per-thread trace of this launch (``k[blocks, threads].trace(a, thread=5)``;
-        see ``KernelBase.trace``): on the simulator, on copies of the arrays."""
-        return self.kernel.trace(*args, thread=thread, group=group, grid=self.grid, threadgroup=self.blockdim)
-
-    def access_map(self, *args):
-        """The debugger's access map of this launch (``k[blocks, threads].access_map(a)``; see
-        ``KernelBase.access_map``): per-element read/write counts, coalescing, bank conflicts."""
-        return self.kernel.access_map(*args, grid=self.grid, threadgroup=self.blockdim)
 
 
 def _storage(a: np.ndarray, t: T.ScalarType):
