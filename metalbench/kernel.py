@@ -112,6 +112,10 @@ class Kernel(KernelBase):
     [0.0, 2.0, 4.0, 6.0]
     """
 
+    # ``k[grid, threadgroup]``'s launchers by configuration: a slot, the cheapest attribute
+    # (one in the instance dict of a partial subclass is a generic lookup)
+    __slots__ = ("_grid_launches",)
+
     def __init__(self, fn=None, *, source: str | None = None, env: dict | None = None,
                  first_line: int | None = None, source_name: str | None = None, name: str | None = None):
         self.fn = fn
@@ -397,7 +401,10 @@ class Kernel(KernelBase):
         >>> np.asarray(k[4, 4](np.arange(4, dtype=np.float32), backend="sim")).tolist()
         [0.0, 2.0, 4.0, 6.0]
         """
-        return grid_launch(self, config)
+        try:
+            return self._grid_launches[config]
+        except (AttributeError, KeyError, TypeError):      # none yet, a new one, lists in it
+            return grid_launch(self, config)
 
     def _miss(self, args, kwargs, grid, threadgroup, backend, tried=None):
         # ``tried``: the kind of guard the calling front already was (0: without keywords,

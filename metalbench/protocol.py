@@ -410,8 +410,26 @@ class KernelBase(FastCall):
     name = "kernel"
     #: ``sim.SimStats`` of the last simulator launch (access counts when it was checked)
     last_stats = None
-    #: ``dict(grid=, threadgroup=, backend=)`` of the last launch
-    last_launch = None
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        # the last launch, in a cell: the generated fronts store into it (``box[0] = last``),
+        # which costs less than an attribute of the object
+        self._last = [None]
+        return self
+
+    @property
+    def last_launch(self):
+        """``dict(grid=, threadgroup=, backend=)`` of the last launch (None before one)."""
+        return self._last[0]
+
+    @last_launch.setter
+    def last_launch(self, value):
+        self._last[0] = value
+
+    def __setstate__(self, state) -> None:       # copy.copy: a cell of its own
+        super().__setstate__(state)
+        self._last = list(state.get("_last", [None]))
 
     # -- the protocol -----------------------------------------------------------------
     def bind(self, *args, **launch) -> BoundLaunch:

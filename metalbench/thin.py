@@ -195,7 +195,8 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
                   last=None, fixed: tuple | None = None, guard: tuple | None = None, front: tuple | None = None):
     """A function ``f(args, kwargs, init_value, checked, stream)`` launching ``plan``
     with the inputs taken by position from ``vec`` (``args``, or with ``fixed`` given,
-    ``args + tuple(kwargs.values()) + fixed``), and setting ``owner.last_launch = last``.
+    ``args + tuple(kwargs.values()) + fixed``), and setting ``owner.last_launch = last``
+    (``KernelBase.last_launch``'s cell).
 
     ``sources[i]`` is the position in ``vec`` of MLX input ``i``; ``first_values`` are
     the values of the call that built the plan: inputs that were ``mx.array``s of the
@@ -217,7 +218,7 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     key returns the expression ``miss`` (the kernel's general path).
     """
     mx_array = mlx_array_type()
-    env = {"kernel": plan.kernel, "owner": owner, "last": last, "MISS": MISS}
+    env = {"kernel": plan.kernel, "owner": owner, "box": owner._last if owner is not None else None, "last": last, "MISS": MISS}
     env.update(("k_" + k, v) for k, v in plan.kwargs.items())
     items, gitems = [], []
     where = guard[3] if guard is not None else 0
@@ -253,7 +254,7 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     def body(items, options=True):     # options=False: no init_value, no stream (MLX's defaults)
         ins = f"inputs=[{', '.join(items)}], {kws}" + (", init_value=init_value" if options or plan.bits_outputs else "")
         return ((f"    init_value = init64({'init_value' if options else None})\n" if plan.bits_outputs else "")
-                + ("    owner.last_launch = last\n" if owner is not None else "")
+                + ("    box[0] = last\n" if owner is not None else "")      # owner.last_launch = last
                 + (f"    if stream is None:\n        outs = kernel({ins})\n"
                    f"    else:\n        outs = kernel({ins}, stream=stream)\n" if options else
                    f"    outs = kernel({ins})\n") + views + f"    return {ret}\n")
@@ -498,7 +499,7 @@ class GridLaunch(FastCall):
 
 def grid_launch(kernel, config) -> GridLaunch:
     """``kernel[config]``: a :class:`GridLaunch` per configuration, kept (bounded)."""
-    launches = kernel.__dict__.get("_grid_launches")
+    launches = getattr(kernel, "_grid_launches", None)
     if launches is None:
         launches = kernel._grid_launches = {}
     try:

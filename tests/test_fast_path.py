@@ -118,6 +118,29 @@ def test_another_dtype_is_another_launch(gpu):
         check_repeats(k, gpu, (2.0, mx.array(x), mx.array(y)), (2 * x + y).astype(dt), grid=48, threadgroup=16)
 
 
+def test_an_array_changed_in_place_is_checked_again(gpu):
+    """MLX's in-place operators replace an array's contents, shape and dtype on the same
+    object (x += a 2-D array broadcasts x; an int array += a float becomes float): the
+    front checks the object, never remembers it."""
+    k = mb.kernel(saxpy_fn)
+    x, y = mx.zeros(16), mx.array(rand(16))
+    check_repeats(k, gpu, (2.0, x, y), np.asarray(y), grid=16, threadgroup=16)
+    x += mx.array(rand(16, np.float16))                 # same shape and dtype: the same launch
+    check_repeats(k, gpu, (2.0, x, y), 2 * np.asarray(x) + np.asarray(y), grid=16, threadgroup=16)
+    y += mx.zeros((2, 16))                              # y is now (2, 16): another launch
+    assert y.shape == (2, 16)
+    key = served_by_bind(k, 2.0, x, y)
+    k(2.0, x, y, grid=16, threadgroup=16, backend="cuda")
+    assert gpu[-1]["key"] == key
+    xi, yi = mx.zeros(16, dtype=mx.int32), mx.zeros(16, dtype=mx.int32)
+    check_repeats(k, gpu, (2.0, xi, yi), np.zeros(16, np.int32), grid=16, threadgroup=16)
+    xi += mx.array(1.5)                                 # an int32 array, now float32
+    assert xi.dtype == mx.float32
+    key = served_by_bind(k, 2.0, xi, yi)
+    out = k(2.0, xi, yi, grid=16, threadgroup=16, backend="cuda")
+    assert gpu[-1]["key"] == key and out.dtype == mx.float32 and np.asarray(out).tolist() == [3.0] * 16
+
+
 def test_another_scalar_type_is_another_launch(gpu):
     k = mb.kernel(halves_fn)
     x = rand(32)
@@ -248,6 +271,32 @@ def test_cuda_jit_launcher_front_misses_on_signature_and_settings(gpu):
     axpy[2, 32](np.float32(5.0), d_x, d_out)
     assert len(gpu) == n
     np.testing.assert_allclose(d_out.copy_to_host(), 5 * x, rtol=1e-6)
+    axpy._backend = None                                 # "auto": the GPU again (no configure)
+    axpy[2, 32](np.float32(2.0), d_x, d_out)
+    assert len(gpu) == n + 1
+    cuda.set_backend("sim")                              # the global setting
+    try:
+        axpy[2, 32](np.float32(6.0), d_x, d_out)
+    finally:
+        cuda.set_backend(None)
+    assert len(gpu) == n + 1
+    np.testing.assert_allclose(d_out.copy_to_host(), 6 * x, rtol=1e-6)
+    axpy[2, 32](np.float32(2.0), d_x, d_out)            # the GPU entry again: its front takes the next call
+    launcher._miss = lambda *a: pytest.fail("the front did not take the call")
+    try:
+        axpy[2, 32](np.float32(2.0), d_x, d_out)
+    finally:
+        del launcher._miss
+
+    class Counting:                                      # a Numba dispatcher extension, added in place
+        seen = 0
+
+        def prepare_args(self, ty, val, stream=0, retr=None):
+            Counting.seen += 1
+            return ty, val
+    axpy.extensions.append(Counting())
+    axpy[2, 32](np.float32(2.0), d_x, d_out)
+    assert Counting.seen == 3
 
 
 def test_kernel_objects_stay_kernels():

@@ -288,7 +288,7 @@ class ThinDeviceLaunch:
             body = "\n".join(lines[2:]) + "\n"
             for call, cached in inline.items():     # the scalar cache inlined: a call costs more
                 body = body.replace(call, cached)
-            body = body.replace("return False", "return MISS").replace("return True", "owner.last_launch = last")
+            body = body.replace("return False", "return MISS").replace("return True", "box[0] = last")
             src += front_source("launcher, *args, **kwargs", guard[0], body, "launcher._miss(args, kwargs)", env,
                                 "kwargs")
             env.update(guard[1])

@@ -52,6 +52,9 @@ from .intrinsics import DYNSHARED, attach_const_arrays
 from .sigmatch import SignatureMismatch, _match, _tuple_structure, as_bound_type, sign_reinterpret  # noqa: F401  (SignatureMismatch: public)
 
 _state = {"backend": None, "checked": None}
+# Bumped by every change of a launch setting (set_backend, a kernel's configure or its
+# _backend/_checked): a launcher's front compares one number instead of each setting.
+_SETTINGS = [0]
 
 
 def set_backend(name: str | None) -> None:
@@ -63,6 +66,7 @@ def set_backend(name: str | None) -> None:
     if name not in (None, "auto") and name not in L.BACKENDS:
         raise KernelLaunchError(f"unknown backend {name!r}", hint="use one of 'auto', 'metal', 'cuda', 'sim'")
     _state["backend"] = name
+    _SETTINGS[0] += 1
 
 
 def get_backend() -> str:
@@ -148,6 +152,28 @@ class CUDAKernel(DispatcherAPI, Kernel):
     >>> inc[1, 32](x)                               # doctest: +SKIP
     """
 
+    # the launchers by configuration: a slot, read on every k[blocks, threads] (an attribute
+    # in the instance dict of a partial subclass is a generic lookup)
+    __slots__ = ("_launchers",)
+
+    @property
+    def _backend(self):
+        return self.__dict__.get("_backend_v")
+
+    @_backend.setter
+    def _backend(self, value):
+        self.__dict__["_backend_v"] = value
+        _SETTINGS[0] += 1
+
+    @property
+    def _checked(self):
+        return self.__dict__.get("_checked_v")
+
+    @_checked.setter
+    def _checked(self, value):
+        self.__dict__["_checked_v"] = value
+        _SETTINGS[0] += 1
+
     def __init__(self, fn, backend=None, checked=None, sigs=None):
         super().__init__(fn)
         for p in self.params:
@@ -221,15 +247,13 @@ class CUDAKernel(DispatcherAPI, Kernel):
         return self
 
     def __getitem__(self, config) -> "_Launcher":
-        launchers = self.__dict__.get("_launchers")
+        try:        # k[blocks, threads] in a loop: made once (a slot: the cheapest attribute)
+            return self._launchers[config]
+        except (AttributeError, KeyError, TypeError):     # none yet, a new one, lists in it
+            pass
+        launchers = getattr(self, "_launchers", None)
         if launchers is None:
             launchers = self._launchers = {}
-        try:
-            hit = launchers.get(config)       # k[blocks, threads] in a loop: made once
-        except TypeError:                     # lists in the configuration
-            hit = None
-        if hit is not None:
-            return hit
         cfg = config if isinstance(config, tuple) else (config,)
         if not 2 <= len(cfg) <= 4:
             raise LaunchConfigError(f"launch configuration must be [griddim, blockdim] (optionally with stream "
@@ -453,6 +477,8 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 thin = bound.thin
                 if thin is not None and thin(args):
                     self.last_launch = bound.last
+                    if thin.front is not None:      # the key holds the settings: they are the entry's again
+                        thin.front.__globals__["g_settings"] = _SETTINGS[0]
                     return thin.front
                 host = {}
                 for (name, (_, _, t)), v in zip(bound.data.items(), args):
@@ -485,11 +511,11 @@ class CUDAKernel(DispatcherAPI, Kernel):
         ``METALBENCH_BACKEND`` when neither names a backend), no dispatcher extensions, and
         each argument's signature. The launcher's own grid, block and sharedmem are the
         rest of the key."""
-        env = {"k": self, "kd": self.__dict__, "state": _state, "dna": DeviceNDArray, "sig": arg_signature,
-               "MISS": MISS, "owner": self, "last": last, "g_kb": self._backend, "g_kc": self._checked,
-               "g_sb": _state["backend"], "g_sc": _state["checked"], "envf": L.env_fast, "g_env": backend_token(None)[1]}
-        lines = ["    if k._backend != g_kb or k._checked != g_kc or state['backend'] != g_sb "
-                 "or state['checked'] != g_sc or kd.get('_extensions'): return MISS\n"]
+        self.__dict__.setdefault("_extensions", [])     # (read by the guard as kd['_extensions'])
+        env = {"k": self, "kd": self.__dict__, "dna": DeviceNDArray, "sig": arg_signature,
+               "MISS": MISS, "box": self._last, "last": last, "settings": _SETTINGS, "g_settings": _SETTINGS[0],
+               "envf": L.env_fast, "g_env": backend_token(None)[1]}
+        lines = ["    if settings[0] != g_settings or kd['_extensions']: return MISS\n"]
         if all(b in (None, "auto") for b in (self._backend, _state["backend"])):
             lines.append(f"    if envf({_ENV_KEY!r}) != g_env: return MISS\n")
         conds = []
