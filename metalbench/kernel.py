@@ -477,6 +477,7 @@ class Kernel(KernelBase):
             self._guard = getattr(fast, "guarded", None)
         front = getattr(fast, "front", None)
         self._set_front(front if front is not None else self._generic_front())
+        self._grid_front = getattr(fast, "grid_front", None)      # (k[grid, threadgroup]'s launchers take it)
 
     def _thin_key_more(self, key, args, kwargs):
         # The thin-path key (which may hold an unhashable marker for an argument of another
@@ -527,7 +528,8 @@ class Kernel(KernelBase):
                 g[1]["miss"] = self._miss
         front = ("*args, grid=None, threadgroup=None, backend='auto', **kwargs",
                  f"miss(args, kwargs, grid, threadgroup, backend, {1 if kwnames else 0})", "Kernel.__call__",
-                 None if kwnames else "kwargs")
+                 None if kwnames else "kwargs",
+                 "launch, grid, threadgroup, *args, backend='auto', **kwargs", "launch._miss(args, kwargs, backend)")
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names],
                              len(bound.outputs) == 1, self, last,
                              fixed if (kwnames or fixed_names) else None, guard, front)

@@ -266,16 +266,20 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
         src += f"def guarded({params}):\n" + "".join(lines) + body(gitems, False)
         if front is not None:
             src += front_source(front[0], lines, body(gitems, False), front[1], env, front[3])
+            if len(front) > 4:      # a k[grid, threadgroup] launcher's: (params, miss), grid and tg its first
+                src += front_source(front[4], lines, body(gitems, False), front[5], env, front[3], "grid_front")
     exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
     if guard is not None:
         env["call"].guarded = env["guarded"]
         if front is not None:
             env["call"].front = named(env["__call__"], front[2])
+            env["call"].grid_front = env.get("grid_front") and named(env["grid_front"], front[2])
     return env["call"]
 
 
-def front_source(params: str, lines: list, body: str, miss: str, env: dict, empty: str | None = None) -> str:
-    """Source of ``__call__(params)``: a guard's ``lines`` (each ``return MISS`` becoming
+def front_source(params: str, lines: list, body: str, miss: str, env: dict, empty: str | None = None,
+                 name: str = "__call__") -> str:
+    """Source of ``name(params)``: a guard's ``lines`` (each ``return MISS`` becoming
     ``return <miss>``; first, that parameter ``empty`` is empty), then ``body`` (the
     launch), in a try block that trims a ``MetalbenchError``'s traceback as
     ``errors.user_facing`` does; fills ``env``.
@@ -296,7 +300,7 @@ def front_source(params: str, lines: list, body: str, miss: str, env: dict, empt
     head = [f"    if {empty}: return MISS\n"] if empty else []
     text = "".join(head + lines + [body]).replace("return MISS", f"return {miss}")
     text = "".join("    " + ln for ln in text.splitlines(True))
-    return f"def __call__({params}):\n    try:\n{text}    except MBError as e:\n        raise trim(e)\n"
+    return f"def {name}({params}):\n    try:\n{text}    except MBError as e:\n        raise trim(e)\n"
 
 
 def named(fn, qualname: str):
@@ -462,8 +466,10 @@ def _cached_scalar(t: T.ScalarType, backend: str = ""):
 
 class GridLaunch(FastCall):
     """``k[grid, threadgroup]`` of a DSL kernel: ``k[n, 256](*args, **kw)`` is
-    ``k(*args, grid=n, threadgroup=256, **kw)``. Its front asks the kernel's last
-    guard for calls without keywords (grid and threadgroup are this object's).
+    ``k(*args, grid=n, threadgroup=256, **kw)``. After a GPU launch its front is the
+    kernel's last entry's ``grid_front`` (:func:`thin_gpu_call`), with this launcher,
+    its grid and threadgroup as first arguments; otherwise, and for calls that front
+    does not take, :meth:`_miss` (the kernel's general path).
 
     >>> import numpy as np, metalbench as mb
     >>> k = mb.kernel(source="def inc(x, out: mb.Out):\\n    out[thread_position_in_grid.x] = x[thread_position_in_grid.x] + 1")
@@ -480,21 +486,26 @@ class GridLaunch(FastCall):
 
     def _generic_front(self):
         from .errors import MetalbenchError, trim_traceback
-        kd, miss, grid, tg = self.kernel.__dict__, self.kernel._miss, self.grid, self.threadgroup
+        miss = self._miss
 
         def __call__(*args, backend="auto", **kwargs):
             try:
-                if not kwargs:
-                    guard = kd.get("_guard")
-                    if guard is not None:
-                        r = guard(args, grid, tg, backend)
-                        if r is not MISS:
-                            return r
-                    return miss(args, kwargs, grid, tg, backend, 0)
-                return miss(args, kwargs, grid, tg, backend)
+                return miss(args, kwargs, backend)
             except MetalbenchError as e:
                 raise trim_traceback(e)
         return named(__call__, "Kernel.__call__")
+
+    def _miss(self, args, kwargs, backend):
+        # the kernel's general path with this grid and threadgroup; then the front of the
+        # entry the kernel now uses, if it has one for launchers (its checks include the grid)
+        k = self.kernel
+        r = k._miss(args, kwargs, self.grid, self.threadgroup, backend)
+        front = k.__dict__.get("_grid_front")
+        if front is not None:
+            self._set_front(front, self, self.grid, self.threadgroup)
+        elif self.args:
+            self._set_front(self._generic_front())
+        return r
 
 
 def grid_launch(kernel, config) -> GridLaunch:

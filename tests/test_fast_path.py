@@ -196,6 +196,13 @@ def test_grid_launch_is_the_call_with_grid_and_threadgroup(gpu):
         out = k[n, tg](2.0, mx.array(x), mx.array(y), backend="cuda")
         assert gpu[-1]["grid"] == (n, 1, 1) and gpu[-1]["threadgroup"] == (tg, 1, 1)
         np.testing.assert_allclose(np.asarray(out)[:n], (2 * x + y)[:n], rtol=1e-6)
+    launch = k[64, 32]
+    launch._miss = lambda *a: pytest.fail("the launcher's front did not take the call")
+    try:                                 # the entry's launcher front, one frame
+        out = launch(3.0, mx.array(x), mx.array(y), backend="cuda")
+    finally:
+        del launch._miss
+    np.testing.assert_allclose(np.asarray(out), 3 * x + y, rtol=1e-6)
     x2, y2 = rand(80), rand(80)          # another shape under the same launcher
     np.testing.assert_allclose(np.asarray(k[64, 32](2.0, mx.array(x2), mx.array(y2), backend="cuda"))[:64],
                                (2 * x2 + y2)[:64], rtol=1e-6)
