@@ -55,7 +55,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(L, "cuda_available", lambda: True)
     monkeypatch.setattr(L, "metal_available", lambda: False)
     monkeypatch.setattr(Specialization, "mlx_kernel",
-                        lambda self, backend, exact_grid=False, threadgroup=None: StandIn(self, log))
+                        lambda self, backend, exact_grid=False, threadgroup=None, lengths=(): StandIn(self, log))
     yield log
 
 
