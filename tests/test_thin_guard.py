@@ -173,8 +173,14 @@ def test_metal_kernel_options_and_bad_keywords(made):
 
 
 # ----------------------------------------------------------------------------- cuda.jit
-# A launcher (k[blocks, threads]) keeps the guard of its last launch on device arrays
-# (ThinDeviceLaunch.guarded); the kernel's and the global settings are part of its key.
+# A launcher (k[blocks, threads]) takes the front of its last launch on device arrays
+# (ThinDeviceLaunch.front, with the launcher as its first argument); the kernel's and the
+# global settings are part of its key.
+
+
+def takes_a_front(launcher) -> bool:
+    """The launcher's calls go to an entry's check-and-launch (not its general front)."""
+    return launcher.args[:1] == (launcher,)
 
 @pytest.fixture
 def simcuda(monkeypatch):
@@ -211,7 +217,7 @@ def test_cuda_jit_repeated_launches_take_the_guard_and_match_numpy(simcuda):
     k.configure(backend="cuda")
     x, y = RNG.standard_normal(256), RNG.standard_normal(256)
     launcher, (dx, dy), out = launch_jit(k, 2.0, x, y)
-    assert launcher._guard is not None
+    assert takes_a_front(launcher)
     for a in (2.0, -1.5, 0.0, 3.25):
         launcher(a, dx, dy, out)
         check(out.copy_to_host(), a, x.astype(np.float32), y.astype(np.float32))
@@ -227,7 +233,7 @@ def test_cuda_jit_guard_follows_settings_and_signatures(simcuda, monkeypatch):
     x, y = RNG.standard_normal(256), RNG.standard_normal(256)
     launcher, (dx, dy), out = launch_jit(k, 2.0, x, y)
     launcher(2.0, dx, dy, out)
-    assert k.last_launch["backend"] == "cuda" and launcher._guard is not None
+    assert k.last_launch["backend"] == "cuda" and takes_a_front(launcher)
     monkeypatch.setenv("METALBENCH_BACKEND", "sim")       # auto follows the environment
     launcher(1.0, dx, dy, out)
     assert k.last_launch["backend"] == "sim"
