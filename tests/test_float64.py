@@ -322,7 +322,7 @@ def float64_everywhere():
             won = np.flatnonzero(out == 0)
             assert len(won) == 1 and cnt[0] == won[0] + 1 and (np.delete(out, won) == cnt[0]).all()
     finally:
-        cuda.set_backend("sim")
+        cuda.set_backend(None)      # (not "sim": later tests in this process would inherit it)
 
 
 def test_numba_64_bit_compare_and_swap_and_accumulators():

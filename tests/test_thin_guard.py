@@ -188,6 +188,7 @@ def simcuda(monkeypatch):
     from metalbench.numba_compat import host
     S.install(monkeypatch)
     monkeypatch.delenv("METALBENCH_BACKEND", raising=False)
+    host.set_backend(None)      # (a test before may have left another global backend)
     yield
     host.set_backend(None)
 
