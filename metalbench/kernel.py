@@ -370,13 +370,10 @@ class Kernel(KernelBase):
         return self.specialize(*args, out=out, **kwargs).source(backend)
 
     # -- launching -------------------------------------------------------------------------
-    # A call ``k(*args, grid=..., threadgroup=..., backend=...)`` goes to the front
-    # (thin.FastCall: a partial's function, called by vectorcall): the last thin-path
-    # entry's generated check-and-launch (thin.thin_gpu_call's ``front``), or without one
-    # _generic_front. What a front does not take goes to _miss: the other guard (calls
-    # with keywords keep their own), then _call (the keyed thin path, else bind + launch).
-    # The launch options (out=, init_value=, checked=, stream=, print_threads=) are
-    # _call's: each keyword-only parameter of the front costs every call.
+    # A call goes to the front (thin.FastCall, called by vectorcall): the last entry's
+    # check-and-launch (thin_gpu_call's ``front``), else _generic_front. What it does not take
+    # goes to _miss (the other guard, then _call: the keyed path, else bind + launch). The
+    # options (out=, init_value=, ...) are _call's: each keyword-only parameter costs every call.
     def _generic_front(self):
         miss = self._miss
 
@@ -391,15 +388,9 @@ class Kernel(KernelBase):
         """``k[grid, threadgroup]`` (or ``k[grid]``): the kernel with its launch grid bound,
         ``k[n, 256](2.0, x, y)`` is ``k(2.0, x, y, grid=n, threadgroup=256)`` (``grid``
         counts threads, as ``grid=`` does; a 2-D grid alone is ``k[(w, h), None]``).
-        Made once per configuration.
+        Made once per configuration (:class:`thin.GridLaunch`, whose example runs one).
 
-        >>> import numpy as np, metalbench as mb
-        >>> k = mb.kernel(source='''
-        ... def twice(x, out: mb.Out):
-        ...     out[thread_position_in_grid.x] = 2 * x[thread_position_in_grid.x]
-        ... ''')
-        >>> np.asarray(k[4, 4](np.arange(4, dtype=np.float32), backend="sim")).tolist()
-        [0.0, 2.0, 4.0, 6.0]
+        >>> out = saxpy[x.size, 256](2.0, x, y)                         # doctest: +SKIP
         """
         try:
             return self._grid_launches[config]
@@ -407,8 +398,7 @@ class Kernel(KernelBase):
             return grid_launch(self, config)
 
     def _miss(self, args, kwargs, grid, threadgroup, backend, tried=None):
-        # ``tried``: the kind of guard the calling front already was (0: without keywords,
-        # 1: with), not asked again
+        # ``tried``: the guard the calling front already was (0: no keywords, 1: keywords)
         try:
             if not kwargs:
                 guard = self._guard
