@@ -243,7 +243,8 @@ def _const_vector_arrays_ref(x):
     p = np.array([[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [0, 0, 0]]])
     q = np.array([1, 5, 0])
     i = np.arange(32)
-    return [lut[i & 3, 0] + 10 * lut[i & 3, 1] + 100 * p[(i >> 1) & 1, i & 1, 1] + 1000 * q[i % 3] + x]
+    return [lut[i & 3, 0] + 10 * lut[i & 3, 1] + 100 * p[(i >> 1) & 1, i & 1, 1] + 1000 * q[i % 3] + x
+            + np.where(i & 1, -2.0, 1.5) * 0.25]
 
 
 CONST_VECTOR_ARRAYS = MSLCase(
@@ -253,7 +254,7 @@ CONST_VECTOR_ARRAYS = MSLCase(
     half2 v = LUT[i & 3];
     constant float4 Q[3] = {float4(1), float4(2, 3, 4, 5)};      // the rest zero
     float3 p = P[(i >> 1) & 1][i & 1];                           // 3-vectors take 4 elements
-    out[i] = float(v.x) + 10.0f * float(v.y) + 100.0f * p.y + 1000.0f * Q[i % 3].w + x[i];
+    out[i] = float(v.x) + 10.0f * float(v.y) + 100.0f * p.y + 1000.0f * Q[i % 3].w + x[i] + float(BW[i & 1]) * 0.25f;
     """,
     {"x": RNG.standard_normal(32).astype(np.float32)},
     [("out", (32,), np.float32)],
@@ -261,6 +262,7 @@ CONST_VECTOR_ARRAYS = MSLCase(
     header="""
     constant half2 LUT[4] = {half2(-1.0h, 0.0h), half2(1.0h, 2.0h), {3.0h, 4.0h}, half2(0.5h)};
     constant float3 P[2][2] = {{float3(1, 2, 3), float3(4, 5, 6)}, {float3(7, 8, 9)}};
+    constant bfloat BW[2] = {1.5, -2.0};          // CUDA: __constant__ halves and bfloats from their bits
     """)
 
 CASES = [AS_TYPE, LIMITS, MLX_LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES, OUT_PARAMS,
