@@ -558,3 +558,35 @@ def test_each_dtype_gets_its_own_mlx_kernel(monkeypatch):
 @pytest.mark.gpu
 def test_each_dtype_gets_its_own_mlx_kernel_on_the_gpu():
     _copies("cuda")
+
+
+def test_blocks_of_more_than_256_threads_bound_the_registers():
+    """A launch of more than 256 threads per block prints __launch_bounds__ of its size for
+    MLX's __global__ line: without it ptxas may use more registers than the block can have
+    (96 x 1024 > 65536 on the H200: the launch failed, MLX did not report it, and the outputs
+    stayed unwritten). With nvcc here, the PTX carries the bound."""
+    import shutil
+    import subprocess
+
+    from metalbench.codegen import cuda
+    k = mb.metal_kernel(name="big_block", input_names=["x"], output_names=["o"],
+                        source="uint i = thread_position_in_grid.x; o[i] = x[i] * 2.0f;")
+    x = mx.arange(2048, dtype=mx.float32)
+    kir = k.ir([x], [(2048,)], [mx.float32])
+    assert "__launch_bounds__" not in cuda.render(kir, exact_grid=True, threadgroup=(256, 1, 1)).header
+    r = cuda.render(kir, exact_grid=True, threadgroup=(32, 32, 1))
+    assert "__launch_bounds__(1024)" in r.header
+    np.testing.assert_array_equal(np.array(k(inputs=[x], grid=(2048, 1, 1), threadgroup=(1024, 1, 1),
+                                             output_shapes=[(2048,)], output_dtypes=[mx.float32], backend="sim")[0]),
+                                  np.arange(2048, dtype=np.float32) * 2)
+    if shutil.which("nvcc") is None:
+        return
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d, "k.cu")
+        src.write_text(cuda.full_source(r))
+        p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-ptx", f"-I{cuda.SHIM_INCLUDE}", "-o",
+                            str(Path(d, "k.ptx")), str(src)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert ".maxntid 1024, 1, 1" in Path(d, "k.ptx").read_text()

@@ -64,7 +64,7 @@ from .c_like import (ADD, ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Di
 from .c_like import _flat as _flat_values
 from .cuda_guard import ReadGuardMixin, guard_enabled
 from .cuda_ints import F2NARROW, IDIV, IMOD, IntegerVectorMixin
-from .cuda_source import CUDA_TYPES, full_source, mlx_facing_types
+from .cuda_source import CUDA_TYPES, full_source, launch_bounds, mlx_facing_types
 from .matrix import CUDAMatrixMixin
 from .vector_access import VectorAccessMixin
 
@@ -785,4 +785,7 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None, leng
     lines = p.body_lines()    # printing decides the helpers and extra inputs
     r = render_with(p, kernel, p.float64_aliases(p.prelude() + p.guard_prelude() + lines),
                     extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])
+    if facts.threadgroup is not None:
+        r.header += launch_bounds(facts.group_threads)
     return mlx_facing_types(r)
+

@@ -40,6 +40,30 @@ _DEFAULT_HEADER = """
 """
 
 
+def launch_bounds(threads: int) -> str:
+    """Header text telling ptxas the launch's block size, for blocks of more than 256 threads
+    ('' otherwise).
+
+    MLX writes the kernel's ``__global__`` line itself, so the header (the last text before
+    that line; metalbench's helpers are ``__device__``) redefines ``__global__`` with
+    ``__launch_bounds__``. Without it ptxas may give a thread more registers than a block of
+    this size can have (a 1024-thread GLM decode kernel: 96 registers x 1024 > 65536): the
+    launch then fails, which MLX does not report, and the outputs stay unwritten, silently.
+    With the bound that kernel takes 48 registers and spills nothing. At 256 threads or fewer
+    every register count fits (255 x 256 < 65536).
+
+    >>> launch_bounds(256)
+    ''
+    >>> launch_bounds(1024).splitlines()[-2]
+    '#define __global__ __attribute__((global)) __launch_bounds__(1024)'
+    """
+    if threads <= 256:
+        return ""
+    # only where CUDA compiles it (NVRTC, nvcc); the host model and libclang's shim keep theirs
+    return ("\n#if defined(__CUDACC_RTC__) || defined(__CUDACC__)\n#undef __global__\n"
+            f"#define __global__ __attribute__((global)) __launch_bounds__({threads})\n#endif\n")
+
+
 def full_source(r: Rendered, template: list | None = None) -> str:
     """The complete CUDA source MLX 0.32's ``cuda_kernel`` builds from ``r`` (its
     ``build_kernel``); shapes/strides/ndim parameters appear for the inputs whose
