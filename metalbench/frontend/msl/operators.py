@@ -79,18 +79,26 @@ class OperatorsMixin:
         args = [self.eval_arg(a) for a in argn]
         return self.call_overload(ms, this, args, [], node, with_kind=True)
 
-    def operator_value(self, node):
-        """An overloaded operator used as a value (its result converted as a call's is)."""
+    def _call_value(self, node, call):
+        """(value, kind) of an operator call ``call(node)`` used as a value: its statements
+        emitted, its result converted as a call's is; value None when the kind gives none."""
         sp = self.sp(node)
-        out, res, kind = self.operator_call(node)
+        out, res, kind = call(node)
         for s in out:
             self.emit_pre(s, sp)
         if kind == "value":
-            return ir.Var(res.name, res.type, span=sp) if isinstance(res, ir.Var) else res
+            return (ir.Var(res.name, res.type, span=sp) if isinstance(res, ir.Var) else res), kind
         if kind == "ref":
-            return self.convert_object(res[1], node) if res[0] == "obj" else self.lvalue_load(res, sp)
+            return (self.convert_object(res[1], node) if res[0] == "obj" else self.lvalue_load(res, sp)), kind
         if kind == "object":
-            return self.convert_object(res, node)
+            return self.convert_object(res, node), kind
+        return None, kind
+
+    def operator_value(self, node):
+        """An overloaded operator used as a value (its result converted as a call's is)."""
+        value, kind = self._call_value(node, self.operator_call)
+        if value is not None:
+            return value
         if kind == "void":
             self.type_err(node, f"'{self.text(node)[:40]}' gives nothing")
         self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value")
@@ -132,14 +140,7 @@ class OperatorsMixin:
 
     def subscript_value(self, node):
         """``obj[i]`` as a value."""
-        sp = self.sp(node)
-        out, res, kind = self.subscript_call(node)
-        for s in out:
-            self.emit_pre(s, sp)
-        if kind == "value":
-            return ir.Var(res.name, res.type, span=sp) if isinstance(res, ir.Var) else res
-        if kind == "ref":
-            return self.convert_object(res[1], node) if res[0] == "obj" else self.lvalue_load(res, sp)
-        if kind == "object":
-            return self.convert_object(res, node)
+        value, _ = self._call_value(node, self.subscript_call)
+        if value is not None:
+            return value
         self.type_err(node, f"'{self.text(node)[:40]}' gives no value")
