@@ -82,13 +82,16 @@ class DataDependence:
                 break
 
     # -- queries
-    def data(self, e) -> bool:
-        """Does the value of expression ``e`` depend on data read from memory?"""
-        key = (id(e), 0)
+    def _memoised(self, e, question: int, answer) -> bool:
+        key = (id(e), question)
         hit = self._memo.get(key)
         if hit is None:          # the entry keeps e alive, so its id names no other node
-            hit = self._memo[key] = (e, self._data(e))
+            hit = self._memo[key] = (e, answer(e))
         return hit[1]
+
+    def data(self, e) -> bool:
+        """Does the value of expression ``e`` depend on data read from memory?"""
+        return self._memoised(e, 0, self._data)
 
     def _data(self, e) -> bool:
         if isinstance(e, ir.Load):
@@ -111,11 +114,7 @@ class DataDependence:
         """Can integer expression ``e`` take a value below zero, or one that wrapped
         around below zero? Conservative: True unless proved otherwise (overflow past the
         type's maximum is not considered)."""
-        key = (id(e), 1)
-        hit = self._memo.get(key)
-        if hit is None:          # the entry keeps e alive, so its id names no other node
-            hit = self._memo[key] = (e, self._negative(e))
-        return hit[1]
+        return self._memoised(e, 1, self._negative)
 
     def _negative(self, e) -> bool:
         if isinstance(e, ir.Const):
