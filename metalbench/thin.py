@@ -524,11 +524,20 @@ def grid_launch(kernel, config) -> GridLaunch:
         from .errors import KernelLaunchError
         raise KernelLaunchError(f"{kernel.name}[...] takes a grid and a threadgroup, got {len(cfg)} items",
                                 hint=f"{kernel.name}[n, 256](...), or {kernel.name}[(w, h), (16, 16)](...)")
-    hit = GridLaunch(kernel, cfg[0], cfg[1] if len(cfg) > 1 else None)
+    return remember_launch(launches, config, GridLaunch(kernel, cfg[0], cfg[1] if len(cfg) > 1 else None))
+
+
+def remember_launch(cache: dict, config, launch):
+    """Keep ``launch`` for ``k[config]`` (a bounded cache: cleared past 64 configurations; a
+    configuration holding lists is not hashable and is made each time) and return it.
+
+    >>> remember_launch({}, (4, 256), "launcher")
+    'launcher'
+    """
     try:
-        if len(launches) > 64:
-            launches.clear()
-        launches[config] = hit
+        if len(cache) > 64:
+            cache.clear()
+        cache[config] = launch
     except TypeError:
         pass
-    return hit
+    return launch

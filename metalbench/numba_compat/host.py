@@ -38,6 +38,7 @@ from .record_args import bind_record, check_record_alignment, record_layouts, re
 from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
+from ..thin import remember_launch
 from . import inplace, metal64
 from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_scalars, matches_complex,
                          refuse_complex, refuse_metal_library, spec_text)
@@ -258,14 +259,7 @@ class CUDAKernel(DispatcherAPI, Kernel):
         if not 2 <= len(cfg) <= 4:
             raise LaunchConfigError(f"launch configuration must be [griddim, blockdim] (optionally with stream "
                                     f"and sharedmem), got {len(cfg)} item(s)")
-        launcher = _Launcher(self, cfg[0], cfg[1], cfg[3] if len(cfg) > 3 else 0)
-        try:
-            if len(launchers) > 64:
-                launchers.clear()
-            launchers[config] = launcher
-        except TypeError:
-            pass
-        return launcher
+        return remember_launch(launchers, config, _Launcher(self, cfg[0], cfg[1], cfg[3] if len(cfg) > 3 else 0))
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0) -> "_Launcher":
         """Numba's ``k.forall(n)(*args)``: enough 1-D blocks to cover ``n`` threads."""
