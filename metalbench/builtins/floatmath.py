@@ -400,7 +400,7 @@ def _geo(name, n, result, sim, doc, cu_code, example):
     fn = f"mb_{name}"
 
     def spell_cuda(p, args, t):
-        p.need("mb_dot_f", _GEO_CUDA)
+        p.need("mb_geo_f", _GEO_CUDA)        # mb_dot_f, mb_dist2_f
         p.need(fn, cu_code)
         return f"{fn}({', '.join(p.expr(a, ASSIGN) for a in args)})"
     spell_cuda.cuda_name = fn
@@ -441,6 +441,14 @@ template <class T, int N> __device__ inline float mb_dot_f(const mb_vec<T, N>& a
     float s = 0.0f;
     for (int i = 0; i < N; ++i) s += static_cast<float>(a[i]) * static_cast<float>(b[i]);
     return s;
+}
+template <class T, int N> __device__ inline float mb_dist2_f(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
+    float s = 0.0f;
+    for (int i = 0; i < N; ++i) {
+        float d = static_cast<float>(a[i]) - static_cast<float>(b[i]);
+        s += d * d;
+    }
+    return s;
 }"""
 
 _geo("dot", 2, "scalar", _dot, "The dot product of two vectors.", """\
@@ -454,12 +462,7 @@ template <class T, int N> __device__ inline T mb_length(const mb_vec<T, N>& a) {
 _geo("distance", 2, "scalar", lambda x, y: _length([a - b for a, b in zip(x, y)]),
      "The Euclidean distance between two points.", """\
 template <class T, int N> __device__ inline T mb_distance(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
-    float s = 0.0f;
-    for (int i = 0; i < N; ++i) {
-        float d = static_cast<float>(a[i]) - static_cast<float>(b[i]);
-        s += d * d;
-    }
-    return static_cast<T>(sqrtf(s));
+    return static_cast<T>(sqrtf(mb_dist2_f(a, b)));
 }""", "r = distance(p, q)")
 _geo("length_squared", 1, "scalar", lambda x: _dot(x, x), "The squared Euclidean length of a vector (dot(x, x)).", """\
 template <class T, int N> __device__ inline T mb_length_squared(const mb_vec<T, N>& a) {
@@ -468,12 +471,7 @@ template <class T, int N> __device__ inline T mb_length_squared(const mb_vec<T, 
 _geo("distance_squared", 2, "scalar", lambda x, y: _dot(*[[a - b for a, b in zip(x, y)]] * 2),
      "The squared Euclidean distance between two points.", """\
 template <class T, int N> __device__ inline T mb_distance_squared(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
-    float s = 0.0f;
-    for (int i = 0; i < N; ++i) {
-        float d = static_cast<float>(a[i]) - static_cast<float>(b[i]);
-        s += d * d;
-    }
-    return static_cast<T>(s);
+    return static_cast<T>(mb_dist2_f(a, b));
 }""", "d2 = distance_squared(p, q)")
 _geo("normalize", 1, "vector", lambda x: [c / _length(x) for c in x],
      "The vector scaled to length 1 (NaN components for a zero vector).", """\
