@@ -27,6 +27,7 @@ from .statements import StatementsMixin
 from .struct_views import StructViewsMixin
 from .lambdas import LambdasMixin
 from .operators import OperatorsMixin
+from .vector_arrays import VectorArraysMixin
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
@@ -35,7 +36,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
-                 CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin):
+                 CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):
