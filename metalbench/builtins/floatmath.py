@@ -400,7 +400,9 @@ def _geo(name, n, result, sim, doc, cu_code, example):
     fn = f"mb_{name}"
 
     def spell_cuda(p, args, t):
-        p.need("mb_geo_f", _GEO_CUDA)        # mb_dot_f, mb_dist2_f
+        p.need("mb_dot_f", _GEO_CUDA)
+        if "mb_dist2_f" in cu_code:
+            p.need("mb_dist2_f", _DIST2_CUDA)
         p.need(fn, cu_code)
         return f"{fn}({', '.join(p.expr(a, ASSIGN) for a in args)})"
     spell_cuda.cuda_name = fn
@@ -441,7 +443,8 @@ template <class T, int N> __device__ inline float mb_dot_f(const mb_vec<T, N>& a
     float s = 0.0f;
     for (int i = 0; i < N; ++i) s += static_cast<float>(a[i]) * static_cast<float>(b[i]);
     return s;
-}
+}"""
+_DIST2_CUDA = """\
 template <class T, int N> __device__ inline float mb_dist2_f(const mb_vec<T, N>& a, const mb_vec<T, N>& b) {
     float s = 0.0f;
     for (int i = 0; i < N; ++i) {
