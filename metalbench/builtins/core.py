@@ -32,6 +32,11 @@ GROUPS = ("Float math", "Float classification", "Numeric", "Integer", "Geometric
           "Memory and synchronisation", "Selection", "Compile-time structure")
 
 
+# The groups whose builtins are collectives, and the group of threads that runs each call
+# together (its result depends on which of them run it: see Builtin.collective).
+_COLLECTIVE_GROUPS = {"SIMD-group": "simdgroup", "Quad-group": "quadgroup", "SIMD-group matrices": "simdgroup"}
+
+
 class RegistrationError(Exception):
     """A builtin declaration is incomplete or clashes with another (raised at import)."""
 
@@ -116,6 +121,21 @@ class Builtin:
     # exp: ("grad * result",); atan2: ("grad * y / (x * x + y * y)", "-grad * x / (x * x + y * y)").
     # None: no rule (differentiating through it is an error at the call's line).
     grad: tuple | str | None = None
+
+    @property
+    def collective(self) -> str | None:
+        """The group of threads that must all reach a call of this builtin together:
+        ``"threadgroup"`` (``threadgroup_barrier``), ``"simdgroup"`` (the SIMD-group
+        functions, whose results depend on which lanes run them, ``simdgroup_barrier``, the
+        SIMD-group matrix functions), ``"quadgroup"`` (the quad-group functions); None for a
+        builtin each thread runs on its own. Code that makes threads diverge must keep such
+        calls out of divergent branches (``frontend/msl/buffer_choice.py``).
+
+        >>> from metalbench.builtins import registry
+        >>> [registry.lookup(n).collective for n in ("simd_sum", "quad_shuffle", "threadgroup_barrier", "exp")]
+        ['simdgroup', 'quadgroup', 'threadgroup', None]
+        """
+        return _COLLECTIVE_GROUPS.get(self.group) or self.extra.get("collective")
 
     # -- typing --------------------------------------------------------------------
     @property

@@ -47,7 +47,7 @@ def _node_spellings(b):
         return f"{b.extra['msl']}(&array[index], ..., memory_order_relaxed)", _CUDA_ATOMICS[b.extra["op"]]
     if b.node == "Barrier":
         return (f"{b.name}(mem_flags::...)",
-                "__syncthreads()" if b.extra["scope"] == "threadgroup" else "__syncwarp(__activemask())")
+                "__syncthreads()" if b.collective == "threadgroup" else "__syncwarp(__activemask())")
     if b.node == "Fence":
         return ("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device)",
                 "__threadfence()")

@@ -115,11 +115,11 @@ add_builtin("threadgroup_barrier", group="Memory and synchronisation", kind="nod
             example="threadgroup_barrier(mem_threadgroup)", params_doc="(flags=mem_threadgroup) -> None",
             details="Flags: mem_none (orders nothing), mem_threadgroup, mem_device, mem_texture; combine "
                     "several as separate arguments. Every thread of the threadgroup must reach the same barrier.",
-            extra={"scope": "threadgroup"})
+            extra={"collective": "threadgroup"})
 add_builtin("simdgroup_barrier", group="Memory and synchronisation", kind="node", node="Barrier",
             doc="Waits until every thread of the SIMD-group reaches it; orders the memory named by the flags "
                 "between its lanes.", example="simdgroup_barrier(mem_threadgroup)",
-            params_doc="(flags=mem_none) -> None", extra={"scope": "simdgroup"})
+            params_doc="(flags=mem_none) -> None", extra={"collective": "simdgroup"})
 add_builtin("atomic_thread_fence", group="Memory and synchronisation", kind="node", node="Fence",
             doc="Orders this thread's accesses to the memory named by the flags, as other threads of the scope "
                 "see them (no barrier: threads reach it independently).",

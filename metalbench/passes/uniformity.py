@@ -31,6 +31,12 @@ GRID_UNIFORM = frozenset({
 GROUP_SIZE = frozenset({"threads_per_threadgroup", "simdgroups_per_threadgroup",
                         "quadgroups_per_threadgroup"})
 
+# Attributes with one value on every thread of one threadgroup, SIMD-group or quad-group
+# (a threadgroup's size is its own, full or not; SIMD- and quad-groups lie within one).
+WITHIN = {"threadgroup": GRID_UNIFORM | GROUP_SIZE | {"threadgroup_position_in_grid"}}
+WITHIN["simdgroup"] = WITHIN["threadgroup"] | {"simdgroup_index_in_threadgroup"}
+WITHIN["quadgroup"] = WITHIN["simdgroup"] | {"quadgroup_index_in_threadgroup"}
+
 
 def uniform_attributes(even: bool) -> frozenset:
     """The uniform thread attributes of a launch; ``even`` when every threadgroup is full."""

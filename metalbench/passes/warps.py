@@ -31,10 +31,10 @@ from __future__ import annotations
 from .. import ir
 from ..builtins import registry
 from .ranges import LaunchFacts
-from .uniformity import GRID_UNIFORM, GROUP_SIZE, Uniformity
+from .uniformity import WITHIN, Uniformity
 
-# Attributes with one value across the lanes of a SIMD-group (with full threadgroups).
-SIMD_UNIFORM = GRID_UNIFORM | GROUP_SIZE | {"threadgroup_position_in_grid", "simdgroup_index_in_threadgroup"}
+# Attributes with one value across the lanes of a SIMD-group.
+SIMD_UNIFORM = WITHIN["simdgroup"]
 
 
 def converged_calls(kernel: ir.KernelIR, facts: LaunchFacts) -> set[int]:

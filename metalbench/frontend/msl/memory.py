@@ -20,11 +20,12 @@ from .symbols import METAL_ONLY, Buf, Ptr, Ref, _SPACES
 class BufferChoice(KernelTypeError):
     """``(c ? A : B) + off`` with two different buffers: raised where the pointer is
     translated, caught by the enclosing block, which translates the rest of itself once
-    for each buffer under ``if (c)`` (see :meth:`StatementsMixin.block`)."""
+    for each buffer under ``if (c)`` (``buffer_choice.py``)."""
 
-    def __init__(self, message, span=None, hint=None, node=None):
-        self.node = node
+    def __init__(self, message, span=None, hint=None, node=None, bufs=("?", "?")):
+        self.node, self.bufs = node, bufs
         super().__init__(message, span, hint)
+
 
 class MemoryMixin:
     """Memory locations and pointers: a part of :class:`~metalbench.frontend.msl.Translator`."""
@@ -237,12 +238,12 @@ class MemoryMixin:
             finally:
                 self.lazy -= 1
             if a.buf != b.buf and a.type == b.type and a.inner == b.inner:
-                # (c ? FBW : GBW) + off: the statement list splits here (statements.block)
+                # (c ? FBW : GBW) + off: the statement list splits here (buffer_choice.py)
                 raise BufferChoice(
                     f"a pointer that points into '{a.buf}' or '{b.buf}' depending on a run-time condition "
-                    "is supported where it is written in a declaration or expression statement of a "
-                    "block without barriers after it", self.sp(node),
-                    hint="index both buffers under the condition instead", node=node)
+                    "is supported where it is written in a declaration or expression statement (not in "
+                    "a loop or lambda of it, nor where it is evaluated only sometimes)", self.sp(node),
+                    hint="index both buffers under the condition instead", node=node, bufs=(a.buf, b.buf))
             if a.buf != b.buf or a.type != b.type or a.inner != b.inner:
                 self.type_err(node, f"a pointer that points into '{a.buf}' or '{b.buf}' depending on a "
                               "run-time condition: metalbench needs each pointer's target buffer known "

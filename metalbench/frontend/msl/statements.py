@@ -28,7 +28,8 @@ class StatementsMixin:
     def stmt_list(self, items) -> list[ir.Stmt]:
         """The statements of a block. A statement that makes a pointer into one of two
         buffers depending on a run-time condition (``(c ? FBW : GBW) + off``) splits the
-        rest of the block: it is translated once for each buffer, under ``if (c)``."""
+        rest of the block: it is translated once for each buffer, under ``if (c)``
+        (``buffer_choice.py``)."""
         out = []
         for i, c in enumerate(items):
             before = dict(self.scopes[-1])
@@ -40,49 +41,6 @@ class StatementsMixin:
                     raise
                 return out + split
         return out
-
-    def split_on_buffer(self, e, rest, before):
-        """``if (c) { rest, the pointer into the first buffer } else { rest, into the
-        second }`` for the conditional ``e.node`` written in statement ``rest[0]`` (a
-        declaration or an expression statement, the conditional not inside a loop, block
-        or lambda of it, so ``c`` can be evaluated first); None where that does not hold,
-        or where barriers follow (threads taking different sides would meet different
-        barriers)."""
-        node, first = e.node, rest[0]
-        if node is None or first.type not in ("declaration", "expression_statement"):
-            return None
-        p, child = node.parent, node
-        while p is not None and not (p.start_byte == first.start_byte and p.end_byte == first.end_byte
-                                     and p.type == first.type):
-            if p.type in ("for_statement", "while_statement", "do_statement", "compound_statement",
-                          "lambda_expression"):
-                return None
-            if p.type == "binary_expression" and self.text(p.child_by_field_name("operator")) in ("&&", "||") \
-                    and child.start_byte == p.child_by_field_name("right").start_byte:
-                return None                      # evaluated only sometimes
-            if p.type == "conditional_expression" and child.start_byte != p.child_by_field_name("condition").start_byte:
-                return None
-            p, child = p.parent, p
-        if p is None or any("barrier" in self.text(r) for r in rest):
-            return None
-        key = (node.start_byte, node.end_byte)
-        if key in self.buffer_choice:
-            return None
-        sp = self.sp(node)
-        self.scopes[-1].clear()
-        self.scopes[-1].update(before)
-        pre, c = self.with_pre(lambda: self.sem.to_bool(self.expr(node.child_by_field_name("condition"))))
-        which = ir.Var(self.fresh("_which"), T.bool_, span=sp)
-        branches = []
-        try:
-            for side in (True, False):
-                self.buffer_choice[key] = side
-                self.scopes[-1].clear()
-                self.scopes[-1].update(before)
-                branches.append(self.stmt_list(rest))
-        finally:
-            self.buffer_choice.pop(key, None)
-        return pre + [ir.Decl(which, c, span=sp), ir.If(which, branches[0], branches[1], span=sp)]
 
     def body_of(self, node) -> list[ir.Stmt]:
         if node.type == "compound_statement":

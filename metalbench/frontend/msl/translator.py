@@ -9,6 +9,7 @@ from ... import types as T
 from ...errors import (ControlFlow, KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError, Source, Span,
                         internal_error)
 from ...semantics import MSL, Semantics
+from .buffer_choice import BufferChoiceMixin
 from .calls import CallsMixin
 from .expressions import ExpressionsMixin
 from .header import HeaderMixin
@@ -36,7 +37,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
-                 CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin):
+                 CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin, BufferChoiceMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):
@@ -60,6 +61,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.pre: list[ir.Stmt] | None = None
         self.lazy = 0
         self.buffer_choice = {}      # (start, end) of a c ? A : B pointer -> the side taken (stmt_list)
+        self.buffer_splits = []      # the blocks split on such a pointer (buffer_choice.py)
         self.ret_type = None
         self.in_kernel = True
         self.code = ""
@@ -256,6 +258,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         body_ir = list(self.tg_arrays) + self.view_decls + prologue + stmts
         k = ir.KernelIR(self.name, params, body_ir, functions=list(self.func_order),
                         globals=self.globals, source=self.src)
+        self.check_buffer_splits(k)
         return k
 
 

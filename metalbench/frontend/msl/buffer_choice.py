@@ -1,0 +1,140 @@
+"""A pointer into one of two buffers chosen at run time: ``(c ? FBW : GBW) + off``.
+
+The IR has no pointer values (a pointer is a buffer known when the kernel is compiled plus
+an offset), so the block splits where such a pointer is made: the rest of it is translated
+once for each buffer, under ``if (c) {...} else {...}`` (:meth:`BufferChoiceMixin.split_on_buffer`,
+called by ``statements.stmt_list``).
+
+That changes what the rest does where threads of one group take different sides and the
+rest holds a collective: a barrier, a SIMD-group or quad-group function, a SIMD-group
+matrix function (``passes/collectives.py``, from the builtin registry), directly or in a
+device function it calls. On the GPU all lanes of a SIMD-group run ``simd_sum`` together;
+after the split each side would sum over its own lanes only. So once the kernel is
+translated, :meth:`BufferChoiceMixin.check_buffer_splits` requires ``c`` of each split
+followed by a collective to be uniform over the collective's group (threadgroup,
+SIMD-group, quad-group: ``passes/uniformity.py`` with that group's attributes), and
+otherwise raises an error naming both lines.
+
+Why a split and not a select (``c ? A[k] : B[k]`` per load): a pointer flows everywhere
+a view does -- reinterpreting casts, struct views, atomics, SIMD-group matrix loads,
+device function arguments -- and each would need a two-buffer form; and the select would
+read the buffer not chosen, at an offset meant for the other one (out of its bounds for
+the checked simulator and CUDA's read guard). The split reuses all of that unchanged.
+"""
+from __future__ import annotations
+
+from ... import ir
+from ... import types as T
+from ...errors import KernelSyntaxError
+from ...passes.collectives import SCOPES, collectives, describe, within
+from .symbols import METAL_ONLY
+
+_GROUP_WORDS = {"threadgroup": "threadgroup", "simdgroup": "SIMD-group", "quadgroup": "quad-group"}
+
+
+class _Split:
+    """One split: the declaration of its condition, its ``if``, the ``?:``'s span, the buffers."""
+
+    def __init__(self, decl, iff, span, bufs):
+        self.decl, self.iff, self.span, self.bufs = decl, iff, span, bufs
+
+
+class BufferChoiceMixin:
+    """Blocks split on a buffer choice: a part of :class:`~metalbench.frontend.msl.Translator`."""
+
+    def split_on_buffer(self, e, rest, before):
+        """``if (c) { rest, the pointer into the first buffer } else { rest, into the
+        second }`` for the conditional ``e.node`` written in statement ``rest[0]`` (a
+        declaration or an expression statement, the conditional not inside a loop, block
+        or lambda of it, so ``c`` can be evaluated first); None where that does not hold.
+        Collectives in ``rest`` are checked once the kernel is translated
+        (:meth:`check_buffer_splits`)."""
+        node, first = e.node, rest[0]
+        if node is None or first.type not in ("declaration", "expression_statement"):
+            return None
+        p, child = node.parent, node
+        while p is not None and not (p.start_byte == first.start_byte and p.end_byte == first.end_byte
+                                     and p.type == first.type):
+            if p.type in ("for_statement", "while_statement", "do_statement", "compound_statement",
+                          "lambda_expression"):
+                return None
+            if p.type == "binary_expression" and self.text(p.child_by_field_name("operator")) in ("&&", "||") \
+                    and child.start_byte == p.child_by_field_name("right").start_byte:
+                return None                      # evaluated only sometimes
+            if p.type == "conditional_expression" and child.start_byte != p.child_by_field_name("condition").start_byte:
+                return None
+            p, child = p.parent, p
+        if p is None:
+            return None
+        key = (node.start_byte, node.end_byte)
+        if key in self.buffer_choice:
+            return None
+        sp = self.sp(node)
+        self.scopes[-1].clear()
+        self.scopes[-1].update(before)
+        pre, c = self.with_pre(lambda: self.sem.to_bool(self.expr(node.child_by_field_name("condition"))))
+        which = ir.Var(self.fresh("_which"), T.bool_, span=sp)
+        branches = []
+        try:
+            for side in (True, False):
+                self.buffer_choice[key] = side
+                self.scopes[-1].clear()
+                self.scopes[-1].update(before)
+                branches.append(self.stmt_list(rest))
+        finally:
+            self.buffer_choice.pop(key, None)
+        decl = ir.Decl(which, c, span=sp)
+        iff = ir.If(which, branches[0], branches[1], span=sp)
+        self.buffer_splits.append(_Split(decl, iff, sp, e.bufs))
+        return pre + [decl, iff]
+
+    def check_buffer_splits(self, kernel: ir.KernelIR) -> None:
+        """Raise where a split's condition may differ between threads of a group that must
+        run a collective after it together (see the module's doc)."""
+        if not self.buffer_splits:
+            return
+        funcs = {f.name: f for f in kernel.functions}
+        bodies = [(kernel.body, ())] + [(f.body, [q.name for q in f.params]) for f in kernel.functions]
+        owner = {id(n): i for i, (body, _) in enumerate(bodies) for n in ir.walk(body) if isinstance(n, ir.Decl)}
+        const = {g.name for g in kernel.globals}
+        inputs = {q.name for q in kernel.inputs if q.kind == "buffer"}
+        written = {n.buf for n in ir.walk(kernel.body) if isinstance(n, (ir.Store, ir.Atomic))}
+        views = {n.name for n in ir.walk(kernel.body) if isinstance(n, ir.ViewDecl) and n.buf in inputs}
+        kernel_bufs = (inputs | views | const) - written
+        cache = {}
+        for s in self.buffer_splits:
+            i = owner.get(id(s.decl))
+            if i is None:
+                continue                    # translated only to inspect it (probe): not in the kernel
+            found = collectives(s.iff.then + s.iff.orelse, funcs)
+            if not found:
+                continue
+            node, scope, site = min(found, key=lambda f: SCOPES.index(f[1]))
+            if (i, scope) not in cache:
+                body, varying = bodies[i]
+                cache[i, scope] = within(body, scope, varying, kernel_bufs if i == 0 else const)
+            if not cache[i, scope].is_uniform(s.decl.init):
+                self._split_error(s, node, scope, site)
+
+    def _split_error(self, s, node, scope, site):
+        group = _GROUP_WORDS[scope]
+        a, b = s.bufs
+        name = f"a call of '{node.func}'" if isinstance(node, ir.FuncCall) else describe(node)
+        where = f"line {site.span.line}" if site.span is not None else "a later line"
+        if site is node:
+            what = f"{name} at {where}"
+        else:
+            inner = f" (line {node.span.line} of {node.span.source.name})" if node.span is not None else ""
+            what = f"{name}{inner}, reached through the call at {where}"
+        if isinstance(node, (ir.Barrier, ir.FuncCall)):
+            why = f"threads of one {group} taking different sides would wait at different barriers"
+        else:
+            why = (f"a {group} whose threads take different sides would run {name} once per side, each time "
+                   f"over only its own threads, not over the whole {group} as the GPU does")
+        raise KernelSyntaxError(
+            f"a pointer into '{a}' or '{b}' depending on a run-time condition that may differ between the "
+            f"threads of a {group} (line {s.span.line}), followed by {what}: metalbench runs the statements "
+            f"after the choice once per buffer, under if/else, and {why}; {METAL_ONLY}", s.span,
+            hint=f"index both buffers under the condition instead (c ? {a}[k] : {b}[k]), or choose by a "
+                 f"value the same on the whole {group} (threadgroup_position_in_grid, a scalar argument, "
+                 "a template constant)")
