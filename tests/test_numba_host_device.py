@@ -262,6 +262,29 @@ def test_covered_writes_need_no_mask_and_no_merge(gpu):
     assert any(o.endswith("__mask") for o in SimStandIn.launches[-1][2])
 
 
+@cuda.jit
+def ramp(out, f):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = i * f
+
+
+def test_an_array_only_stored_to_and_measured_is_no_input(gpu, transfers):
+    # covered: the kernel writes every element and reads only out.size, so the old
+    # contents are not passed (no wait on the array's producer, as a raw kernel's fresh output)
+    d = cuda.to_device(r(1000))
+    for f in (0.5, 0.25):
+        ramp[4, 256](d, np.float32(f))
+        spec = SimStandIn.launches[-1][0]
+        assert [p.name for p in spec.ir.inputs] == ["f"] and [p.name for p in spec.ir.outputs] == ["out__out"]
+        np.testing.assert_allclose(d.copy_to_host(), np.arange(1000) * np.float32(f), rtol=1e-6)
+    ramp[1, 256](d, np.float32(1))          # a short grid: not covered, the old tail is kept
+    want = np.arange(1000) * np.float32(0.25)
+    want[:256] = np.arange(256)
+    np.testing.assert_allclose(d.copy_to_host(), want, rtol=1e-6)
+    assert "out" in [p.name for p in SimStandIn.launches[-1][0].ir.inputs]
+
+
 def test_coverage_bound_by_a_scalar_is_checked_per_call(gpu):
     a0 = r(300)
     d = cuda.to_device(a0)

@@ -290,6 +290,13 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
                 return ir.Select(cond, load_out(pl.outputs[0], idx, e.span), orig, e.type, span=e.span)
             return ir.BinOp(pl.combine, orig, ir.Atomic("load", pl.outputs[0], idx, [], e.type, span=e.span),
                             e.type, span=e.span)
+        if isinstance(e, (ir.ShapeOf, ir.NDimOf)) and e.buf in plans and plans[e.buf].scheme == "cover":
+            # the output has the argument's shape: read it there, so that an argument the
+            # kernel only stores to and measures (``if i < out.size: out[i] = ...``) is no
+            # input at all (no copy of its old contents kept alive, no wait on its producer)
+            n = copy.copy(e)
+            n.buf = plans[e.buf].outputs[0]
+            return n
         if isinstance(e, ir.Atomic) and e.buf in plans:
             pl = plans[e.buf]
             idx = mexpr(e.index)
@@ -374,10 +381,27 @@ def functionalize(kir: ir.KernelIR, kernel_name: str | None = None,
     while k < len(body) and isinstance(body[k], ir.ArrayDecl):
         k += 1
     funcs = inplace_copy.writable_functions(kir, _func_writes(kir)) if copies else kir.functions
-    new = ir.KernelIR(kir.name, inputs + outputs, body[:k] + decls + body[k:], functions=funcs,
-                      globals=kir.globals, source=kir.source)
+    body = body[:k] + decls + body[k:]
+    unread = {pl.param for pl in plans.values() if pl.scheme == "cover"} - _names_in(body, funcs)
+    inputs = [q for q in inputs if q.name not in unread]
+    new = ir.KernelIR(kir.name, inputs + outputs, body, functions=funcs, globals=kir.globals, source=kir.source)
     plans.update(copies)
     return new, [plans[p.name] for p in params]
+
+
+def _names_in(body: list, functions) -> set:
+    """Every buffer or variable name the statements ``body`` and the device functions
+    refer to (any string field of a node: ``buf``, ``name``, a call's buffer arguments)."""
+    names = set()
+    for root in [body] + [f.body for f in functions]:
+        for n in ir.walk(root):
+            for f in fields(n):
+                v = getattr(n, f.name)
+                if isinstance(v, str):
+                    names.add(v)
+                elif isinstance(v, (list, tuple)):
+                    names.update(x for x in v if isinstance(x, str))
+    return names
 
 
 def _where(node) -> str:
