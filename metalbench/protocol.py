@@ -35,6 +35,7 @@ from . import ir as IR
 from . import launch as L
 from . import runtime
 from . import types as T
+from .codegen.c_like import compact
 from .errors import user_facing
 # The thin path lives in thin.py; its names stay importable from here.
 from .thin import (_ENV_KEY, _SIGNATURES, MISS, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
@@ -218,7 +219,10 @@ class Specialization:
         if k is None:
             import mlx.core as mx
             make = mx.fast.metal_kernel if backend == "metal" else mx.fast.cuda_kernel
-            k = self.artifacts[key] = make(**self.mlx_kernel_args(backend, exact_grid, threadgroup, lengths))
+            kw = self.mlx_kernel_args(backend, exact_grid, threadgroup, lengths)
+            if backend == "cuda" or self.verbatim is None:       # printed here, not the user's text
+                kw["source"], kw["header"] = compact(kw["source"]), compact(kw["header"])
+            k = self.artifacts[key] = make(**kw)
         return k
 
     def lengths(self, values: dict, outputs: list, backend: str) -> tuple:

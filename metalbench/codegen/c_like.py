@@ -746,6 +746,25 @@ def extra_types(items) -> list:
             for _, kind, _ in items]
 
 
+_TOKENS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def compact(text: str) -> str:
+    """Printed source as MLX gets it: comments and indentation dropped, every line kept
+    (a compiler error's line number still names the printed line). MLX rebuilds a custom
+    kernel's whole source on every call and hashes it at every evaluation (the library or
+    module name), so its length is paid per launch; ``k.source()`` and exports keep the
+    readable text.
+
+    >>> compact('// why\\n    x = "a // b"; // c\\n/* d\\n e */ y = 1;')
+    '\\nx = "a // b";\\n\\ny = 1;'
+    """
+    def drop(m):
+        t = m.group(0)
+        return t if t[0] in "\"'" else "\n" * t.count("\n")
+    return "\n".join(line.strip() for line in _TOKENS.sub(drop, text).split("\n"))
+
+
 def assemble_header(helpers: list[str], decls: list[str], funcs: list[str]) -> str:
     parts = [h.strip("\n") for h in helpers] + (["\n".join(decls)] if decls else []) + funcs
     return "\n\n".join(parts) + ("\n" if parts else "")
