@@ -296,12 +296,19 @@ class Specialization:
             return outs
         return self.gpu_plan(bound, be)(bound.values, iv, bound.stream)
 
-    def launch_sim(self, values: dict, outputs: list, grid, threadgroup, checked=False, init_value=None):
+    def launch_sim(self, values: dict, outputs: list, grid, threadgroup, checked=False, init_value=None,
+                   tie=True):
         """Run on the simulator: inputs by parameter name, fresh outputs
         ``[(name, shape, ScalarType)]`` (poisoned unless ``init_value``); returns
-        (outputs as ``mx.array``, SimStats)."""
-        return runtime.run_sim(self.sim(), self.ir, values, outputs, grid, threadgroup, init_value, checked,
-                               keep_strides=not self.ensure_row_contiguous, kernel_name=self.name)
+        (outputs as ``mx.array``, SimStats). ``tie``: the outputs are tied to the MLX inputs
+        so that a derivative through the launch raises, as through MLX's custom kernels
+        (``runtime.no_derivatives``; the Numba layer's device arrays, never differentiated,
+        skip it)."""
+        outs, stats = runtime.run_sim(self.sim(), self.ir, values, outputs, grid, threadgroup, init_value, checked,
+                                      keep_strides=not self.ensure_row_contiguous, kernel_name=self.name)
+        if tie:
+            outs = runtime.no_derivatives(outs, values.values(), self.name)
+        return outs, stats
 
 
 def unique_name(r) -> str:

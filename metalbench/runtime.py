@@ -13,6 +13,7 @@ import numpy as np
 
 from . import scalar
 from . import types as T
+from .errors import KernelLaunchError
 
 # Poison for outputs nobody initialised: NaN for floats, 0xCD.. for integers, so
 # unwritten elements show up in comparisons. The NaNs carry the 0xCD payload: a kernel
@@ -73,6 +74,51 @@ def to_mlx(a: np.ndarray):
     if a.dtype == np.float64:
         return mx.array(a, dtype=mx.float64)
     return mx.array(a)
+
+
+# ----------------------------------------------------------------------------- no derivatives
+class KernelGradientError(KernelLaunchError, ValueError):
+    """A derivative asked through a kernel launch; a ``ValueError`` too, as MLX raises."""
+
+
+def no_derivatives(outs: list, inputs, kernel_name: str = "") -> list:
+    """The simulator's outputs ``outs`` tied to the launch's MLX ``inputs`` (an iterable of
+    arguments) through an ``mx.custom_function`` whose VJP and JVP raise, as MLX's do.
+
+    On a GPU a launch is a ``CustomKernel`` primitive, which has no derivatives: ``mx.grad``
+    through it raises ``[Primitive::vjp] Not implemented for CustomKernel.``. The simulator
+    computes on the host and hands back fresh arrays, which MLX would take for constants:
+    a gradient through them would be zeros, silently. A ``mx.custom_function`` with its
+    own VJP around the launch (MLX's grid_sample example, ``k.mlx_function``) supplies the
+    derivative and never reaches these.
+
+    >>> import mlx.core as mx
+    >>> x = mx.array([1.0, 2.0])
+    >>> f = lambda x: no_derivatives([mx.array([3.0, 4.0])], [x], "k")[0].sum()
+    >>> f(x).item()
+    7.0
+    >>> mx.grad(f)(x)
+    Traceback (most recent call last):
+    metalbench.runtime.KernelGradientError: [Primitive::vjp] Not implemented for CustomKernel (kernel 'k' on the simulator...
+    """
+    import mlx.core as mx
+    arrays = [v for v in inputs if isinstance(v, mx.array)]
+    if not arrays:
+        return outs
+    fn = mx.custom_function(lambda *_: outs)
+
+    def refuse(which):
+        def raiser(*_):
+            raise KernelGradientError(
+                f"[Primitive::{which}] Not implemented for CustomKernel (kernel {kernel_name!r} on the simulator, "
+                f"as on a GPU: MLX's custom kernels have no derivatives; outputs taken as constants "
+                f"would give a zero gradient)",
+                hint="wrap the launch in mx.custom_function and give it a .vjp (MLX's docs: 'Grid Sample "
+                     "VJP'); for a DSL kernel, k.mlx_function(...) has a generated VJP")
+        return raiser
+    fn.vjp(refuse("vjp"))
+    fn.jvp(refuse("jvp"))
+    return list(fn(*arrays))
 
 
 # ----------------------------------------------------------------------------- float64 across MLX

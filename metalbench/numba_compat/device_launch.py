@@ -131,7 +131,7 @@ def run_functional(sp: Specialization, name: str, values: dict, grid, tg, backen
         else:
             inputs[p.name] = a if a.dtype == t.np else a.astype(t.np)
     if mlx_call is None:
-        outs, _ = fsp.launch_sim(inputs, out_specs, grid, tg, False, init_value)
+        outs, _ = fsp.launch_sim(inputs, out_specs, grid, tg, False, init_value, tie=False)
     else:
         outs = mlx_call.call_raw(mlx_call.inputs(inputs), init_value)   # float64 on cuda: bits
     if private:
