@@ -22,9 +22,11 @@ The corpus lives outside the repository (it is other people's code). Its layout:
     the right answer, checked or not), with a ``why``;
   - ``checked`` (optional): ``"oob"`` for a kernel that reads past a buffer (a bug, or a read
     masked away afterwards as in the MLX docs' grid_sample), ``"race"`` for one with a genuine
-    threadgroup data race (e.g. shared memory ordered only by ``mem_flags::mem_none``): with
+    threadgroup data race (e.g. shared memory ordered only by ``mem_flags::mem_none``),
+    ``"uninit"`` for one that reads threadgroup memory no thread wrote (e.g. a SIMD-group
+    scan storing lane 31's total in a threadgroup of fewer than 32 threads): with
     ``--checked`` the right outcome is that report (``expected``); none is ``missed-oob`` /
-    ``missed-race``.
+    ``missed-race`` / ``missed-uninit``.
 
 * ``CORPUS_DIR/mlx_tests/`` -- MLX's ``python/tests/test_fast.py`` and ``mlx_tests.py``
   (``--mlx-tests`` runs the custom-kernel tests there).
@@ -62,6 +64,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 TEST_PATTERN = r"test_custom_kernel|test_custom_metal_kernel"
+#: what a case's ``checked`` names -> how the checked simulator's message says it ("oob" is
+#: the out-of-bounds flag set where the error is caught)
+CHECKED_FINDINGS = {"oob": None, "race": r"\brace\b", "uninit": r"\buninitiali[sz]ed read\b"}
 LAUNCHED = set()   # kernels (name#hash of name, names, source, header) launched by the current case
 CONSTRUCTED = set()  # every kernel a case file built (some only launch after another one worked)
 
@@ -238,11 +243,11 @@ def run_case_file(path, checked, only):
         r["seconds"] = round(time.time() - t0, 2)
         r["launched"] = sorted(LAUNCHED)
         want = c.get("checked")
-        if checked and want in ("oob", "race"):
+        if checked and want in CHECKED_FINDINGS:
             # a kernel that reads past a buffer (masked afterwards, or a genuine bug), or orders
             # threadgroup memory with a barrier that does not (mem_none): the checked simulator
             # must say so
-            found = r.get("oob") if want == "oob" else bool(re.search(r"\brace\b", r.get("msg", ""), re.I))
+            found = r.get("oob") if want == "oob" else bool(re.search(CHECKED_FINDINGS[want], r.get("msg", ""), re.I))
             r["status"] = "expected" if found else ("missed-" + want if r["status"] != "error" else "error")
         elif r["expect"] == "mismatch" and r["status"] == "mismatch":
             r["status"] = "expected"
