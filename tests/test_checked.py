@@ -480,6 +480,30 @@ def test_simdgroup_barrier_orders_within_a_simdgroup_only():
     assert f.buffer == "tile" and sorted(f.lines) == [5, 7]
 
 
+def test_race_example_prefers_threads_of_different_simdgroups():
+    # every thread reads a broadcast value, then lane 0 overwrites it with no barrier between: the
+    # first racing pair is (0, 1), lanes of one SIMD-group; the report names one from another
+    # SIMD-group, where the race bites on a GPU too
+    src = """
+        threadgroup float tile[1];
+        uint i = thread_position_in_grid.x;
+        uint l = thread_position_in_threadgroup.x;
+        if (l == 0) tile[0] = in0[i];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        float v = tile[0];
+        if (l == 0) tile[0] = 2.0f * v;
+        out[i] = v;
+    """
+    err, f = finding(msl(src), "data race")
+    (ta, tb) = f.threads[:2]
+    assert ta[0] // 32 != tb[0] // 32 and sorted(f.lines) == [7, 8]
+    assert "SIMD-group" not in str(err).splitlines()[0]
+    # a threadgroup of one SIMD-group: the pair is two lanes of it, and the message says why it races
+    err, f = finding(msl(src, grid=64, tg=32, inputs=(X[:64],), out_shape=(64,)), "data race")
+    assert {t[0] // 32 for t in f.threads[:2]} == {0}
+    assert "lanes of one SIMD-group" in str(err) and "simdgroup_barrier" in str(err)
+
+
 # ------------------------------------------------------------------ bounds in every address space
 
 

@@ -662,11 +662,19 @@ class Checker(SyncChecks, ValueChecks):
         acc_a = np.asarray(acc_a)[j] if isinstance(acc_a, np.ndarray) else np.full(j.size, acc_a, object)
         acc_b = np.asarray(acc_b)[j] if isinstance(acc_b, np.ndarray) else np.full(j.size, acc_b, object)
         pair = ka.astype(np.int64) * 65536 + kb
-        _, first, counts = np.unique(pair, return_index=True, return_counts=True)
-        for f, cnum in zip(first, counts):
+        # the example of each pair of lines: two threads of different SIMD-groups where there are
+        # some -- lanes of one SIMD-group run together on Apple GPUs, so a pair of them reads as a
+        # false alarm when the race is real between SIMD-groups
+        apart = (ga // self.TG != gb // self.TG) | ((ga % self.TG) // 32 != (gb % self.TG) // 32)
+        order = np.lexsort((~apart, pair))
+        ps = pair[order]
+        starts = np.flatnonzero(np.r_[True, ps[1:] != ps[:-1]])
+        counts = np.diff(np.r_[starts, ps.size])
+        for f, cnum in zip(order[starts], counts):
             same_group = bool(ga[f] // self.TG == gb[f] // self.TG)
             self.o.add(kind, [int(ka[f]), int(kb[f])], name, space, [idx[f]],
-                       [ga[f], gb[f]], [acc_a[f], acc_b[f]], int(cnum), same_group=same_group)
+                       [ga[f], gb[f]], [acc_a[f], acc_b[f]], int(cnum), same_group=same_group,
+                       same_simd=same_group and not bool(apart[f]))
 
     def _log(self, st, entry):
         """Log a read/atomic of the interval; a long interval (a loop without barriers)

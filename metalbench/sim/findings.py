@@ -110,6 +110,10 @@ def _describe_head(f: Finding) -> str:
         la, lb = (ln if ln is not None else "?" for ln in f.lines[:2])
         when = ("in the same barrier interval" if f.extra.get("same_group", True)
                 else "from different threadgroups (no barrier orders them)")
+        if f.extra.get("same_simd"):
+            # only lanes of one SIMD-group race here: say why that is still a race
+            when += (" (lanes of one SIMD-group: Metal orders their memory accesses only through a "
+                     "simdgroup_barrier)")
         also = [n for n in f.extra.get("aliases", []) if n != f.buffer]
         buf = f"{f.buffer!r}" + (f" (the same array as {', '.join(map(repr, also))})" if also else "")
         return (f"data race on {_space_word(f.space)} {buf} at index {f.index[0]}{k}: "
