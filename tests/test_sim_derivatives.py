@@ -118,3 +118,22 @@ def test_compiled_launch_explains_itself_and_runs_with_compile_disabled():
                                    np.array(w) * np.array(x) ** 2 + 1, rtol=1e-5, atol=1e-6)
     finally:
         mx.enable_compile()
+
+
+def test_chained_launches_read_values_and_still_refuse_derivatives():
+    # a launch reading the previous one's (tied) output takes its values without an MLX eval;
+    # the chain stays tied: a gradient through it raises
+    import gc
+    from metalbench import runtime
+    x, w = _data(seed=3)
+    xa, wa = mx.array(x), mx.array(w)
+    y = square(square(xa, wa), wa)
+    np.testing.assert_allclose(np.array(y), w * (w * x * x) ** 2, rtol=1e-5)
+    with pytest.raises(KernelGradientError):
+        mx.grad(lambda x: square(square(x, wa), wa).sum())(xa)
+    before = len(runtime._TIED)
+    outs = [square(xa, wa) for _ in range(5)]
+    assert len(runtime._TIED) == before + 5
+    del outs, y
+    gc.collect()
+    assert len(runtime._TIED) <= before     # forgotten with the arrays
