@@ -40,6 +40,39 @@ class ExpressionsMixin:
         """C's binary operator ``op`` (see :meth:`Semantics.binop`)."""
         return self.sem.binop(op, a, b, self.sp(node))
 
+    def sometimes(self, node):
+        """An operand C evaluates only sometimes (the right of ``&&``/``||``, a branch of
+        ``?:``): (the statements its side effects need, its value). The caller runs those
+        statements under the operand's condition; where an expression has no place for
+        statements (nested in another such operand's value), side effects stay an error."""
+        if self.pre is None or self.lazy:
+            self.lazy += 1
+            try:
+                return [], self.expr(node)
+            finally:
+                self.lazy -= 1
+        return self.with_pre(lambda: self.expr(node))
+
+    def short_circuit(self, op, a, pre_b, b, sp):
+        """``a && b`` / ``a || b`` whose right side has side effects (the float atomic-max
+        idiom ``while (old < v && !atomic_compare_exchange_weak_explicit(p, &old, ...))``):
+        ``t = a; if (t) { <b's statements>; t = b; }`` (``if (!t)`` for ``||``)."""
+        t = self.new_tmp(T.bool_, self.sem.to_bool(a), sp)
+        read = lambda: ir.Var(t.name, t.type, span=sp)
+        guard = read() if op == "&&" else self.sem.unop("!", read(), sp)
+        self.emit_pre(ir.If(guard, pre_b + [ir.Assign(read(), self.sem.to_bool(b), span=sp)], span=sp), sp)
+        return read()
+
+    def branch_select(self, c, pre_a, a, pre_b, b, sp):
+        """``c ? a : b`` with side effects in a branch: only the chosen branch's run, as in C
+        (``t; if (c) { <a's statements>; t = a; } else { <b's>; t = b; }``)."""
+        rt = self.sem.select(c, a, b, sp).type       # C's common type of the two branches
+        t = self.new_tmp(rt, None, sp)
+        read = lambda: ir.Var(t.name, t.type, span=sp)
+        self.emit_pre(ir.If(c, pre_a + [ir.Assign(read(), self.sem.convert(a, rt, sp), span=sp)],
+                            pre_b + [ir.Assign(read(), self.sem.convert(b, rt, sp), span=sp)], span=sp), sp)
+        return read()
+
     def reparse_expression(self, cast, tn):
         """The parenthesised part of a ``cast_expression`` tree-sitter misread (``(a & (a * a))
         * b``, where ``a`` is a variable), parsed again as an expression. The text is parsed
@@ -137,11 +170,9 @@ class ExpressionsMixin:
                 return self.cast_to(cast, [v], node)
             a = self.expr(node.child_by_field_name("left"))
             if op in ("&&", "||"):
-                self.lazy += 1
-                try:
-                    b = self.expr(node.child_by_field_name("right"))
-                finally:
-                    self.lazy -= 1
+                pre_b, b = self.sometimes(node.child_by_field_name("right"))
+                if pre_b:
+                    return self.short_circuit(op, a, pre_b, b, sp)
             else:
                 b = self.expr(node.child_by_field_name("right"))
             for x, n in ((a, "left"), (b, "right")):
@@ -154,12 +185,10 @@ class ExpressionsMixin:
             return self.sem.unop(op, a, sp)
         if k == "conditional_expression":
             c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
-            self.lazy += 1
-            try:
-                a = self.expr(node.child_by_field_name("consequence"))
-                b = self.expr(node.child_by_field_name("alternative"))
-            finally:
-                self.lazy -= 1
+            pre_a, a = self.sometimes(node.child_by_field_name("consequence"))
+            pre_b, b = self.sometimes(node.child_by_field_name("alternative"))
+            if pre_a or pre_b:
+                return self.branch_select(c, pre_a, a, pre_b, b, sp)
             return self.sem.select(c, a, b, sp)
         if k == "cast_expression":
             tn = node.child_by_field_name("type")
