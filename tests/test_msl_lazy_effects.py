@@ -1,8 +1,10 @@
 """Side effects in operands C evaluates only sometimes -- the right of ``&&`` / ``||`` and the
 branches of ``?:`` -- run only where C runs them: the float atomic-max idiom
 ``while (old < v && !atomic_compare_exchange_weak_explicit(p, &old, ...))``, counters bumped
-on one side of a condition, nested short circuits. On the simulator (unchecked and checked)
-against NumPy, round-tripped through printed MSL and CUDA, and (GPU) as printed CUDA."""
+on one side of a condition, nested short circuits; and GNU statement expressions
+``({ ...; value; })``, whose statements run where they are evaluated. On the simulator
+(unchecked and checked) against NumPy, round-tripped through printed MSL and CUDA, and (GPU)
+as printed CUDA."""
 import numpy as np
 import pytest
 
@@ -67,7 +69,25 @@ TERNARY_NESTED = MSLCase(
                          2 * ((np.arange(256) % 3 != 0) & (x >= 0) & (x > 5)).sum()], np.uint32)],
     grid=(256, 1, 1), tg=(64, 1, 1), init_value=0)
 
-CASES = [ATOMIC_MAX, OR_COUNT, TERNARY_NESTED]
+STATEMENT_EXPR = MSLCase(
+    "statement_expressions",
+    """
+    uint i = thread_position_in_grid.x;
+    int k = 0;
+    float m = MAX_ONCE(x[i], float(k++));            // each argument evaluated once
+    float s = ({ float acc = 0.0f; for (int j = 0; j < 4; ++j) acc += x[(i + j) % 256]; acc; });
+    // a statement expression on the right of &&: its loop runs only where the left side holds
+    bool big = x[i] > 0.0f && ({ int n = 0; while (n < 3) ++n; n; }) == 3;
+    y[i] = m + s + (big ? 100.0f : 0.0f) + float(k);
+    """,
+    {"x": X},
+    [("y", (256,), np.float32)],
+    lambda x: [(np.maximum(x, 0.0) + sum(np.roll(x, -j) for j in range(4)) + np.where(x > 0, 100.0, 0.0)
+                + 1.0).astype(np.float32)],
+    grid=(256, 1, 1), tg=(64, 1, 1), atol=1e-5,
+    header="#define MAX_ONCE(a, b) ({ auto _a = (a); auto _b = (b); _a > _b ? _a : _b; })\n")
+
+CASES = [ATOMIC_MAX, OR_COUNT, TERNARY_NESTED, STATEMENT_EXPR]
 IDS = [c.name for c in CASES]
 
 
@@ -86,3 +106,18 @@ def test_round_trip(c):
 def test_printed_cuda_matches_sim(c):
     run_cuda(c)
 
+
+
+def test_statement_expression_without_a_value_is_named():
+    import mlx.core as mx
+
+    import metalbench as mb
+    from metalbench.errors import KernelTypeError
+    k = mb.metal_kernel(name="noval", input_names=["x"], output_names=["y"], source="""
+    uint i = thread_position_in_grid.x;
+    y[i] = ({ float t = x[i]; });
+    """)
+    with pytest.raises(KernelTypeError, match=r"must end with an expression") as e:
+        k(inputs=[mx.array(X)], grid=(256, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(256,)],
+          output_dtypes=[mx.float32], backend="sim")
+    assert "line 3" in str(e.value)

@@ -53,6 +53,24 @@ class ExpressionsMixin:
                 self.lazy -= 1
         return self.with_pre(lambda: self.expr(node))
 
+    def statement_expression(self, block):
+        """GNU C's statement expression ``({ float t = x[i]; t * 2.0f; })`` (clang, so Metal,
+        has it; generated code and max-style macros use it): its statements run where the
+        expression is evaluated, its value is the last one's, which must be an expression."""
+        items = [c for c in block.named_children if c.type != "comment"]
+        if not items or items[-1].type != "expression_statement" or not items[-1].named_children:
+            self.type_err(block, "a statement expression ({ ...; value; }) must end with an expression")
+        if self.pre is None or self.lazy:
+            self.emit_pre(None, self.sp(block))      # no place for its statements: the usual error
+        self.scopes.append({})
+        try:
+            for st in items[:-1]:
+                for s in self.stmt(st):
+                    self.emit_pre(s, self.sp(st))
+            return self.expr(items[-1].named_children[0])
+        finally:
+            self.scopes.pop()
+
     def short_circuit(self, op, a, pre_b, b, sp):
         """``a && b`` / ``a || b`` whose right side has side effects (the float atomic-max
         idiom ``while (old < v && !atomic_compare_exchange_weak_explicit(p, &old, ...))``):
@@ -102,7 +120,10 @@ class ExpressionsMixin:
         k = node.type
         sp = self.sp(node)
         if k == "parenthesized_expression":
-            return self.expr(node.named_children[-1])
+            inner = node.named_children[-1]
+            if inner.type == "compound_statement":
+                return self.statement_expression(inner)
+            return self.expr(inner)
         if k in ("number_literal", "user_defined_literal"):
             try:
                 v, t = _literal(self.text(node))
