@@ -266,31 +266,27 @@ def median_time(fn, warmup=5, reps=30, inner=10):
 
 
 def interleaved_times(fns: dict, reps=30, rounds=3, inner=10, budget=0.3) -> dict:
-    """``median_time`` of each function, measured in ``rounds`` alternating rounds of
-    batches (order reversed every other round); the median over all of a function's
-    batches. Each round takes at least ``reps // rounds`` batches and more where they are
-    short, up to about ``budget`` seconds per function in all (at most 20x ``reps``):
-    launch-bound rows (~30 µs a call) are where run-to-run noise hides a 1 µs difference,
-    and where more batches cost least."""
+    """Median time per launch of each function, batches of ``inner`` queued launches
+    (``batch_times``) alternating one batch at a time between the functions (the order
+    reversed every other turn), so that drift in the GPU's clocks or the host's load
+    reaches every function alike; on the H200 the launch path's per-call time moved
+    between 20 and 45 µs across machines and minutes, while rows are compared at 1 µs.
+    At least ``reps`` batches each, more where batches are short, up to about ``budget``
+    seconds per function (at most 20x ``reps``). ``rounds`` is kept for callers."""
     import mlx.core as mx
     one = {}
-    for k, fn in fns.items():     # one batch each, to size the rounds
+    for k, fn in fns.items():     # warm up, and one batch each to size the run
         for _ in range(2):
             mx.eval(fn())
         mx.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            mx.async_eval(fn())
-        mx.synchronize()
-        one[k] = (time.perf_counter() - t0) / inner
-    per_round = max(1, reps // rounds)
-    want = int(budget / (rounds * inner * max(max(one.values()), 1e-7)))
-    per_round = min(max(per_round, want), 20 * per_round)
+        one[k] = batch_times(fn, warmup=0, reps=1, inner=inner)[0]
+    want = int(budget / (inner * max(max(one.values()), 1e-7)))
+    total = min(max(reps, want), 20 * reps)
     times = {k: [] for k in fns}
     names = list(fns)
-    for r in range(rounds):
-        for k in (names if r % 2 == 0 else names[::-1]):
-            times[k] += batch_times(fns[k], warmup=2, reps=per_round, inner=inner)
+    for b in range(total):
+        for k in (names if b % 2 == 0 else names[::-1]):
+            times[k] += batch_times(fns[k], warmup=0, reps=1, inner=inner)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
