@@ -171,8 +171,9 @@ RAW_SAXPY = {
 }
 
 
-def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
-    """Host time per call with the real MLX kernels on ``backend`` ("cuda" or "metal")."""
+def measure_real(backend: str, number=2000, repeats=15, n=1024) -> dict:
+    """Host time per call with the real MLX kernels on ``backend`` ("cuda" or "metal"):
+    name -> the mean per call of each of ``repeats`` rounds over all rows (see ``summarise``)."""
     x, y = mx.random.normal((n,)), mx.random.normal((n,))
     a = mx.array(2.0)
     mx.eval(x, y, a)
@@ -229,21 +230,42 @@ def measure_real(backend: str, number=2000, repeats=7, n=1024) -> dict:
         "raw softmax call, template=[NC, TG]": sm["raw"](raw_sm),
         "DSL kernel  softmax(x, NC=, TG=)": sm["mb"],
     }
-    out = {}
-    for name, fn in rows.items():
+    for fn in rows.values():
         for _ in range(20):
             mx.eval(fn())
-        mx.synchronize()
-        k = number if "cuda.jit" not in name and "scheduled" not in name else max(20, number // 20)
-        best = float("inf")
-        for _ in range(repeats):
+    mx.synchronize()
+    # rounds over all rows, so that the host's drift (a shared VM: ±1 µs between minutes)
+    # reaches a metalbench row and its raw peer alike; each row's figure is the median
+    # over the rounds, and its "added" the median of the per-round differences
+    rounds = {name: [] for name in rows}
+    for _ in range(repeats):
+        for name, fn in rows.items():
+            k = number if "cuda.jit" not in name and "scheduled" not in name else max(20, number // 20)
             t0 = time.perf_counter()
             keep = [fn() for _ in range(k)]       # graphs only: no eval in the timed loop
-            best = min(best, (time.perf_counter() - t0) / k * 1e6)
+            rounds[name].append((time.perf_counter() - t0) / k * 1e6)
             mx.eval([o for o in keep if o is not None])
             del keep
-        out[name] = best
-    return out
+    return rounds
+
+
+def summarise(rounds: dict) -> tuple[dict, dict]:
+    """(µs per call, µs added over the raw row above) per row: medians over the rounds,
+    the added time as the median of each round's difference (``rounds``: name -> list;
+    a stand-in measurement's single figures count as one round).
+
+    >>> summarise({"raw a": [1.0, 3.0, 1.2], "mb a": [1.5, 3.4, 1.9]})[1]["mb a"]
+    0.5
+    """
+    import statistics
+    per, added, raw = {}, {}, None
+    for name, v in rounds.items():
+        v = v if isinstance(v, list) else [v]
+        if name.startswith("raw"):
+            raw = v
+        per[name] = statistics.median(v)
+        added[name] = statistics.median(a - b for a, b in zip(v, raw))
+    return per, added
 
 
 def main(argv=None):
@@ -253,16 +275,12 @@ def main(argv=None):
     ap.add_argument("--real", choices=["cuda", "metal"], help="use the real MLX kernels on this backend")
     args = ap.parse_args(argv)
     res = measure_real(args.real, args.number) if args.real else measure(args.number)
-    added = {}
-    for k, v in res.items():
-        if k.startswith("raw"):
-            raw = v
-        added[k] = v - raw
+    per, added = summarise(res)
     if args.json:
-        print(json.dumps({k: round(v, 3) for k, v in res.items()}, indent=1))
+        print(json.dumps({k: round(v, 3) for k, v in per.items()}, indent=1))     # medians, one object
         return
     print(f"{'call':56s} {'µs/call':>9s} {'added over raw':>15s}")
-    for k, v in res.items():
+    for k, v in per.items():
         print(f"{k:56s} {v:9.2f} {added[k]:15.2f}")
 
 
