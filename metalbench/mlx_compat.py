@@ -23,6 +23,7 @@ from . import launch
 from . import runtime
 from . import types as T
 from .codegen.c_like import Rendered
+from .mlx_signature import MAX_CONSTANT_ARRAY_SIZE
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .protocol import (_SIGNATURES, MISS, BoundLaunch, KernelBase, Specialization, ThinCache, _np_arg, backend_token,
                        launch_guard, thin_gpu_call)
@@ -312,8 +313,12 @@ class MetalKernel(KernelBase):
         facts = [(n, *_input_fact(x, n)) for n, x in zip(self.input_names, inputs)]
         out_types = [_dtype(d) for d in output_dtypes]
         tk = tuple((k, v.name if isinstance(v, T.ScalarType) else (type(v).__name__, v)) for k, v in tmpl)
+        # MLX binds an input array of fewer than 8 elements in the constant address space
+        # (mlx_signature.InputSpec.space): a helper taking 'constant const float*' accepts it
+        small = tuple(n for (n, _, nd), x in zip(facts, inputs)
+                      if nd > 0 and _size(x) < MAX_CONSTANT_ARRAY_SIZE)
         key = (tuple((t.name, nd) for _, t, nd in facts), tuple((t.name, len(s)) for s, t in zip(output_shapes, out_types)),
-               tk, self.ensure_row_contiguous)
+               tk, self.ensure_row_contiguous, small)
         doubles = backend == "metal"         # refuse before checking the device is there
         backend = self.resolve_backend(backend)
         if doubles or backend == "metal":
@@ -322,7 +327,8 @@ class MetalKernel(KernelBase):
         return BoundLaunch(self, key, dict(zip(self.input_names, inputs)),
                            [(n, s, t) for n, s, t in zip(self.output_names, output_shapes, out_types)],
                            grid3, tg3, backend, launch.checked_default(checked), init_value,
-                           stream, specs=facts, template=tuple(tmpl), args=tuple(inputs), given=given)
+                           stream, specs=facts, template=tuple(tmpl), args=tuple(inputs), given=given,
+                           data=small)
 
     def reference_args(self, bound: BoundLaunch) -> tuple[list, dict]:
         return [_np_arg(a) for a in bound.args], {}
@@ -340,6 +346,7 @@ class MetalKernel(KernelBase):
             from .frontend.msl import translate_kernel
             kir = translate_kernel(self.name, self.source, self.header, inputs=facts, outputs=outs,
                                    scalars=[n for n, _, nd in facts if nd == 0], template=tmpl,
+                                   constant_inputs=bound.data or (),
                                    atomic_outputs=self.atomic_outputs,
                                    math_mode=_math_mode(self.compile_options))
             kir.read_guard = "rows" if self.ensure_row_contiguous else "strided"   # codegen/cuda_guard.py

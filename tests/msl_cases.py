@@ -55,8 +55,9 @@ class MSLCase:
         scal = [n for n, v in self.inputs.items() if v.ndim == 0]
         outs = [(n, T.from_numpy(np.dtype(dt)), len(shape)) for n, shape, dt in self.outputs]
         tmpl = [(k, T.from_mlx(v) if not isinstance(v, (bool, int)) else v) for k, v in self.template]
+        small = [n for n, v in self.inputs.items() if 0 < v.ndim and v.size < 8]   # MLX: constant
         return translate_kernel(self.name, self.source, self.header, inputs=ins, outputs=outs, scalars=scal,
-                                template=tmpl)
+                                template=tmpl, constant_inputs=small)
 
 
 def run_sim(c: MSLCase):

@@ -436,8 +436,37 @@ BUFFER_CHOICE = MSLCase(
     [("out", (8,), np.float32), ("words", (8,), np.uint32)],
     _buffer_choice_ref, grid=(8, 1, 1), tg=(8, 1, 1))
 
+
+def _small_inputs_ref(box, pos, scale):
+    d = pos[:, 0, :] - pos[:, 1, :]
+    d = d - box * np.rint(d / box)
+    return [(d * d).sum(-1) * scale[0] + scale[1] * 10 + pos[:, 0, 0]]
+
+
+# MLX binds an input array of fewer than 8 elements as 'const constant T*' (box, scale), the
+# rest as 'const device T*': helpers overloaded on the address space pick by it
+SMALL_INPUTS = MSLCase(
+    "small_inputs_constant",
+    """
+    uint i = thread_position_in_grid.x;
+    float3 d = gap(pos, 6 * i, box);
+    out[i] = dot(d, d) * first(scale) + 10.0f * scale[1] + first(pos + 6 * i);
+    """,
+    {"box": np.array([2.0, 2.5, 3.0], np.float32),
+     "pos": (RNG.random((16, 2, 3)) * 3).astype(np.float32),
+     "scale": np.array([0.5, 4.0], np.float32)},
+    [("out", (16,), np.float32)], _small_inputs_ref, grid=(16, 1, 1), tg=(16, 1, 1),
+    header="""
+    float first(constant const float* p) { return p[0]; }
+    float first(device const float* p) { return p[0]; }
+    float3 gap(device const float* p, int at, constant const float* box) {
+        float3 d = float3(p[at] - p[at + 3], p[at + 1] - p[at + 4], p[at + 2] - p[at + 5]);
+        return d - float3(box[0], box[1], box[2]) * rint(d / float3(box[0], box[1], box[2]));
+    }
+    """, atol=1e-5)
+
 CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS,
-         POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE]
+         POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE, SMALL_INPUTS]
 IDS = [c.name for c in CASES]
 
 
@@ -579,3 +608,18 @@ def test_random_pointer_walks_match_a_model(ops):
     (out,) = k(inputs=[mx.array(x)], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(16,)],
                output_dtypes=[mx.float32], init_value=float("nan"), backend="sim", checked=True)
     np.testing.assert_allclose(np.array(out).reshape(4, 4), want, rtol=1e-6)
+
+
+def test_a_device_pointer_at_a_small_input_says_why_it_is_constant():
+    # Metal refuses it too: an input of 3 elements is 'const constant float*' in MLX's signature
+    k = mb.metal_kernel(name="small_dev", input_names=["x"], output_names=["out"], source="""
+        uint i = thread_position_in_grid.x;
+        const device float* p = x;
+        out[i] = p[i];
+    """)
+    with pytest.raises(MetalbenchError, match=r"(?s)device pointer at constant memory.*fewer than 8 elements.*line 3"):
+        k(inputs=[mx.arange(3, dtype=mx.float32)], grid=(3, 1, 1), threadgroup=(3, 1, 1),
+          output_shapes=[(3,)], output_dtypes=[mx.float32], backend="sim")
+    got = k(inputs=[mx.arange(8, dtype=mx.float32)], grid=(8, 1, 1), threadgroup=(8, 1, 1),
+            output_shapes=[(8,)], output_dtypes=[mx.float32], backend="sim")[0]
+    assert np.array(got).tolist() == list(range(8))

@@ -39,7 +39,7 @@ from ...errors import MetalbenchError
 from .cxx_decls import ClassInst, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
 from .cxx_objects import NOT_MINE, FixedView, InlineCtx
 from .parse import CONV_CALL
-from .symbols import Ptr, Ref, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import SMALL_INPUT_NOTE, Ptr, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
 
 @dataclass(eq=False)
@@ -386,7 +386,8 @@ class CxxCallsMixin:
                 raise _NoMatch(f"'{s.name}' points to {getattr(s.type, 'name', s.type)}, got "
                                f"{getattr(a.view.type, 'name', a.view.type)} data")
             if s.space is not None and s.space != a.view.space and s.space != "thread":
-                raise _NoMatch(f"'{s.name}' points to {s.space} memory, got {a.view.space}")
+                raise _NoMatch(f"'{s.name}' points to {s.space} memory, got {a.view.space}"
+                               + SMALL_INPUT_NOTE * (a.view.space == "constant"))
             if a.view.const and not s.const:
                 raise _NoMatch(f"'{s.name}' is not a const pointer; the argument points at read-only memory")
             return 1

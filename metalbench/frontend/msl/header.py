@@ -9,7 +9,7 @@ from ...errors import MetalbenchError, error_net
 from ...semantics.folding import fold
 from ...semantics.views import View
 from .parse import _PARSER, _parse
-from .symbols import Buf, FuncDef, Ref, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
 
 class HeaderMixin:
@@ -249,7 +249,8 @@ class HeaderMixin:
                     if a.type != pt:
                         raise _NoMatch(f"'{pname}' points to {pt.name}, got {a.type.name} data")
                     if space is not None and a.space != space:
-                        raise _NoMatch(f"'{pname}' points to {space} memory, got {a.space} memory")
+                        raise _NoMatch(f"'{pname}' points to {space} memory, got {a.space} memory"
+                                       + SMALL_INPUT_NOTE * (a.space == "constant"))
                     if a.const and not const:
                         raise _NoMatch(f"'{pname}' is not a const pointer; the argument points at "
                                        "read-only memory")

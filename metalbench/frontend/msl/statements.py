@@ -11,7 +11,7 @@ from ...errors import KernelNameError, KernelSyntaxError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
 from .printing import is_logger_decl, print_call
 from .struct_views import StructPtr
-from .symbols import Buf, Ptr, Ref, _SPACES, _TypeName
+from .symbols import SMALL_INPUT_NOTE, Buf, Ptr, Ref, _SPACES, _TypeName
 from .memory import BufferChoice
 
 
@@ -486,7 +486,8 @@ class StatementsMixin:
         if base is not None and v.inner:
             self.type_err(d, f"'{name}' would point to rows of a multi-dimensional array; index a row")
         if space is not None and space != v.space:
-            self.type_err(d, f"cannot point a {space} pointer at {v.space} memory")
+            self.type_err(d, f"cannot point a {space} pointer at {v.space} memory"
+                          + SMALL_INPUT_NOTE * (v.space == "constant"))
         if not is_const and v.const and base is not None:
             self.type_err(d, f"'{name}' must be a const pointer: it points at read-only memory",
                           hint=f"declare it const {v.space} ...*")

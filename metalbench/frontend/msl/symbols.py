@@ -12,6 +12,9 @@ from ...errors import ControlFlow, Source
 
 
 _SPACES = ("device", "threadgroup", "constant", "thread")
+#: why an input can point to constant memory (said where a device pointer was wanted)
+SMALL_INPUT_NOTE = (" (MLX binds an input array of fewer than 8 elements as 'const constant T*', "
+                    "as Metal does for this launch)")
 
 
 METAL_ONLY = "it runs unchanged on backend='metal' only"

@@ -216,7 +216,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             start -= 1
         return [q for p, q in self.quals.items() if isinstance(p, int) and start <= p < end]
 
-    def translate(self, body, header, inputs, outputs, scalars, shape_use) -> ir.KernelIR:
+    def translate(self, body, header, inputs, outputs, scalars, shape_use, constant=()) -> ir.KernelIR:
         params = []
         syms = {}
         for nm, t, nd in inputs:
@@ -227,7 +227,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 u = shape_use.get(nm, (False, False, False))
                 params.append(ir.Param(nm, "buffer", t, nd, uses_shape=u[0], uses_strides=u[1],
                                        uses_ndim=u[2]))
-                syms[nm] = Buf(nm, t, "device", const=True, ndim=nd)
+                syms[nm] = Buf(nm, t, "constant" if nm in constant else "device", const=True, ndim=nd)
                 syms[nm + "_shape"] = ShapeArr(nm, nd, "shape")
                 syms[nm + "_strides"] = ShapeArr(nm, nd, "strides")
                 syms[nm + "_ndim"] = ir.Const(nd, T.int32)
@@ -263,11 +263,13 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
 
 
 def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), template=(),
-                     atomic_outputs=False, first_line=1, math_mode="safe") -> ir.KernelIR:
+                     atomic_outputs=False, first_line=1, math_mode="safe", constant_inputs=()) -> ir.KernelIR:
     """Translate an MSL kernel body (and header) into a :class:`~metalbench.ir.KernelIR`.
 
     ``inputs``: ``[(name, ScalarType, ndim)]`` in MLX order; names in ``scalars`` are
-    0-d inputs (``constant T&``). ``outputs``: ``[(name, ScalarType, ndim)]``.
+    0-d inputs (``constant T&``); names in ``constant_inputs`` are arrays MLX binds as
+    ``const constant T*`` (fewer than 8 elements), the rest ``const device T*``.
+    ``outputs``: ``[(name, ScalarType, ndim)]``.
     ``template``: ``[(name, ScalarType | int | bool)]``. Errors point at body lines.
     ``math_mode``: MLX's ``compile_options["math_mode"]`` (``"fast"`` defines ``__FAST_MATH__``
     for the preprocessor, :mod:`.preprocess`).
@@ -293,7 +295,8 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     header = pp.run(header, hsrc) if header else header
     source = pp.run(source, src)
     try:
-        kir = tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use)
+        kir = tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use,
+                           set(constant_inputs))
         kir.read_guard = True     # reads past an input give 0 on CUDA too (codegen/cuda_guard.py)
         return kir
     except (MetalbenchError, ControlFlow):
