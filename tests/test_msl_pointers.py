@@ -465,8 +465,43 @@ SMALL_INPUTS = MSLCase(
     }
     """, atol=1e-5)
 
+
+def _vector_ptr_args_ref(x, y):
+    f, y4 = x.reshape(8, 3), y.reshape(10, 4)
+    w = [1 - f, f, f * f]
+    d = [w[j] * 2 + j for j in range(3)]
+    return [w[0][:, 0] + w[1][:, 1] * 10 + w[2][:, 2] * 100 + d[2][:, 0] * 1000 + (y4[:8, 3] + y4[1:9, 3])
+            + d[1][:, 2]]
+
+
+# a thread array of float3 and a cast device float4 pointer passed to vector pointer parameters
+VECTOR_PTR_ARGS = MSLCase(
+    "vector_ptr_args",
+    """
+    uint i = thread_position_in_grid.x;
+    float3 f = float3(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
+    float3 w[3];
+    float3 d[3];
+    fill3(f, w, d);
+    float4 v = pair_sum((device const float4*)y, i);
+    out[i] = w[0].x + w[1].y * 10.0f + w[2].z * 100.0f + d[2].x * 1000.0f + v.w + tail(d + 1);
+    """,
+    {"x": RNG.random(24).astype(np.float32), "y": RNG.standard_normal(40).astype(np.float32)},
+    [("out", (8,), np.float32)], _vector_ptr_args_ref, grid=(8, 1, 1), tg=(8, 1, 1),
+    header="""
+    inline void fill3(float3 f, thread float3* w, thread float3* d) {
+        w[0] = float3(1.0f) - f;
+        w[1] = f;
+        w[2] = f * f;
+        for (int j = 0; j < 3; j++) d[j] = w[j] * 2.0f + float3(float(j));
+    }
+    inline float4 pair_sum(device const float4* p, uint i) { return p[i] + p[i + 1]; }
+    inline float tail(thread const float3* p) { return p[0].z; }
+    """, atol=1e-4)
+
 CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS,
-         POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE, SMALL_INPUTS]
+         POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE, SMALL_INPUTS,
+         VECTOR_PTR_ARGS]
 IDS = [c.name for c in CASES]
 
 

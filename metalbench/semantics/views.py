@@ -317,7 +317,7 @@ class ViewSemantics:
 
     def view_arg(self, v: View, span=None) -> ir.BufArg:
         """``v`` passed to a pointer parameter of a device function (a scalar view)."""
-        if v.width != 1:
+        if v.width != 1 and (v.sub is not None or v.packed or v.inner):
             raise self.error(f"passing a {v.type.name} pointer to a function is not supported", span,
                              hint="pass the scalar pointer and build the vector in the function")
         return ir.BufArg(v.buf, None if _zero(v.offset) else v.offset, span=span)

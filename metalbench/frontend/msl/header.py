@@ -255,7 +255,8 @@ class HeaderMixin:
                         raise _NoMatch(f"'{pname}' is not a const pointer; the argument points at "
                                        "read-only memory")
                     sp_name = space or a.space
-                    fparams.append(ir.FuncParam(pname, pt, sp_name, const))
+                    # a vector pointer's storage is its components (as for a vector reference)
+                    fparams.append(ir.FuncParam(pname, T.elem_of(pt), sp_name, const))
                     scope[pname] = Buf(pname, pt, sp_name, atomic=atomic or a.atomic, const=const)
                     sig.append(("buf", pt.name, sp_name, a.atomic))
                     passing.append("ptr")
