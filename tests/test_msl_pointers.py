@@ -499,9 +499,59 @@ VECTOR_PTR_ARGS = MSLCase(
     inline float tail(thread const float3* p) { return p[0].z; }
     """, atol=1e-4)
 
+
+def _vector_components_ref(x):
+    n = x.shape[0]
+    out = np.zeros(n, np.float32)
+    for i in range(n):
+        a = np.array([[x[i], 1.0], [2.0, 3.0]], np.float32)     # Tile's v
+        a[:, 0] *= 2.0                                          # scale_by(2): v[j][0] *= s
+        a[:, 1] += 2.0                                          #              v[j][1] += s
+        a[i % 2][1] += 8.0                                      # t.frag(i % 2)[1] += 8
+        a[1][0] = 7.0                                           # t.frag(1)[0] = 7
+        a[0][1] -= 0.5                                          # t.frag(0).y -= 0.5
+        w = np.array([x[i], x[i] + 1, x[i] + 2, x[i] + 3], np.float32)
+        w[i % 4] = -w[i % 4]                                    # sh[lid][lid % 4] = -...
+        out[i] = a[0, 0] + 10 * a[0, 1] + 100 * a[1, 0] + 1000 * a[1, 1] + w[(i + 1) % 4] + 3 * w[i % 4]
+    return [out]
+
+
+# components of vector elements: of a member array (v[j][0] *= s), through a method returning
+# a reference (frag(j)[k] = x, frag(j).y -= x) and of a threadgroup array with run-time indices
+VECTOR_COMPONENTS = MSLCase(
+    "vector_components",
+    """
+    uint i = thread_position_in_grid.x;
+    uint lid = thread_position_in_threadgroup.x;
+    Tile<2> t;
+    t.v[0] = float2(x[i], 1.0f);
+    t.v[1] = float2(2.0f, 3.0f);
+    t.scale_by(2.0f);
+    t.frag(i % 2)[1] += 8.0f;
+    t.frag(1)[0] = 7.0f;
+    t.frag(0).y -= 0.5f;
+    threadgroup float4 sh[16];
+    sh[lid] = float4(x[i], x[i] + 1.0f, x[i] + 2.0f, x[i] + 3.0f);
+    sh[lid][lid % 4] = -sh[lid][lid % 4];
+    out[i] = t.v[0][0] + 10.0f * t.v[0][1] + 100.0f * t.v[1][0] + 1000.0f * t.v[1][1]
+             + sh[lid][(lid + 1) % 4] + 3.0f * sh[lid][lid % 4];
+    """,
+    {"x": RNG.standard_normal(16).astype(np.float32)},
+    [("out", (16,), np.float32)], _vector_components_ref, grid=(16, 1, 1), tg=(16, 1, 1),
+    header="""
+    template <int N>
+    struct Tile {
+        float2 v[N];
+        void scale_by(float s) {
+            for (short j = 0; j < N; ++j) { v[j][0] *= s; v[j][1] += s; }
+        }
+        thread float2& frag(const short j) { return v[j]; }
+    };
+    """, atol=1e-4)
+
 CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS,
          POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE, SMALL_INPUTS,
-         VECTOR_PTR_ARGS]
+         VECTOR_PTR_ARGS, VECTOR_COMPONENTS]
 IDS = [c.name for c in CASES]
 
 

@@ -209,6 +209,14 @@ class CxxAssignMixin:
                 i = self.index_expr(lhs.child_by_field_name("indices").named_children[0])
                 cur = self.sem.view_load(v, i, sp) if op is not None else None
                 return self.sem.view_store(v, i, value(cur, v.type), sp)
+            if base.type == "call_expression" and self.call_returns(base) == "ref":
+                out, lv = self.call_target(base)         # t.frag_at(j)[1] = x: a vector reference
+                for s in out:
+                    self.emit_pre(s, sp)
+                if lv[0] == "loc":
+                    return self.component_store(lv[1], lv[2], base, lhs, value, sp)
+                if lv[0] == "var" and isinstance(lv[1].type, T.VectorType):
+                    return self.vector_assign(ir.Var(lv[1].name, lv[1].type, span=sp), lhs, value, sp)
             return None
         if k == "call_expression":
             fn = lhs.child_by_field_name("function")

@@ -161,6 +161,11 @@ class ExpressionsMixin:
                                                node.child_by_field_name("indices").named_children[0], sp)
             if base.type in ("identifier", "call_expression", "parenthesized_expression") and self.is_object_node(base):
                 return self.subscript_value(node)        # the class's operator[] (operators.py)
+            if base.type in ("subscript_expression", "pointer_expression") and self.ptr_rank(base) is None:
+                val = self.expr(base)                    # vals[j][0]: a component of a vector element
+                if isinstance(val.type, T.VectorType):
+                    return self.vector_element(self.sem.once(val, sp),
+                                               node.child_by_field_name("indices").named_children[0], sp)
             return self.load_at(node)
         if k == "pointer_expression":
             if self.text(node).lstrip().startswith("*"):

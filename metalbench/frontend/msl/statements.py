@@ -498,6 +498,10 @@ class StatementsMixin:
     def element_member_assign(self, base, comps, op, value, lhs, sp):
         """``p[i].x = v``, ``vals[k].xy += w``: stores to the components of a vector element."""
         v, i = self.location(base)
+        return self.members_store(v, i, base, comps, value, lhs, sp)
+
+    def members_store(self, v, i, base, comps, value, lhs, sp):
+        """Store to the components ``comps`` of the vector ``v[i]``."""
         if v.width == 1:
             self.type_err(lhs, f"'{self.text(base)[:40]}' is a scalar; it has no member '{comps}'")
         cur = self.sem.component(self.sem.view_load(v, i, sp), comps, sp)
@@ -512,6 +516,30 @@ class StatementsMixin:
             part = newv if len(comps) == 1 else self.sem.component(newv, "xyzw"[j], sp)
             out.extend(self.sem.view_store(flat, self.sem.binop("+", at, ir.Const(k, T.int32), sp), part, sp))
         return out
+
+    def element_component_assign(self, lhs, value, sp):
+        """``vals[j][c] = x`` (also ``+=`` ...): component ``c`` of a vector element of an
+        array or buffer, stored in place (the storage is the components, so a run-time ``c``
+        is an offset)."""
+        base = lhs.child_by_field_name("argument")
+        v, i = self.location(base)
+        return self.component_store(v, i, base, lhs, value, sp)
+
+    def component_store(self, v, i, base, lhs, value, sp):
+        """Store ``value(current, elem)`` to component ``lhs``'s index of the vector ``v[i]``."""
+        inode = lhs.child_by_field_name("indices").named_children[0]
+        if v.width == 1 or v.sub is not None:
+            self.type_err(base, f"'{self.text(base)[:40]}' is not a vector: it has no components to index")
+        ce = self.sem.index(self.expr(inode), sp)
+        c = const_value(ce)
+        if c is not None and not 0 <= int(c) < v.width:
+            self.type_err(inode, f"index {int(c)} is out of range for {v.type.name}")
+        flat = replace(v, type=v.elem, packed=True, inner=())
+        at = self.sem.index(i, sp) if v.step == 1 else self.sem.binop("*", self.sem.index(i, sp),
+                                                                        ir.Const(v.step, T.int32), sp)
+        at = self.sem.once(self.sem.binop("+", at, ce, sp), sp)
+        cur = self.sem.view_load(flat, at, sp)
+        return self.sem.view_store(flat, at, value(cur, v.elem), sp)
 
     def vector_assign(self, var, lhs, value, sp):
         """``v[i] = x`` (also ``+=`` ...) on a vector variable: the vector rebuilt with
@@ -670,6 +698,9 @@ class StatementsMixin:
                 self.type_err(lhs, f"'{self.text(lhs.child_by_field_name('argument'))}' is a value, not an "
                               "array or buffer")
             return self.vector_assign(var, lhs, value, sp)
+        if k == "subscript_expression" and lhs.child_by_field_name("argument").type in (
+                "subscript_expression", "pointer_expression") and self.ptr_rank(lhs.child_by_field_name("argument")) is None:
+            return self.element_component_assign(lhs, value, sp)    # vals[j][0] *= s
         if k in ("subscript_expression", "pointer_expression"):
             v, idx = self.location(lhs)
             if v.const:
@@ -688,6 +719,15 @@ class StatementsMixin:
                     base.type == "subscript_expression"
                     and isinstance(self.lookup(self.text(base.child_by_field_name("argument"))), ir.Var)):
                 return self.element_member_assign(base, comps, op, value, lhs, sp)
+            if base.type == "call_expression" and self.call_returns(base) == "ref":
+                out, lv = self.call_target(base)         # t.frag_at(j).y = x: through a returned reference
+                for st in out:
+                    self.emit_pre(st, sp)
+                if lv[0] == "loc":
+                    return self.members_store(lv[1], lv[2], base, comps, value, lhs, sp)
+                if lv[0] == "var" and isinstance(lv[1].type, T.VectorType):
+                    var = ir.Var(lv[1].name, lv[1].type, span=sp)
+                    return [ir.Assign(var, self.with_components(var, comps, value, lhs, sp), span=sp)]
             ref = self.lookup(self.text(base)) if base.type == "identifier" else None
             if isinstance(ref, Ref) and isinstance(self.ref_view(ref, sp).type, T.VectorType):
                 # v.z = 3 through a vector reference (thread float4& v): read it once, write it back
