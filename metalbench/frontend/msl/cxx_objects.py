@@ -134,6 +134,7 @@ class CxxObjectsMixin:
                 t, atomic = self.resolve_type(tn)
                 if atomic:
                     self.unsupported(f.declarator, "an atomic member")
+                self.matrix_member(t, f.declarator)           # (metal_matrices)
                 _, kinds = _unwrap_declarator(f.declarator)
                 dims = []
                 d = f.declarator

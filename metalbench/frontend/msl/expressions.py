@@ -11,6 +11,7 @@ from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
 from .cxx_decls import ClassInst
+from .metal_matrices import MatPtr, MetalMatrixType
 from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
 
 # Metal's constants: the float ones from the builtin registry's table (the DSL exports the
@@ -124,6 +125,10 @@ class ExpressionsMixin:
             if inner.type == "compound_statement":
                 return self.statement_expression(inner)
             return self.expr(inner)
+        if self.has_matrices:
+            m = self.matrix_expr(node)                  # m * v, determinant(m) (metal_matrices)
+            if m is not None:
+                return m
         if k in ("number_literal", "user_defined_literal"):
             try:
                 v, t = _literal(self.text(node))
@@ -270,6 +275,8 @@ class ExpressionsMixin:
         def size_of(t, packed=False):
             if isinstance(t, ClassInst):
                 return self.sizeof_class(t)
+            if isinstance(t, MetalMatrixType):
+                return t.size
             return t.itemsize if isinstance(t, T.ScalarType) else \
                 t.elem.itemsize * (4 if t.n == 3 and not packed else t.n)
         tn = node.child_by_field_name("type")
@@ -293,6 +300,8 @@ class ExpressionsMixin:
                 for d in sym.shape:
                     n *= d
                 return n * sym.elem.itemsize
+            if isinstance(sym, MatPtr):
+                return sym.mt.size * (sym.dims[0] if sym.dims else 1)
             if isinstance(sym, Ptr):
                 return 8
         if self.ptr_rank(v) is not None:

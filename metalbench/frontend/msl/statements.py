@@ -296,6 +296,10 @@ class StatementsMixin:
         base, atomic = self.resolve_type(tnode)
         if base is None:
             self.type_err(node, "a variable cannot be void")
+        if self.has_matrices:
+            mt = self.declared_matrix(node, base)
+            if mt is not None:
+                return self.matrix_declaration(node, mt, space, top)   # Metal's matrices (metal_matrices)
         if self.declares_objects(node, base):
             return self.object_declaration(node, base, space)      # C++ objects (cxx_objects)
         out = []
@@ -665,6 +669,10 @@ class StatementsMixin:
         k = lhs.type
         if k == "parenthesized_expression":
             return self.assign(lhs.named_children[0], op, rhs_node, sp, rhs)
+        if self.has_matrices and rhs is None:
+            r = self.matrix_assign(lhs, op, rhs_node, sp)   # Metal's matrices (metal_matrices)
+            if r is not None:
+                return r
         r = self.cxx_assign(lhs, op, rhs_node, sp, rhs)      # objects, their members (cxx_assign)
         if r is not None:
             return r

@@ -29,6 +29,7 @@ from .struct_views import StructViewsMixin
 from .lambdas import LambdasMixin
 from .operators import OperatorsMixin
 from .vector_arrays import VectorArraysMixin
+from .metal_matrices import _TEMPLATES as _MATRIX_TYPE_TEMPLATES, MetalMatricesMixin, matrix_type_named
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
@@ -37,7 +38,8 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
-                 CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin, BufferChoiceMixin):
+                 CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin, BufferChoiceMixin,
+                 MetalMatricesMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):
@@ -152,6 +154,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             if nm in ("atomic", "metal::atomic") and len(targs) == 1:
                 t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
                 return t, True
+            if nm.replace(" ", "") in _MATRIX_TYPE_TEMPLATES:
+                return self.matrix_template_type(node, targs), False
             if nm.replace(" ", "") in MATRIX_TEMPLATES:
                 return self.matrix_type(node, targs), False
             if nm in ("vec", "metal::vec") and len(targs) == 2:
@@ -168,7 +172,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return t
         if txt in _ATOMIC_TYPES:
             return _ATOMIC_TYPES[txt], True
-        if re.fullmatch(r"(?:metal::)?(?:(?:float|half|bfloat)[234]x[234]|matrix<.*>|quad_vote|"
+        if re.fullmatch(r"(?:metal::)?(?:quad_vote|"
                         r"texture[123]d(?:_array)?<.*>|sampler|simd_mask)", txt):
             self.unsupported(node, f"the Metal type '{txt}'")
         raise KernelNameError(f"unknown type '{txt}'", self.sp(node),
@@ -189,6 +193,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return self.template[txt], False
         if txt in ("auto",):
             return "auto", False
+        if matrix_type_named(txt) is not None:
+            return matrix_type_named(txt), False
         try:
             return T.lookup(txt), False
         except KeyError:
@@ -294,6 +300,8 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     pp = Preprocessor(math_mode, [k for k, _ in template])   # the header's macros reach the body
     header = pp.run(header, hsrc) if header else header
     source = pp.run(source, src)
+    # Metal's matrices are translated by hooks that run only where the text names one
+    tr.has_matrices = bool(re.search(r"\b(?:float|half|bfloat)[234]x[234]\b|\bmatrix\s*<", source + (header or "")))
     try:
         kir = tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use,
                            set(constant_inputs))

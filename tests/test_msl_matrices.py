@@ -1,0 +1,220 @@
+"""Metal's matrix types (``float4x4``, ``half3x3``, ``float4x3``, ``matrix<float, 2, 3>``)
+in MSL bodies: construction (columns, column-major scalars, a diagonal), columns and
+elements (read and assigned, constant and run-time indices), ``m * v``, ``v * m``, ``a * b``,
+``m * s``, ``a + b``, ``-m``, compound assignments, ``transpose``, ``determinant``,
+constant matrices, arrays of matrices -- on the simulator (unchecked and checked) against
+NumPy on random and edge data, and round-tripped through the printed MSL and CUDA."""
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+from metalbench.errors import MetalbenchError
+from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+
+RNG = np.random.default_rng(29)
+N = 32
+
+
+def _mats(x, cols, rows, at):
+    """The matrices thread i builds from x[i, at:], column by column: shape (N, rows, cols)."""
+    flat = x[:, at:at + cols * rows]
+    return flat.reshape(N, cols, rows).transpose(0, 2, 1)
+
+
+def _store(out, v):
+    """v (N, k) into out (N, 16) from column 0."""
+    out[:, :v.shape[1]] = v
+
+
+# -- 4x4: every operator, assignments of columns and elements, m = m * m -------------------
+OPS4 = MSLCase(
+    "mat4_ops",
+    """
+    uint i = thread_position_in_grid.x;
+    device const float* r = x + 32 * i;
+    float4x4 a = float4x4(float4(r[0], r[1], r[2], r[3]), float4(r[4], r[5], r[6], r[7]),
+                          float4(r[8], r[9], r[10], r[11]), float4(r[12], r[13], r[14], r[15]));
+    float4x4 b(r[16], r[17], r[18], r[19], r[20], r[21], r[22], r[23],
+               r[24], r[25], r[26], r[27], r[28], r[29], r[30], r[31]);
+    float4x4 id = float4x4(2.0f);             // 2 on the diagonal
+    float4 v = float4(r[0], r[5], r[10], r[15]);
+    float4x4 c = a * b + id - transpose(b) * 0.5f;
+    c[1] = c[1] + v;                          // a column, assigned
+    c[2][3] = r[7];                           // an element, assigned
+    c[3].y += 1.0f;
+    c = c * a;                                // reads the old c throughout
+    c *= 2.0f;
+    c += -a;
+    float4 mv = c * v;
+    float4 vm = v * c;
+    device float* o = out + 16 * i;
+    for (int k = 0; k < 4; ++k) { o[k] = mv[k]; o[4 + k] = vm[k]; o[8 + k] = c[k][k]; }
+    o[12] = determinant(a);
+    o[13] = determinant(b * 0.25f);
+    o[14] = c[i & 3][(i >> 2) & 3];           // run-time column and row
+    o[15] = (id * v).w;
+    """,
+    {"x": RNG.uniform(-2, 2, (N, 32)).astype(np.float32)},
+    [("out", (N, 16), np.float32)],
+    None, atol=2e-4)
+
+
+def _ops4_ref(x):
+    a, b = _mats(x, 4, 4, 0).astype(np.float64), _mats(x, 4, 4, 16).astype(np.float64)
+    ident = 2 * np.eye(4)
+    v = x[:, [0, 5, 10, 15]].astype(np.float64)
+    c = a @ b + ident - b.transpose(0, 2, 1) * 0.5
+    c[:, :, 1] += v
+    c[:, 3, 2] = x[:, 7]
+    c[:, 1, 3] += 1
+    c = c @ a
+    c = c * 2 - a
+    out = np.zeros((N, 16))
+    out[:, 0:4] = np.einsum("nrc,nc->nr", c, v)
+    out[:, 4:8] = np.einsum("nr,nrc->nc", v, c)
+    out[:, 8:12] = np.diagonal(c, axis1=1, axis2=2)
+    out[:, 12] = np.linalg.det(a)
+    out[:, 13] = np.linalg.det(b * 0.25)
+    i = np.arange(N)
+    out[:, 14] = c[i, (i >> 2) & 3, i & 3]
+    out[:, 15] = 2 * v[:, 3]
+    return [out]
+
+
+OPS4.ref = _ops4_ref
+
+# -- non-square and 2x2/3x3: the shapes of products, float3 columns -------------------------
+SHAPES = MSLCase(
+    "mat_shapes",
+    """
+    uint i = thread_position_in_grid.x;
+    device const float* r = x + 32 * i;
+    float2x3 a = float2x3(float3(r[0], r[1], r[2]), float3(r[3], r[4], r[5]));   // 2 columns of 3
+    float3x2 b = float3x2(r[6], r[7], r[8], r[9], r[10], r[11]);                  // 3 columns of 2
+    float3x3 ab = a * b;                      // 3x3
+    float2x2 ba = b * a;                      // 2x2
+    metal::float3x3 s = ab - transpose(ab);
+    matrix<float, 2, 3> t = transpose(b) * 3.0f;
+    float3 u = a * float2(r[12], r[13]);
+    float2 w = float3(r[14], r[15], r[16]) * a;
+    auto p = ab * ab;
+    device float* o = out + 16 * i;
+    o[0] = u.x; o[1] = u.y; o[2] = u.z; o[3] = w.x; o[4] = w.y;
+    o[5] = determinant(ba); o[6] = determinant(ab + float3x3(1.0f)); o[7] = s[0][1] + s[1][0];
+    o[8] = t[1].z; o[9] = p[2][1]; o[10] = ba[1][0];
+    float3x3 m3 = float3x3(0.0f);
+    m3[0] = float3(r[17], r[18], r[19]);
+    m3[1].z = r[20];
+    o[11] = (m3 * float3(1.0f, 2.0f, 3.0f)).z;
+    o[12] = determinant(float2x2());
+    o[13] = (a * b)[1].y + (ba * 2.0f)[i & 1].x;    // a column of a computed matrix
+    """,
+    {"x": RNG.uniform(-2, 2, (N, 32)).astype(np.float32)},
+    [("out", (N, 16), np.float32)],
+    None, atol=2e-4, init_value=0.0)
+
+
+def _shapes_ref(x):
+    x64 = x.astype(np.float64)
+    a, b = _mats(x64, 2, 3, 0), _mats(x64, 3, 2, 6)
+    ab, ba = a @ b, b @ a
+    s = ab - ab.transpose(0, 2, 1)
+    t = b.transpose(0, 2, 1) * 3
+    u = np.einsum("nrc,nc->nr", a, x64[:, 12:14])
+    w = np.einsum("nr,nrc->nc", x64[:, 14:17], a)
+    p = ab @ ab
+    out = np.zeros((N, 16))
+    out[:, 0:3], out[:, 3:5] = u, w
+    out[:, 5] = np.linalg.det(ba)
+    out[:, 6] = np.linalg.det(ab + np.eye(3))
+    out[:, 7] = s[:, 1, 0] + s[:, 0, 1]
+    out[:, 8] = t[:, 2, 1]
+    out[:, 9] = p[:, 1, 2]
+    out[:, 10] = ba[:, 0, 1]
+    out[:, 11] = x64[:, 19] + 2 * x64[:, 20]
+    out[:, 13] = ab[:, 1, 1] + 2 * ba[np.arange(N), 0, np.arange(N) & 1]
+    return [out]
+
+
+SHAPES.ref = _shapes_ref
+
+# -- half matrices, a constant matrix in the header and one in the body, arrays of matrices --
+CONSTS = MSLCase(
+    "mat_consts",
+    """
+    uint i = thread_position_in_grid.x;
+    constant float2x2 ROT = float2x2(float2(0.0f, 1.0f), float2(-1.0f, 0.0f));
+    half3x3 h = half3x3(half3(x[i], 1.0h, 0.0h), half3(0.0h, 2.0h, 0.0h), half3(0.0h, 0.0h, 0.5h));
+    half3 hv = h * half3(1.0h, 1.0h, 2.0h);
+    float3 yuv = YUV * float3(x[i], 0.5f, -0.25f);
+    float2x2 ms[4];
+    for (int k = 0; k < 4; ++k) ms[k] = float2x2(float(k + 1)) * ROT;
+    ms[i & 3][1][0] = x[i];
+    float2 q = ms[i & 3] * float2(1.0f, 2.0f);
+    out[4 * i] = float(hv.x) + float(hv.z);
+    out[4 * i + 1] = yuv.x + yuv.y + yuv.z;
+    out[4 * i + 2] = q.x;
+    out[4 * i + 3] = q.y;
+    """,
+    {"x": np.concatenate([RNG.uniform(-4, 4, N - 4), [0.0, -0.0, 1e-30, 1024.0]]).astype(np.float32)},
+    [("out", (4 * N,), np.float32)],
+    None,
+    header="""
+    constant float3x3 YUV = float3x3(float3(0.299f, -0.147f, 0.615f), float3(0.587f, -0.289f, -0.515f),
+                                     float3(0.114f, 0.436f, -0.100f));
+    """, atol=2e-3)
+
+
+def _consts_ref(x):
+    x64 = x.astype(np.float64)
+    yuv = np.array([[0.299, 0.587, 0.114], [-0.147, -0.289, 0.436], [0.615, -0.515, -0.100]])
+    out = np.zeros((N, 4))
+    out[:, 0] = x64 + 1
+    out[:, 1] = (yuv @ np.stack([x64, np.full(N, 0.5), np.full(N, -0.25)])).sum(0)
+    k = (np.arange(N) & 3) + 1
+    # (k I) @ ROT = [[0, -k], [k, 0]] (rows), then element [1][0] (column 1, row 0) = x
+    m01 = x64                                 # row 0, column 1
+    out[:, 2] = 0 * 1 + m01 * 2
+    out[:, 3] = k * 1 + 0 * 2
+    return [out.reshape(-1)]
+
+
+CONSTS.ref = _consts_ref
+
+CASES = [OPS4, SHAPES, CONSTS]
+IDS = [c.name for c in CASES]
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_sim_matches_numpy(c):
+    run_sim(c)
+
+
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_round_trip(c):
+    run_roundtrip(c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("c", CASES, ids=IDS)
+def test_printed_cuda_matches_sim(c):
+    run_cuda(c)
+
+
+@pytest.mark.parametrize("src,words", [
+    ("threadgroup float2x2 m; out[0] = 0.0f;", "a threadgroup float2x2"),
+    ("float2x2 m = float2x2(1.0f); out[0] = dot(m, m);", "a float2x2 value here"),
+    ("float2x2 m = float2x2(1.0f, 2.0f, 3.0f); out[0] = m[0].x;", "a float2x2 is made from"),
+    ("float2x3 m = float2x3(1.0f); out[0] = (m * m)[0].x;", "the left's columns must match"),
+    ("float2x3 m = float2x3(1.0f); out[0] = determinant(m);", "the matrix must be square"),
+    ("float2x2 m = float2x2(1.0f); float3x3 n = m; out[0] = 0.0f;", "a float3x3 needs a float3x3 value"),
+])
+def test_misuse_names_the_construct(src, words):
+    k = mb.metal_kernel(name="bad_mats", input_names=["x"], output_names=["out"], source=src)
+    with pytest.raises(MetalbenchError) as ei:
+        k(inputs=[mx.zeros((4,))], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(4,)],
+          output_dtypes=[mx.float32], backend="sim")
+    assert words in str(ei.value) and "line 1" in str(ei.value), str(ei.value)
