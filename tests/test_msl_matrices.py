@@ -111,6 +111,9 @@ SHAPES = MSLCase(
     o[11] = (m3 * float3(1.0f, 2.0f, 3.0f)).z;
     o[12] = determinant(float2x2());
     o[13] = (a * b)[1].y + (ba * 2.0f)[i & 1].x;    // a column of a computed matrix
+    float2x2 sel = (i & 1) ? ba : ba * -1.0f;
+    o[14] = sel[1].y;
+    o[15] = float(sizeof(float3x3) + sizeof(half4x2) + sizeof(sel) + sizeof(metal::float4x3));
     """,
     {"x": RNG.uniform(-2, 2, (N, 32)).astype(np.float32)},
     [("out", (N, 16), np.float32)],
@@ -136,6 +139,8 @@ def _shapes_ref(x):
     out[:, 10] = ba[:, 0, 1]
     out[:, 11] = x64[:, 19] + 2 * x64[:, 20]
     out[:, 13] = ab[:, 1, 1] + 2 * ba[np.arange(N), 0, np.arange(N) & 1]
+    out[:, 14] = np.where(np.arange(N) & 1, 1, -1) * ba[:, 1, 1]
+    out[:, 15] = 48 + 16 + 16 + 64
     return [out]
 
 
