@@ -265,8 +265,25 @@ CONST_VECTOR_ARRAYS = MSLCase(
     constant bfloat BW[2] = {1.5, -2.0};          // CUDA: __constant__ halves and bfloats from their bits
     """)
 
+ALIGNOF = MSLCase(
+    "alignof",
+    """
+    uint i = thread_position_in_grid.x;
+    constexpr uint a = alignof(float4) + alignof(float3) + alignof(half) + alignof(half3) + alignof(packed_float3)
+                     + alignof(char2) + alignof(ulong) + alignof(float3x3) + alignof(half2x4) + alignof(Rec)
+                     + alignof(Big) + alignof(device float*) + alignof(metal::float2);
+    // rounding an offset up to a type's alignment, as allocators written in MSL do
+    uint off = (uint(x[i]) + alignof(float4) - 1) & ~uint(alignof(float4) - 1);
+    out[i] = a * 1000 + off;
+    """,
+    {"x": np.concatenate([np.arange(30), [1023, 4096]]).astype(np.float32)},
+    [("out", (32,), np.uint32)],
+    lambda x: [(16 + 16 + 2 + 8 + 4 + 2 + 8 + 16 + 8 + 4 + 16 + 8 + 8) * 1000
+               + ((x.astype(np.uint32) + 15) & ~np.uint32(15))],
+    header="struct Rec { float a; half b; };\nstruct alignas(16) Big { float v; };")
+
 CASES = [AS_TYPE, LIMITS, MLX_LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES, OUT_PARAMS,
-         CONST_VECTOR_ARRAYS]
+         CONST_VECTOR_ARRAYS, ALIGNOF]
 IDS = [c.name for c in CASES]
 
 

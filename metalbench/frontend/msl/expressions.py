@@ -1,6 +1,6 @@
 """MSL expressions: literals, names (variables, constants, thread attributes, Metal's
 float constants), members and swizzles, subscripts, operators, ``?:``, casts,
-assignments and increments used as values, ``sizeof``."""
+assignments and increments used as values, ``sizeof``, ``alignof``."""
 from __future__ import annotations
 
 from ... import ir
@@ -266,9 +266,34 @@ class ExpressionsMixin:
                 return v
         if k == "sizeof_expression":
             return ir.Const(self.sizeof(node), T.uint64, span=sp)
+        if k == "alignof_expression":
+            return ir.Const(self.alignof(node), T.uint64, span=sp)
         if k in ("lambda_expression", "new_expression", "delete_expression", "string_literal"):
             self.unsupported(node, f"'{k.replace('_', ' ')}'")
         self.unsupported(node, f"the expression '{self.text(node)[:40]}'")
+
+    def alignof(self, node) -> int:
+        """``alignof(T)`` in bytes, C++'s rule for Metal's types: a scalar its size, a vector
+        its size (a 3-vector that of a 4-vector), a packed vector its component's, a matrix its
+        column's, a class its most aligned member's (or ``alignas``), a pointer 8."""
+        tn = node.child_by_field_name("type")
+        t, _ = self.resolve_type(tn)
+        txt = self.text(tn).replace(" ", "").removeprefix("metal::")
+        d = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
+        if d is not None and d.type in ("abstract_pointer_declarator", "abstract_reference_declarator"):
+            if d.type == "abstract_pointer_declarator":
+                return 8
+        if isinstance(t, ClassInst):
+            return self.alignof_class(t)
+        if isinstance(t, MetalMatrixType):
+            return t.align
+        if isinstance(t, T.VectorType):
+            if txt.startswith("packed_"):
+                return t.elem.itemsize
+            return t.elem.itemsize * (4 if t.n == 3 else t.n)
+        if isinstance(t, T.ScalarType):
+            return t.itemsize
+        self.unsupported(node, f"alignof({self.text(tn)})")
 
     def sizeof(self, node) -> int:
         """``sizeof(T)`` / ``sizeof expr`` in bytes (Metal's layout: a 3-vector as a 4-vector)."""
