@@ -20,10 +20,11 @@ export const METAL_BUILTINS =
   'quad_shuffle_up quad_shuffle_down quad_shuffle_rotate_up quad_shuffle_rotate_down ' +
   'make_filled_simdgroup_matrix simdgroup_load simdgroup_store ' +
   'simdgroup_multiply_accumulate simdgroup_multiply atomic_add atomic_fetch_add_explicit ' +
-  'atomic_sub atomic_fetch_sub_explicit atomic_min atomic_fetch_min_explicit atomic_max ' +
-  'atomic_fetch_max_explicit atomic_and atomic_fetch_and_explicit atomic_or ' +
-  'atomic_fetch_or_explicit atomic_xor atomic_fetch_xor_explicit atomic_exchange ' +
-  'atomic_exchange_explicit atomic_compare_exchange atomic_compare_exchange_weak_explicit ' +
+  'atomic_sub atomic_fetch_sub_explicit atomic_min atomic_fetch_min_explicit ' +
+  'atomic_min_explicit atomic_max atomic_fetch_max_explicit atomic_max_explicit atomic_and ' +
+  'atomic_fetch_and_explicit atomic_or atomic_fetch_or_explicit atomic_xor ' +
+  'atomic_fetch_xor_explicit atomic_exchange atomic_exchange_explicit ' +
+  'atomic_compare_exchange atomic_compare_exchange_weak_explicit ' +
   'atomic_compare_exchange_strong_explicit atomic_load atomic_load_explicit atomic_store ' +
   'atomic_store_explicit threadgroup_barrier simdgroup_barrier atomic_thread_fence ' +
   'threadgroup_array local_array select static_range mem_flags mem_none mem_device ' +

@@ -18,8 +18,7 @@ from .core import add_builtin
 # Metal's atomics (MSL 3, section "Atomic Functions"): atomic_int and atomic_uint have
 # every operation; atomic_float has load, store, exchange, compare-exchange, fetch_add
 # and fetch_sub (metalbench adds min/max through a compare-exchange loop); no bitwise
-# operations on floats. 64-bit atomics exist only as ulong min/max on recent GPUs and
-# MLX's atomic outputs are 32-bit, so metalbench accepts none.
+# operations on floats. 64-bit atomics exist only as ulong min/max (ATOMIC_METAL_64).
 ATOMIC_ELEMS = {
     T.int32: frozenset({"add", "sub", "min", "max", "and", "or", "xor", "exchange", "cas", "load", "store"}),
     T.uint32: frozenset({"add", "sub", "min", "max", "and", "or", "xor", "exchange", "cas", "load", "store"}),
@@ -35,6 +34,12 @@ ATOMIC_ELEMS_64 = {
     T.uint64: ATOMIC_ELEMS[T.uint32],
     T.float64: ATOMIC_ELEMS[T.float32],
 }
+
+
+# Metal 3.1 (Apple9 GPUs and later): atomic_max_explicit / atomic_min_explicit on device
+# atomic_ulong, which return nothing; the Metal printer prints these (a statement) and
+# refuses every other 64-bit atomic.
+ATOMIC_METAL_64 = {T.uint64: frozenset({"min", "max"})}
 
 
 def atomic_error(op: str, elem, what: str | None = None, wide: bool = False) -> str | None:
@@ -100,12 +105,16 @@ for _op, _msl, _doc, _params in _ATOMICS:
     _ex = {"cas": "old = atomic_compare_exchange(out, 0, 0, 1)", "load": "v = atomic_load(out, i)",
            "store": "atomic_store(out, i, 1)"}.get(_op, f"old = {_name}(out, 0, x[i])")
     _ret = {"store": " -> None", "cas": " -> T", "load": " -> T"}.get(_op, " -> T")
-    _allowed = ", ".join(t.name for t, ops in ATOMIC_ELEMS.items() if _op in ops)
+    _allowed = ", ".join(t.name for t, ops in ATOMIC_ELEMS.items() if _op in ops) + "".join(
+        f"; {t.name} on Metal 3.1 as atomic_{_op}_explicit, a statement" for t, ops in ATOMIC_METAL_64.items()
+        if _op in ops)
     add_builtin(_name, group="Atomics", kind="node", node="Atomic", doc=_doc, example=_ex,
                 params_doc=_params + _ret,
                 details=f"Elements: {_allowed}. Works on device buffers and threadgroup arrays (outputs used "
                         "atomically become MLX atomic outputs by themselves).",
-                msl_aliases=(_msl,) + (("atomic_compare_exchange_strong_explicit",) if _op == "cas" else ()),
+                msl_aliases=(_msl,) + {"cas": ("atomic_compare_exchange_strong_explicit",),
+                                       # Metal 3.1's ulong forms (ATOMIC_METAL_64), which return nothing
+                                       "min": ("atomic_min_explicit",), "max": ("atomic_max_explicit",)}.get(_op, ()),
                 extra={"op": _op, "msl": _msl})
 
 # ----------------------------------------------------------------------------- memory and synchronisation

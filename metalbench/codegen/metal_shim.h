@@ -364,6 +364,10 @@ template <class T> T atomic_fetch_sub_explicit(volatile atomic<T>*, typename _mb
 #define _MB_ATOMIC_INT(f) template <class T, class = typename _mb_enable_if<_mb_int<T>::value>::type> \
   T atomic_fetch_##f##_explicit(volatile atomic<T>*, typename _mb_identity<T>::type, memory_order);
 _MB_ATOMIC_INT(min) _MB_ATOMIC_INT(max) _MB_ATOMIC_INT(and) _MB_ATOMIC_INT(or) _MB_ATOMIC_INT(xor)
+// Metal 3.1: ulong min/max on device memory, without a result
+typedef atomic<ulong> atomic_ulong;
+void atomic_max_explicit(volatile device atomic_ulong*, ulong, memory_order);
+void atomic_min_explicit(volatile device atomic_ulong*, ulong, memory_order);
 
 void atomic_thread_fence(mem_flags, memory_order, thread_scope = thread_scope_device);
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from .. import ir
 from .. import types as T
 from ..builtins import check_atomic, registry
+from ..builtins.nodes import ATOMIC_METAL_64
 from ..errors import KernelTypeError
 from ..passes.lengths import bind_lengths
 from ..passes.ranges import signed_loops
@@ -159,8 +160,31 @@ class MSLPrinter(VectorAccessMixin, MSLMatrixMixin, CPrinter):
                     f"memory_order_relaxed);")
         return super().store(buf, index, value)
 
+    def s_ExprStmt(self, s, ind, out):
+        e = s.expr
+        if isinstance(e, ir.Atomic) and e.op in ATOMIC_METAL_64.get(e.type, ()):
+            # Metal 3.1's atomic_max_explicit on device atomic_ulong: a statement (no result)
+            if self.space_of(e.buf) != "device":
+                raise KernelTypeError(f"atomic_{e.op} on {e.type.name}: Metal has it on device buffers only, "
+                                      f"not on {self.space_of(e.buf)} memory", e.span)
+            out.append(f"{ind}atomic_{e.op}_explicit({self.ref(e.buf, e.index)}, {self.expr(e.args[0], ASSIGN)}, "
+                       "memory_order_relaxed);")
+            return
+        super().s_ExprStmt(s, ind, out)
+
+    def space_of(self, buf: str) -> str:
+        """The address space of array or buffer ``buf`` (a declared array's, else device)."""
+        for body in [self.k.body] + [f.body for f in self.k.functions]:
+            for n in ir.walk(body):
+                if isinstance(n, ir.ArrayDecl) and n.name == buf:
+                    return n.space
+        return "device"
+
     def atomic(self, e: ir.Atomic) -> str:
         t = e.type
+        if e.op in ATOMIC_METAL_64.get(t, ()):
+            raise KernelTypeError(f"atomic_{e.op} on {t.name} used as a value: Metal's 64-bit "
+                                  f"atomic_{e.op}_explicit returns nothing (it works as a statement)", e.span)
         check_atomic(e.op, t, e.span)
         p = self.ref(e.buf, e.index)
         args = [self.expr(a, ASSIGN) for a in e.args]

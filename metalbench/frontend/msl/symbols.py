@@ -24,7 +24,7 @@ _ATOMIC_FNS = {a: b.extra["op"] for b in registry.all() if b.node == "Atomic" fo
 
 
 _ATOMIC_TYPES = {"atomic_int": T.int32, "atomic_uint": T.uint32, "atomic_float": T.float32,
-                 "atomic_bool": T.bool_}
+                 "atomic_bool": T.bool_, "atomic_ulong": T.uint64}     # atomic_ulong: Metal 3.1's min/max
 
 
 _NAMESPACES = ("metal", "precise", "fast", "simd")
