@@ -123,6 +123,16 @@ def test_unsupported_construct_names_metal():
     assert "goto" in str(e.value) and "metal" in str(e.value)
 
 
+def test_goto_and_labels_are_named_at_their_line():
+    src = "for (int k = 0; k < 4; ++k) {\n  if (x[k] > 2.0f) {\n    goto found;\n  }\n}\nfound:\nout[0] = 1;"
+    with pytest.raises(KernelSyntaxError) as e:
+        k1(src)
+    assert "'goto found' (goto)" in str(e.value) and e.value.span.line == 3 and "^" in str(e.value)
+    with pytest.raises(KernelSyntaxError) as e:
+        k1("out[0] = 0;\nretry:\nout[0] = 1;")
+    assert "the label 'retry:' (a goto target)" in str(e.value) and e.value.span.line == 2
+
+
 def test_write_to_input_is_an_error():
     with pytest.raises(KernelTypeError):
         k1("x[0] = 1;")

@@ -155,8 +155,12 @@ class StatementsMixin:
             return self.switch(node)
         if k == "static_assert_declaration":
             return self.static_assert(node)
-        if k in ("goto_statement", "labeled_statement", "try_statement",
-                 "throw_statement"):
+        if k == "goto_statement":
+            self.unsupported(node, f"'{self.text(node).rstrip(';').strip()}' (goto)")
+        if k == "labeled_statement":         # a goto's target: its label names it
+            label = node.child_by_field_name("label")
+            self.unsupported(label or node, f"the label '{self.text(label) if label else ''}:' (a goto target)")
+        if k in ("try_statement", "throw_statement"):
             self.unsupported(node, f"'{k.replace('_statement', '')}'")
         if k == "function_definition":
             self.unsupported(node, "a function defined inside the body (put it in header=)")
