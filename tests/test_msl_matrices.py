@@ -2,7 +2,8 @@
 in MSL bodies: construction (columns, column-major scalars, a diagonal), columns and
 elements (read and assigned, constant and run-time indices), ``m * v``, ``v * m``, ``a * b``,
 ``m * s``, ``a + b``, ``-m``, compound assignments, ``transpose``, ``determinant``,
-constant matrices, arrays of matrices -- on the simulator (unchecked and checked) against
+constant matrices, arrays of matrices, matrices in device memory through pointers and
+references (a float3 column takes 16 bytes) -- on the simulator (unchecked and checked) against
 NumPy on random and edge data, and round-tripped through the printed MSL and CUDA."""
 from __future__ import annotations
 
@@ -189,7 +190,54 @@ def _consts_ref(x):
 
 CONSTS.ref = _consts_ref
 
-CASES = [OPS4, SHAPES, CONSTS]
+# -- matrices in device memory: a float3x3 takes 3 columns of 16 bytes, a float4x4 64 -----
+DEVICE = MSLCase(
+    "mat_device",
+    """
+    uint i = thread_position_in_grid.x;
+    device const float3x3* R = (device const float3x3*)mats;          // 12 floats apiece
+    const device float4x4& P = *reinterpret_cast<const device float4x4*>(proj);
+    float3 p = float3(pts[3 * i], pts[3 * i + 1], pts[3 * i + 2]);
+    const device float3x3& r = R[i % 4];
+    float4 h = P * float4(r * p, 1.0f);
+    device float3x3* O = (device float3x3*)out_m;
+    O[i] = transpose(R[i % 4]) * 2.0f;
+    O[i][2][1] = h.w;                         // column 2, row 1 in memory
+    O[i][0].z += P[3][3];
+    float2x2 d = *((device const float2x2*)proj + 1);     // floats 4..7 as a 2x2
+    out_p[4 * i] = h.x / h.w;
+    out_p[4 * i + 1] = h.y / h.w;
+    out_p[4 * i + 2] = determinant(d) + r[1].y;
+    out_p[4 * i + 3] = float(sizeof(*R) + sizeof(r) + sizeof(R));
+    """,
+    {"mats": RNG.uniform(-1, 1, 4 * 12).astype(np.float32),
+     "proj": np.array([1.5, 0.1, 0, 0.2, -0.1, 1.2, 0.3, 0.1, 0.0, 0.2, 0.9, 0.4, 0.3, -0.2, 0.1, 5.0], np.float32),
+     "pts": RNG.uniform(-3, 3, 3 * N).astype(np.float32)},
+    [("out_m", (N * 12,), np.float32), ("out_p", (4 * N,), np.float32)],
+    None, atol=1e-4, init_value=0.0)
+
+
+def _device_ref(mats, proj, pts):
+    cols = mats.astype(np.float64).reshape(4, 3, 4)[:, :, :3]      # [k, column, row]; the 4th lane is padding
+    R = cols.transpose(0, 2, 1)
+    P = proj.astype(np.float64).reshape(4, 4).T
+    p = pts.astype(np.float64).reshape(N, 3)
+    k = np.arange(N) % 4
+    q = np.einsum("nrc,nc->nr", R[k], p)
+    h = np.einsum("rc,nc->nr", P, np.concatenate([q, np.ones((N, 1))], 1))
+    O = np.zeros((N, 3, 4))                                          # [i, column, row incl. padding]
+    O[:, :, :3] = 2 * R[k]                 # column j of transpose(R) is row j of R
+    O[:, 2, 1] = h[:, 3]
+    O[:, 0, 2] += P[3, 3]
+    d = proj.astype(np.float64)[4:8]
+    out_p = np.stack([h[:, 0] / h[:, 3], h[:, 1] / h[:, 3],
+                      np.full(N, d[0] * d[3] - d[2] * d[1]) + R[k][:, 1, 1], np.full(N, 48.0 + 48 + 8)], 1)
+    return [O.reshape(-1), out_p.reshape(-1)]
+
+
+DEVICE.ref = _device_ref
+
+CASES = [OPS4, SHAPES, CONSTS, DEVICE]
 IDS = [c.name for c in CASES]
 
 

@@ -325,10 +325,12 @@ class ExpressionsMixin:
                 for d in sym.shape:
                     n *= d
                 return n * sym.elem.itemsize
-            if isinstance(sym, MatPtr):
+            if isinstance(sym, MatPtr) and sym.dims != (None,):        # a matrix, an array of them, a reference
                 return sym.mt.size * (sym.dims[0] if sym.dims else 1)
             if isinstance(sym, Ptr):
                 return 8
+        if self.has_matrices and self.mat_type_of(v) is not None:
+            return self.mat_type_of(v).size                   # sizeof(*M), sizeof(a * b)
         if self.ptr_rank(v) is not None:
             self.unsupported(node, f"sizeof of '{self.text(v)[:40]}'")
         pre, e = self.with_pre(lambda: self.expr(v))     # unevaluated: only its type counts

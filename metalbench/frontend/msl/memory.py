@@ -13,6 +13,7 @@ from ... import ir
 from ... import types as T
 from ...semantics.views import View
 from ...errors import KernelSyntaxError, KernelTypeError
+from .metal_matrices import MetalMatrixType
 from .symbols import METAL_ONLY, Buf, Ptr, Ref, _SPACES
 
 
@@ -197,6 +198,9 @@ class MemoryMixin:
                               "so it cannot be cast to a pointer",
                               hint="metalbench follows pointers whose target buffer is known when the "
                                    "kernel is compiled")
+            if isinstance(t, MetalMatrixType):     # (device float4x4*)x: rows of its column vectors
+                v = self.sem.view_cast(self.pointer(val), t.col, space, const, False, sp)
+                return replace(v, inner=(t.cols,))
             v = self.sem.view_cast(self.pointer(val), t, space, const, packed, sp)
             if tn.type == "type_descriptor" and self.resolve_type(tn.child_by_field_name("type"))[1]:
                 # (device atomic_uint*)&out[i]: plain memory used through atomic operations

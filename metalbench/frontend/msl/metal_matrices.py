@@ -4,8 +4,11 @@ variable is a thread array of its ``N`` column vectors (as :mod:`.vector_arrays`
 ``float4 c[N]``, a 3-vector taking 4 elements, as Metal lays a matrix out), so ``m[i]``
 (a column, assignable), ``m[i][j]`` and ``m[i].x`` are the array-of-vectors paths, and a
 matrix-valued expression (a constructor, ``a * b``, ``m * s``, ``a + b``, ``-m``,
-``transpose(m)``) is translated to its column vectors, each an IR vector expression. The
-IR and the backends see only vectors. ::
+``transpose(m)``) is translated to its column vectors, each an IR vector expression. A
+pointer to matrices in memory (``(device const float4x4*)x``) is a view over rows of column
+vectors (``inner=(N,)``: a float3 column takes 16 bytes, as in Metal), a reference
+(``const device float3x3& m = M[i]``) one such row. The IR and the backends see only
+vectors. ::
 
     >>> from metalbench.frontend.msl import translate_kernel
     >>> from metalbench import ir, types as T
@@ -140,6 +143,11 @@ class MetalMatricesMixin:
                 if isinstance(sym, MatPtr) and len(sym.dims) == 1:
                     return sym.mt           # an element of an array of matrices
             return None
+        if k == "pointer_expression" and self.text(node).lstrip().startswith("*"):
+            arg = node.child_by_field_name("argument")
+            v = self.probe(lambda: self.pointer(arg)) if self.ptr_rank(arg) is not None else None
+            mt = self.matrix_of_view(v)
+            return mt
         if k == "call_expression":
             fn = node.child_by_field_name("function")
             mt = self.ctor_type(fn)
@@ -192,6 +200,9 @@ class MetalMatricesMixin:
             return self.mat_value(node.named_children[-1], mt)
         if k in ("identifier", "type_identifier"):
             return self.mat_columns(self.lookup(self.text(node)), None, sp)
+        if k == "pointer_expression":                  # *p: the matrix p points at
+            v = self.pointer(node.child_by_field_name("argument"))
+            return self.view_columns(v, mt, sp)
         if k == "subscript_expression":
             sym = self.lookup(self.text(node.child_by_field_name("argument")))
             idx = node.child_by_field_name("indices").named_children
@@ -240,9 +251,16 @@ class MetalMatricesMixin:
             return e
         return self.new_tmp(e.type, e, sp)
 
+    @staticmethod
+    def mat_view(sym, sp):
+        """The view of matrix symbol ``sym`` (a pointer's at its current offset)."""
+        if sym.off is None:
+            return sym.view
+        return _r(sym.view, offset=ir.Var(sym.off.name, sym.off.type, span=sp))
+
     def mat_columns(self, sym, i, sp):
         """The columns of matrix variable ``sym`` (element ``i`` of an array of them)."""
-        view = sym.view
+        view = self.mat_view(sym, sp)
         mt = sym.mt
         if sym.dims:
             view = _r(view, inner=())
@@ -254,6 +272,56 @@ class MetalMatricesMixin:
                                                         ir.Const(mt.cols, T.int32, span=sp), sp), at, sp)
             out.append(self.sem.view_load(view, at, sp))
         return out
+
+    def matrix_of_view(self, v):
+        """The matrix type a pointer view steps over (rows of column vectors), else None."""
+        if v is None or len(v.inner) != 1 or not isinstance(v.type, T.VectorType):
+            return None
+        return MetalMatrixType(v.type.elem, int(v.inner[0]), v.type.n)
+
+    def view_columns(self, v, mt, sp):
+        """The columns of the matrix at view ``v``'s position."""
+        flat = _r(v, inner=())
+        return [self.sem.view_load(flat, ir.Const(c, T.int32, span=sp), sp) for c in range(mt.cols)]
+
+    def matrix_pointer_decl(self, d, init, mt, space, node):
+        """``device const float4x4* M = (device const float4x4*)x;`` (a pointer stepping over
+        matrices of ``mt.cols`` columns in memory, a 3-row column taking 16 bytes) and
+        ``const device float3x3& M = *(...)`` / ``= M[i]`` (one matrix in memory)."""
+        sp = self.sp(d)
+        name_n = d.child_by_field_name("declarator") if d.type == "pointer_declarator" else d.named_children[-1]
+        if name_n is None or name_n.type != "identifier" or init is None:
+            self.unsupported(d, f"this {mt.name} pointer or reference declaration")
+        name = self.text(name_n)
+        is_const = any(c.type == "type_qualifier" and self.text(c) in ("const", "constexpr") for c in node.children)
+        if d.type == "pointer_declarator":
+            out = self.pointer_decl(name, init, None, space, is_const, sp, d)
+            ptr = self.scopes[-1][name]
+            if self.matrix_of_view(ptr.view) != mt:
+                self.type_err(d, f"cannot point a {mt.name}* at {getattr(ptr.view.type, 'name', '?')} data",
+                              hint=f"a pointer cast reinterprets memory: ({ptr.view.space} {mt.name}*)...")
+            self.scopes[-1][name] = MatPtr(ptr.view, ptr.off, mt, (None,))
+            return out
+        # a reference: the matrix *p or p[i] names, its position fixed now
+        target = init
+        while target.type == "parenthesized_expression":
+            target = target.named_children[-1]
+        if target.type == "identifier" and isinstance(self.lookup(self.text(target)), MatPtr) \
+                and not self.lookup(self.text(target)).dims:
+            self.scopes[-1][name] = self.lookup(self.text(target))       # another name for a matrix
+            return []
+        if target.type == "pointer_expression" and self.text(target).lstrip().startswith("*"):
+            v = self.pointer(target.child_by_field_name("argument"))
+        elif target.type == "subscript_expression" and self.ptr_rank(target.child_by_field_name("argument")) == 1:
+            v = self.pointer(target)                     # a row: the matrix's columns
+            v = _r(v, inner=(mt.cols,))
+        else:
+            self.unsupported(init, f"a {mt.name}& to something that is not a matrix in memory (*p, p[i])")
+        if self.matrix_of_view(v) != mt:
+            self.type_err(d, f"a {mt.name}& cannot refer to {getattr(v.type, 'name', '?')} data")
+        off = ir.Var(self.fresh(name + "_at"), T.int64, span=sp)
+        self.scopes[-1][name] = MatPtr(_r(v, offset=off, inner=()), off, mt, ())
+        return [ir.Decl(off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
 
     def mat_construct(self, mt, args, node, diagonal=None):
         """``float3x3(c0, c1, c2)``, ``float2x2(a, b, c, d)`` (column-major), ``float4x4(s)``
@@ -290,6 +358,7 @@ class MetalMatricesMixin:
 
     def mat_times_vec(self, cols, v, sp):
         """``m * v``: the columns weighted by ``v``'s components."""
+        v = self.keep(v, sp) if not isinstance(v, (ir.Const, ir.Var)) else v      # read once per column
         acc = None
         for c, col in enumerate(cols):
             term = self.sem.binop("*", col, self.sem.component(v, _XYZW[c], sp), sp)
@@ -298,6 +367,7 @@ class MetalMatricesMixin:
 
     def vec_times_mat(self, v, cols, sp):
         """``v * m``: one component per column, ``dot(v, column)``."""
+        v = self.keep(v, sp) if not isinstance(v, (ir.Const, ir.Var)) else v
         comps = []
         for col in cols:
             acc = None
@@ -395,6 +465,9 @@ class MetalMatricesMixin:
                 params = d.child_by_field_name("parameters").named_children
                 d = d.child_by_field_name("declarator")
                 init = ("args", params)
+            if d.type in ("pointer_declarator", "reference_declarator"):
+                out.extend(self.matrix_pointer_decl(d, init, mt, space, node))
+                continue
             if d.type == "array_declarator":
                 from ...semantics.folding import const_value
                 size = d.child_by_field_name("size")
@@ -475,7 +548,8 @@ class MetalMatricesMixin:
             v = ir.Var(self.fresh("_col"), c.type, span=sp)
             out.append(ir.Decl(v, c, span=sp))
             held.append(ir.Var(v.name, v.type, span=sp))
-        view = _r(sym.view, inner=()) if sym.dims else sym.view
+        view = self.mat_view(sym, sp)
+        view = _r(view, inner=()) if sym.dims else view
         for c, col in enumerate(held):
             at = ir.Const(c, T.int32, span=sp)
             if i is not None:
