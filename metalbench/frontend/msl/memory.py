@@ -273,14 +273,6 @@ class MemoryMixin:
             if len(inds) != 1:
                 self.type_err(node, "one index per [] in MSL")
             r = self.ptr_rank(base)
-            if r is None and base.type == "subscript_expression" and self.ptr_rank(base.child_by_field_name("argument")) == 0:
-                # a component of a vector element, `a[i][j]` of `float4 a[n]` (a matrix's column):
-                # the element's components as scalars from where it starts
-                v, i = self.location(base)
-                if isinstance(v.type, T.VectorType):
-                    sp = self.sp(node)
-                    at = self.sem.view_cast(self.sem.view_offset(v, i, sp), v.type.elem, None, None, False, sp)
-                    return at, self.index_expr(inds[0])
             if r is None:
                 if base.type == "identifier" and isinstance(self.lookup(self.text(base)), ir.Var):
                     self.type_err(base, f"'{self.text(base)}' is a value, not an array or buffer")
