@@ -3,7 +3,8 @@ in MSL bodies: construction (columns, column-major scalars, a diagonal), columns
 elements (read and assigned, constant and run-time indices), ``m * v``, ``v * m``, ``a * b``,
 ``m * s``, ``a + b``, ``-m``, compound assignments, ``transpose``, ``determinant``,
 constant matrices, arrays of matrices, matrices in device memory through pointers and
-references (a float3 column takes 16 bytes) -- on the simulator (unchecked and checked) against
+references (a float3 column takes 16 bytes), matrices passed to and returned by header
+functions and lambdas -- on the simulator (unchecked and checked) against
 NumPy on random and edge data, and round-tripped through the printed MSL and CUDA."""
 from __future__ import annotations
 
@@ -237,7 +238,55 @@ def _device_ref(mats, proj, pts):
 
 DEVICE.ref = _device_ref
 
-CASES = [OPS4, SHAPES, CONSTS, DEVICE]
+# -- matrices passed to and returned by header functions (by value and by reference) --------
+FUNCS = MSLCase(
+    "mat_funcs",
+    """
+    uint i = thread_position_in_grid.x;
+    float3x3 r = rot_z(a[i]);
+    float3 p = apply(r, float3(b[i], 1.0f, 0.0f));
+    float3x3 s = r;
+    shear(s, a[i]);                              // through a reference: s changes
+    auto f = [](float2x2 m, float2 v) { return m * v; };
+    float2 q = f(float2x2(a[i], b[i], 0.0f, 1.0f), float2(1.0f, 2.0f));
+    out[4 * i] = p.x + p.y;
+    out[4 * i + 1] = s[1].x + s[2][2] + determinant(compose(r, s));
+    out[4 * i + 2] = q.x + q.y;
+    out[4 * i + 3] = pick(b[i])[0].x;
+    """,
+    {"a": np.concatenate([RNG.uniform(-np.pi, np.pi, N - 2), [0.0, np.pi / 2]]).astype(np.float32),
+     "b": np.concatenate([RNG.uniform(-3, 3, N - 2), [0.0, 5.0]]).astype(np.float32)},
+    [("out", (4 * N,), np.float32)],
+    None,
+    header="""
+    float3x3 rot_z(float t) {
+      float c = cos(t), s = sin(t);
+      return float3x3(float3(c, s, 0.0f), float3(-s, c, 0.0f), float3(0.0f, 0.0f, 1.0f));
+    }
+    inline float3 apply(const thread float3x3& m, float3 v) { return m * v; }
+    void shear(thread float3x3& m, float k) { m[1].x += k; m[2][2] = 2.0f; }
+    float3x3 compose(float3x3 a, float3x3 b) { return a * b; }
+    float2x2 pick(float v) {
+      if (v > 2.0f) { return float2x2(-1.0f); }      // an early return
+      return float2x2(v);
+    }
+    """, atol=1e-4)
+
+
+def _funcs_ref(a, b):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    c, s = np.cos(a64), np.sin(a64)
+    px, py = c * b64 - s, s * b64 + c
+    # shear: column 1's x (row 0) += a, element [2][2] = 2; det(r * s) = det(r) det(s),
+    # det(r) = 1, det(s) = 2 (c * c - s * (a - s)) = 2 (1 - a s)
+    s10 = -s + a64
+    out = np.stack([px + py, s10 + 2 + 2 * (1 - a64 * s), (a64 + 0) + (b64 + 2), np.where(b64 > 2, -1.0, b64)], 1)
+    return [out.reshape(-1)]
+
+
+FUNCS.ref = _funcs_ref
+
+CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS]
 IDS = [c.name for c in CASES]
 
 
@@ -260,6 +309,7 @@ def test_printed_cuda_matches_sim(c):
 @pytest.mark.parametrize("src,words", [
     ("threadgroup float2x2 m; out[0] = 0.0f;", "a threadgroup float2x2"),
     ("float2x2 m = float2x2(1.0f); out[0] = dot(m, m);", "a float2x2 value here"),
+    ("float2x2 m = float2x2(1.0f); out[0] = float(m);", "a float2x2 value here"),
     ("float2x2 m = float2x2(1.0f, 2.0f, 3.0f); out[0] = m[0].x;", "a float2x2 is made from"),
     ("float2x3 m = float2x3(1.0f); out[0] = (m * m)[0].x;", "the left's columns must match"),
     ("float2x3 m = float2x3(1.0f); out[0] = determinant(m);", "the matrix must be square"),

@@ -38,6 +38,7 @@ from ... import types as T
 from ...errors import MetalbenchError
 from .cxx_decls import ClassInst, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
 from .cxx_objects import NOT_MINE, FixedView, InlineCtx
+from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
 from .symbols import SMALL_INPUT_NOTE, Ptr, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
@@ -214,6 +215,8 @@ class CxxCallsMixin:
             return "void", None
         if isinstance(t, ClassInst):
             return "object", t
+        if isinstance(t, MetalMatrixType):
+            return "matrix", t                  # (metal_matrices)
         return "value", t
 
     def method_ctx(self, m):
@@ -246,7 +249,8 @@ class CxxCallsMixin:
         if tgt is None:
             name = self.callee_name(fn)
             if name in self.funcdefs and (any(self.is_object_node(a) or a.type == "initializer_list" for a in argn)
-                                          or self._braced_defaults(name, len(argn))):
+                                          or self._braced_defaults(name, len(argn))
+                                          or self.has_matrices and self.metal_matrix_call(name, argn)):
                 explicit = fn.child_by_field_name("arguments").named_children if fn.type == "template_function" else []
                 tgt = self.funcdef_methods(name), None, explicit
             else:
@@ -269,6 +273,9 @@ class CxxCallsMixin:
             return None if stmt else self.convert_object(res, node)
         if stmt:
             return None
+        if kind == "matrix":
+            self.unsupported(node, f"a {res.mt.name} value here (matrices are supported in declarations, "
+                                   "assignments, function arguments, their operators and transpose/determinant)")
         self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
                       hint="index it (p[i]) or dereference it (*p)")
 
@@ -379,6 +386,8 @@ class CxxCallsMixin:
         """1 for an exact match, 0 for one through a conversion; raises _NoMatch."""
         if a is None:
             return 0
+        if a.mat is not None or isinstance(s.type, MetalMatrixType) and "ptr" not in s.kinds:
+            return self.matrix_arg_fits(s, a)           # (metal_matrices)
         if "ptr" in s.kinds:
             if a.view is None:
                 raise _NoMatch(f"'{s.name}' is a pointer")
@@ -474,12 +483,15 @@ class CxxCallsMixin:
         res = c.result
         if kind == "ptr" and res is not None:
             res = replace(res[0], offset=ir.Var(res[1].name, res[1].type, span=sp))
-        if kind in ("value", "ref", "ptr", "object") and res is None:
+        if kind in ("value", "ref", "ptr", "object", "matrix") and res is None:
             self.type_err(node, f"'{m.name}' ends without returning a value")
         return c.decls + out + body, res, kind
 
     def bind_param(self, s: PSpec, a, pscope, out, sp, moved):
         name = s.name
+        if a.mat is not None:
+            pscope[name] = self.bind_matrix(s, a, out, sp)     # (metal_matrices)
+            return
         if "ref" in s.kinds and "ptr" not in s.kinds:
             if a.obj is not None:
                 pscope[name] = a.obj
@@ -608,6 +620,8 @@ class CxxCallsMixin:
             elif c.result[0].buf != v.buf:
                 self.unsupported(node, "a function returning pointers into different buffers")
             out.append(ir.Assign(c.result[1], self.sem.convert(v.offset, T.int64, sp), span=sp))
+        elif c.kind == "matrix":
+            out += self.return_matrix(c, vals[0], sp)        # (metal_matrices)
         else:                   # an object
             pre, obj = self.with_pre(lambda: self.object_value(vals[0]) if self.is_object_node(vals[0]) else None)
             out += pre

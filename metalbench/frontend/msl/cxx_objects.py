@@ -90,9 +90,12 @@ class ArgVal:
     view: View | None = None
     lv: tuple | None = None
     expr: ir.Expr | None = None
+    mat: tuple | None = None        # a Metal matrix: (type, its variable or None, its columns)
 
     @property
     def type(self):
+        if self.mat is not None:
+            return self.mat[0]
         if self.obj is not None:
             return self.obj.cls
         if self.view is not None:
@@ -690,6 +693,10 @@ class CxxObjectsMixin:
         sp = self.sp(node)
         if node.type == "initializer_list":       # f(x, {}) or `P p = {}`: the parameter's type says what it builds
             return ArgVal(node)
+        if self.has_matrices:
+            mat = self.metal_matrix_arg(node)                # Metal's matrices (metal_matrices)
+            if mat is not None:
+                return ArgVal(node, mat=mat)
         if self.is_object_node(node):
             obj = self.object_value(node)
             return ArgVal(node, obj=obj, lv=("obj", obj))

@@ -7,8 +7,10 @@ matrix-valued expression (a constructor, ``a * b``, ``m * s``, ``a + b``, ``-m``
 ``transpose(m)``) is translated to its column vectors, each an IR vector expression. A
 pointer to matrices in memory (``(device const float4x4*)x``) is a view over rows of column
 vectors (``inner=(N,)``: a float3 column takes 16 bytes, as in Metal), a reference
-(``const device float3x3& m = M[i]``) one such row. The IR and the backends see only
-vectors. ::
+(``const device float3x3& m = M[i]``) one such row. A header function or lambda that
+takes or returns a matrix is translated inline at its call (``cxx_calls.py``): a matrix
+parameter is a copy (a reference: the argument's variable), a returned matrix a new one.
+The IR and the backends see only vectors. ::
 
     >>> from metalbench.frontend.msl import translate_kernel
     >>> from metalbench import ir, types as T
@@ -157,7 +159,7 @@ class MetalMatricesMixin:
             if self.text(fn).replace(" ", "").removeprefix("metal::") == "transpose" and len(args) == 1:
                 a = self.mat_type_of(args[0])
                 return MetalMatrixType(a.elem, a.rows, a.cols) if a is not None else None
-            return None
+            return self.matrix_returned(fn)
         if k == "conditional_expression":
             a = self.mat_type_of(node.child_by_field_name("consequence"))
             b = self.mat_type_of(node.child_by_field_name("alternative"))
@@ -213,6 +215,8 @@ class MetalMatricesMixin:
             ct = self.ctor_type(fn)
             if ct is not None:
                 return self.mat_construct(ct, args, node)
+            if self.text(fn).replace(" ", "").removeprefix("metal::") != "transpose":
+                return self.mat_columns(self.matrix_call_result(node), None, sp)     # a function's result
             src = self.mat_value(args[0])                                    # transpose
             return [self.sem.vector(mt.col, [self.sem.component(src[r], _XYZW[c], sp) for r in range(mt.rows)], sp)
                     for c in range(mt.cols)]
@@ -438,7 +442,7 @@ class MetalMatricesMixin:
         mt = self.mat_type_of(node)
         if mt is not None:
             self.unsupported(node, f"a {mt.name} value here (matrices are supported in declarations, "
-                                   "assignments, their operators and transpose/determinant)")
+                                   "assignments, function arguments, their operators and transpose/determinant)")
         if k == "binary_expression" and self.text(node.child_by_field_name("operator")) == "*":
             left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
             a, b = self.mat_type_of(left), self.mat_type_of(right)
@@ -501,10 +505,7 @@ class MetalMatricesMixin:
                 continue
             if space not in (None, "thread"):
                 self.unsupported(d, f"a {space} {mt.name}")
-            irname = self.fresh(name)
-            out.append(ir.ArrayDecl(irname, "thread", mt.elem, (total,), None, span=sp))
-            view = _r(self.sem.view_of(irname, mt.elem, "thread", span=sp), type=mt.col)
-            sym = MatPtr(_r(view, inner=(mt.cols,)) if dims else view, None, mt, dims)
+            sym = self.new_matrix(name, mt, dims, out, sp)
             if cols is not None:
                 out.extend(self.mat_store(sym, None, cols, sp))
             self.scopes[-1][name] = sym
@@ -529,9 +530,6 @@ class MetalMatricesMixin:
         if init.type in ("initializer_list", "argument_list"):
             return self.mat_construct(mt, init.named_children, init)
         other = self.mat_type_of(init)
-        if other is None and init.type == "call_expression":
-            self.unsupported(init, f"a {mt.name} returned by a function (matrices are supported in declarations, "
-                                   "assignments, their operators and transpose/determinant)")
         if other is None or (other.cols, other.rows) != (mt.cols, mt.rows):
             self.type_err(init, f"a {mt.name} needs a {mt.name} value"
                           + (f", not a {other.name}" if other is not None else ""))
@@ -604,3 +602,80 @@ class MetalMatricesMixin:
             if len(ds) == 1 and ds[0].type == "init_declarator" and ds[0].child_by_field_name("declarator").type == "identifier":
                 return self.mat_type_of(ds[0].child_by_field_name("value"))
         return None
+
+    def new_matrix(self, name, mt, dims, out, sp) -> MatPtr:
+        """A new thread matrix (an array of ``dims[0]`` of them): its storage declared in ``out``."""
+        total = (dims[0] if dims else 1) * mt.cols * mt.step
+        irname = self.fresh(name)
+        out.append(ir.ArrayDecl(irname, "thread", mt.elem, (total,), None, span=sp))
+        view = _r(self.sem.view_of(irname, mt.elem, "thread", span=sp), type=mt.col)
+        return MatPtr(_r(view, inner=(mt.cols,)) if dims else view, None, mt, dims)
+
+    # -- matrices passed to and returned by header functions (translated inline, cxx_calls) --
+    def metal_matrix_arg(self, node):
+        """A matrix argument: (type, its variable when it names one, its columns), else None."""
+        mt = self.mat_type_of(node)
+        if mt is None:
+            return None
+        inner = node
+        while inner.type == "parenthesized_expression":
+            inner = inner.named_children[-1]
+        sym = self.lookup(self.text(inner)) if inner.type == "identifier" else None
+        return mt, sym if isinstance(sym, MatPtr) else None, self.mat_value(node, mt)
+
+    def metal_matrix_call(self, name, argn) -> bool:
+        """Whether a call of header function ``name`` passes or returns a matrix (so it is
+        translated inline, where a matrix is its columns)."""
+        if any(self.mat_type_of(a) is not None for a in argn):
+            return True
+        return any(self.return_kind(m)[0] == "matrix" for m in self.funcdef_methods(name).methods)
+
+    def matrix_returned(self, fn):
+        """The matrix type a call of header function ``fn`` returns, else None."""
+        name = self.callee_name(fn)
+        if name not in self.funcdefs or self.lookup(name) is not None:
+            return None
+        kinds = {self.return_kind(m) for m in self.funcdef_methods(name).methods}
+        if len(kinds) == 1:
+            kind, t = kinds.pop()
+            return t if kind == "matrix" else None
+        return None
+
+    def matrix_call_result(self, node) -> MatPtr:
+        """The result of a header function returning a matrix (translated inline)."""
+        fn = node.child_by_field_name("function")
+        explicit = fn.child_by_field_name("arguments").named_children if fn.type == "template_function" else []
+        tgt = self.funcdef_methods(self.callee_name(fn)), None, explicit
+        out, res, kind = self.call_target(node, tgt, with_kind=True)
+        for s in out:
+            self.emit_pre(s, self.sp(node))
+        return res
+
+    def matrix_arg_fits(self, s, a) -> int:
+        from .symbols import _NoMatch
+        if not isinstance(s.type, MetalMatrixType) or "ptr" in s.kinds:
+            raise _NoMatch(f"'{s.name}' is not a matrix")
+        if a.mat is None:
+            raise _NoMatch(f"'{s.name}' is a {s.type.name}")
+        t = a.mat[0]
+        if (t.cols, t.rows, t.elem) != (s.type.cols, s.type.rows, s.type.elem):
+            raise _NoMatch(f"'{s.name}' is a {s.type.name}, got a {t.name}")
+        if "ref" in s.kinds and not s.const and a.mat[1] is None:
+            raise _NoMatch(f"'{s.name}' is a reference: its argument must be a matrix variable")
+        return 1
+
+    def bind_matrix(self, s, a, out, sp) -> MatPtr:
+        """A matrix parameter: a reference is the argument's variable, a value a copy."""
+        mt, sym, cols = a.mat
+        if "ref" in s.kinds and sym is not None:
+            return sym
+        m = self.new_matrix(s.name, mt, (), out, sp)
+        out.extend(self.mat_store(m, None, cols, sp))
+        return m
+
+    def return_matrix(self, c, value, sp) -> list:
+        """``return <matrix>;`` in a function returning one (translated inline)."""
+        pre, cols = self.with_pre(lambda: self.mat_init(c.ret, value))
+        if c.result is None:
+            c.result = self.new_matrix(f"_{c.name}", c.ret, (), c.decls, sp)
+        return pre + self.mat_store(c.result, None, cols, sp)
