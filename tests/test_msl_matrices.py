@@ -286,7 +286,38 @@ def _funcs_ref(a, b):
 
 FUNCS.ref = _funcs_ref
 
-CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS]
+# -- matrices in loops, matrix<half, 3, 3>, nested calls ------------------------------------
+MISC = MSLCase(
+    "mat_misc",
+    """
+    uint i = thread_position_in_grid.x;
+    float2x2 acc = float2x2(1.0f);
+    float2x2 step = float2x2(1.0f, 1.0f, 0.0f, 1.0f);      // columns (1, 1), (0, 1)
+    for (uint k = 0; k < i % 8; ++k) { acc = acc * step; }
+    matrix<half, 3, 3> h = matrix<half, 3, 3>(half(x[i]));
+    half3 hv = h * half3(1.0h, 2.0h, 3.0h) * 2.0h;
+    h *= 0.5h;
+    float2x2 a = float2x2(x[i], 1.0f, 2.0f, 3.0f);
+    out[4 * i] = acc[0][1];
+    out[4 * i + 1] = float(hv.x) + float(h[0][0]);
+    out[4 * i + 2] = determinant(transpose(a * a) - float2x2(1.0f));
+    out[4 * i + 3] = float(sizeof(h) + alignof(matrix<half, 3, 3>));
+    """,
+    {"x": np.concatenate([RNG.uniform(-2, 2, N - 3), [0.0, -1.0, 2.0]]).astype(np.float32)},
+    [("out", (4 * N,), np.float32)],
+    None, atol=5e-3)
+
+
+def _misc_ref(x):
+    x64 = x.astype(np.float64)
+    xh = x.astype(np.float16).astype(np.float64)
+    out = np.stack([np.arange(N) % 8, 2 * xh + 0.5 * xh, 8 * x64**2 - 12 * x64 - 8, np.full(N, 24.0 + 8)], 1)
+    return [out.reshape(-1)]
+
+
+MISC.ref = _misc_ref
+
+CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC]
 IDS = [c.name for c in CASES]
 
 
@@ -321,3 +352,15 @@ def test_misuse_names_the_construct(src, words):
         k(inputs=[mx.zeros((4,))], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(4,)],
           output_dtypes=[mx.float32], backend="sim")
     assert words in str(ei.value) and "line 1" in str(ei.value), str(ei.value)
+
+
+def test_a_headers_own_matrix_template_wins():
+    """A header that declares its own ``matrix<T, R, C>`` class gets it, not Metal's."""
+    k = mb.metal_kernel(name="own_matrix", input_names=["x"], output_names=["out"],
+                        header="template <typename T, int R, int C> struct matrix { T v[R * C]; "
+                               "matrix(T a) { for (int k = 0; k < R * C; ++k) v[k] = a + k; } };",
+                        source="uint i = thread_position_in_grid.x; matrix<float, 2, 3> m(x[i]); out[i] = m.v[5];")
+    x = RNG.uniform(-2, 2, 8).astype(np.float32)
+    (out,) = k(inputs=[mx.array(x)], grid=(8, 1, 1), threadgroup=(8, 1, 1), output_shapes=[(8,)],
+               output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.array(out), x + 5, rtol=1e-6)

@@ -114,7 +114,8 @@ class MetalMatricesMixin:
         if fn.type == "template_function" or fn.type == "qualified_identifier" and \
                 fn.child_by_field_name("name").type == "template_function":
             inner = fn if fn.type == "template_function" else fn.child_by_field_name("name")
-            if self.text(inner.child_by_field_name("name")).replace(" ", "") in _TEMPLATES:
+            nm = self.text(inner.child_by_field_name("name")).replace(" ", "")
+            if nm in _TEMPLATES and self.lookup(nm.split("::")[-1]) is None:     # (not a header's own matrix<>)
                 return self.matrix_template_type(fn, inner.child_by_field_name("arguments").named_children)
             return None
         if fn.type not in ("identifier", "type_identifier", "qualified_identifier"):
