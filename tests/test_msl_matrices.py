@@ -4,7 +4,7 @@ elements (read and assigned, constant and run-time indices), ``m * v``, ``v * m`
 ``m * s``, ``a + b``, ``-m``, compound assignments, ``transpose``, ``determinant``,
 constant matrices, arrays of matrices, matrices in device memory through pointers and
 references (a float3 column takes 16 bytes), matrices passed to and returned by header
-functions and lambdas -- on the simulator (unchecked and checked) against
+functions and lambdas, threadgroup matrices -- on the simulator (unchecked and checked) against
 NumPy on random and edge data, and round-tripped through the printed MSL and CUDA."""
 from __future__ import annotations
 
@@ -317,7 +317,39 @@ def _misc_ref(x):
 
 MISC.ref = _misc_ref
 
-CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC]
+# -- threadgroup matrices: written by some threads, read by all after a barrier ------------
+TGROUP = MSLCase(
+    "mat_threadgroup",
+    """
+    uint i = thread_position_in_grid.x;
+    uint t = thread_position_in_threadgroup.x;
+    threadgroup float2x2 shared;
+    threadgroup float3x3 many[2];
+    if (t == 0) { shared = float2x2(x[i], 2.0f, 3.0f, 4.0f); }
+    if (t < 2) { many[t] = float3x3(float(t + 1)); many[t][2].x = x[i]; }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float2 v = shared * float2(x[i], 1.0f);
+    out[4 * i] = v.x;
+    out[4 * i + 1] = v.y;
+    out[4 * i + 2] = determinant(many[t & 1]);
+    out[4 * i + 3] = many[1][2][0];
+    """,
+    {"x": RNG.uniform(-2, 2, N).astype(np.float32)},
+    [("out", (4 * N,), np.float32)],
+    None, tg=(8, 1, 1), atol=1e-5)
+
+
+def _tgroup_ref(x):
+    x64 = x.astype(np.float64)
+    first = x64[(np.arange(N) // 8) * 8]           # thread 0 of each threadgroup
+    second = x64[(np.arange(N) // 8) * 8 + 1]
+    out = np.stack([first * x64 + 3, 2 * x64 + 4, np.where(np.arange(N) & 1, 8.0, 1.0), second], 1)
+    return [out.reshape(-1)]
+
+
+TGROUP.ref = _tgroup_ref
+
+CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC, TGROUP]
 IDS = [c.name for c in CASES]
 
 
@@ -338,7 +370,7 @@ def test_printed_cuda_matches_sim(c):
 
 
 @pytest.mark.parametrize("src,words", [
-    ("threadgroup float2x2 m; out[0] = 0.0f;", "a threadgroup float2x2"),
+    ("threadgroup float2x2 m = float2x2(1.0f); out[0] = 0.0f;", "threadgroup variables cannot have initialisers"),
     ("float2x2 m = float2x2(1.0f); out[0] = dot(m, m);", "a float2x2 value here"),
     ("float2x2 m = float2x2(1.0f); out[0] = float(m);", "a float2x2 value here"),
     ("float2x2 m = float2x2(1.0f, 2.0f, 3.0f); out[0] = m[0].x;", "a float2x2 is made from"),

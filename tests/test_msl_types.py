@@ -321,7 +321,7 @@ def test_as_type_round_trips_every_bit_pattern(t, src):
     ("out[0] = as_type<uint>(half(1.0f));", "must have the same size"),
     ("out[0] = float(numeric_limits<float>::digits());", "numeric_limits<float>::digits()"),
     ("out[0] = reinterpret_cast<float>(1u);", "use as_type<T>(x)"),
-    ("threadgroup float2x2 m; out[0] = m[0].x;", "a threadgroup float2x2 is not supported"),
+    ("device float2x2 m; out[0] = m[0].x;", "a device float2x2 is not supported"),
     ("quad_vote v = quad_ballot(x[0] > 0.0f); out[0] = 0.0f;", "the Metal type 'quad_vote' is not supported"),
     ("out[0] = float(abs_diff(1, 3));", "'abs_diff' is not supported"),
 ])

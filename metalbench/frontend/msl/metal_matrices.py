@@ -1,7 +1,8 @@
 """Metal's matrix types ``floatNxM`` / ``halfNxM`` (``N`` columns of ``M`` rows; also
 ``metal::float4x4`` and ``matrix<float, 4, 4>``), lowered when translated: a matrix
 variable is a thread array of its ``N`` column vectors (as :mod:`.vector_arrays` stores
-``float4 c[N]``, a 3-vector taking 4 elements, as Metal lays a matrix out), so ``m[i]``
+``float4 c[N]``, a 3-vector taking 4 elements, as Metal lays a matrix out; a threadgroup
+matrix a threadgroup array, one per threadgroup), so ``m[i]``
 (a column, assignable), ``m[i][j]`` and ``m[i].x`` are the array-of-vectors paths, and a
 matrix-valued expression (a constructor, ``a * b``, ``m * s``, ``a + b``, ``-m``,
 ``transpose(m)``) is translated to its column vectors, each an IR vector expression. A
@@ -504,9 +505,15 @@ class MetalMatricesMixin:
                 view = _r(self.sem.view_of(gname, mt.elem, "constant", const=True, span=sp), type=mt.col)
                 self.scopes[-1][name] = MatPtr(view, None, mt, dims)
                 continue
-            if space not in (None, "thread"):
+            if space not in (None, "thread", "threadgroup"):
                 self.unsupported(d, f"a {space} {mt.name}")
-            sym = self.new_matrix(name, mt, dims, out, sp)
+            if space == "threadgroup":
+                # one per threadgroup for the whole launch, hoisted as threadgroup arrays are
+                if cols is not None:
+                    self.type_err(d, "threadgroup variables cannot have initialisers (Metal)")
+                if not self.in_kernel:
+                    self.unsupported(d, f"a threadgroup {mt.name} declared in a device function")
+            sym = self.new_matrix(name, mt, dims, out, sp, space or "thread")
             if cols is not None:
                 out.extend(self.mat_store(sym, None, cols, sp))
             self.scopes[-1][name] = sym
@@ -604,12 +611,14 @@ class MetalMatricesMixin:
                 return self.mat_type_of(ds[0].child_by_field_name("value"))
         return None
 
-    def new_matrix(self, name, mt, dims, out, sp) -> MatPtr:
-        """A new thread matrix (an array of ``dims[0]`` of them): its storage declared in ``out``."""
+    def new_matrix(self, name, mt, dims, out, sp, space="thread") -> MatPtr:
+        """A new thread (or threadgroup) matrix, or an array of ``dims[0]`` of them: its
+        storage declared in ``out`` (a threadgroup one with the kernel's threadgroup arrays)."""
         total = (dims[0] if dims else 1) * mt.cols * mt.step
         irname = self.fresh(name)
-        out.append(ir.ArrayDecl(irname, "thread", mt.elem, (total,), None, span=sp))
-        view = _r(self.sem.view_of(irname, mt.elem, "thread", span=sp), type=mt.col)
+        decl = ir.ArrayDecl(irname, space, mt.elem, (total,), None, span=sp)
+        (self.tg_arrays if space == "threadgroup" else out).append(decl)
+        view = _r(self.sem.view_of(irname, mt.elem, space, span=sp), type=mt.col)
         return MatPtr(_r(view, inner=(mt.cols,)) if dims else view, None, mt, dims)
 
     # -- matrices passed to and returned by header functions (translated inline, cxx_calls) --
