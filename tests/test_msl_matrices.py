@@ -4,7 +4,8 @@ elements (read and assigned, constant and run-time indices), ``m * v``, ``v * m`
 ``m * s``, ``a + b``, ``-m``, compound assignments, ``transpose``, ``determinant``,
 constant matrices, arrays of matrices, matrices in device memory through pointers and
 references (a float3 column takes 16 bytes), matrices passed to and returned by header
-functions and lambdas, threadgroup matrices -- on the simulator (unchecked and checked) against
+functions and lambdas, threadgroup matrices, matrix members of structs (local and in device
+memory) -- on the simulator (unchecked and checked) against
 NumPy on random and edge data, and round-tripped through the printed MSL and CUDA."""
 from __future__ import annotations
 
@@ -349,7 +350,74 @@ def _tgroup_ref(x):
 
 TGROUP.ref = _tgroup_ref
 
-CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC, TGROUP]
+# -- matrix members: a local object with methods, copies and {} / {...} initialisation; a struct
+# in device memory read and written through pointers (members at C's offsets) --------------
+MEMBERS = MSLCase(
+    "mat_members",
+    """
+    uint i = thread_position_in_grid.x;
+    Xf xf;
+    xf.t = float3(1.0f, 2.0f, 3.0f);
+    xf.spin(a[i]);
+    xf.rot[2].z = 2.0f;
+    xf.pair[0] = float2x2(a[i]);
+    xf.pair[1] = xf.pair[0] * 3.0f;
+    float3 p = xf.apply(float3(1.0f, 0.0f, 1.0f));
+    Xf copy = xf;
+    copy.rot *= 2.0f;
+    Plain pl = {float4x4(a[i]), 1.0f};
+    Plain zero = {};
+    device const Rec* r = (device const Rec*)recs;
+    device Rec* o = (device Rec*)out_r;
+    float3 c = r[i & 1].m * float3(1.0f);
+    o[i].m = transpose(r[i & 1].m);
+    o[i].k = c.x + r->ms[1][0].y + determinant(r->ms[0]);
+    o[i].ms[1] = r->ms[1] * 2.0f;
+    o[i].ms[0][1].x = float(sizeof(Rec));
+    out[4 * i] = p.x + p.z;
+    out[4 * i + 1] = copy.rot[0][0] + xf.rot[0][0];
+    out[4 * i + 2] = xf.pair[1][1][1] + determinant(pl.m) + zero.m[3][3] + float(sizeof(Xf));
+    out[4 * i + 3] = (copy.rot * float3(1.0f)).y + float(sizeof(Plain));
+    """,
+    {"a": np.concatenate([RNG.uniform(-2, 2, N - 2), [0.0, np.pi]]).astype(np.float32),
+     "recs": RNG.uniform(-2, 2, 2 * 24).astype(np.float32)},
+    [("out", (4 * N,), np.float32), ("out_r", (24 * N,), np.float32)],
+    None,
+    header="""
+    struct Xf {
+      float3x3 rot = float3x3(1.0f);
+      float3 t;
+      float2x2 pair[2];
+      float3 apply(float3 p) const { return rot * p + t; }
+      void spin(float a) thread {
+        rot = rot * float3x3(float3(cos(a), sin(a), 0.0f), float3(-sin(a), cos(a), 0.0f), float3(0.0f, 0.0f, 1.0f));
+      }
+    };
+    struct Plain { float4x4 m; float k; };
+    struct Rec { float k; float3x3 m; float2x2 ms[2]; };      // k at 0, m at 16 bytes, ms at 64: 96 bytes
+    """, atol=1e-4, init_value=0.0)
+
+
+def _members_ref(a, recs):
+    a64 = a.astype(np.float64)
+    c, s = np.cos(a64), np.sin(a64)
+    out = np.stack([c + 1 + 2 + 3, 2 * c + c, 3 * a64 + a64**4 + 0 + 96, 2 * (s + c) + 80], 1)
+    rec = recs.astype(np.float64).reshape(2, 24)
+    m = rec[:, 4:16].reshape(2, 3, 4)[:, :, :3]          # [rec, column, row]
+    ms = rec[:, 16:24].reshape(2, 2, 2, 2)                # [rec, matrix, column, row]
+    o = np.zeros((N, 24))
+    k = np.arange(N) & 1
+    o[:, 4:16] = np.pad(m[k].transpose(0, 2, 1), ((0, 0), (0, 0), (0, 1))).reshape(N, 12)
+    det0 = ms[0, 0, 0, 0] * ms[0, 0, 1, 1] - ms[0, 0, 1, 0] * ms[0, 0, 0, 1]
+    o[:, 0] = m[k].sum(1)[:, 0] + ms[0, 1, 0, 1] + det0
+    o[:, 20:24] = 2 * ms[0, 1].reshape(4)
+    o[:, 18] = 96
+    return [out.reshape(-1), o.reshape(-1)]
+
+
+MEMBERS.ref = _members_ref
+
+CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC, TGROUP, MEMBERS]
 IDS = [c.name for c in CASES]
 
 

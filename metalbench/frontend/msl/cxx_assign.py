@@ -347,6 +347,8 @@ class CxxAssignMixin:
             return 8, 8
         if isinstance(t, ClassInst):
             return self.sizeof_class(t), self.alignof_class(t)
+        if self.is_metal_matrix(t):
+            return t.size, t.align
         if isinstance(t, T.VectorType):
             if self.field_packed(owner, f):
                 return t.elem.itemsize * t.n, t.elem.itemsize
@@ -376,7 +378,8 @@ class CxxAssignMixin:
         a = self.alignas_of(cls)
         for f, owner in self.all_fields(cls):
             t, kinds, _, _, _ = self.field_info(owner, f)
-            if isinstance(t, (T.ScalarType, T.VectorType, ClassInst)) or kinds and kinds[0] in ("ptr", "ref"):
+            if isinstance(t, (T.ScalarType, T.VectorType, ClassInst)) or self.is_metal_matrix(t) or \
+                    kinds and kinds[0] in ("ptr", "ref"):
                 a = max(a, self.member_size_align(f, owner, t, kinds, "alignof a struct")[1])
         return a
 

@@ -137,7 +137,6 @@ class CxxObjectsMixin:
                 t, atomic = self.resolve_type(tn)
                 if atomic:
                     self.unsupported(f.declarator, "an atomic member")
-                self.matrix_member(t, f.declarator)           # (metal_matrices)
                 _, kinds = _unwrap_declarator(f.declarator)
                 dims = []
                 d = f.declarator
@@ -190,6 +189,10 @@ class CxxObjectsMixin:
                 off = ir.Var(self.fresh(nm + "_off"), T.int64, span=sp)
                 out.append(ir.Decl(off, ir.Const(0, T.int64), span=sp))
                 obj.fields[f.name] = PendingPtr(f.name, t, space or "thread", const, off)
+            elif self.is_metal_matrix(t):              # (metal_matrices)
+                if len(dims) > 1:
+                    self.unsupported(node, f"the multi-dimensional matrix array member '{f.name}' of {cls.name}")
+                obj.fields[f.name] = self.new_matrix(nm, t, tuple(dims), out, sp)
             elif dims:
                 if isinstance(t, ClassInst):
                     self.unsupported(node, f"the array-of-structs member '{f.name}' of {cls.name}")
@@ -211,6 +214,8 @@ class CxxObjectsMixin:
             if kinds and kinds[0] in ("ptr", "ref"):
                 self.unsupported(node, f"an array of {cls.name}, which has the pointer or reference member "
                                        f"'{f.name}'")
+            if self.is_metal_matrix(t):
+                self.unsupported(node, f"an array of {cls.name}, which has the matrix member '{f.name}'")
             if isinstance(t, ClassInst):
                 if dims:
                     self.unsupported(node, f"an array of {cls.name}, whose member '{f.name}' is an array of structs")
@@ -507,6 +512,8 @@ class CxxObjectsMixin:
             items = list(init.named_children)
         else:
             items = [init]
+        if self.is_metal_matrix(sym):
+            return self.init_matrix_member(sym, init, node)       # (metal_matrices)
         if isinstance(sym, StructObj):
             if init.type == "initializer_list":
                 return self.construct(sym, ("list", init), node)
@@ -593,7 +600,9 @@ class CxxObjectsMixin:
         sp = self.sp(node)
         out = []
         for name, sym in obj.fields.items():
-            if isinstance(sym, ir.Var):
+            if self.is_metal_matrix(sym):
+                out += self.zero_matrix(sym, sp)
+            elif isinstance(sym, ir.Var):
                 out.append(ir.Assign(sym, self.zero_of(sym.type, sp), span=sp))
             elif isinstance(sym, Ref):
                 v = self.ref_view(sym, sp)
@@ -624,6 +633,8 @@ class CxxObjectsMixin:
             elif f.default is not None:
                 with self.in_ctx(owner.ctx, self.class_scopes(owner) + [obj.fields], owner.ns):
                     out += self.init_member(obj, f.name, sym, f.default, f.decl)
+            elif self.is_metal_matrix(sym):
+                out += self.zero_matrix(sym, self.sp(node))
             elif isinstance(sym, (ir.Var, Ref)):
                 out += self.zero_member(sym, node)
             elif isinstance(sym, (Buf, FixedView)):
@@ -640,7 +651,9 @@ class CxxObjectsMixin:
         out = []
         for name, d in dst.fields.items():
             s = src.fields[name]
-            if isinstance(d, ir.Var):
+            if self.is_metal_matrix(d):
+                out += self.copy_matrix(d, s, sp)
+            elif isinstance(d, ir.Var):
                 out.append(ir.Assign(d, self.symbol_value(s, sp), span=sp))
             elif isinstance(d, Ref):
                 out += self.sem.view_store(self.ref_view(d, sp), ir.Const(0, T.int32), self.symbol_value(s, sp), sp)

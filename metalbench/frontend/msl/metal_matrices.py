@@ -11,7 +11,8 @@ vectors (``inner=(N,)``: a float3 column takes 16 bytes, as in Metal), a referen
 (``const device float3x3& m = M[i]``) one such row. A header function or lambda that
 takes or returns a matrix is translated inline at its call (``cxx_calls.py``): a matrix
 parameter is a copy (a reference: the argument's variable), a returned matrix a new one.
-The IR and the backends see only vectors. ::
+A matrix member of an object is such a matrix variable among its members (in memory: the
+columns at the member's offset). The IR and the backends see only vectors. ::
 
     >>> from metalbench.frontend.msl import translate_kernel
     >>> from metalbench import ir, types as T
@@ -137,15 +138,18 @@ class MetalMatricesMixin:
         if k == "parenthesized_expression":
             inner = node.named_children[-1]
             return self.mat_type_of(inner) if inner.type != "compound_statement" else None
+        if k == "field_expression":                 # a matrix member of an object
+            sym = self.matrix_member_symbol(node)
+            return sym.mt if sym is not None and not sym.dims else None
         if k in ("identifier", "type_identifier"):
             sym = self.lookup(self.text(node))
             return sym.mt if isinstance(sym, MatPtr) and not sym.dims else None
         if k == "subscript_expression":
             base = node.child_by_field_name("argument")
-            if base.type == "identifier":
-                sym = self.lookup(self.text(base))
-                if isinstance(sym, MatPtr) and len(sym.dims) == 1:
-                    return sym.mt           # an element of an array of matrices
+            sym = self.lookup(self.text(base)) if base.type == "identifier" else \
+                self.matrix_member_symbol(base) if base.type == "field_expression" else None
+            if isinstance(sym, MatPtr) and len(sym.dims) == 1:
+                return sym.mt               # an element of an array of matrices
             return None
         if k == "pointer_expression" and self.text(node).lstrip().startswith("*"):
             arg = node.child_by_field_name("argument")
@@ -202,13 +206,16 @@ class MetalMatricesMixin:
         k = node.type
         if k == "parenthesized_expression":
             return self.mat_value(node.named_children[-1], mt)
+        if k == "field_expression":
+            return self.mat_columns(self.member_symbol(node), None, sp)
         if k in ("identifier", "type_identifier"):
             return self.mat_columns(self.lookup(self.text(node)), None, sp)
         if k == "pointer_expression":                  # *p: the matrix p points at
             v = self.pointer(node.child_by_field_name("argument"))
             return self.view_columns(v, mt, sp)
         if k == "subscript_expression":
-            sym = self.lookup(self.text(node.child_by_field_name("argument")))
+            base = node.child_by_field_name("argument")
+            sym = self.member_symbol(base) if base.type == "field_expression" else self.lookup(self.text(base))
             idx = node.child_by_field_name("indices").named_children
             return self.mat_columns(sym, self.index_expr(idx[0]), sp)
         if k == "call_expression":
@@ -399,11 +406,49 @@ class MetalMatricesMixin:
         return det(list(range(n)), list(range(n)))
 
     # -- hooks: expressions, declarations, assignments ---------------------------------
-    def matrix_member(self, t, node):
-        """A data member of matrix type: named as not supported (a class's members are IR
-        locals, a matrix is an array)."""
-        if isinstance(t, MetalMatrixType):
-            self.unsupported(node, f"a {t.name} member of a struct")
+    # -- matrix members of objects (cxx_objects: a member is a matrix variable) -----------
+    @staticmethod
+    def is_metal_matrix(x) -> bool:
+        """Whether ``x`` is a matrix type or a matrix variable."""
+        return isinstance(x, (MetalMatrixType, MatPtr))
+
+    def matrix_member_symbol(self, node):
+        """The matrix an ``obj.member`` names, else None (decided without side effects)."""
+        try:
+            sym = self.probe(lambda: self.member_symbol(node))
+        except Exception:
+            return None
+        return sym if isinstance(sym, MatPtr) else None
+
+    def matrix_in_memory(self, view, mt, pos, dims, node) -> MatPtr:
+        """A matrix member of a struct in memory (struct_views): the columns at byte ``pos``."""
+        if len(dims) > 1:
+            self.unsupported(node, "a multi-dimensional matrix array member of a struct in memory")
+        sp = self.sp(node)
+        typed = self.sem.view_cast(view, mt.col, span=sp)
+        first = self.sem.binop("/", pos, ir.Const(mt.elem.itemsize, T.int64, span=sp), sp)
+        mv = _r(typed, offset=self.sem.convert(first, T.int64, sp))
+        return MatPtr(_r(mv, inner=(mt.cols,)) if dims else mv, None, mt, tuple(dims))
+
+    def init_matrix_member(self, sym, init, node) -> list:
+        """``m(args)``, ``m{...}``, ``= value`` of a matrix member."""
+        if sym.dims:
+            self.unsupported(node, "initialising an array-of-matrices member")
+        return self.mat_store(sym, None, self.mat_init(sym.mt, init), self.sp(node))
+
+    def zero_matrix(self, sym, sp) -> list:
+        zero = [self.sem.vector(sym.mt.col, [self.sem.const(0, sym.mt.elem, sp)], sp)] * sym.mt.cols
+        out = []
+        for i in range(sym.dims[0] if sym.dims else 1):
+            out += self.mat_store(sym, ir.Const(i, T.int32, span=sp) if sym.dims else None, zero, sp)
+        return out
+
+    def copy_matrix(self, dst, src, sp) -> list:
+        out = []
+        for i in range(dst.dims[0] if dst.dims else 1):
+            at = ir.Const(i, T.int32, span=sp) if dst.dims else None
+            out += self.mat_store(dst, at, self.mat_columns(src, at, sp), sp)
+        return out
 
     def matrix_expr(self, node):
         """A value that involves matrices (``m * v``, ``v * m``, ``determinant(m)``), None
@@ -573,11 +618,12 @@ class MetalMatricesMixin:
         if lhs.type == "parenthesized_expression":
             lhs = lhs.named_children[-1]
         i = None
+        sym_of = lambda n: self.member_symbol(n) if n.type == "field_expression" else self.lookup(self.text(n))
         if lhs.type == "subscript_expression":
-            sym = self.lookup(self.text(lhs.child_by_field_name("argument")))
+            sym = sym_of(lhs.child_by_field_name("argument"))
             i = self.index_expr(lhs.child_by_field_name("indices").named_children[0])
         else:
-            sym = self.lookup(self.text(lhs))
+            sym = sym_of(lhs)
         if sym.view.const:
             self.type_err(lhs, f"'{self.text(lhs)}' is a constant and cannot be assigned")
         if rhs_node is None:

@@ -51,7 +51,7 @@ class StructViewsMixin:
             if kinds and kinds[0] in ("ptr", "ref"):
                 self.unsupported(node, f"a pointer to a {cls.name} in memory, which has the pointer or "
                                        f"reference member '{f.name}'")
-            if not isinstance(t, (ClassInst, T.VectorType, T.ScalarType)):
+            if not isinstance(t, (ClassInst, T.VectorType, T.ScalarType)) and not self.is_metal_matrix(t):
                 self.unsupported(node, f"a {cls.name} in memory with a {getattr(t, 'name', t)} member")
             s, a = self.member_size_align(f, owner, t, kinds, f"a {cls.name} in memory")
             n = 1
@@ -74,6 +74,9 @@ class StructViewsMixin:
                 if dims:
                     self.unsupported(node, f"a {cls.name} in memory, whose member '{f.name}' is an array of structs")
                 fields[f.name] = self.memory_object(t, view, pos, node)
+                continue
+            if self.is_metal_matrix(t):     # its columns in place (metal_matrices)
+                fields[f.name] = self.matrix_in_memory(view, t, pos, dims, node)
                 continue
             el = T.elem_of(t)
             typed = self.sem.view_cast(view, t, packed=self.field_packed(owner, f), span=sp)
