@@ -30,8 +30,8 @@ from dataclasses import dataclass, replace as _r
 
 from ... import ir
 from ... import types as T
-from ...semantics.folding import coerce_value, fold
-from .symbols import Ptr, _TypeName
+from ...semantics.folding import coerce_value, const_value, fold
+from .symbols import Ptr, _NoMatch, _type_of_descriptor, _TypeName
 
 _NAME = re.compile(r"(?:::)?(?:metal::)?(float|half|bfloat)([234])x([234])")
 _TEMPLATES = ("matrix", "metal::matrix", "::metal::matrix")
@@ -95,7 +95,6 @@ class MetalMatricesMixin:
         """``matrix<float, 4, 3>``."""
         if len(targs) != 3:
             self.type_err(node, "matrix<T, columns, rows> takes three arguments")
-        from .symbols import _type_of_descriptor
         el, _ = self.resolve_type(_type_of_descriptor(targs[0]))
         dims = []
         for a in self.template_args(targs[1:]):
@@ -475,7 +474,6 @@ class MetalMatricesMixin:
                 return None
             cols = self.mat_value(base, bt)           # a column of a computed matrix, `(a * b)[0]`
             i = self.index_expr(node.child_by_field_name("indices").named_children[0])
-            from ...semantics.folding import const_value
             at = const_value(i)
             if at is not None:
                 if not 0 <= int(at) < bt.cols:
@@ -520,7 +518,6 @@ class MetalMatricesMixin:
                 out.extend(self.matrix_pointer_decl(d, init, mt, space, node))
                 continue
             if d.type == "array_declarator":
-                from ...semantics.folding import const_value
                 size = d.child_by_field_name("size")
                 n = const_value(self.expr(size)) if size is not None else None
                 if n is None or int(n) <= 0 or d.child_by_field_name("declarator").type != "identifier":
@@ -708,7 +705,6 @@ class MetalMatricesMixin:
         return res
 
     def matrix_arg_fits(self, s, a) -> int:
-        from .symbols import _NoMatch
         if not isinstance(s.type, MetalMatrixType) or "ptr" in s.kinds:
             raise _NoMatch(f"'{s.name}' is not a matrix")
         if a.mat is None:
