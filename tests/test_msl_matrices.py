@@ -417,7 +417,45 @@ def _members_ref(a, recs):
 
 MEMBERS.ref = _members_ref
 
-CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC, TGROUP, MEMBERS]
+# -- function templates over matrices: matrix<T, C, R> parameters deduce T, C and R; a template
+# parameter deduced as a matrix type, returned -----------------------------------------------
+TEMPLATES = MSLCase(
+    "mat_templates",
+    """
+    uint i = thread_position_in_grid.x;
+    float3x3 m = float3x3(x[i]);
+    m[2][2] = 5.0f;
+    float2x2 t = twice(float2x2(x[i], 1.0f, 2.0f, 3.0f));
+    out[4 * i] = trace(float2x2(x[i]));
+    out[4 * i + 1] = diag(m).x + diag(m).z + float(diag(half2x2(2.0h)).y);
+    out[4 * i + 2] = t[1][0] + twice(m)[2].z;
+    out[4 * i + 3] = trace(t * t);
+    """,
+    {"x": RNG.uniform(-2, 2, N).astype(np.float32)},
+    [("out", (4 * N,), np.float32)],
+    None,
+    header="""
+    template <typename T> T trace(matrix<T, 2, 2> m) { return m[0][0] + m[1][1]; }
+    template <typename T, int N> vec<T, N> diag(const thread matrix<T, N, N>& m) {
+      vec<T, N> d;
+      for (int k = 0; k < N; ++k) { d[k] = m[k][k]; }
+      return d;
+    }
+    template <typename M> M twice(M m) { return m * 2.0f; }
+    """, atol=1e-4)
+
+
+def _templates_ref(x):
+    x64 = x.astype(np.float64)
+    t = 2 * np.stack([np.stack([x64, np.ones(N)], 1), np.stack([np.full(N, 2.0), np.full(N, 3.0)], 1)], 2)
+    tt = t @ t                                  # t[n, row, column]
+    out = np.stack([2 * x64, x64 + 5 + 2, t[:, 0, 1] + 10, tt[:, 0, 0] + tt[:, 1, 1]], 1)
+    return [out.reshape(-1)]
+
+
+TEMPLATES.ref = _templates_ref
+
+CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC, TGROUP, MEMBERS, TEMPLATES]
 IDS = [c.name for c in CASES]
 
 

@@ -355,6 +355,8 @@ class CxxCallsMixin:
                 got = _TypeName(PtrType(a.view.type, a.view.space, a.view.const))
             elif a.obj is not None:
                 got = _TypeName(a.obj.cls)
+            elif a.mat is not None:
+                got = _TypeName(a.mat[0])               # a Metal matrix (metal_matrices)
             elif a.expr is not None:
                 got = _TypeName(a.expr.type)
             else:
@@ -365,6 +367,9 @@ class CxxCallsMixin:
         elif tn.type == "template_type" and a.obj is not None and names:
             if not self.deduce(tn, _TypeName(a.obj.cls), bind, names):
                 raise _NoMatch(f"{a.obj.cls.name} is not a {self.text(tn)}")
+        elif tn.type == "template_type" and a.mat is not None and names:    # matrix<T, C, R>
+            if not self.deduce(tn, _TypeName(a.mat[0]), bind, names):
+                raise _NoMatch(f"{a.mat[0].name} is not a {self.text(tn)}")
 
     def param_spec(self, p, i) -> PSpec:
         tn = p.child_by_field_name("type")

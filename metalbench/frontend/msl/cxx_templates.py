@@ -178,6 +178,13 @@ class CxxTemplatesMixin:
                 return self._same(bind[nm], act)
             bind[nm] = act
             return True
+        if pat.type == "template_type" and isinstance(act, _TypeName) and self.is_metal_matrix(act.t):
+            # matrix<T, C, R> against a Metal matrix: T, then the columns and rows
+            if self.text(pat.child_by_field_name("name")).replace(" ", "") not in ("matrix", "metal::matrix"):
+                return False
+            sub = pat.child_by_field_name("arguments").named_children
+            acts = [_TypeName(act.t.elem), ir.Const(act.t.cols, T.int32), ir.Const(act.t.rows, T.int32)]
+            return len(sub) == 3 and all(self.deduce(p, a, bind, names) for p, a in zip(sub, acts))
         if pat.type == "template_type" and isinstance(act, _TypeName) and isinstance(act.t, ClassInst):
             ent = self.entity_named(pat.child_by_field_name("name"))
             if not isinstance(ent, ClassTemplate) or act.t.template is not ent:

@@ -688,11 +688,26 @@ class MetalMatricesMixin:
         name = self.callee_name(fn)
         if name not in self.funcdefs or self.lookup(name) is not None:
             return None
-        kinds = {self.return_kind(m) for m in self.funcdef_methods(name).methods}
+        ms = self.funcdef_methods(name).methods
+        kinds = {self.return_kind(m) for m in ms}
         if len(kinds) == 1:
             kind, t = kinds.pop()
-            return t if kind == "matrix" else None
+            if kind == "matrix":
+                return t
+            if not (kind == "value" and t == "unknown" and any(m.tparams for m in ms)):
+                return None
+            # a template's return type (M twice(M m)) is known once its arguments are
+            # deduced: the call translated, for its result only
+            node = fn.parent
+            try:
+                res = self.probe(lambda: self.matrix_call_result(node) if self.call_args_have_matrix(node) else None)
+            except Exception:
+                return None
+            return res.mt if isinstance(res, MatPtr) else None
         return None
+
+    def call_args_have_matrix(self, node) -> bool:
+        return any(self.mat_type_of(a) is not None for a in node.child_by_field_name("arguments").named_children)
 
     def matrix_call_result(self, node) -> MatPtr:
         """The result of a header function returning a matrix (translated inline)."""
