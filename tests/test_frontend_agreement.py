@@ -305,11 +305,14 @@ def test_atomic_element_rule_is_shared():
 
 
 # tree-sitter reads `(a & (a * a)) * b` as a C cast of `*b` to the abstract type `a& (a*)`
-# and `(a) * b` as a cast of `*b` to `a`: where the parenthesised name is a variable, the
+# and `(a) * b` as a cast of `*b` to `a`, `(int(a) & a) * b` as a cast to a function type
+# taking an `a`: where the parenthesised name is a variable, the
 # MSL front end reads them as the binary expressions they are (the hypothesis test above
 # found the first one).
 PAREN_BINOPS = ["((A & (A * A)) * A)", "(A) * A", "(A) & 6", "(A + 1) * (A - 2)", "(A | (A >> 1)) - A",
-                "(A * (A + 1)) & A", "(A) - 3", "(int)(A) * 2"]
+                "(A * (A + 1)) & A", "(A) - 3", "(int)(A) * 2",
+                # a function-style cast first: read as a function type whose "parameters" are A
+                "((int(A) & (A * A)) * A)", "(int(A) & A) * A", "(int(A) | (A >> 1)) & A", "(int(A) + (A * A)) * A"]
 
 
 @pytest.mark.parametrize("expr", PAREN_BINOPS)
@@ -321,5 +324,5 @@ def test_parenthesised_left_operands_are_not_casts(expr):
             output_dtypes=[mx.int32], backend="sim")[0]
     with np.errstate(over="ignore"):
         A = a.astype(np.int64)
-        want = eval(expr.replace("(int)", ""), {"A": A})
+        want = eval(expr.replace("(int)", "").replace("int(A)", "A"), {"A": A})
     np.testing.assert_array_equal(np.array(out), (want & 0xFFFFFFFF).astype(np.uint32).view(np.int32))

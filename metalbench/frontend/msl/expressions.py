@@ -92,6 +92,17 @@ class ExpressionsMixin:
                             pre_b + [ir.Assign(read(), self.sem.convert(b, rt, sp), span=sp)], span=sp), sp)
         return read()
 
+    def names_a_non_type(self, node) -> bool:
+        """Does the declarator ``node`` of a type-id name a type that is none (a variable
+        tree-sitter took for a parameter's type)?"""
+        stack = [node] if node is not None else []
+        while stack:
+            n = stack.pop()
+            if n.type == "type_identifier" and not self.is_type_name(n):
+                return True
+            stack.extend(n.named_children)
+        return False
+
     def reparse_expression(self, cast, tn):
         """The parenthesised part of a ``cast_expression`` tree-sitter misread (``(a & (a * a))
         * b``, where ``a`` is a variable), parsed again as an expression. The text is parsed
@@ -228,6 +239,13 @@ class ExpressionsMixin:
                 self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
                               hint="index it (p[i]) or dereference it (*p)")
             inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
+            if val.type in ("unary_expression", "pointer_expression") and tn.type == "type_descriptor" \
+                    and self.names_a_non_type(tn.child_by_field_name("declarator")):
+                # `(int(a) & (a * a)) * b`: read as a cast of `*b` to a function type whose
+                # "parameters" are variables; no type-id names a variable: an expression
+                op = self.text(val.child_by_field_name("operator"))
+                return self.binop(op, self.expr(self.reparse_expression(node, tn)),
+                                  self.expr(val.child_by_field_name("argument")), node)
             if inner is not None and inner.type in ("type_identifier", "identifier") \
                     and not self.is_type_name(inner) and val.type in ("unary_expression", "pointer_expression"):
                 # `(a) - b` parsed as a cast of `-b` to type `a`; `(a & (a * a)) * a` as a cast
