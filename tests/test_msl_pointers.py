@@ -614,8 +614,8 @@ def _error(source, header=""):
     ("uint i = thread_position_in_grid.x;\nfor (int k = 0; k < 2; ++k) out[i] = (k == 0 ? x : y)[i];", 2,
      "depending on a run-time condition"),
     ("uint i = thread_position_in_grid.x;\nauto p = x;\np = y;\nout[i] = p[i];", 3, "cannot be made to point into"),
-    ("uint i = thread_position_in_grid.x;\nfloat a = 1.0f;\nthread float* p = &a;\nout[i] = *p;", 3,
-     "a pointer to it is not supported"),
+    ("uint i = thread_position_in_grid.x;\nfloat a = 1.0f;\nthread float* p = &a;\nout[i] = *(device float*)p;", 4,
+     "points to thread memory, not device"),
     ("uint i = thread_position_in_grid.x;\nfloat loc[4] = {0};\nthread uint* u = (thread uint*)loc;\n"
      "out[i] = u[0];", 3, "thread-local array"),
     ("uint i = thread_position_in_grid.x;\nout[i] = x + 1;", 2, "is a pointer, not a value"),

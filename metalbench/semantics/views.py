@@ -36,6 +36,8 @@ Rules (C's, for MSL; the DSL and Numba layers reuse them for slices and vector v
   keeps the remainder: ``sub`` elements of the narrower storage ``src`` (a ``(name, elem)``
   pair). Loads and stores then test it at run time and, when it is not 0, assemble the
   value from the bytes actually addressed (``sub == 0`` takes the one aligned access).
+- A pointer to a scalar or vector local (``(thread uchar*)&u``) has the variable as
+  ``local``; its accesses are bit operations on it (:mod:`.local_views`).
 - A view of a multi-dimensional array steps over whole rows: ``inner`` holds the row's
   dimensions (``float t[4][8]``: ``t`` is a view with ``inner=(8,)``; ``t[r]`` a view of
   floats at offset ``8 r``).
@@ -46,6 +48,7 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 from .. import types as T
+from .local_views import LocalViewSemantics
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class View:
     packed: bool = False
     sub: object = None      # see the module docstring: elements of src past offset * (new size / src size)
     src: object = None      # (buffer, scalar type) the remainder counts in
+    local: object = None    # a pointer to a scalar or vector local: the variable (local_views.py)
 
     @property
     def elem(self) -> T.ScalarType:
@@ -120,7 +124,7 @@ def _zero(e) -> bool:
     return isinstance(e, ir.Const) and not isinstance(e.type, T.VectorType) and e.value == 0
 
 
-class ViewSemantics:
+class ViewSemantics(LocalViewSemantics):
     """Pointers and views (mixed into :class:`~metalbench.semantics.Semantics`).
 
     A front end that supports reinterpreting casts sets ``declare_alias``: a callable
@@ -171,6 +175,8 @@ class ViewSemantics:
                   packed: bool = False, span=None) -> View:
         """``(space t*)v``: the same address read as elements of ``t`` (a scalar or vector
         type). A different scalar type reinterprets the bytes (see ``declare_alias``)."""
+        if v.local is not None:
+            return self._local_cast(v, t, space, const, packed, span)
         space = space or v.space
         const = v.const if const is None else const
         e_new = T.elem_of(t)
@@ -262,6 +268,7 @@ class ViewSemantics:
     # -- elements --------------------------------------------------------------------
     def view_address(self, v: View, i: ir.Expr, span=None) -> tuple[str, ir.Expr]:
         """``(buffer, element index)`` of the scalar ``v[i]`` (a scalar view)."""
+        self._not_local(v, "used as a memory address here (an atomic, a function's pointer argument)", span)
         if v.inner:
             raise self.error("a row of a multi-dimensional array is not a value; index it", span)
         i = self.index(i, span)
@@ -286,6 +293,9 @@ class ViewSemantics:
         if v.atomic:
             raise self.error(f"'{v.buf}' is atomic; read it with atomic_load_explicit", span)
         buf, ats = self._component_addresses(v, i, span)
+        if v.local is not None:
+            loads = [self.local_load(v, a, span) for a in ats]
+            return loads[0] if v.width == 1 else ir.VecCons(v.type, loads, span=span)
         if v.sub is not None:       # aligned: one access; else the bytes addressed
             ats = [self.once(a, span) for a in ats]
             loads = [ir.Select(self._misaligned(v, span), self._assembled_load(v, a, span),
@@ -302,6 +312,12 @@ class ViewSemantics:
             raise self.error("cannot assign to a row of a multi-dimensional array", span)
         value = self.convert(value, v.type, span)
         buf, ats = self._component_addresses(v, i, span)
+        if v.local is not None:
+            if v.width == 1:
+                return self.local_store(v, ats[0], value, span)
+            value = self.once(value, span)
+            return [s for c, a in enumerate(ats)
+                    for s in self.local_store(v, a, self.component(value, "xyzw"[c], span), span)]
         if v.sub is not None:
             value = self.once(value, span)
             ats = [self.once(a, span) for a in ats]
@@ -317,10 +333,16 @@ class ViewSemantics:
 
     def view_arg(self, v: View, span=None) -> ir.BufArg:
         """``v`` passed to a pointer parameter of a device function (a scalar view)."""
+        self._not_local(v, "passed to a function", span)
         if v.width != 1 and (v.sub is not None or v.packed or v.inner):
             raise self.error(f"passing a {v.type.name} pointer to a function is not supported", span,
                              hint="pass the scalar pointer and build the vector in the function")
         return ir.BufArg(v.buf, None if _zero(v.offset) else v.offset, span=span)
+
+    def _not_local(self, v: View, what, span):
+        if v.local is not None:
+            raise self.error(f"a pointer to the local variable '{v.buf}' cannot be {what}", span,
+                             hint="declare it as a one-element array, or pass it by reference")
 
     # -- reinterpreting values ------------------------------------------------------------
     def bitcast(self, t, e: ir.Expr, span=None) -> ir.Expr:

@@ -283,10 +283,12 @@ class MemoryMixin:
             return v, self.index_expr(inds[0])
         if k == "identifier" and isinstance(self.lookup(self.text(node)), Ref):
             return self.ref_view(self.lookup(self.text(node)), self.sp(node)), ir.Const(0, T.int32)
-        if k == "identifier" and isinstance(self.lookup(self.text(node)), ir.Var):
-            self.type_err(node, f"'{self.text(node)}' is a local variable: a pointer to it is not supported "
-                          "(pointers must point into a buffer or array)",
-                          hint="declare it as a one-element array: float a[1];")
+        if k == "identifier" and isinstance(self.lookup(self.text(node)), (ir.Var, ir.Const)):
+            # &x of a scalar or vector local: its bits through a view (semantics/local_views.py)
+            sym = self.lookup(self.text(node))
+            if isinstance(sym, ir.Var):
+                sym = ir.Var(sym.name, sym.type, span=self.sp(node))
+            return self.sem.local_view(sym, self.sp(node)), ir.Const(0, T.int32)
         self.unsupported(node, f"'{self.text(node)}' as a memory location")
 
     def load_at(self, node):
