@@ -36,13 +36,15 @@ def _unsigned(size: int) -> T.ScalarType:
 class LocalViewSemantics:
     """Views of scalar and vector locals (mixed into :class:`~metalbench.semantics.Semantics`)."""
 
-    def local_view(self, var: ir.Expr, span=None):
+    def local_view(self, var: ir.Expr, span=None, name=None):
         """``&x`` of a scalar or vector local ``x`` (an ``ir.Var``, or a constant for a
-        folded ``const`` local, which can only be read): a thread pointer to its value."""
+        folded ``const`` local named ``name``, which can only be read): a thread pointer to
+        its value."""
         from .views import View
+        name = var.name if isinstance(var, ir.Var) else name or "a constant"
         if not isinstance(var.type, (T.ScalarType, T.VectorType)) or T.elem_of(var.type).is_bool:
-            raise self.error(f"a pointer to a {getattr(var.type, 'name', var.type)} local is not supported", span)
-        name = var.name if isinstance(var, ir.Var) else "a constant"
+            raise self.error(f"a pointer to the {getattr(var.type, 'name', var.type)} local '{name}' is not "
+                             "supported", span)
         return View(name, "thread", var.type, ir.Const(0, T.int32, span=span), const=not isinstance(var, ir.Var),
                     local=var)
 

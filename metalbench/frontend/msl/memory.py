@@ -288,7 +288,7 @@ class MemoryMixin:
             sym = self.lookup(self.text(node))
             if isinstance(sym, ir.Var):
                 sym = ir.Var(sym.name, sym.type, span=self.sp(node))
-            return self.sem.local_view(sym, self.sp(node)), ir.Const(0, T.int32)
+            return self.sem.local_view(sym, self.sp(node), self.text(node)), ir.Const(0, T.int32)
         self.unsupported(node, f"'{self.text(node)}' as a memory location")
 
     def load_at(self, node):
