@@ -134,3 +134,17 @@ def test_launch_gap_records_the_same_mlx_call_as_the_plan():
     for r in rows:
         assert r["mb_call"] == r["mlx_call"], r["kernel"]
         assert set(r["mb_call"]) == {"inputs", "grid", "threadgroup", "output_shapes", "output_dtypes"}
+
+
+def test_launch_ab_runs_on_the_standin(tmp_path):
+    """benchmarks/launch_ab.py (the H200's fine-interleaved A/B of launch-bound rows) end
+    to end on a null MLX kernel: every row is there, with its columns."""
+    out = tmp_path / "ab.json"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "launch_ab.py"), "--standin", "--turns", "1",
+                        "--json", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = json.loads(out.read_text())
+    assert [r["row"].split()[0] for r in rows] == ["copy", "block_sum", "softmax", "metal_kernel", "metal_kernel",
+                                                   "new-user", "new-user"]
+    assert {"raw", "direct_plain", "direct_compact", "plan_kernel", "mb"} <= set(rows[0])
+    assert all(r["raw"] > 0 and r["mb"] > 0 for r in rows)
