@@ -9,7 +9,7 @@ counts, ``mb_f2narrow``). Vectors had not: ``int4 / int4`` printed the component
 simulator mask them to 3), and ``uchar4(float4(300.5))`` what an unsaturated ``cvt``
 gives (the simulator saturates to 255). :class:`IntegerVectorMixin` prints those
 vector operators through per-component helpers with the scalar rules; narrow vector
-conversions go through ``mb_cvt`` (``cuda._BASE``), which saturates as ``mb_f2narrow``
+conversions go through ``mb_cvt`` (``cuda_prelude._BASE``), which saturates as ``mb_f2narrow``
 does.
 
     >>> from metalbench import ir, types as T
