@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 import numpy as np
+import pytest
 
 import metalbench as mb
 from metalbench import msl_check
@@ -93,3 +94,29 @@ def run_cuda(c: MSLCase):
     gpu = c.launch(k, backend="cuda")
     for s, g in zip(sim, gpu):
         np.testing.assert_allclose(g.astype(np.float64), s.astype(np.float64), atol=c.atol, rtol=c.atol)
+
+
+def three_ways(cases: list) -> tuple:
+    """The three tests of a list of cases, for a test module to bind to its own names:
+    the simulator against NumPy (plain and checked), the round trip through printed MSL and
+    CUDA (their compile checks), and, marked ``gpu``, the printed CUDA on the GPU against
+    the simulator::
+
+        test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
+    """
+    each = pytest.mark.parametrize("c", cases, ids=[c.name for c in cases])
+
+    @each
+    def test_sim_matches_numpy(c):
+        run_sim(c)
+
+    @each
+    def test_round_trip(c):
+        run_roundtrip(c)
+
+    @pytest.mark.gpu
+    @each
+    def test_printed_cuda_matches_sim(c):
+        run_cuda(c)
+
+    return test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim

@@ -15,7 +15,7 @@ from metalbench import ir
 from metalbench.builtins import registry
 from metalbench.errors import MetalbenchError
 from metalbench.passes.collectives import collectives, scope_of
-from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+from msl_cases import MSLCase, three_ways
 
 RNG = np.random.default_rng(71)
 N = 256
@@ -141,23 +141,7 @@ UNDER_DIVERGENT_IF = MSLCase(
 
 
 CASES = [_flag_case(0), _flag_case(3), TG_BARRIER, SIMD_CHOICE, QUAD_CHOICE, HEADER_SCALAR, UNDER_DIVERGENT_IF]
-IDS = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_sim_matches_numpy(c):
-    run_sim(c)
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_round_trip(c):
-    run_roundtrip(c)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_printed_cuda_matches_sim(c):
-    run_cuda(c)
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
 # ----------------------------------------------------------------------------- refused: c may differ in the group

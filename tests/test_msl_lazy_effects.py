@@ -8,7 +8,7 @@ as printed CUDA."""
 import numpy as np
 import pytest
 
-from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+from msl_cases import MSLCase, three_ways
 
 RNG = np.random.default_rng(7)
 X = (RNG.integers(-50, 50, 256) * 0.5).astype(np.float32)
@@ -88,23 +88,7 @@ STATEMENT_EXPR = MSLCase(
     header="#define MAX_ONCE(a, b) ({ auto _a = (a); auto _b = (b); _a > _b ? _a : _b; })\n")
 
 CASES = [ATOMIC_MAX, OR_COUNT, TERNARY_NESTED, STATEMENT_EXPR]
-IDS = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_sim_matches_numpy(c):
-    run_sim(c)
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_round_trip(c):
-    run_roundtrip(c)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_printed_cuda_matches_sim(c):
-    run_cuda(c)
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import metalbench as mb
 from metalbench.errors import MetalbenchError
-from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+from msl_cases import MSLCase, three_ways
 
 RNG = np.random.default_rng(29)
 N = 32
@@ -159,23 +159,7 @@ WIDE = MSLCase(
     {"w": W1}, [("out", (N, 2), np.uint32)], _wide_ref)
 
 CASES = [NIBBLES, VECTORS, HALVES_CASE, STORES, WIDE]
-IDS = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_sim_matches_numpy(c):
-    run_sim(c)
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_round_trip(c):
-    run_roundtrip(c)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_printed_cuda_matches_sim(c):
-    run_cuda(c)
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
 def test_an_index_outside_the_local_reads_0_and_a_store_there_is_dropped():

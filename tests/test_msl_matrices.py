@@ -15,7 +15,7 @@ import pytest
 
 import metalbench as mb
 from metalbench.errors import MetalbenchError
-from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+from msl_cases import MSLCase, three_ways
 
 RNG = np.random.default_rng(29)
 N = 32
@@ -456,23 +456,7 @@ def _templates_ref(x):
 TEMPLATES.ref = _templates_ref
 
 CASES = [OPS4, SHAPES, CONSTS, DEVICE, FUNCS, MISC, TGROUP, MEMBERS, TEMPLATES]
-IDS = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_sim_matches_numpy(c):
-    run_sim(c)
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_round_trip(c):
-    run_roundtrip(c)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_printed_cuda_matches_sim(c):
-    run_cuda(c)
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
 @pytest.mark.parametrize("src,words", [

@@ -11,7 +11,7 @@ import pytest
 
 import metalbench as mb
 from metalbench.errors import MetalbenchError
-from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+from msl_cases import MSLCase, three_ways
 
 RNG = np.random.default_rng(13)
 B, TT, D = 3, 5, 32
@@ -552,23 +552,7 @@ VECTOR_COMPONENTS = MSLCase(
 CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS,
          POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE, SMALL_INPUTS,
          VECTOR_PTR_ARGS, VECTOR_COMPONENTS]
-IDS = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_sim_matches_numpy(c):
-    run_sim(c)
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_round_trip(c):
-    run_roundtrip(c)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_printed_cuda_matches_sim(c):
-    run_cuda(c)
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
 def test_checked_reports_out_of_bounds_through_a_pointer():

@@ -11,7 +11,7 @@ import pytest
 
 import metalbench as mb
 from metalbench.errors import MetalbenchError
-from msl_cases import MSLCase, run_cuda, run_roundtrip, run_sim
+from msl_cases import MSLCase, three_ways
 
 RNG = np.random.default_rng(17)
 
@@ -284,23 +284,7 @@ ALIGNOF = MSLCase(
 
 CASES = [AS_TYPE, LIMITS, MLX_LIMITS, ALIASES, RELATIONAL, VECTOR_ARRAYS, C_STYLE, QUADS, VOTES, OUT_PARAMS,
          CONST_VECTOR_ARRAYS, ALIGNOF]
-IDS = [c.name for c in CASES]
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_sim_matches_numpy(c):
-    run_sim(c)
-
-
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_round_trip(c):
-    run_roundtrip(c)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("c", CASES, ids=IDS)
-def test_printed_cuda_matches_sim(c):
-    run_cuda(c)
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
 @pytest.mark.parametrize("t,src", [(np.float32, np.uint32), (np.uint16, np.float16), (ml_dtypes.bfloat16, np.int16),
