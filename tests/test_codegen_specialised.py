@@ -54,7 +54,7 @@ def test_bias_by_length_printed_cuda_matches_numpy(cols, specialised):
         assert f"i % {cols}u" in body and f"i / {cols}u" in body and "mb_umod_len" not in body, body
         assert "bias_shape" not in body                 # the length is no longer read at run time
     else:
-        assert "mb_umod_len(i, " in body and "mb_udiv_len(i, " in body, body
+        assert "mb_umod_len<uint32_t>(i, " in body and "mb_udiv_len<uint32_t>(i, " in body, body
     i = np.arange(n)
     want = x + bias[i % cols] + (i // cols).astype(np.float32)
     got = cuda_host.run(r, {"x": x, "bias": bias}, {"out": (n,)}, (n, 1, 1), (256, 1, 1))["out"]

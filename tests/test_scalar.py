@@ -203,7 +203,7 @@ def test_printed_cuda_spells_the_table_where_cuda_differs(monkeypatch):
     from metalbench.codegen import cuda
     k = mb.metal_kernel(name="edges", input_names=["a", "b", "f"], output_names=["o"], source=EDGE_BODY)
     body = cuda.render(k.ir([EDGE_A, EDGE_B, EDGE_F], [(36,)], [mx.int32])).body
-    assert "a[i] << (b[i] & 31)" in body and "mb_idiv(a[i], b[i])" in body and "mb_imod(a[i], b[i])" in body
+    assert "a[i] << (b[i] & 31)" in body and "mb_idiv<int32_t>(a[i], b[i])" in body and "mb_imod<int32_t>(a[i], b[i])" in body
     assert "mb_f2narrow<uint8_t>(f[i], 0, 255)" in body and "mb_f2narrow<int16_t>(f[i], -32768, 32767)" in body
 
 

@@ -474,10 +474,12 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
             if length_division(e):
                 self.need("mb_len_div", _LEN_DIV)
                 fn = "mb_udiv_len" if e.op == "/" else "mb_umod_len"
-                return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
+                return f"{fn}<{self.tname(t)}>({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
             if e.op in ("/", "%") and not (isinstance(b, ir.Const) and int(b.value) not in (0, -1)):
+                # the type spelled out: int64_t is `long` to nvcc on Linux and `1ll` is
+                # `long long`, so deduction from two int64 operands can fail there
                 fn = self.need("mb_idiv" if e.op == "/" else "mb_imod", IDIV if e.op == "/" else IMOD)
-                return f"{fn}({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
+                return f"{fn}<{self.tname(t)}>({self.expr(e.a, ASSIGN)}, {self.expr(b, ASSIGN)})", POSTFIX
         return super().e_BinOp(e)
 
     # -- float64: exact, and carried through MLX as its bits (runtime.carrier)
