@@ -9,8 +9,6 @@ through :func:`run_sim`, so output allocation, poisoning and conversion live her
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from . import scalar
@@ -120,16 +118,11 @@ def no_derivatives(outs: list, inputs, kernel_name: str = "") -> list:
         return raiser
     fn.vjp(refuse("vjp"))
     fn.jvp(refuse("jvp"))
+    # A later launch reading a tied output evaluates it (an MLX eval, ~40 us on a CPU). It
+    # must: remembering the simulator's array behind it would be stale after an in-place
+    # update (``y += 1`` and ``y[a:b] = v`` keep the Python object and change its values).
     with mx.stream(mx.cpu):     # the primitive only hands ``outs`` on; float64 exists on the CPU alone
-        tied = list(fn(*arrays))
-    for t, o in zip(tied, outs):
-        # evaluating a tied output alone is an MLX eval (~40 us on a CPU); a later launch
-        # reading it takes the values it stands for instead (host_array)
-        _TIED[id(t)] = (weakref.ref(t, lambda _, k=id(t): _TIED.pop(k, None)), o)
-    return tied
-
-
-_TIED: dict = {}    # id(tied output) -> (weakref to it, the simulator's array it stands for)
+        return list(fn(*arrays))
 
 
 # ----------------------------------------------------------------------------- float64 across MLX
@@ -308,9 +301,6 @@ def host_array(v, name: str = "", kernel_name: str = "") -> np.ndarray:
     """``v`` as NumPy for the simulator. Inside ``mx.compile``/``mx.vmap``/
     ``mx.export_function`` an MLX input has no value yet: that raises a
     :class:`KernelLaunchError` saying so (the simulator computes on the host)."""
-    raw = _TIED.get(id(v))
-    if raw is not None and raw[0]() is v:
-        v = raw[1]          # a simulator output read by the next launch: its values, no eval
     try:
         return to_numpy(v)
     except ValueError as e:
