@@ -341,22 +341,34 @@ class CxxAssignMixin:
             owner.cache[key] = txt.replace(" ", "").removeprefix("metal::").startswith("packed_")
         return owner.cache[key]
 
-    def member_size_align(self, f, owner, t, kinds, what):
-        """(size, alignment) in bytes of one element of data member ``f`` of type ``t``."""
-        if kinds and kinds[0] in ("ptr", "ref"):
+    def layout_of(self, t, packed: bool = False, pointer: bool = False):
+        """(size, alignment) in bytes of a value of type ``t`` in Metal's layout (the one
+        rule ``sizeof``, ``alignof`` and struct members use), or None for a type with no
+        layout here: a scalar its size; a vector its size, a 3-vector a 4-vector's, a
+        ``packed`` one its components back to back aligned as one; a matrix its columns; a
+        class its members (``sizeof_class``); a pointer or reference 8."""
+        if pointer:
             return 8, 8
         if isinstance(t, ClassInst):
             return self.sizeof_class(t), self.alignof_class(t)
         if self.is_metal_matrix(t):
             return t.size, t.align
         if isinstance(t, T.VectorType):
-            if self.field_packed(owner, f):
+            if packed:
                 return t.elem.itemsize * t.n, t.elem.itemsize
             a = t.elem.itemsize * (4 if t.n == 3 else t.n)
             return a, a
         if isinstance(t, T.ScalarType):
             return t.itemsize, t.itemsize
-        self.unsupported(f.decl, f"{what} with a {getattr(t, 'name', t)} member")
+        return None
+
+    def member_size_align(self, f, owner, t, kinds, what):
+        """(size, alignment) in bytes of one element of data member ``f`` of type ``t``."""
+        r = self.layout_of(t, isinstance(t, T.VectorType) and self.field_packed(owner, f),
+                           bool(kinds) and kinds[0] in ("ptr", "ref"))
+        if r is None:
+            self.unsupported(f.decl, f"{what} with a {getattr(t, 'name', t)} member")
+        return r
 
     def sizeof_class(self, cls) -> int:
         """sizeof of a class: members laid out in order, each aligned to its size (C's

@@ -10,8 +10,7 @@ from ...errors import KernelNameError, KernelTypeError, error_net
 from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
-from .cxx_decls import ClassInst
-from .metal_matrices import MatPtr, MetalMatrixType
+from .metal_matrices import MatPtr
 from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
 
 # Metal's constants: the float ones from the builtin registry's table (the DSL exports the
@@ -296,32 +295,20 @@ class ExpressionsMixin:
         column's, a class its most aligned member's (or ``alignas``), a pointer 8."""
         tn = node.child_by_field_name("type")
         t, _ = self.resolve_type(tn)
-        txt = self.text(tn).replace(" ", "").removeprefix("metal::")
         d = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
-        if d is not None and d.type in ("abstract_pointer_declarator", "abstract_reference_declarator"):
-            if d.type == "abstract_pointer_declarator":
-                return 8
-        if isinstance(t, ClassInst):
-            return self.alignof_class(t)
-        if isinstance(t, MetalMatrixType):
-            return t.align
-        if isinstance(t, T.VectorType):
-            if txt.startswith("packed_"):
-                return t.elem.itemsize
-            return t.elem.itemsize * (4 if t.n == 3 else t.n)
-        if isinstance(t, T.ScalarType):
-            return t.itemsize
-        self.unsupported(node, f"alignof({self.text(tn)})")
+        r = self.layout_of(t, self.text(tn).replace(" ", "").removeprefix("metal::").startswith("packed_"),
+                           d is not None and d.type == "abstract_pointer_declarator")
+        if r is None:
+            self.unsupported(node, f"alignof({self.text(tn)})")
+        return r[1]
 
     def sizeof(self, node) -> int:
         """``sizeof(T)`` / ``sizeof expr`` in bytes (Metal's layout: a 3-vector as a 4-vector)."""
         def size_of(t, packed=False):
-            if isinstance(t, ClassInst):
-                return self.sizeof_class(t)
-            if isinstance(t, MetalMatrixType):
-                return t.size
-            return t.itemsize if isinstance(t, T.ScalarType) else \
-                t.elem.itemsize * (4 if t.n == 3 and not packed else t.n)
+            r = self.layout_of(t, packed)
+            if r is None:
+                self.unsupported(node, f"sizeof of a {getattr(t, 'name', t)}")
+            return r[0]
         tn = node.child_by_field_name("type")
         if tn is not None:
             t, _ = self.resolve_type(tn)
