@@ -15,7 +15,8 @@ between ~20 and ~45 µs across machines):
 ``plan_kernel - raw`` is the generated code (and MLX's handling of it), ``mb - plan_kernel`` is
 metalbench's Python front. Then ``mb.metal_kernel`` on an MSL saxpy against its raw twin (1K,
 1M), and a new user's kernel that is in no benchmark: RMSNorm over rows written plainly in the
-DSL (run-time row length) against a hand-written twin (8192x4096 and 1024x1024).
+DSL (run-time row length) against a hand-written twin (8192x4096 and 1024x1024). Every row
+has all five columns (for ``mb.metal_kernel``, ``mb`` is the MSL kernel's call).
 
     python3 benchmarks/launch_ab.py --json ab.json           # on the H200 (~40 s)
     python benchmarks/launch_ab.py --standin --turns 3       # here: a null MLX kernel (smoke test)
@@ -116,24 +117,31 @@ def ab(fns: dict, turns: int, inner: int = 10) -> dict:
     return {k: statistics.median(v) for k, v in ts.items()}
 
 
-def dsl_row(name, kern, args, grid, tg, tmpl, out_shape, turns, kw=None) -> dict:
-    kw = kw or {}
-    bound = kern.bind(*args, grid=grid, threadgroup=tg, backend="cuda", **kw)
+def plan_variants(kern, bound, name) -> dict:
+    """``direct_plain``, ``direct_compact`` and ``plan_kernel`` calls for ``bound`` (see the
+    module docstring): what metalbench would launch, without its Python front."""
     sp = kern.specialization(bound)
     plan = sp.gpu_plan(bound, "cuda")
-    r = sp.rendered("cuda", all(a % b == 0 for a, b in zip(bound.grid, bound.threadgroup)), bound.threadgroup)
+    exact = all(a % b == 0 for a, b in zip(bound.grid, bound.threadgroup))
+    r = sp.rendered("cuda", exact, bound.threadgroup, sp.lengths(bound.values, bound.outputs, "cuda"))
     d_in, d_kw = plan.inputs(bound.values), dict(plan.kwargs)
     names = dict(input_names=list(r.input_names), output_names=list(r.output_names))
     plain = mx.fast.cuda_kernel(name=f"ab_plain_{name}", source=r.body, header=r.header, **names)
     small = mx.fast.cuda_kernel(name=f"ab_compact_{name}", source=compact(r.body), header=compact(r.header), **names)
+    return {"direct_plain": lambda: plain(inputs=d_in, **d_kw)[0],
+            "direct_compact": lambda: small(inputs=d_in, **d_kw)[0],
+            "plan_kernel": lambda: plan.kernel(inputs=d_in, **d_kw)[0]}
+
+
+def dsl_row(name, kern, args, grid, tg, tmpl, out_shape, turns, kw=None) -> dict:
+    kw = kw or {}
+    bound = kern.bind(*args, grid=grid, threadgroup=tg, backend="cuda", **kw)
     src, in_names = gpu.RAW_CUDA[name]
     raw = mx.fast.cuda_kernel(name=f"ab_raw_{name}", input_names=in_names, output_names=["out"], source=src)
     raw_in = [a for a in args if isinstance(a, mx.array)]
     t = ab({"raw": lambda: raw(inputs=raw_in, template=tmpl, grid=bound.grid, threadgroup=bound.threadgroup,
                                 output_shapes=[out_shape], output_dtypes=[mx.float32])[0],
-            "direct_plain": lambda: plain(inputs=d_in, **d_kw)[0],
-            "direct_compact": lambda: small(inputs=d_in, **d_kw)[0],
-            "plan_kernel": lambda: plan.kernel(inputs=d_in, **d_kw)[0],
+            **plan_variants(kern, bound, name),
             "mb": lambda: kern(*args, grid=grid, threadgroup=tg, backend="cuda", **kw)}, turns)
     return {"row": f"{name} {out_shape}", **{k: round(v, 2) for k, v in t.items()}, "raw/mb": round(t["raw"] / t["mb"], 3)}
 
@@ -154,7 +162,9 @@ def run(turns: int) -> list:
         a, x1, y1 = mx.array([2.0]), mx.random.normal((m,)), mx.random.normal((m,))
         mx.eval(a, x1, y1)
         call = dict(grid=(m, 1, 1), threadgroup=(256, 1, 1), output_shapes=[(m,)], output_dtypes=[mx.float32])
+        bound = mbk.bind(inputs=[a, x1, y1], backend="cuda", **call)
         t = ab({"raw": lambda: raw(inputs=[a, x1, y1], **call)[0],
+                **plan_variants(mbk, bound, f"msl_saxpy_{m}"),
                 "mb": lambda: mbk(inputs=[a, x1, y1], backend="cuda", **call)[0]}, turns)
         rows.append({"row": f"metal_kernel saxpy {m}", **{k: round(v, 2) for k, v in t.items()},
                      "raw/mb": round(t["raw"] / t["mb"], 3)})
@@ -168,7 +178,8 @@ def run(turns: int) -> list:
                             output_shapes=[(r, c)], output_dtypes=[mx.float32])[0]
         want = rmsnorm_ref(np.asarray(X), np.asarray(W), 1e-5)
         ok = [bool(np.allclose(np.asarray(f()), want, rtol=1e-4, atol=1e-4)) for f in (mb_fn, raw_fn)]
-        t = ab({"raw": raw_fn, "mb": mb_fn}, max(3, turns // 3))
+        bound = rmsnorm.bind(X, W, 1e-5, grid=r * 256, threadgroup=256, backend="cuda")
+        t = ab({"raw": raw_fn, **plan_variants(rmsnorm, bound, f"rmsnorm_{r}"), "mb": mb_fn}, max(3, turns // 3))
         rows.append({"row": f"new-user rmsnorm {r}x{c}", "ok": ok, **{k: round(v, 2) for k, v in t.items()},
                      "raw/mb": round(t["raw"] / t["mb"], 3)})
     return rows
