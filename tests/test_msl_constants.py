@@ -216,6 +216,9 @@ def test_recursive_macros_stop():
     ("out[0] = 1.0f;\n#error stop here", 2, "#error stop here"),
     ("out[0] = 1.0f;\n#if 1 / 0\n#endif", 2, "division by zero"),
     ("#define F(a, b) a\nout[0] = F(1);", 2, "takes 2 arguments"),
+    # Metal 4's closed library: named as such, with the construct to use instead
+    ("out[0] = 1.0f;\n#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>", 2,
+     "Metal Performance Primitives"),
 ])
 def test_preprocessor_errors_name_the_line(src, line, words):
     k = mb.metal_kernel(name="pp_bad", input_names=["x"], output_names=["out"], source=src)

@@ -201,6 +201,14 @@ class Preprocessor:
         elif name == "pragma" or name in ("line", "warning"):
             return            # hints (unroll, METAL internals), line markers, warnings
         elif name == "include":
+            if "MetalPerformancePrimitives" in rest:
+                # Apple's closed Metal 4 library: nothing to paste, so say what to use instead
+                raise _Err(f"#include {rest}: Metal Performance Primitives (Metal 4's tensor_ops: "
+                           "tensor, matmul2d, cooperative tensors) are not supported: metalbench has "
+                           "no simulator or CUDA version of them",
+                           hint="write the tile product with simdgroup_matrix<T, 8, 8> "
+                                "(simdgroup_load, simdgroup_multiply_accumulate, simdgroup_store), "
+                                "which metalbench runs on every backend")
             if not _STANDARD_INCLUDE.match(rest):
                 raise _Err(f"#include {rest}: metalbench knows Metal's standard headers (<metal_stdlib>, "
                            "<metal_*>) and MLX's utils.h only",
