@@ -199,10 +199,10 @@ class Checker(SyncChecks, ValueChecks):
         self._ex = None
         self._ln_cache = None
         self._bounds_ok: dict = {}
-        self.sep = 0  # simdgroup_barrier(mem_threadgroup) count: orders threadgroup memory in a simdgroup
-        self.sep_used = False
-        self.sepd = 0  # ... (mem_device): device memory within a simdgroup
-        self.sepd_used = False
+        # per lane, its simdgroup's and quad-group's ordering points so far (simdgroup_barrier,
+        # SIMD-group functions: sync_checks.py), for threadgroup memory; None before the first
+        self.sv = None
+        self.svd = None  # ... for device memory
         self._sg = None
         self._contig_cache: dict = {}
         self._wv = None  # the value the current store writes (same-value writes)
@@ -383,7 +383,7 @@ class Checker(SyncChecks, ValueChecks):
                                T[j] + self.base, [access], int(j.size))
                 if access == "atomic":
                     st.written[E] = True
-            self._log(st, (E, T, k, self.sep))
+            self._log(st, (E, T, k, 0 if self.sv is None else self.sv[T]))
 
     def _written_through_views(self, st, E):
         """Which elements ``E`` of threadgroup array (or view) ``st`` have had every byte written
@@ -461,14 +461,14 @@ class Checker(SyncChecks, ValueChecks):
                     st.wr[E] = T
                     st.wr_ep[E] = ep
                     st.wr_k[E] = k
-                    if self.sepd:
-                        st.wr_sep[E] = self.sepd
+                    if self.svd is not None or st._wr_sep is not None:
+                        st.wr_sep[E] = 0 if self.svd is None else self.svd
                     if self.o.fc is not None:
                         st.wr_fc[E] = self.o.fc[T]
                     st.wrote = ep
                 else:
                     E = np.arange(lo, lo + self.L, dtype=np.int64)
-                    self._log(st, (E, T.copy(), k, self.sepd) if self.sepd_used else (E, T.copy(), k))
+                    self._log(st, (E, T.copy(), k) if self.svd is None else (E, T.copy(), k, self.svd.copy()))
                 return
             E = np.arange(lo, lo + self.L, dtype=np.int64)
             unique = True
@@ -508,8 +508,8 @@ class Checker(SyncChecks, ValueChecks):
         if write:
             wr = st.wr[E]
             bad = (wr >= 0) & (wr != T) & (st.wr_ep[E] == ep) & (wr // TG == T // TG)
-            if self.sepd:
-                bad &= ~self._simd_ordered_dev(wr, st.wr_sep[E], T, self.sepd)
+            if self.svd is not None:
+                bad &= ~self._simd_ordered_dev(wr, st.wr_sep[E], T, self.svd[T - self.base])
             if self.o.fc is not None and bad.any():
                 bad &= ~self._fenced(wr, st.wr_fc[E], T)
             if bad.any():
@@ -529,8 +529,9 @@ class Checker(SyncChecks, ValueChecks):
             st.wr[E] = T
             st.wr_ep[E] = ep
             st.wr_k[E] = k
-            if self.sepd:
-                st.wr_sep[E] = self.sepd
+            if self.svd is not None or st._wr_sep is not None:
+                # (an element's record may hold a count of an earlier chunk: always overwritten)
+                st.wr_sep[E] = 0 if self.svd is None else self.svd[T - self.base]
             if self.o.fc is not None:
                 st.wr_fc[E] = self.o.fc[T]
             st.wrote = ep
@@ -543,7 +544,7 @@ class Checker(SyncChecks, ValueChecks):
                         same |= self._same_in_store(E, T - self.base, sj, ~before | same)
                     self._cross(st, name, E[has_oth], None if same is None else E[has_oth & same])
         else:
-            self._log(st, (E, T, k, self.sepd) if self.sepd_used else (E, T, k))
+            self._log(st, (E, T, k) if self.svd is None else (E, T, k, self.svd[T - self.base]))
 
     def _cross(self, st, name, E, same_elems=None):
         """Report elements of ``E`` written by one threadgroup and touched by another
@@ -609,8 +610,8 @@ class Checker(SyncChecks, ValueChecks):
         if st.wrote == self.ep:
             wt = st.wr[E]
             bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
-            if self.sep:
-                bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, self.sep)
+            if self.sv is not None:
+                bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, self.sv[T])
             if bad.any():
                 self._race(st, E, bad, wt, st.wr_k[E], T, k, "write", "write", name, space, dev, data,
                            self._same_as_held(data, E, T, bad))
@@ -629,8 +630,8 @@ class Checker(SyncChecks, ValueChecks):
         st.wr[E] = T
         st.wr_ep[E] = self.ep
         st.wr_k[E] = k
-        if self.sep:
-            st.wr_sep[E] = self.sep
+        if self.sv is not None:
+            st.wr_sep[E] = self.sv[T]
         st.wrote = self.ep
 
     def _race(self, st, E, bad, t_a, k_a, T, k_b, acc_a, acc_b, name, space, dev, data, same=None, kind="data race"):
@@ -690,7 +691,8 @@ class Checker(SyncChecks, ValueChecks):
             _, first = np.unique(key, return_index=True)
             e = [E[first], T[first], K[first]]
             if len(entry) == 4:
-                e.append(np.concatenate([np.full(x[0].size, x[3], np.int64) for x in log])[first])
+                e.append(np.concatenate([np.broadcast_to(np.asarray(x[3] if len(x) > 3 else 0, np.int64),
+                                                         x[0].shape) for x in log])[first])
             st.log, st.nlog = [tuple(e)], first.size
 
     def _flush(self, mem=3):
@@ -717,8 +719,9 @@ class Checker(SyncChecks, ValueChecks):
         T = np.concatenate([x[1] for x in log])
         wt = st.wr[E]
         bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == (self.epd if dev else self.ep))
-        if self.sepd_used if dev else self.sep_used:
-            S = np.concatenate([np.full(x[0].size, x[3] if len(x) > 3 else 0, np.int64) for x in log])
+        if (self.svd if dev else self.sv) is not None:
+            S = np.concatenate([np.broadcast_to(np.asarray(x[3] if len(x) > 3 else 0, np.int64), x[0].shape)
+                                for x in log])
             ordered = self._simd_ordered_dev if dev else self._simd_ordered
             bad &= ~ordered(wt, st.wr_sep[E], T, S)
         if dev and self.o.fc is not None and bad.any():

@@ -113,7 +113,8 @@ def _describe_head(f: Finding) -> str:
         if f.extra.get("same_simd"):
             # only lanes of one SIMD-group race here: say why that is still a race
             when += (" (lanes of one SIMD-group: Metal orders their memory accesses only through a "
-                     "simdgroup_barrier)")
+                     "simdgroup_barrier or a SIMD-group function they all run between them, such as simd_sum "
+                     "or simd_shuffle)")
         also = [n for n in f.extra.get("aliases", []) if n != f.buffer]
         buf = f"{f.buffer!r}" + (f" (the same array as {', '.join(map(repr, also))})" if also else "")
         return (f"data race on {_space_word(f.space)} {buf} at index {f.index[0]}{k}: "

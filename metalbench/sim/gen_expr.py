@@ -197,7 +197,11 @@ class Expressions:
     def simd(self, e):
         self.uses_simd = True
         argv = [self.exl(a) for a in e.args]
-        mode = registry.get(e.name).extra.get("shuffle")
+        b = registry.get(e.name)
+        mode = b.extra.get("shuffle")
+        if self.checked:
+            # the lanes that run it all arrive: it orders their memory accesses (sync_checks.py)
+            self.emit(f"_ck.simd_sync({self.m}, {4 if b.collective == 'quadgroup' else 32})")
         if self.checked and mode is not None:
             # reading a lane that is inactive (divergence, a partial SIMD-group) is undefined
             k = self.node(e, None, None, "shuffle")

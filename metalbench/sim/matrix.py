@@ -62,5 +62,7 @@ class MatrixGen:
         self.ns["_mx"] = sys.modules[__name__]
         a, b = self.exl(e.a), self.exl(e.b)
         c = self.exl(e.c) if e.c is not None else ["None", "None"]
+        if self.checked:  # a SIMD-group function: orders its lanes' accesses (sync_checks.py)
+            self.emit(f"_ck.simd_sync({self.m}, 32)")
         r = self.tmp(f"_mx.mma(_sg, {a[0]}, {a[1]}, {b[0]}, {b[1]}, {c[0]}, {c[1]}, {self.dtn(e.type.elem)})")
         return [f"{r}[0]", f"{r}[1]"]

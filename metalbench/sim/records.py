@@ -17,7 +17,7 @@ class _TgState:
         self.wr = np.full(n, -1, np.int64)     # last writer (lane of the chunk)
         self.wr_ep = np.full(n, -1, np.int64)  # ... its barrier interval
         self.wr_k = np.zeros(n, np.int32)
-        self.wr_sep = np.zeros(n, np.int64)    # ... its simdgroup-barrier interval
+        self.wr_sep = np.zeros(n, np.int64)    # ... its lane's SIMD ordering count (sync_checks.py)
         self.stamp = np.zeros(n, np.int64)
         self.written = np.zeros(n, bool)
         self.all_written = False               # then reads need no uninitialised check
@@ -119,7 +119,7 @@ class _DevState:
         return self._wr_fc
 
     @property
-    def wr_sep(self):  # the last writer's simdgroup_barrier(mem_device) count (lazy)
+    def wr_sep(self):  # the last writer's SIMD ordering count for device memory (lazy)
         if self._wr_sep is None:
             self._wr_sep = np.zeros(self.n, np.int64)
         return self._wr_sep

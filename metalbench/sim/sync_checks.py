@@ -31,6 +31,19 @@ import numpy as np
 from .findings import DivergentBarrier
 
 
+_SG_STEP = (1 << 32) + 1  # one ordering point of a whole simdgroup (and so of each of its quad-groups)
+
+
+def _ordered(ta, va, tb, vb):
+    """Whether threads ``ta``, ``tb`` (indices in one threadgroup) whose accesses carried the
+    counts ``va``, ``vb`` (:meth:`SyncChecks._order_lanes`) are ordered: one simdgroup with a
+    simdgroup ordering point between them, or one quad-group with a quad-group one."""
+    ta, tb = np.asarray(ta, np.int64), np.asarray(tb, np.int64)
+    va, vb = np.asarray(va, np.int64), np.asarray(vb, np.int64)
+    return (((ta // 32 == tb // 32) & ((va >> 32) != (vb >> 32)))
+            | ((ta // 4 == tb // 4) & (va != vb)))
+
+
 def mem_bits(flags) -> int:
     """The memory a barrier's or fence's ``mem_flags`` order: 1 threadgroup, 2 device."""
     return (1 if "mem_threadgroup" in flags else 0) | (2 if "mem_device" in flags else 0)
@@ -66,28 +79,60 @@ class SyncChecks:
 
     def simd_barrier(self, m, k, mem=1):
         """A simdgroup_barrier: accesses of one simdgroup before it are ordered with those
-        after it, for the memory ``mem`` names (other simdgroups stay unordered)."""
-        if m is False:
-            return
-        if mem & 1:
-            self.sep += 1
-            self.sep_used = True
-        if mem & 2:
-            self.sepd += 1
-            self.sepd_used = True
+        after it, for the memory ``mem`` names (other simdgroups stay unordered). Every lane
+        of a simdgroup must reach it, so a simdgroup with any active lane counts as whole."""
+        if m is not False and mem:
+            self._order_lanes(m, 32, mem, any_lane=True)
 
-    def _simd_ordered(self, a, sep_a, b, sep_b):
-        """Lane pairs of one simdgroup with a simdgroup_barrier between their accesses
-        (lanes are chunk lanes of one threadgroup; ``a`` may hold -1 for none)."""
+    def simd_sync(self, m, width=32):
+        """A SIMD-group function (``width`` 32: ``simd_sum``, ``simd_shuffle``, ``simd_ballot``,
+        a SIMD-group matrix product ...) or quad-group function (4: ``quad_sum`` ...) run by
+        the active lanes of ``m``. It combines values of the lanes that run it, so they all
+        arrive there: what a lane accessed before it happens before what another of those
+        lanes accesses after it, in threadgroup and device memory alike. Only a SIMD-group
+        (quad-group) whose existing lanes are all active counts; a divergent call orders the
+        quad-groups it holds whole."""
+        if m is not False:
+            self._order_lanes(m, width, 3)
+
+    def _order_lanes(self, m, width, mem, any_lane=False):
+        """Count an ordering point of the active lanes of ``m`` per lane (``self.sv`` for
+        threadgroup memory, ``self.svd`` for device memory): the simdgroup's count in the high
+        32 bits, its quad-groups' in the low 32. Every lane of a simdgroup (quad-group) holds
+        the same count, so two accesses of its lanes are ordered when their counts differ."""
+        lay = self.c.simd()
+        M = lay.mask(m)
+        if M is None:
+            inc = _SG_STEP if width == 32 else 1
+        else:
+            ok = M if lay.E is None else (M | ~lay.E)   # active, or no thread at all
+            quads = ok.reshape(ok.shape[0], -1, 4).all(axis=2)
+            inc = np.repeat(quads, 4, axis=1).astype(np.int64)
+            if width == 32:
+                whole = M.any(axis=1) if any_lane else ok.all(axis=1)
+                inc = np.where(whole[:, None], _SG_STEP, inc)
+            inc = lay.unview(inc)
+        for bit, attr in ((1, "sv"), (2, "svd")):
+            if mem & bit:
+                cur = getattr(self, attr)
+                if cur is None:
+                    cur = np.zeros(self.L, np.int64)
+                    setattr(self, attr, cur)
+                cur += inc
+
+    def _simd_ordered(self, a, va, b, vb):
+        """Lane pairs of one simdgroup (quad-group) with an ordering point of it between their
+        accesses (lanes are chunk lanes of one threadgroup; ``a`` may hold -1 for none;
+        ``va``/``vb`` their counts from :meth:`_order_lanes`)."""
         t = self.c.t_lane
-        a = np.maximum(a, 0)
-        return (t[a] // 32 == t[b] // 32) & (sep_a != sep_b)
+        ta, tb = t[np.maximum(a, 0)], t[b]
+        return _ordered(ta, va, tb, vb)
 
-    def _simd_ordered_dev(self, a, sep_a, b, sep_b):
+    def _simd_ordered_dev(self, a, va, b, vb):
         """:meth:`_simd_ordered` for device records, whose thread ids are global
         (threadgroup * TG + index in it)."""
         TG = self.TG
-        return (a // TG == b // TG) & ((a % TG) // 32 == (b % TG) // 32) & (sep_a != sep_b)
+        return (a // TG == b // TG) & _ordered(a % TG, va, b % TG, vb)
 
     # -- device-scope fences
     def fence(self, m):
