@@ -206,3 +206,21 @@ def test_dsl_shuffle_orders_its_simdgroup_only():
     assert races(lambda: dsl_shuffle(X[:64], grid=64, threadgroup=64, backend="sim", checked=True)) == []
     found = races(lambda: dsl_shuffle(X[:64], grid=64, threadgroup=64, FAR=1, backend="sim", checked=True))
     assert len(found) == 1 and found[0].space == "threadgroup"
+
+
+@mb.kernel
+def dsl_matrix_product(x, o: mb.Out, FAR: mb.constexpr = 0):
+    # the 8x8 product is a SIMD-group function too: it orders the tile between its lanes
+    tile = threadgroup_array(64, float32)  # noqa: F405
+    l = thread_index_in_threadgroup  # noqa: F405
+    tile[l] = x[l]
+    c = simdgroup_float8x8(0)  # noqa: F405
+    a = simdgroup_float8x8(1)  # noqa: F405
+    simdgroup_multiply_accumulate(c, a, a, c)  # noqa: F405
+    o[l] = tile[l ^ (32 if FAR else 1)]
+
+
+def test_dsl_matrix_product_orders_its_simdgroup_only():
+    assert races(lambda: dsl_matrix_product(X[:64], grid=64, threadgroup=64, backend="sim", checked=True)) == []
+    found = races(lambda: dsl_matrix_product(X[:64], grid=64, threadgroup=64, FAR=1, backend="sim", checked=True))
+    assert len(found) == 1 and found[0].space == "threadgroup"

@@ -128,7 +128,12 @@ add_builtin("threadgroup_barrier", group="Memory and synchronisation", kind="nod
 add_builtin("simdgroup_barrier", group="Memory and synchronisation", kind="node", node="Barrier",
             doc="Waits until every thread of the SIMD-group reaches it; orders the memory named by the flags "
                 "between its lanes.", example="simdgroup_barrier(mem_threadgroup)",
-            params_doc="(flags=mem_none) -> None", extra={"collective": "simdgroup"})
+            params_doc="(flags=mem_none) -> None",
+            details="A SIMD-group function (simd_sum, simd_shuffle, simd_ballot ...) orders its lanes' threadgroup "
+                    "and device memory accesses the same way, since every active lane must reach it (quad_* "
+                    "functions: the lanes of the quad-group); the checked simulator follows both. Lanes of other "
+                    "SIMD-groups need a threadgroup_barrier.",
+            extra={"collective": "simdgroup"})
 add_builtin("atomic_thread_fence", group="Memory and synchronisation", kind="node", node="Fence",
             doc="Orders this thread's accesses to the memory named by the flags, as other threads of the scope "
                 "see them (no barrier: threads reach it independently).",

@@ -24,7 +24,8 @@ Race detection is vectorised, never a loop over threads:
 A barrier ends the interval of the memory its ``mem_flags`` name, as in Metal:
 ``mem_threadgroup`` threadgroup memory, ``mem_device`` device memory, ``mem_none``
 neither (see :mod:`~metalbench.sim.sync_checks`); a ``simdgroup_barrier`` orders the
-memory its flags name within a simdgroup.
+memory its flags name within a simdgroup, and a SIMD-group (quad-group) function such as
+``simd_sum`` or ``simd_shuffle`` orders both memories between the lanes that run it.
 Accesses whose lanes touch ``offset + lane`` (``x[i]``) take O(1) bounds and
 coalescing checks and slice updates of the records.
 
@@ -508,8 +509,9 @@ class Checker(SyncChecks, ValueChecks):
         if write:
             wr = st.wr[E]
             bad = (wr >= 0) & (wr != T) & (st.wr_ep[E] == ep) & (wr // TG == T // TG)
-            if self.svd is not None:
-                bad &= ~self._simd_ordered_dev(wr, st.wr_sep[E], T, self.svd[T - self.base])
+            if self.svd is not None and bad.any():
+                j = np.flatnonzero(bad)
+                bad[j] = ~self._simd_ordered_dev(wr[j], st.wr_sep[E[j]], T[j], self.svd[T[j] - self.base])
             if self.o.fc is not None and bad.any():
                 bad &= ~self._fenced(wr, st.wr_fc[E], T)
             if bad.any():
@@ -610,8 +612,9 @@ class Checker(SyncChecks, ValueChecks):
         if st.wrote == self.ep:
             wt = st.wr[E]
             bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == self.ep)
-            if self.sv is not None:
-                bad &= ~self._simd_ordered(wt, st.wr_sep[E], T, self.sv[T])
+            if self.sv is not None and bad.any():
+                j = np.flatnonzero(bad)
+                bad[j] = ~self._simd_ordered(wt[j], st.wr_sep[E[j]], T[j], self.sv[T[j]])
             if bad.any():
                 self._race(st, E, bad, wt, st.wr_k[E], T, k, "write", "write", name, space, dev, data,
                            self._same_as_held(data, E, T, bad))
@@ -719,11 +722,12 @@ class Checker(SyncChecks, ValueChecks):
         T = np.concatenate([x[1] for x in log])
         wt = st.wr[E]
         bad = (wt >= 0) & (wt != T) & (st.wr_ep[E] == (self.epd if dev else self.ep))
-        if (self.svd if dev else self.sv) is not None:
+        if (self.svd if dev else self.sv) is not None and bad.any():
+            j = np.flatnonzero(bad)  # candidates only: most reads are of the thread's own writes
             S = np.concatenate([np.broadcast_to(np.asarray(x[3] if len(x) > 3 else 0, np.int64), x[0].shape)
-                                for x in log])
+                                for x in log])[j]
             ordered = self._simd_ordered_dev if dev else self._simd_ordered
-            bad &= ~ordered(wt, st.wr_sep[E], T, S)
+            bad[j] = ~ordered(wt[j], st.wr_sep[E[j]], T[j], S)
         if dev and self.o.fc is not None and bad.any():
             bad &= ~self._fenced(wt, st.wr_fc[E], T)
         if bad.any():

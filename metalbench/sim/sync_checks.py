@@ -1,6 +1,6 @@
-"""Checked mode's barriers and fences: which memory a ``threadgroup_barrier``,
-``simdgroup_barrier`` or ``atomic_thread_fence`` orders (a mixin of
-:class:`metalbench.sim.checks.Checker`).
+"""Checked mode's barriers, fences and SIMD-group functions: which memory a
+``threadgroup_barrier``, ``simdgroup_barrier``, ``atomic_thread_fence`` or ``simd_sum`` orders,
+and between which threads (a mixin of :class:`metalbench.sim.checks.Checker`).
 
 Metal's ``mem_flags`` decide it, and the race checker follows them:
 
@@ -13,7 +13,23 @@ Metal's ``mem_flags`` decide it, and the race checker follows them:
 - ``mem_none`` orders no memory: the threads wait for each other, but their accesses on
   either side may still race;
 - ``simdgroup_barrier(flags)`` orders the memory its flags name between the lanes of one
-  simdgroup.
+  simdgroup;
+- a SIMD-group function (``simd_sum``/``prod``/``min``/``max``/``and``/``or``/``xor``, the prefix
+  scans, ``simd_broadcast(_first)``, ``simd_shuffle*``, ``simd_ballot``, ``simd_all``/``any``,
+  ``simd_is_first``, a SIMD-group matrix product: every builtin whose ``collective`` is
+  ``"simdgroup"``) orders threadgroup and device memory between the lanes that run it: it
+  combines their values, so they all arrive, and what a lane accessed before it happens
+  before what another of them accesses after it. ``quad_*`` functions do the same for the
+  lanes of one quad-group. Lanes of other SIMD-groups stay unordered: reading ``s[0]`` in
+  SIMD-group 0, ``simd_sum``, then writing ``s[0]`` from SIMD-group 1 is still a race.
+  A call counts for a SIMD-group (quad-group) only when all its existing lanes run it; a
+  divergent ``simd_sum`` under ``if (lane < 16)`` orders the quad-groups it holds whole
+  (the checker does not follow orderings between a subset of lanes beyond that).
+
+Both are counted per lane (:meth:`SyncChecks._order_lanes`): the lane's SIMD-group's
+ordering points in the high 32 bits, its quad-group's in the low 32 (a SIMD-group's point is
+also one of each of its quad-groups). Every lane of a group holds the group's count, so two
+accesses by lanes of one group are ordered when their counts differ.
 
 The DSL's ``threadgroup_barrier()`` without arguments is
 ``threadgroup_barrier(mem_flags::mem_threadgroup)`` (what it prints as); its
@@ -36,12 +52,21 @@ _SG_STEP = (1 << 32) + 1  # one ordering point of a whole simdgroup (and so of e
 
 def _ordered(ta, va, tb, vb):
     """Whether threads ``ta``, ``tb`` (indices in one threadgroup) whose accesses carried the
-    counts ``va``, ``vb`` (:meth:`SyncChecks._order_lanes`) are ordered: one simdgroup with a
-    simdgroup ordering point between them, or one quad-group with a quad-group one."""
-    ta, tb = np.asarray(ta, np.int64), np.asarray(tb, np.int64)
+    counts ``va``, ``vb`` (:meth:`SyncChecks._order_lanes`) are ordered: one quad-group with an
+    ordering point of it between them, or one simdgroup with a simdgroup one (which also
+    changes the quad-group count: ``va != vb`` holds in both cases).
+
+        >>> import numpy as np
+        >>> S = 1 << 32
+        >>> _ordered(np.array([0, 0, 0, 0]), np.array([0, 1, S + 1, 1]), np.array([1, 4, 4, 33]), np.array([1, 0, 0, 0]))
+        array([ True, False,  True, False])
+    """
     va, vb = np.asarray(va, np.int64), np.asarray(vb, np.int64)
-    return (((ta // 32 == tb // 32) & ((va >> 32) != (vb >> 32)))
-            | ((ta // 4 == tb // 4) & (va != vb)))
+    d = va != vb
+    if not d.any():
+        return d
+    ta, tb = np.asarray(ta, np.int64), np.asarray(tb, np.int64)
+    return d & (((ta >> 2) == (tb >> 2)) | (((ta >> 5) == (tb >> 5)) & ((va >> 32) != (vb >> 32))))
 
 
 def mem_bits(flags) -> int:
