@@ -206,6 +206,7 @@ def run_case_file(path, checked, only):
     import warnings
     warnings.simplefilter("ignore")
     mx = install(checked=checked, report_gpu=True)
+    from metalbench import KernelCheckWarning
     if os.environ.get("METALBENCH_CORPUS_BACKEND", "sim") == "sim":
         mx.disable_compile()     # the simulator needs values; a traced input has none (module docstring)
     res = []
@@ -228,7 +229,14 @@ def run_case_file(path, checked, only):
         t0 = time.time()
         LAUNCHED.clear()
         try:
-            out = c["run"]()
+            with warnings.catch_warnings(record=True) as seen:   # the checked simulator's warnings
+                warnings.simplefilter("ignore")
+                warnings.simplefilter("always", KernelCheckWarning)
+                out = c["run"]()
+            checked_warnings = sorted({str(w.message).splitlines()[0] for w in seen
+                                       if issubclass(w.category, KernelCheckWarning)})
+            if checked_warnings:
+                r["warnings"] = checked_warnings
             ref = _reference(c["ref"])
             ok, detail = compare(out, ref, c.get("atol", 1e-4), c.get("rtol", 1e-4))
             r.update(status="pass" if ok else "mismatch", msg=detail)
@@ -445,6 +453,10 @@ def render(rep):
     for c, rs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         e = rs[0]
         lines.append(f"| {len(rs)} | {c} | {e['file']}::{e['case']}: `{(e.get('etype', '') + ': ' + e.get('msg', ''))[:140].replace('|', '/')}` |")
+    warned = [r for r in res if r.get("warnings")]
+    if warned:   # lower-severity findings (mb.KernelCheckWarning): the launch went on
+        lines += ["", "## Warnings of the checked simulator", "", "| file | case | warning |", "|---|---|---|"]
+        lines += [f"| {r['file']} | {r['case']} | {w[:200].replace('|', '/')} |" for r in warned for w in r["warnings"]]
     lines += ["", "## Per case", "", "| file | case | status | detail | where |", "|---|---|---|---|---|"]
     for r in res:
         d = (r.get("etype", "") + ": " if r["status"] == "error" else "") + r.get("msg", "")

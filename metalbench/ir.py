@@ -167,10 +167,15 @@ class Bitcast(Expr):
 @dataclass(eq=False)
 class Load(Expr):
     """``buf[index]``: buf names a kernel buffer, a threadgroup/thread array or a
-    buffer parameter of a device function; index is linear, in elements."""
+    buffer parameter of a device function; index is linear, in elements. ``vector``:
+    on the first component's access of a vector read through a pointer whose type
+    Metal requires aligned (``*(device float4*)(x + 2)``), ``(vector type, alignment
+    in bytes)``: the checked simulator warns when the address is not a multiple
+    (:class:`Store` likewise)."""
     buf: str
     index: Expr
     type: ScalarType
+    vector: tuple | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
@@ -319,10 +324,12 @@ class Assign(Stmt):
 
 @dataclass(eq=False)
 class Store(Stmt):
-    """``buf[index] = value``; value already has the element type."""
+    """``buf[index] = value``; value already has the element type (``vector``: see
+    :class:`Load`)."""
     buf: str
     index: Expr
     value: Expr
+    vector: tuple | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)

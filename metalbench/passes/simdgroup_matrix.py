@@ -84,6 +84,31 @@ def _i64(e: ir.Expr) -> ir.Expr:
     return ir.Cast(T.int64, e, span=e.span)
 
 
+def _pure_index(e) -> bool:
+    """Whether index ``e`` is made of variables, constants and arithmetic only."""
+    return all(isinstance(n, (ir.Var, ir.Const, ir.BinOp, ir.UnOp, ir.Cast, ir.ThreadAttr)) for n in ir.walk(e))
+
+
+def _kept_elements(s: ir.Store):
+    """For ``a[i] = from_elements(vec(c0, c1))`` where some ``c_k`` is ``a[i].thread_elements()[k]``
+    (writing one thread element of a matrix in an array), possibly under a condition on the
+    element's run-time index: per element, whether it keeps its value; else None."""
+    v = s.value
+    if not (isinstance(v, ir.MatrixFromElements) and isinstance(v.value, ir.VecCons) and len(v.value.args) == 2
+            and _pure_index(s.index)):
+        return None
+    key = ir.dump(s.index)
+
+    def same(a, k):
+        return (isinstance(a, ir.Swizzle) and a.components == "xy"[k] and isinstance(a.value, ir.MatrixElements)
+                and isinstance(a.value.matrix, ir.Load) and a.value.matrix.buf == s.buf
+                and ir.dump(a.value.matrix.index) == key)
+    # per element: True (kept), "select" (c ? new : kept, the run-time element index), None (new)
+    kept = [True if same(a, k) else "select" if isinstance(a, ir.Select) and same(a.b, k) else None
+            for k, a in enumerate(v.value.args)]
+    return kept if any(kept) else None
+
+
 def _bin(op, a, b, t, span):
     return ir.BinOp(op, a, b, t, span=span)
 
@@ -248,9 +273,21 @@ class _Lower:
     def s_Store(self, s):
         if not isinstance(s.value.type, T.MatrixType):
             return [self.generic(s)]
-        pre, v = self.temp(self.expr(s.value), s.span)
         i0, i1 = self.pair(s.index, s.span)
         el = s.value.type.elem
+        kept = _kept_elements(s)
+        if kept:   # a[t].thread_elements()[k] = v: the other element is not read and rewritten
+            out = []
+            for i, a, same in zip((i0, i1), s.value.value.args, kept):
+                if same is True:
+                    continue
+                if same is None:
+                    out.append(ir.Store(s.buf, i, self.expr(a), span=s.span))
+                else:      # (k == e ? v : the element): stored when the condition holds
+                    out.append(ir.If(self.expr(a.cond), [ir.Store(s.buf, i, self.expr(a.a), span=s.span)],
+                                     span=s.span))
+            return out
+        pre, v = self.temp(self.expr(s.value), s.span)
         return pre + [ir.Store(s.buf, i0, ir.Swizzle(v, "x", el, span=s.span), span=s.span),
                       ir.Store(s.buf, i1, ir.Swizzle(v, "y", el, span=s.span), span=s.span)]
 

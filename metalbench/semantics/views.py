@@ -134,6 +134,12 @@ class ViewSemantics(LocalViewSemantics):
     """
 
     declare_alias = None
+    # A front end whose vector pointers Metal requires aligned sets ``vector_align``: a
+    # callable ``(view) -> (bytes, exact)`` (the MSL front end's ``layout_of``; ``exact``: the
+    # view's offsets count from an aligned start, not a function's pointer parameter). The
+    # first access of such a vector is marked (``ir.Load.vector``) unless its address is
+    # provably aligned.
+    vector_align = None
 
     # -- building views --------------------------------------------------------------
     def view_of(self, buf: str, elem, space: str, shape=None, const=False, atomic=False, span=None) -> View:
@@ -230,7 +236,21 @@ class ViewSemantics(LocalViewSemantics):
         return [first if k == 0 else self.binop("+", first, ir.Const(k, T.int64, span=span), span)
                 for k in range(r)]
 
-    def _assembled_load(self, v: View, at: ir.Expr, span) -> ir.Expr:
+    def _vector_mark(self, v: View, first: ir.Expr, in_src: bool = False):
+        """``ir.Load.vector`` for the access of ``v``'s first component at element ``first``
+        (of the narrower storage ``v.src`` when ``in_src``), or None: no rule, or an address
+        the rule provably keeps."""
+        if self.vector_align is None or v.width == 1 or v.local is not None:
+            return None
+        align, exact = self.vector_align(v)
+        size = v.src[1].itemsize if in_src else v.elem.itemsize
+        if not align or align <= size and v.sub is None:
+            return None
+        if exact and align % size == 0 and _multiple_of(first, align // size) and v.sub is None:
+            return None
+        return (v.type, int(align))
+
+    def _assembled_load(self, v: View, at: ir.Expr, span, mark=None) -> ir.Expr:
         """Element ``at`` of ``v`` read from the bytes it covers (little-endian), for a
         misaligned address."""
         buf, e_src = v.src
@@ -238,7 +258,7 @@ class ViewSemantics(LocalViewSemantics):
         w = u_new if u_new.itemsize >= 4 else T.uint32     # C computes narrower integers in int
         acc = None
         for k, a in enumerate(self._byte_addresses(v, at, span)):
-            part = ir.Load(buf, a, e_src, span=span)
+            part = ir.Load(buf, a, e_src, span=span, vector=self._vector_mark(v, a, True) if mark and k == 0 else None)
             if e_src != u_src:
                 part = ir.Bitcast(u_src, part, span=span)
             part = ir.Cast(w, part, span=span)
@@ -249,7 +269,7 @@ class ViewSemantics(LocalViewSemantics):
             acc = ir.Cast(u_new, acc, span=span)
         return acc if v.elem == u_new else ir.Bitcast(v.elem, acc, span=span)
 
-    def _assembled_store(self, v: View, at: ir.Expr, value: ir.Expr, span) -> list:
+    def _assembled_store(self, v: View, at: ir.Expr, value: ir.Expr, span, mark=None) -> list:
         buf, e_src = v.src
         u_src, u_new = _unsigned(e_src.itemsize), _unsigned(v.elem.itemsize)
         w = u_new if u_new.itemsize >= 4 else T.uint32
@@ -262,7 +282,8 @@ class ViewSemantics(LocalViewSemantics):
             part = ir.Cast(u_src, part, span=span)
             if e_src != u_src:
                 part = ir.Bitcast(e_src, part, span=span)
-            out.append(ir.Store(buf, a, part, span=span))
+            out.append(ir.Store(buf, a, part, span=span,
+                                vector=self._vector_mark(v, a, True) if mark and k == 0 else None))
         return out
 
     # -- elements --------------------------------------------------------------------
@@ -298,10 +319,12 @@ class ViewSemantics(LocalViewSemantics):
             return loads[0] if v.width == 1 else ir.VecCons(v.type, loads, span=span)
         if v.sub is not None:       # aligned: one access; else the bytes addressed
             ats = [self.once(a, span) for a in ats]
-            loads = [ir.Select(self._misaligned(v, span), self._assembled_load(v, a, span),
-                               ir.Load(buf, a, v.elem, span=span), v.elem, span=span) for a in ats]
+            loads = [ir.Select(self._misaligned(v, span), self._assembled_load(v, a, span, c == 0),
+                               ir.Load(buf, a, v.elem, span=span, vector=self._vector_mark(v, a) if c == 0 else None),
+                               v.elem, span=span) for c, a in enumerate(ats)]
         else:
             loads = [ir.Load(buf, a, v.elem, span=span) for a in ats]
+            loads[0].vector = self._vector_mark(v, ats[0])
         if v.width == 1:
             return loads[0]
         return ir.VecCons(v.type, loads, span=span)
@@ -323,13 +346,16 @@ class ViewSemantics(LocalViewSemantics):
             ats = [self.once(a, span) for a in ats]
             comps = [value] if v.width == 1 else [self.component(value, "xyzw"[c], span) for c in range(v.width)]
             return [ir.If(self._misaligned(v, span),
-                          [s for a, c in zip(ats, comps) for s in self._assembled_store(v, a, c, span)],
-                          [ir.Store(buf, a, c, span=span) for a, c in zip(ats, comps)], span=span)]
+                          [s for j, (a, c) in enumerate(zip(ats, comps))
+                           for s in self._assembled_store(v, a, c, span, j == 0)],
+                          [ir.Store(buf, a, c, span=span, vector=self._vector_mark(v, a) if j == 0 else None)
+                           for j, (a, c) in enumerate(zip(ats, comps))], span=span)]
         if v.width == 1:
             return [ir.Store(buf, ats[0], value, span=span)]
         value = self.once(value, span)
-        return [ir.Store(buf, a, self.component(value, "xyzw"[c], span), span=span)
-                for c, a in enumerate(ats)]
+        out = [ir.Store(buf, a, self.component(value, "xyzw"[c], span), span=span) for c, a in enumerate(ats)]
+        out[0].vector = self._vector_mark(v, ats[0])
+        return out
 
     def view_arg(self, v: View, span=None) -> ir.BufArg:
         """``v`` passed to a pointer parameter of a device function (a scalar view)."""

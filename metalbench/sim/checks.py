@@ -6,6 +6,8 @@ every memory access (``acc``/``acc_ref``), at every threadgroup barrier (``barri
 and for every integer division (``div``); :class:`LaunchChecker` holds what outlives a
 chunk (device-memory access records, findings, statistics).
 
+Thread-local arrays and vector alignment are :mod:`~metalbench.sim.private_checks`.
+
 Race detection is vectorised, never a loop over threads:
 
 - a non-atomic write compares, per element, with the last non-atomic writer recorded
@@ -47,6 +49,7 @@ import numpy as np
 from ..errors import KernelCheckError
 from .findings import WARNING_KINDS, CheckFailed, DivergentBarrier, Finding, make_error, max_steps
 from .memory import OutOfBounds, check
+from .private_checks import PrivateChecks
 from .records import _DevState, _TgState
 from .sync_checks import SyncChecks
 from .value_checks import ValueChecks
@@ -169,7 +172,7 @@ class LaunchChecker:
         return st
 
 
-class Checker(SyncChecks, ValueChecks):
+class Checker(SyncChecks, ValueChecks, PrivateChecks):
     """Per-chunk checker: the hooks the generated program calls (barriers and fences in
     :class:`~metalbench.sim.sync_checks.SyncChecks`)."""
 
@@ -602,6 +605,8 @@ class Checker(SyncChecks, ValueChecks):
             self.acc(k, rel, ref.n, m, ref.flat, ref.addr(i), ref.name, ref.space, val)
         else:
             self.acc(k, rel, ref.n, m, None, None, ref.name, ref.space)
+            if ref.space == "thread":
+                self.loc_ref(k, ref, i, m)
 
     def _write(self, st, E, T, k, name, space, dev, data):
         """A threadgroup-memory store: against the interval's last writers, and lanes of

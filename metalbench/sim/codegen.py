@@ -66,6 +66,7 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
         # device accesses at (that + uniform) can be slices instead of gathers/scatters
         self.lin_on = linear
         self.lin: dict[str, tuple] = {}  # variable -> (offset name, no-wrap conditions)
+        self.untracked: set = set()  # ids of thread-array loads checked for bounds only (gen_memory)
         self._lin_pending = None
         self.uses_lin = False
         self.lines: list[str] = []
@@ -416,6 +417,8 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
             self.scope.bufs[s.name] = ("tg", f"t_{s.name}", str(s.size), "threadgroup", s.elem)
         elif s.space == "thread":
             self.emit(f"l_{s.name} = _c.local_array({dt}, {s.size}, {init})")
+            if self.checked and init is None:   # its elements undefined until written
+                self.emit(f"_ck.loc_decl(l_{s.name}, {s.name!r})")
             self.scope.bufs[s.name] = ("loc", f"l_{s.name}", str(s.size), "thread", s.elem)
         else:  # a constant array declared in a body: same as a global
             arr = np.zeros(s.size, s.elem.np)
@@ -428,6 +431,8 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
     def view_decl(self, s):
         """A reinterpreting view (``ir.ViewDecl``): a NumPy view of the same storage."""
         kind, py, size, space, elem = self._buf(s.buf)
+        roots = self.__dict__.setdefault("view_roots", {})    # for the checker's messages
+        roots[s.name] = roots.get(s.buf, s.buf)
         dt = self.dtn(s.elem)
         if kind in ("dev", "glob"):
             self.emit(f"b_{s.name} = _mem.reinterpret({py}, {dt})")

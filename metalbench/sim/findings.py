@@ -15,7 +15,7 @@ from ..errors import KernelCheckError
 # Findings shown in full in the error message; the rest get one line each.
 SHOWN_IN_FULL = 3
 # Lower-severity kinds: warned about (mb.KernelCheckWarning), never raised.
-WARNING_KINDS = frozenset({"same-value write"})
+WARNING_KINDS = frozenset({"same-value write", "misaligned vector access"})
 
 
 def max_steps(checked: bool) -> int:
@@ -132,6 +132,16 @@ def _describe_head(f: Finding) -> str:
         return (f"uninitialised {what} of output {f.buffer!r} at index {f.index[0]}{k}: it was launched without "
                 f"init_value (garbage on a GPU; poison on the simulator) and no thread has written the element "
                 f"yet; by thread(s) {thr}{many}")
+    if f.kind == "uninitialised read" and f.space == "thread":
+        return (f"uninitialised read of thread-local array {f.buffer!r} at index {f.index[0]}{k}: the reading "
+                f"thread has not written the element (private memory is undefined until written; zero on the "
+                f"simulator); by thread(s) {thr}{many}")
+    if f.kind == "misaligned vector access":
+        x = f.extra
+        what = {"read": "read of", "write": "write to"}.get(f.accesses[0] if f.accesses else "", "access to")
+        return (f"misaligned {x.get('vtype')} {what} {_space_word(f.space)} {f.buffer!r} at byte offset "
+                f"{x.get('byte')}{k}: Metal requires a {x.get('vtype')} access to be {x.get('align')}-byte aligned "
+                f"(undefined on a GPU; the simulator accesses the elements); by thread(s) {thr}{many}")
     if f.kind == "uninitialised read":
         return (f"uninitialised read of {_space_word(f.space)} {f.buffer!r} at index {f.index[0]}{k}: "
                 f"no thread of the threadgroup has written it yet; read by thread(s) {thr}{many}")
@@ -180,6 +190,8 @@ _HINTS = {
     "division by zero": "guard the divisor; the GPU gives an undefined result",
     "inactive lane read": "shuffle where every lane it reads is active (before the branch; guard the use of "
                           "the value, not the shuffle)",
+    "misaligned vector access": "read the components as scalars, or through a packed vector type "
+                                "(packed_float4: aligned as one float), or align the offset to the vector's size",
     "same-value write": "let one thread write (if lane == 0: ...), or accept it: the result is the same",
     "out-of-bounds": "guard the index with the right buffer's size",
 }

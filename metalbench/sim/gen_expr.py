@@ -71,6 +71,12 @@ class Expressions:
         return f"a_{e.name}"
 
     def ex_Swizzle(self, e):
+        v = e.value
+        if self.checked and isinstance(v, ir.VecCons) and len(v.args) == v.type.n:
+            # float4(a[4], a[5], a[6], a[7]).x (a vector array's a[1].x): the components not
+            # picked are loaded, but no thread-local read of them happens in the program
+            picked = {_SW[c] for c in e.components}
+            self.untracked.update(id(a) for j, a in enumerate(v.args) if j not in picked and isinstance(a, ir.Load))
         comps = self.exl(e.value)
         picked = [comps[_SW[c]] for c in e.components]
         if len(picked) > 1 and len(set(picked)) < len(picked):

@@ -35,8 +35,38 @@ class MemoryAccess:
             a = self.tmp(f"_gb{size} + {idx}", "a")  # one address array for check and access
             self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m}, {py}, {a}{v})")
             return a
+        elif kind == "loc" and (val is None or isinstance(val, str)):
+            # bounds, and which elements each thread has written (``val``: a copy's source)
+            src = "" if val is None else f", {val}"
+            self.emit(f"_ck.acc_loc({k}, {py}, {idx}, {size}, {self.m}{src})")
         else:
             self.emit(f"_ck.acc({k}, {idx}, {size}, {self.m})")
+
+    def _loc_copy(self, s, kind):
+        """A store of an element of a thread-local array into one (an object's copy,
+        ``S t = s``): the source's load is not checked, the destination element is written
+        when the source element was (``"(array, index)"``), or simply written (None)."""
+        e = s.value
+        if not (self.checked and kind == "loc" and isinstance(e, ir.Load)):
+            return None
+        src = self.scope.bufs.get(e.buf)
+        if src is None or src[0] != "loc":
+            return None
+        self.untracked.add(id(e))
+        if isinstance(e.index, (ir.Const, ir.Var)):
+            return f"({src[1]}, {self.ex(e.index)})"
+        return None
+
+    def _check_align(self, e, kind, py, elem, k):
+        """Checked mode: a vector access Metal requires aligned (``e.vector``, see
+        ``ir.Load``) at an address that may not be: the checker warns per thread."""
+        if not self.checked or getattr(e, "vector", None) is None:
+            return
+        t, align = e.vector
+        idx = self._index(e.index)
+        rel = f"({py}.off + {idx})" if kind == "ref" else idx
+        name = f"{py}.name" if kind == "ref" else repr(self.__dict__.get("view_roots", {}).get(e.buf, e.buf))
+        self.emit(f"_ck.align({k}, {rel}, {T.elem_of(elem).itemsize}, {align}, {self.m}, {t.msl!r}, {name})")
 
     def _check_lin(self, f, py, size, index, k, val=None):
         # proved contiguous and in bounds: the checker's O(1) path; else the general check
@@ -103,8 +133,9 @@ class MemoryAccess:
         return general(o, addr), general(act, None), ok
 
     def load(self, e):
-        kind, py, size, space, _ = self._buf(e.buf)
+        kind, py, size, space, elem = self._buf(e.buf)
         k = self.node(e, e.buf, space, "read")
+        self._check_align(e, kind, py, elem, k)
         if self.lin_on and kind in ("dev", "glob"):
             f = self._lin(e.index)
             if f is not None:
@@ -121,7 +152,7 @@ class MemoryAccess:
                 + (f"{py}.take({addr}))" if addr is not None else f"{general})")))
             return self.tmp(f"({proven} if {ok} else {active})")
         idx = self._index(e.index)
-        a = self._check(kind, py, size, idx, k)
+        a = self._check("loc_bounds" if kind == "loc" and id(e) in self.untracked else kind, py, size, idx, k)
         if kind in ("dev", "glob"):
             return self.tmp(f"_mem.ld({py}, {idx}, {self.m}, {k}, _ob)")
         if kind == "tg":
@@ -131,8 +162,9 @@ class MemoryAccess:
         return self.tmp(f"_mem.ld_ref({py}, {idx}, {self.m}, {k}, _ob)")
 
     def store(self, s):
-        kind, py, size, space, _ = self._buf(s.buf)
+        kind, py, size, space, elem = self._buf(s.buf)
         k = self.node(s, s.buf, space, "write")
+        self._check_align(s, kind, py, elem, k)
         if self.lin_on and kind in ("dev", "glob"):
             f = self._lin(s.index)
             if f is not None:
@@ -162,10 +194,11 @@ class MemoryAccess:
             self.emit(f"    {active}")
             return
         idx = self._index(s.index)
+        copy = self._loc_copy(s, kind)
         v = self.ex(s.value)
         if self.checked and isinstance(v, str):
             v = self._name(v)
-        a = self._check(kind, py, size, idx, k, v)
+        a = self._check(kind, py, size, idx, k, copy if kind == "loc" else v)
         cov_store(self, s.buf, kind, space)
         if kind in ("dev", "glob"):
             self.emit(f"_mem.st({py}, {idx}, {v}, {self.m}, {k}, _ob)")

@@ -73,6 +73,9 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.tmp = 0
         self.sem = Semantics(MSL, once=lambda e, span: self.new_tmp(e.type, e, span))
         self.sem.declare_alias = self.declare_alias
+        # Metal requires a vector access aligned as its type (float4 16, packed_float4 4); in a
+        # function a pointer parameter's offsets count from wherever the caller points
+        self.sem.vector_align = lambda v: ((self.layout_of(v.type, v.packed) or (0, 0))[1], self.in_kernel)
         self.view_decls: list[ir.ViewDecl] = []     # reinterpreting views of the body being translated
         self.alias_names: dict = {}                 # (buffer, elem) -> view name, in that body
         self.alias_root: dict = {}                  # view name -> (buffer, space, const, elem)
