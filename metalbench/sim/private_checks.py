@@ -60,7 +60,19 @@ class PrivateChecks:
         if m is False or not self.__dict__.get("_loc"):
             return
         ent = self._tracked(arr)
-        if ent is not None:
+        if ent is not None and src is None and not (isinstance(idx, np.ndarray) and idx.ndim):
+            row = ent[1][int(idx)]           # one element for every lane (a uniform index): its row
+            if self.nodes[k][3] != "read":
+                if m is None:
+                    row[:] = True
+                else:
+                    row[m] = True
+            elif not (row.all() if m is None else row[m].all()):
+                ln = self._lanes(m)
+                j = np.flatnonzero(~row[ln])
+                self.o.add("uninitialised read", [k], ent[2], "thread", [int(idx)], ln[j] + self.base, ["read"],
+                           int(j.size))
+        elif ent is not None:
             ln = self._lanes(m)
             E = _per_lane(idx, ln)
             F = E * arr.shape[1] + ln
