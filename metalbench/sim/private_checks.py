@@ -33,36 +33,66 @@ import numpy as np
 def _per_lane(idx, ln):
     """``idx`` (a lane vector or one number) at chunk lanes ``ln``, as int64."""
     if isinstance(idx, np.ndarray) and idx.ndim:
+        if ln.size == idx.size:     # every lane
+            return idx.astype(np.int64, copy=False)
         return idx[ln].astype(np.int64, copy=False)
     return np.full(ln.size, int(idx), np.int64)
 
 
+class _Tracked:
+    """A thread-local array's written flags (``(size, lanes)``, as the array); ``done`` once
+    every element of every lane is written (then its accesses cost a lookup only)."""
+    __slots__ = ("ref", "w", "name", "done", "wait", "gap")
+
+    def __init__(self, ref, w, name):
+        self.ref, self.w, self.name = ref, w, name
+        self.done, self.wait, self.gap = False, 1, 1
+
+    def all_written(self) -> bool:
+        """Whether every element is written: tested again after 1, 2, 4 ... 64 reads."""
+        self.wait -= 1
+        if self.wait <= 0:
+            self.done = bool(self.w.all())
+            self.gap = min(2 * self.gap, 64)
+            self.wait = self.gap
+        return self.done
+
+
 class PrivateChecks:
     """Hooks for thread-local arrays and vector alignment (``self._loc``: id of a tracked
-    array -> (weak reference, written flags of its ``(size, lanes)`` shape, name))."""
+    array -> its :class:`_Tracked`)."""
+
+    _loc = None
 
     def loc_decl(self, arr, name):
         """A thread-local array declared without an initialiser: nothing written yet."""
-        loc = self.__dict__.setdefault("_loc", {})
+        loc = self._loc
+        if loc is None:
+            loc = self._loc = {}
         key = id(arr)
-        loc[key] = (weakref.ref(arr, lambda _r, key=key, loc=loc: loc.pop(key, None)),
-                    np.zeros(arr.shape, bool), name)
+        loc[key] = _Tracked(weakref.ref(arr, lambda _r, key=key, loc=loc: loc.pop(key, None)),
+                            np.zeros(arr.shape, bool), name)
 
     def _tracked(self, arr):
-        ent = self.__dict__.get("_loc", {}).get(id(arr))
-        return ent if ent is not None and ent[0]() is arr else None
+        ent = self._loc.get(id(arr))
+        return ent if ent is not None and ent.ref() is arr else None
 
     def acc_loc(self, k, arr, idx, n, m, src=None):
         """An access of element ``idx`` of thread-local array ``arr`` (``(size, lanes)``);
         ``src``: for a store copying element ``j`` of thread-local array ``a``, ``(a, j)``:
         the element is written where that one was."""
         self.acc(k, idx, n, m)
-        if m is False or not self.__dict__.get("_loc"):
+        if m is False or not self._loc:
             return
         ent = self._tracked(arr)
-        if ent is not None and src is None and not (isinstance(idx, np.ndarray) and idx.ndim):
-            row = ent[1][int(idx)]           # one element for every lane (a uniform index): its row
-            if self.nodes[k][3] != "read":
+        if ent is None or ent.done:
+            return
+        read = self.nodes[k][3] == "read"
+        if read and ent.all_written():
+            return
+        if src is None and not (isinstance(idx, np.ndarray) and idx.ndim):
+            row = ent.w[int(idx)]           # one element for every lane (a uniform index): its row
+            if not read:
                 if m is None:
                     row[:] = True
                 else:
@@ -70,25 +100,25 @@ class PrivateChecks:
             elif not (row.all() if m is None else row[m].all()):
                 ln = self._lanes(m)
                 j = np.flatnonzero(~row[ln])
-                self.o.add("uninitialised read", [k], ent[2], "thread", [int(idx)], ln[j] + self.base, ["read"],
+                self.o.add("uninitialised read", [k], ent.name, "thread", [int(idx)], ln[j] + self.base, ["read"],
                            int(j.size))
-        elif ent is not None:
-            ln = self._lanes(m)
-            E = _per_lane(idx, ln)
-            F = E * arr.shape[1] + ln
-            s = None if src is None else self._tracked(src[0])
-            if s is not None:
-                ent[1].reshape(-1)[F] = s[1][_per_lane(src[1], ln), ln]
-            else:
-                self._loc_cells(k, ent, F, ln, E)
+            return
+        ln = self._lanes(m)
+        E = _per_lane(idx, ln)
+        F = E * arr.shape[1] + ln
+        s = None if src is None else self._tracked(src[0])
+        if s is not None:
+            ent.w.reshape(-1)[F] = s.w[_per_lane(src[1], ln), ln]
+        else:
+            self._loc_cells(k, ent, F, ln, E)
 
     def loc_ref(self, k, ref, i, m):
         """An access through a device function's pointer parameter into a thread-local array."""
-        if m is False or not self.__dict__.get("_loc"):
+        if m is False or not self._loc:
             return
         arr = ref.flat if id(ref.flat) in self._loc else ref.flat.base
-        ent = self._loc.get(id(arr))
-        if ent is None or ent[0]() is not arr:
+        ent = self._tracked(arr)
+        if ent is None or ent.done:
             return
         ln = self._lanes(m)
         F = _per_lane(ref.addr(i), ln)
@@ -96,15 +126,16 @@ class PrivateChecks:
 
     def _loc_cells(self, k, ent, F, lanes, E):
         """Flat cells ``F`` of a tracked array (elements ``E``) accessed by chunk lanes ``lanes``."""
-        _, written, name = ent
-        w = written.reshape(-1)
+        w = ent.w.reshape(-1)
         if self.nodes[k][3] != "read":      # a store (or an atomic) writes the element
             w[F] = True
+            return
+        if ent.all_written():
             return
         unw = ~w[F]
         if unw.any():
             j = np.flatnonzero(unw)
-            self.o.add("uninitialised read", [k], name, "thread", E[j[:1]], lanes[j] + self.base, ["read"],
+            self.o.add("uninitialised read", [k], ent.name, "thread", E[j[:1]], lanes[j] + self.base, ["read"],
                        int(j.size))
 
     def align(self, k, rel, size, align, m, vtype, name):
