@@ -408,7 +408,7 @@ def main(argv=None):
             print(f"  {r['status']:8s} {r['file']}::{r['case']}  "
                   f"{(r.get('etype', '') + ': ') if r['status'] == 'error' else ''}{r.get('msg', '')[:150]}",
                   file=sys.stderr)
-    report = {"meta": {"commit": commit, "dirty": dirty, "checked": args.checked, "seconds": round(time.time() - t0),
+    report = {"meta": {"commit": commit, "dirty": dirty, "checked": args.checked, "backend": args.backend, "seconds": round(time.time() - t0),
                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                        "command": "python benchmarks/msl_corpus.py " + " ".join(sys.argv[1:] if argv is None else argv)},
               "results": results}
@@ -437,7 +437,7 @@ def render(rep):
     kern_ok = sum(all(v) for v in kernels.values())
     kern_all = len(kernels)
     st = Counter(r["status"] for r in res)
-    lines = ["# MLX custom kernels on mb.metal_kernel (sim)", "",
+    lines = [f"# MLX custom kernels on mb.metal_kernel ({meta.get('backend', 'sim')})", "",
              f"metalbench {meta['commit']}{' + uncommitted changes' if meta['dirty'] else ''}; {meta['date']}; "
              f"{meta['seconds']} s{'; checked=True' if meta['checked'] else ''}.",
              f"Command: `{meta['command']}`", "",
