@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import metalbench as mb
-from metalbench.errors import KernelCheckError
+
+from findings import findings as checked_findings
 
 REDUCTIONS = ["quad_sum", "quad_product", "quad_max", "quad_min", "quad_prefix_inclusive_sum",
               "quad_prefix_exclusive_sum", "quad_prefix_inclusive_product", "quad_prefix_exclusive_product"]
@@ -85,11 +86,7 @@ def launch(name, src, inputs, n, tg, width, checked=False, backend="sim"):
 def findings(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            fn()
-        except KernelCheckError as e:
-            return [f.kind for f in e.findings]
-    return []
+        return [f.kind for f in checked_findings(fn)]
 
 
 # small integers as floats: sums and products of four are exact in float32

@@ -15,16 +15,10 @@ import metalbench as mb
 from metalbench.dsl import *  # noqa: F403 - the names a kernel author has
 from metalbench.errors import KernelCheckError
 
+from findings import races
+
 RNG = np.random.default_rng(11)
 X = RNG.standard_normal(256).astype(np.float32)
-
-
-def races(call):
-    try:
-        call()
-    except KernelCheckError as e:
-        return [f for f in e.findings if f.kind == "data race"]
-    return []
 
 
 def msl(src, tg, n=None, name="simd_order"):

@@ -13,23 +13,12 @@ import pytest
 import metalbench as mb
 from metalbench import cuda
 from metalbench.dsl import *  # noqa: F403 - the names a kernel author has (mem_flags included)
-from metalbench.errors import KernelCheckError, KernelTypeError
+from metalbench.errors import KernelTypeError
+
+from findings import findings, races
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal(256).astype(np.float32)
-
-
-def findings(call):
-    """The findings of a checked launch (empty when it passes)."""
-    try:
-        call()
-    except KernelCheckError as e:
-        return e.findings
-    return []
-
-
-def races(call, space=None):
-    return [f for f in findings(call) if f.kind == "data race" and (space is None or f.space == space)]
 
 
 def checked(k, *args, **kw):
