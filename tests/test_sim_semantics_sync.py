@@ -15,7 +15,7 @@ from metalbench import cuda
 from metalbench.dsl import *  # noqa: F403 - the names a kernel author has (mem_flags included)
 from metalbench.errors import KernelTypeError
 
-from findings import findings, races
+from findings import races
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal(256).astype(np.float32)
