@@ -67,6 +67,7 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
         self.lin_on = linear
         self.lin: dict[str, tuple] = {}  # variable -> (offset name, no-wrap conditions)
         self.untracked: set = set()  # ids of thread-array loads checked for bounds only (gen_memory)
+        self.view_roots: dict = {}   # reinterpreting view -> the array it views (the checker's messages)
         self._lin_pending = None
         self.uses_lin = False
         self.lines: list[str] = []
@@ -431,8 +432,7 @@ class Gen(Expressions, MemoryAccess, Loops, LinearAccess, Hoisting, MatrixGen):
     def view_decl(self, s):
         """A reinterpreting view (``ir.ViewDecl``): a NumPy view of the same storage."""
         kind, py, size, space, elem = self._buf(s.buf)
-        roots = self.__dict__.setdefault("view_roots", {})    # for the checker's messages
-        roots[s.name] = roots.get(s.buf, s.buf)
+        self.view_roots[s.name] = self.view_roots.get(s.buf, s.buf)
         dt = self.dtn(s.elem)
         if kind in ("dev", "glob"):
             self.emit(f"b_{s.name} = _mem.reinterpret({py}, {dt})")

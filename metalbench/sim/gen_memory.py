@@ -65,7 +65,7 @@ class MemoryAccess:
         t, align = e.vector
         idx = self._index(e.index)
         rel = f"({py}.off + {idx})" if kind == "ref" else idx
-        name = f"{py}.name" if kind == "ref" else repr(self.__dict__.get("view_roots", {}).get(e.buf, e.buf))
+        name = f"{py}.name" if kind == "ref" else repr(self.view_roots.get(e.buf, e.buf))
         self.emit(f"_ck.align({k}, {rel}, {T.elem_of(elem).itemsize}, {align}, {self.m}, {t.msl!r}, {name})")
 
     def _check_lin(self, f, py, size, index, k, val=None):
