@@ -52,7 +52,7 @@ def scalar_array(v, t: T.ScalarType):
     import mlx.core as mx
     try:
         key = (t.name, v.item() if isinstance(v, (np.generic, np.ndarray)) else v)
-        if not key[1] and isinstance(key[1], float):
+        if not key[1] and isinstance(key[1], (float, complex)):
             key = None                               # -0.0 == 0.0: the sign is not in the key
         a = _SCALARS.get(key)
     except (TypeError, ValueError):
@@ -235,7 +235,8 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
             items.append(f"c{j}(vec[{i}])")
             # the cache inlined (a call costs more than the lookup); zero: the sign is not in the key
             gitems.append(f"(s if {a} and (s := sc{j}.get({a})) is not None else c{j}({a}))"
-                          if type(v) in (float, int, bool) and a.isidentifier() else f"c{j}({a})")
+                          if (type(v) in (float, int, bool) or is_numpy_number(v)) and a.isidentifier()
+                          else f"c{j}({a})")
         else:
             env[f"c{j}"] = c
             items.append(f"c{j}(vec[{i}])")
@@ -443,7 +444,29 @@ def _arg_check(a: str, v, by_value: bool, env: dict):
         return f"type({a}) is {type(v).__name__}" + (f" and {a} == g_v_{a}" if by_value else "")
     if type(v) is int and by_value:
         return f"type({a}) is int and {a} == g_v_{a}"
+    if is_numpy_number(v):
+        # a NumPy number's exact type is its dtype (no datetime units, no byte order):
+        # a type test, not a call of arg_signature (8 such scalars cost 3 us per launch)
+        env[f"g_t_{a}"] = type(v)
+        return f"type({a}) is g_t_{a}" + (f" and {a} == g_v_{a}" if by_value else "")
     return f"sig({a}) == g_sig_{a}" + (f" and {a} == g_v_{a}" if by_value else "")
+
+
+_NUMPY_NUMBERS = frozenset(np.dtype(c).type for c in "?bhilqBHILQefdgFDG")
+
+
+def is_numpy_number(v) -> bool:
+    """Whether ``v`` is a NumPy bool or number scalar (not datetime, string or void):
+    one whose type alone gives its dtype.
+
+    >>> is_numpy_number(np.float32(1)), is_numpy_number(1.0), is_numpy_number(np.datetime64(1, "s"))
+    (True, False, False)
+    """
+    return type(v) in _NUMPY_NUMBERS
+
+
+# the scalar types with a signed zero (NumPy's too: np.float32(-0.0) == 0.0, same hash)
+_SIGNED_ZEROS = frozenset([float, complex] + [np.dtype(c).type for c in "efdgFDG"])
 
 
 def _cached_scalar(t: T.ScalarType, backend: str = ""):
@@ -454,9 +477,9 @@ def _cached_scalar(t: T.ScalarType, backend: str = ""):
 
     def scalar(v):
         a = cache.get(v)
-        if a is None or (type(v) is float and not v):     # -0.0 == 0.0: the sign is not in the key
+        if a is None or (not v and type(v) in _SIGNED_ZEROS):     # -0.0 == 0.0: the sign is not in the key
             a = convert(v)
-            if len(cache) > 64:
+            if len(cache) > 256:      # (a loop's step counter: a few hundred values)
                 cache.clear()
             cache[v] = a
         return a

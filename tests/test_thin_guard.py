@@ -417,3 +417,36 @@ def test_arrays_and_scalars_by_keyword_take_the_keyword_guard(made):
     xh = mx.array(np.asarray(x).astype(np.float16))       # another dtype by keyword: another kernel
     check(k(a=2.0, x=xh, y=y, grid=256, threadgroup=64, backend="cuda"), 2.0, xh, y)
     check(k(2.0, x=x, y=y, grid=256, threadgroup=64, backend="cuda"), 2.0, x, y)   # mixed
+
+
+@pytest.mark.parametrize("kind", ["dsl", "msl"])
+def test_numpy_scalars_take_the_guard_by_type(made, kind):
+    # a NumPy scalar's type is its signature: the same type repeats the launch (its value,
+    # -0.0 included, reaches the kernel), another NumPy type is another signature
+    k = dsl() if kind == "dsl" else msl()
+    x, y = arr(128), arr(128)
+    for a in (np.float32(2.0), np.float32(-0.0), np.float32(0.0), np.float32(-3.25), np.float32(2.0)):
+        check(call(kind, k, a, x, y, tg=32), a, x, y)
+        assert np.signbit(np.asarray(made[-1].calls[-1][0][0])) == np.signbit(a)
+    assert len(made) == 1 and k._guard is not None
+    for a in (np.float16(1.5), np.int32(3), np.bool_(True), 0.5, np.float32(0.25)):
+        check(call(kind, k, a, x, y, tg=32), float(a), x, y)
+
+
+def test_cuda_jit_numpy_scalar_types_reach_their_own_launch(simcuda):
+    from metalbench import cuda
+
+    @cuda.jit
+    def scale(a, x, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] * a
+    x = RNG.standard_normal(128)
+    dx, out = cuda.to_device(x), cuda.device_array(128, np.float64)
+    launcher = scale[2, 64]
+    for a in (np.float32(0.1), np.float32(0.1), np.float64(0.1), np.int32(-7), np.int64(2**40), np.bool_(True),
+              np.float32(-0.0), np.uint8(200), np.float64(0.1)):
+        launcher(a, dx, out)
+        # Numba's typing: float32 * float64 -> float64 with the float32 value; ints exactly
+        np.testing.assert_array_equal(out.copy_to_host(), x * np.float64(a), err_msg=repr(a))
+    assert takes_a_front(launcher)

@@ -227,6 +227,7 @@ class ThinDeviceLaunch:
 
     def __init__(self, sp, name, values, grid, tg, backend, arg_names, guard=None):
         from ..protocol import _cached_scalar
+        from ..thin import is_numpy_number
         from . import runtime_stubs
         cover = covered(sp, values, grid)
         fsp, plans, out_specs, mlx_call, init_value = _prepare(sp, name, values, grid, tg, backend, cover)
@@ -244,7 +245,7 @@ class ThinDeviceLaunch:
             if kind == "scalar":
                 env[f"c{j}"] = cs = _cached_scalar(t, backend)
                 items.append(f"c{j}(a{i})")
-                if type(values[n][0]) in (float, int, bool):     # (a guard keeps the type)
+                if type(values[n][0]) in (float, int, bool) or is_numpy_number(values[n][0]):  # (a guard keeps the type)
                     env[f"sc{j}"] = cs.cache
                     inline[items[-1]] = f"(s if a{i} and (s := sc{j}.get(a{i})) is not None else c{j}(a{i}))"
             else:

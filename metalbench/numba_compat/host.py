@@ -38,7 +38,7 @@ from .record_args import bind_record, check_record_alignment, record_layouts, re
 from ..kernel import Func, Kernel, _spec_key
 from ..protocol import _ENV_KEY, MISS, BoundLaunch, Specialization, arg_signature, backend_token, signatures
 from ..semantics import NUMBA
-from ..thin import remember_launch
+from ..thin import is_numpy_number, remember_launch
 from . import inplace, metal64
 from .complexarg import (bind_complex_scalar, complex_storage, declare_complex_scalars, matches_complex,
                          refuse_complex, refuse_metal_library, spec_text)
@@ -519,6 +519,9 @@ class CUDAKernel(DispatcherAPI, Kernel):
                 conds.append(f"type(a{i}) is dna and a{i}._sig == g_sig{i}")
             elif type(a) is float:
                 conds.append(f"type(a{i}) is float")
+            elif is_numpy_number(a):         # np.float32(...) etc.: the type is the signature
+                env[f"g_t{i}"] = type(a)
+                conds.append(f"type(a{i}) is g_t{i}")
             else:
                 env[f"g_sig{i}"] = arg_signature(a)
                 conds.append(f"sig(a{i}) == g_sig{i}")
