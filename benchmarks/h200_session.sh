@@ -20,6 +20,8 @@
 #  3b. msl_call_cost.py an MSL saxpy through mb.metal_kernel vs the raw cuda_kernel, per call at
 #                      1K and 16M elements, and mx.compile over the metalbench call (issue 13)
 #  4. simulation.py    the Numba-style agent simulation: transfer/compute split vs CuPy
+#     simulation_probe.py its step split by kernel, metalbench vs the same kernels as raw
+#                      cuda_kernel bodies vs CuPy (host time of the launch loop and time per step)
 #     transfer_probe.py each step of its host<->device path (MLX managed memory) vs CuPy's
 #  5. sweep_vs_cupy.py a sweep's ranking at 64K elements vs CUDA events through CuPy
 #  6. launch_gap.py    launch-bound rows (1M elements): raw vs the generated source called
@@ -85,6 +87,7 @@ fi
 want msl_cuda && step msl_cuda 300 $PY benchmarks/msl_cuda.py --backend "$BACKEND" $QUICK --json "$OUT/msl_cuda.json" --out "$OUT/msl_cuda.md"
 want msl_call_cost && step msl_call_cost 120 $PY benchmarks/msl_call_cost.py --backend "$BACKEND" --json "$OUT/msl_call_cost.json"
 want simulation && step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
+want simulation && step simulation_probe 180 $PY benchmarks/simulation_probe.py --backend "$BACKEND" $QUICK --json "$OUT/simulation_probe.json"
 want simulation && step transfer_probe 120 $PY benchmarks/transfer_probe.py --backend "$BACKEND" $QUICK --json "$OUT/transfer_probe.json"
 
 # The gpu.py table as the median of the runs, per row and column
@@ -166,6 +169,14 @@ if sim:
             f = lambda key: f"{r[key]:.4g}" if key in r else ""
             print(f"| {k} | {r['transfer_ms']:.3f} | {r['compute_ms']:.3f} | {f('h2d_ms')} | {f('d2h_ms')} "
                   f"| {f('first_step_ms')} | {f('step_ms')} | {r['ok']} |")
+sp = load("simulation_probe.json")
+if sp:
+    print(f"\nsimulation_probe.py: {sp['n']} agents, {sp['steps']} steps [{sp['backend']}], median µs per step\n")
+    print("| variant | part | host µs/step | µs/step |\n|---|---|---|---|")
+    for k, v in sp.items():
+        if isinstance(v, dict):
+            who, part = k.split("/")
+            print(f"| {who} | {part} | {v['host_us']:.1f} | {v['step_us']:.1f} |")
 tp = load("transfer_probe.json")
 if tp:
     print(f"\ntransfer_probe.py: {tp['arrays']} x {tp['n']} float32 [{tp['backend']}], median ms\n")

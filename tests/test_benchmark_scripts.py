@@ -74,10 +74,12 @@ def test_h200_session_runs_on_sim(tmp_path):
     gpu_table = summary.split("\n\n")[1]         # the first table: gpu.py's rows
     rows = [ln for ln in gpu_table.splitlines() if ln.startswith("| ") and not ln.startswith("| kernel")]
     assert len(rows) == 6 and all("| True |" in ln for ln in rows), summary
-    for part in ("host_overhead.py", "MSL -> CUDA", "msl_call_cost.py", "simulation.py", "transfer_probe.py",
+    for part in ("host_overhead.py", "MSL -> CUDA", "msl_call_cost.py", "simulation.py", "simulation_probe.py",
+                 "transfer_probe.py",
                  "sweep ranking", "launch_gap.py"):
         assert part in summary, part
-    for name in ("msl_cuda.json", "msl_call_cost.json", "simulation.json", "transfer_probe.json", "sweep_vs_cupy.json",
+    for name in ("msl_cuda.json", "msl_call_cost.json", "simulation.json", "simulation_probe.json", "transfer_probe.json",
+                 "sweep_vs_cupy.json",
                  "launch_gap.json"):
         assert (tmp_path / name).exists(), name
     msl = json.loads((tmp_path / "msl_cuda.json").read_text())
