@@ -129,3 +129,44 @@ def test_steel_gemm_on_cuda_equals_the_simulator(dtype, tb):
     inputs, sim, want = gemm(64, 64, 48, dtype, tb)
     _, gpu, _ = gemm(64, 64, 48, dtype, tb, backend="cuda", inputs=inputs)
     np.testing.assert_array_equal(gpu, sim)
+
+
+# Any M, N, K: full tiles through GEMMKernel::gemm_loop's unsafe loads, edge tiles through its
+# safe loads and store_result_safe, as GEMMKernel::run does (gemm_kernel depends on T, so the
+# member template is called as gemm_kernel::template gemm_loop<...>).
+EDGE_BODY = """
+    using gemm_kernel = GEMMKernel<T, T, 32, 32, 16, 2, 2, false, false, false, false, float>;
+    threadgroup T As[gemm_kernel::tgp_mem_size_a];
+    threadgroup T Bs[gemm_kernel::tgp_mem_size_b];
+    const int row0 = int(threadgroup_position_in_grid.y) * 32;
+    const int col0 = int(threadgroup_position_in_grid.x) * 32;
+    thread typename gemm_kernel::loader_a_t la(a + row0 * K, K, As, simdgroup_index_in_threadgroup,
+                                               thread_index_in_simdgroup);
+    thread typename gemm_kernel::loader_b_t lb(b + col0, N, Bs, simdgroup_index_in_threadgroup,
+                                               thread_index_in_simdgroup);
+    thread typename gemm_kernel::mma_t mm(simdgroup_index_in_threadgroup, thread_index_in_simdgroup);
+    const short bm = min(32, M - row0);
+    const short bn = min(32, N - col0);
+    const short lbk = K % 16;
+    if (bm == 32 && bn == 32) {
+        gemm_kernel::template gemm_loop<true, true, false>(As, Bs, K / 16, la, lb, mm, bm, bn, lbk);
+        mm.store_result(c + row0 * N + col0, N);
+    } else {
+        gemm_kernel::template gemm_loop<false, false, false>(As, Bs, K / 16, la, lb, mm, bm, bn, lbk);
+        mm.store_result_safe(c + row0 * N + col0, N, short2(bn, bm));
+    }
+"""
+
+
+@pytest.mark.parametrize("M,N,K", [(33, 47, 20), (64, 40, 9), (5, 70, 37)])
+def test_steel_gemm_loop_on_edge_tiles_matches_numpy_and_is_checked_clean(M, N, K):
+    rng = np.random.default_rng(M + N + K)
+    a = mx.array(rng.standard_normal((M, K)).astype(np.float32))
+    b = mx.array(rng.standard_normal((K, N)).astype(np.float32))
+    k = mb.metal_kernel(name="steel_edges", input_names=["a", "b"], output_names=["c"], source=EDGE_BODY,
+                        header=steel_header())
+    (c,) = k(inputs=[a, b], template=[("T", mx.float32), ("M", M), ("N", N), ("K", K)],
+             grid=(128 * ((N + 31) // 32), (M + 31) // 32, 1), threadgroup=(128, 1, 1), output_shapes=[(M, N)],
+             output_dtypes=[mx.float32], backend="sim", checked=True)
+    want = np.array(a).astype(np.float64) @ np.array(b).astype(np.float64)
+    np.testing.assert_allclose(np.array(c), want, rtol=1e-4, atol=1e-4)

@@ -97,6 +97,13 @@ def _respell_conversion_calls(text: str, out: list) -> None:
         out[m.start(1):m.end(1)] = CONV_CALL + "_" * (n - len(CONV_CALL))
 
 
+# The disambiguator in ``Kernel::template gemm_loop<true>(...)`` (required when ``Kernel``
+# depends on a template parameter): the grammar wraps the name in a dependent_name node that
+# the translator does not read, and the keyword changes nothing in what is called, so it is
+# blanked (same length) and the call reads as ``Kernel::gemm_loop<true>(...)``.
+_SCOPE_TEMPLATE_RE = re.compile(r"::\s*(template)(?=\s+[A-Za-z_])")
+
+
 def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]:
     """Blank out Metal qualifiers (same length, so positions stay) and remember them
     by byte offset; also disambiguate ``<`` (see :func:`_swap_less`), remembered
@@ -112,6 +119,8 @@ def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]
             quals["{}"].add(m.start(1))
     _respell_keyword_casts(text, out)
     _respell_conversion_calls(text, out)
+    for m in _SCOPE_TEMPLATE_RE.finditer(text):
+        out[m.start(1):m.end(1)] = " " * len("template")
 
     def blank(m):
         word = m.group(1)
