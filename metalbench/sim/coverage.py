@@ -176,13 +176,23 @@ def report(sk, args, grid, threadgroup, checked, cov: Coverage) -> dict | None:
         counts[name] = (n - int(np.count_nonzero(mask)), n)
     if counts:
         from .notices import warn_user
-        warn_user(message(sk.ir.name, counts, grid, threadgroup), CoverageWarning)
+        atomic = [p.name for p in sk.ir.outputs if p.atomic and p.name in counts]
+        warn_user(message(sk.ir.name, counts, grid, threadgroup, atomic), CoverageWarning)
     return counts
 
 
-def message(kernel: str, counts: dict, grid, threadgroup) -> str:
+def message(kernel: str, counts: dict, grid, threadgroup, atomic=()) -> str:
     """The warning's text: per output, how many elements were written, and the likely cause
-    when only a small fraction was.
+    when only a small fraction was. ``atomic``: the outputs among them declared atomic
+    (``atomic_outputs=True``), which an atomic update leaves unwritten when it starts from
+    garbage: those most likely miss ``init_value=0``.
+
+    >>> print(message("g", {"acc": (0, 64)}, (64, 1, 1), (32, 1, 1), ["acc"]))  # doctest: +NORMALIZE_WHITESPACE
+    kernel 'g' wrote 0 of the 64 elements of output 'acc' (no init_value): the others are
+    uninitialised (garbage on a GPU).
+    Likely cause: 'acc' is atomic and starts uninitialised, so every atomic update (atomic_fetch_add_explicit
+    ...) added to garbage: pass init_value=0 (--init-value 0 in a %%metal cell), as MLX's docs do with
+    atomic_outputs=True.
 
     >>> print(message("k", {"out": (4, 1024)}, (4, 1, 1), (256, 1, 1)))  # doctest: +NORMALIZE_WHITESPACE
     kernel 'k' wrote 4 of the 1024 elements of output 'out' (no init_value): the others are
@@ -202,7 +212,13 @@ def message(kernel: str, counts: dict, grid, threadgroup) -> str:
     tg = threadgroup[0] * threadgroup[1] * threadgroup[2]
     n_max = max(n for _, n in counts.values())
     one_d = grid[1] == grid[2] == 1
-    if small and threads < n_max and (threads * tg >= n_max or one_d and threadgroup[0] == grid[0]):
+    if atomic:
+        names = ", ".join(repr(a) for a in atomic)
+        head += (f"\nLikely cause: {names} {'is' if len(atomic) == 1 else 'are'} atomic and "
+                 f"start{'s' if len(atomic) == 1 else ''} uninitialised, so every atomic update "
+                 f"(atomic_fetch_add_explicit ...) added to garbage: pass init_value=0 (--init-value 0 "
+                 f"in a %%metal cell), as MLX's docs do with atomic_outputs=True.")
+    elif small and threads < n_max and (threads * tg >= n_max or one_d and threadgroup[0] == grid[0]):
         # grid * threadgroup would cover the output: the grid was most likely given in
         # threadgroups (MLX clamps the threadgroup to the grid: a 1-D grid equal to its threadgroup
         # may be one too)
