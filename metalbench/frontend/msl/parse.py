@@ -183,6 +183,7 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
             err_len = len(tok) or 1
         else:
             err_len = None
+            msg += _missing_semicolon(src, line, col)
         if wrap and line > src.first_line + len(text.splitlines()) - 1:
             line = src.first_line + max(0, len(text.splitlines()) - 1)
             col = len(src.line(line))
@@ -202,6 +203,30 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
 
 
 _METAL_ONLY = "it runs unchanged on backend='metal' only"
+
+
+def _missing_semicolon(src: Source, line: int, col: int) -> str:
+    """`` (a missing ';' at the end of line N?)`` when the error is the first token of its line
+    and the code line before it ends where a statement may (``uint i = tid.x`` then
+    ``out[i] = ...``): the parser stumbles on the next line, the mistake is on the one before."""
+    try:
+        here = src.line(line)
+    except Exception:   # noqa: BLE001 - no text to look at
+        return ""
+    if here[:col].strip():
+        return ""
+    prev = line - 1
+    while prev >= src.first_line:
+        t = re.sub(r"//.*", "", src.line(prev)).strip()
+        if t and not t.startswith("#"):
+            break
+        prev -= 1
+    else:
+        return ""
+    if t.endswith((";", "{", "}", ",", "(", "[", "\\", ":", "=", "+", "-", "*", "/", "%", "&", "|", "^",
+                   "<", ">", "!", "?", "*/")):
+        return ""
+    return f" (a missing ';' at the end of line {prev}?)"
 
 
 def _enclosing_class(root, err, code):
