@@ -1,4 +1,4 @@
-"""Comparing a kernel's outputs with a NumPy reference.
+"""Comparing a kernel's outputs with a reference (NumPy, or MLX ops: :func:`call_reference`).
 
 Every kernel object (DSL ``Kernel``, ``metal_kernel`` objects, ``cuda.jit`` kernels) is
 run through the kernel protocol (:mod:`metalbench.protocol`) by one small adapter,
@@ -363,24 +363,99 @@ def _named_constants(ref, launch: Launch, config, npos: int, given: dict) -> dic
             and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
 
 
+def _by_name(ref, names, n: int):
+    """The order in which to pass the inputs when ``ref``'s parameters are the kernel's input
+    names in another order (``def grid_sample_ref(x, grid)`` for inputs ``grid, x``, as a
+    ``%%metal`` cell infers them from the body): None to pass them as they are."""
+    if not names or len(names) != n:
+        return None
+    try:
+        params = [p.name for p in inspect.signature(ref).parameters.values()
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+    names = list(names)
+    if params[:n] == names or sorted(params[:n]) != sorted(names) or len(set(names)) != n:
+        return None
+    return [names.index(p) for p in params[:n]]
+
+
+def uses_mlx(ref, depth: int = 3) -> bool:
+    """Whether ``ref`` computes with MLX: it is an MLX function (``mx.exp``), or its code names
+    ``mlx.core`` (``mx.floor(...)``) or calls a function of the notebook that does. Such a
+    reference gets the inputs as MLX arrays: NumPy arrays through MLX code silently compute
+    something else (NumPy's in-place ops and gathers on MLX index arrays).
+
+    >>> import mlx.core as mx
+    >>> uses_mlx(mx.exp), uses_mlx(lambda x: mx.exp(x) + 1), uses_mlx(np.exp), uses_mlx(lambda x: 2 * x)
+    (True, True, False, False)
+    """
+    if getattr(ref, "__module__", None) in ("mlx.core", "mlx.core.fast") or \
+            type(ref).__module__.startswith("mlx"):
+        return True
+    code, glb = getattr(ref, "__code__", None), getattr(ref, "__globals__", None)
+    if code is None or glb is None:
+        return False
+    import types
+    values = [glb.get(n) for n in code.co_names]
+    for c in getattr(ref, "__closure__", None) or ():      # a helper defined in the enclosing function
+        try:
+            values.append(c.cell_contents)
+        except ValueError:     # an empty cell
+            pass
+    for v in values:
+        if isinstance(v, types.ModuleType) and v.__name__.startswith("mlx"):
+            return True
+        if depth > 0 and isinstance(v, types.FunctionType) and v is not ref and uses_mlx(v, depth - 1):
+            return True
+    return False
+
+
+def _mlx_arg(v):
+    if not runtime.is_array(v) or type(v).__module__.startswith("mlx"):
+        return v
+    import mlx.core as mx
+    return mx.array(np.asarray(v))
+
+
 def call_reference(ref, launch: Launch, got: list[np.ndarray], names=None, config=None) -> list[np.ndarray]:
-    """Call ``ref`` on the NumPy inputs (and the constants it names: ``_named_constants``)
-    and validate what it returns against ``got``."""
+    """Call ``ref`` on the inputs (and the constants it names: ``_named_constants``) and
+    validate what it returns against ``got``. The inputs are NumPy arrays, or the MLX arrays
+    the kernel got when ``ref`` computes with MLX (:func:`uses_mlx`); they are passed by name
+    when ``ref``'s parameters are the kernel's input names in another order (:func:`_by_name`).
+    ``ref`` returns an array per output: a tuple, or a list of arrays (as MLX kernels return
+    their outputs, ``[out]`` for one)."""
     if not callable(ref):
         raise BadReferenceError(
             f"the reference must be a callable taking the kernel's inputs as NumPy arrays; got "
             f"{type(ref).__name__} {ref!r:.60}",
             hint="for example ref=lambda x, y: x + y (in a cell: --ref 'lambda x, y: x + y')")
-    args, kw = launch.ref_args()
+    bound = launch.bind()
+    args, kw = bound.reference_args()
+    mlx_ref = uses_mlx(ref)
+    if mlx_ref:     # the inputs as the kernel got them (bfloat16 stays bfloat16)
+        args = [_mlx_arg(a) for a in bound.args]
+        kw = {k: _mlx_arg(bound.kwargs.get(k, v)) for k, v in kw.items()}
     kw = {**kw, **_named_constants(ref, launch, config, len(args), kw)}
+    in_names = getattr(launch.kernel, "input_names", None)
+    order = _by_name(ref, in_names, len(args))
+    if order is not None:
+        args = [args[i] for i in order]
     try:
         exp = ref(*args, **kw)
     except Exception as e:  # the user's function: any failure becomes a short message
+        if in_names and len(in_names) == len(args):
+            what = "(" + ", ".join(in_names if order is None else [in_names[i] for i in order]) + ")"
+        else:
+            what = f"({len(args)} positional)"
         raise BadReferenceError(
             f"the reference {_ref_label(ref)}() raised {type(e).__name__}: {e}",
-            hint=f"it is called with the kernel's inputs as NumPy arrays ({len(args)} positional"
-                 f"{', ' + ', '.join(kw) if kw else ''}); fix it or pass a different --ref") from None
-    if isinstance(exp, list) and len(got) > 1 or isinstance(exp, tuple):
+            hint=f"it is called with the kernel's inputs {what} as {'MLX' if mlx_ref else 'NumPy'} arrays"
+                 f"{' and keywords ' + ', '.join(kw) if kw else ''}; fix it or pass a different --ref") from None
+    if isinstance(exp, tuple) or isinstance(exp, list) and (
+            len(got) > 1 or len(exp) == 1 and (runtime.is_array(exp[0]) or isinstance(exp[0], np.ndarray))):
+        # a list of arrays is one per output (as mx.fast.metal_kernel returns them: `[out]`);
+        # a list of numbers is the one output's values
         exp = list(exp)
     else:
         exp = [exp]

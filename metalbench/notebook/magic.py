@@ -20,9 +20,11 @@ message without a traceback, and leaves the previous kernel of that name untouch
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import html
 import re
+import warnings
 
 import numpy as np
 
@@ -92,7 +94,10 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     """
     body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
     # Member names (thread_position_in_grid.x, p->y, metal::exp) are not variables.
-    idents = list(dict.fromkeys(re.findall(r"(?<![\w.])(?<!::)(?<!->)[A-Za-z_]\w*", body)))
+    idents = re.findall(r"(?<![\w.])(?<!::)(?<!->)[A-Za-z_]\w*", body)
+    # x_shape / x_strides / x_ndim exist only for an input x: they mention x (its place in
+    # the order is where the body first uses any of them, as `int H = x_shape[1];` does)
+    idents = list(dict.fromkeys(_shape_base(n, ns) for n in idents))
     inputs = [n for n in idents if n in ns and _is_data_array(ns[n]) and not n.startswith("_")]
     try:    # what the body stores through, from its syntax tree (stores under `if` too)
         from ..frontend.msl.memory import written_names
@@ -109,6 +114,56 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     outputs = outs    # a stored-to name is an output even if a notebook array has that name
     inputs = [n for n in inputs if n not in outputs]
     return inputs, (outputs or ["out"])
+
+
+def _unknown_arrays(cell: str, ns: dict, outputs: list) -> list:
+    """Names the body indexes (``inpt[i]``) that are neither notebook variables, outputs,
+    nor arrays it declares (``float tmp[4];``, ``threadgroup T buf[N];``).
+
+    >>> _unknown_arrays("float t[2]; t[0] = inpt[i]; out[i] = t[0];", {}, ["out"])
+    ['inpt']
+    """
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
+    declared = set(re.findall(r"\b[A-Za-z_]\w*[\s*&]+([A-Za-z_]\w*)\s*\[", body))
+    found = []
+    for n in re.findall(r"(?<![\w.])(?<!::)(?<!->)([A-Za-z_]\w*)\s*\[", body):
+        if n not in ns and n not in outputs and n not in declared and n not in found and \
+                not n.startswith(("thread", "simdgroup", "quadgroup", "grid", "threadgroup")):
+            found.append(n)
+    return found
+
+
+def _output_shapes(shapes, outputs: list) -> list:
+    """``--output-shapes`` as a list of int tuples, one per output. ``[(n)]`` is ``[n]`` in
+    Python (no comma, no tuple): a bare int is a 1-D shape, as the user meant.
+
+    >>> _output_shapes([(3, 4), 5, [2]], ["a", "b", "c"])
+    [(3, 4), (5,), (2,)]
+    """
+    if not isinstance(shapes, (list, tuple)):
+        raise MagicError(f"--output-shapes gave {type(shapes).__name__} {shapes!r:.60}, not a list of shapes",
+                         hint="one shape per output: --output-shapes '[(n,), (m, k)]'")
+    out = []
+    for s in shapes:
+        if isinstance(s, (int, np.integer)):
+            s = (s,)
+        try:
+            out.append(tuple(int(d) for d in s))
+        except (TypeError, ValueError):
+            raise MagicError(f"--output-shapes entry {s!r:.60} is not a shape (a tuple of ints)",
+                             hint="one shape per output: --output-shapes '[(n,), (m, k)]'") from None
+    if len(out) != len(outputs):
+        raise MagicError(f"--output-shapes gives {len(out)} shape(s) for {len(outputs)} output(s) "
+                         f"({', '.join(outputs)})",
+                         hint="one shape per output, in the order of --outputs (or of the stores in the body)")
+    return out
+
+
+def _shape_base(n: str, ns: dict) -> str:
+    m = re.fullmatch(r"(\w+?)_(?:shape|strides|ndim)", n)
+    if m and m.group(1) in ns and not (n in ns and _is_data_array(ns[n])):
+        return m.group(1)
+    return n
 
 
 def _hint_scalar_input(e: MetalbenchError, ns: dict, inputs: list):
@@ -184,6 +239,25 @@ def show_error(e: BaseException):
                           f"{html.escape(msg)}</pre>"}, raw=True)
 
 
+@contextlib.contextmanager
+def _short_warnings():
+    """metalbench's warnings in a cell as ``OutOfBoundsWarning: message``: Python would head
+    them with IPython's file and line (``interactiveshell.py:2644``) and that line's code,
+    which say nothing about the cell. Only the format changes: filters and
+    ``catch_warnings(record=True)`` work as usual; other warnings are untouched."""
+    prev = warnings.formatwarning
+
+    def fmt(message, category, filename, lineno, line=None):
+        if getattr(category, "__module__", "").startswith("metalbench"):
+            return f"{category.__name__}: {message}\n"
+        return prev(message, category, filename, lineno, line)
+    warnings.formatwarning = fmt
+    try:
+        yield
+    finally:
+        warnings.formatwarning = prev
+
+
 try:
     from IPython.core.magic import Magics, line_cell_magic, magics_class
 except Exception:  # pragma: no cover
@@ -214,7 +288,8 @@ class MetalMagics(Magics):
             print(help_text())
             return None
         try:
-            self._run(line, cell, res)
+            with _short_warnings():
+                self._run(line, cell, res)
         except MetalbenchError as e:
             # A failing cell fails (Run All stops, executed notebooks report it), with the
             # short message; the previous kernel of that name stays (assigned last in _run).
@@ -283,7 +358,8 @@ class MetalMagics(Magics):
         consts = sorted((n, repr(ns[n])) for n in set(_IDENT_RE.findall(cell))
                         if n in ns and isinstance(ns[n], (bool, int, float, str, np.generic)))
         extra = (opts.name, opts.inputs, opts.outputs, opts.header and repr(_eval(opts.header, ns, "--header")),
-                 opts.atomic, opts.template if lang == "msl" else None)
+                 opts.atomic, opts.template if lang == "msl" else None,
+                 opts.compile_options and repr(_eval(opts.compile_options, ns, "--compile-options")))
         h = hashlib.sha256(repr((lang, cell, extra, consts)).encode()).hexdigest()
         return h
 
@@ -373,8 +449,9 @@ class MetalMagics(Magics):
         k = self.cache.get(key)
         res.cached = k is not None
         if k is None:
+            copts = _eval(opts.compile_options, ns, "--compile-options") if opts.compile_options else None
             k = metal_kernel(name=name, input_names=inputs, output_names=outputs, source=cell, header=header,
-                             ensure_row_contiguous=True, atomic_outputs=atomic)
+                             ensure_row_contiguous=True, atomic_outputs=atomic, compile_options=copts)
         self.cache[key] = k
         over = _eval(opts.args, ns, "--args") if opts.args else None
         if isinstance(over, (list, tuple)):
@@ -404,10 +481,19 @@ class MetalMagics(Magics):
         else:
             dtypes = None
         if shapes is None or dtypes is None:
+            unknown = _unknown_arrays(cell, ns, outputs) if not inputs else []
+            if unknown:
+                # the usual reason for no input: the array's name is misspelt or not yet defined
+                raise MagicError(f"{name}: the body reads {', '.join(u + '[...]' for u in unknown)}, which "
+                                 f"{'is' if len(unknown) == 1 else 'are'} not defined in the notebook (the inputs "
+                                 f"are the notebook arrays the body names)",
+                                 hint="define it in the notebook or fix the spelling; or name the inputs with "
+                                      "--inputs a,b and pass them with --args")
             raise MagicError(f"{name}: cannot tell the output shapes and dtypes (no array input)",
                              hint="pass --output-shapes '[(n,)]' --output-dtypes '[mx.float32]'")
         if isinstance(shapes, tuple) and shapes and isinstance(shapes[0], (int, np.integer)):
             shapes = [shapes]
+        shapes = _output_shapes(shapes, outputs)
         if not isinstance(dtypes, (list, tuple)):
             dtypes = [dtypes]
         from ..dsl import DType

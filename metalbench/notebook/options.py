@@ -33,9 +33,11 @@ OPTIONS = [
      "threads per threadgroup (at most 1024 in all); an int or a tuple",
      "--threadgroup 256      --threadgroup (16, 16)"),
     ("--ref", "EXPR", {},
-     "a NumPy reference: a callable taking the kernel's inputs by position and returning the "
-     "expected output(s); the cell compares and shows the diff",
-     "--ref np.exp      --ref 'lambda a, x, y: a * x + y'"),
+     "a reference: a callable taking the kernel's inputs (by position; by name when its parameters "
+     "are the input names) and returning the expected output(s), as a tuple or a list of arrays; "
+     "it gets NumPy arrays, or MLX arrays when it computes with mx (a model's MLX fallback path). "
+     "The cell compares and shows the diff",
+     "--ref np.exp      --ref 'lambda a, x, y: a * x + y'      --ref grid_sample_ref"),
     ("--rtol", "R", {"type": float},
      "relative tolerance of the comparison with --ref (default by dtype: float32 1e-5, float16 1e-3)",
      "--rtol 1e-4"),
@@ -64,6 +66,10 @@ OPTIONS = [
     ("--header", "EXPR", {},
      "MSL body: a header string (helper functions), evaluated in the notebook",
      "--header HELPERS"),
+    ("--compile-options", "EXPR", {"dest": "compile_options"},
+     "MSL body: MLX's compile_options, a dict; math_mode is 'safe' (the default), 'relaxed' or 'fast' "
+     "(these two define __FAST_MATH__)",
+     "--compile-options \"{'math_mode': 'fast'}\""),
     ("--init-value", "V", {"dest": "init_value"},
      "fill the outputs with V before the launch (they are uninitialised otherwise)",
      "--init-value 0"),
