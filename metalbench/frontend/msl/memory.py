@@ -356,6 +356,9 @@ class MemoryMixin:
         return name
 
 
+_CASTS = ("reinterpret_cast", "static_cast", "const_cast")
+
+
 def written_names(source: str) -> list[str]:
     """The names an MSL body stores through, in order of first store: the buffer under
     each assigned element (``out[i] = ...``, ``*(out + k) += ...``, ``o[j] = ...`` where
@@ -363,6 +366,8 @@ def written_names(source: str) -> list[str]:
     are not included. Used to guess a cell's outputs.
 
     >>> written_names("uint i = thread_position_in_grid.x;\\nif (i < x_shape[0]) { out[i] = 2.0f * x[i]; }")
+    ['out']
+    >>> written_names("device ushort* bits = reinterpret_cast<device ushort*>(out);\\nbits[0] = 1;")
     ['out']
     """
     from .parse import _parse
@@ -383,6 +388,10 @@ def written_names(source: str) -> list[str]:
                 n = n.named_children[-1]
             elif n.type == "cast_expression":
                 n = n.child_by_field_name("value")
+            elif n.type == "call_expression" and n.child_by_field_name("arguments").named_children and \
+                    text(n.child_by_field_name("function")).split("<")[0].strip() in _CASTS:
+                # reinterpret_cast<device ushort*>(out): a view of out (bfloat16 stored as bits)
+                n = n.child_by_field_name("arguments").named_children[0]
             elif n.type == "binary_expression":
                 n = n.child_by_field_name("left")
             elif n.type == "identifier":
@@ -430,3 +439,29 @@ def written_names(source: str) -> list[str]:
                 add(args[0], False)
         stack.extend(reversed(n.named_children))
     return found
+
+
+def declared_names(source: str) -> set[str]:
+    """The variables an MSL body declares (``float v[4];``, ``auto k_ = k + o;``, a ``for``
+    loop's ``int j``): a cell does not take a notebook array of that name as an input.
+
+    >>> sorted(declared_names("float v[4]; auto *p = x + 1; for (int k = 0; k < 4; ++k) v[k] = p[k];"))
+    ['k', 'p', 'v']
+    """
+    from .parse import _parse
+    from ...errors import Source
+    tree, code, _ = _parse(source, Source("body", source), 1, True)
+    out: set[str] = set()
+    stack = [tree.root_node]
+    while stack:
+        n = stack.pop()
+        if n.type == "declaration":
+            for d in n.children_by_field_name("declarator"):
+                while d is not None and d.type != "identifier":
+                    d = d.child_by_field_name("declarator") or (d.named_children[0] if d.type in (
+                        "reference_declarator",) and d.named_children else None)
+                if d is not None:
+                    out.add(code[d.start_byte:d.end_byte])
+        stack.extend(n.named_children)
+    return out
+
