@@ -242,3 +242,46 @@ def test_no_semicolon_guess_after_a_complete_line():
         k(inputs=[np.ones(4, np.float32)], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
           output_dtypes=[np.float32], backend="sim")
     assert "missing ';'" not in str(e.value)
+
+
+TWO_OUT = """
+uint i = thread_position_in_grid.x;
+st[i] = sv[i] + 1;          // the state first, as recurrent kernels store it
+y[2 * i] = sv[i];
+y[2 * i + 1] = -sv[i];
+"""
+
+
+def test_inferred_order_is_named_when_the_check_fails(ip, capsys):  # noqa: F811
+    ip.user_ns["sv"] = np.arange(6, dtype=np.float32)
+    ip.user_ns["two_ref"] = lambda sv: (np.stack([sv, -sv], 1).reshape(-1), sv + 1)
+    # the repository's order is (y, st): shapes and reference follow it, the body stores st first
+    capsys.readouterr()
+    r = cell(ip, "two --grid (6, 1, 1) --output-shapes '[(12,), (12,)]' --ref two_ref --no-widget", TWO_OUT)
+    assert r.error is not None          # the reference's (12,) and (6,) against two (12,) outputs
+    msg = str(r.error)
+    assert "outputs st, y were inferred" in msg and "--outputs st,y" in msg, msg
+    r = cell(ip, "two --grid (6, 1, 1) --output-shapes '[(12,), (6,)]' --ref two_ref --no-widget", TWO_OUT)
+    assert not r.check.ok
+    out = capsys.readouterr().out
+    assert "note: the outputs st, y were inferred" in out, out
+    r = cell(ip, "two --grid (6, 1, 1) --outputs y,st --output-shapes '[(12,), (6,)]' --ref two_ref --no-widget",
+             TWO_OUT)
+    assert r.error is None and r.check.ok
+
+
+def test_a_reinterpret_cast_view_of_an_output_is_that_output():
+    from metalbench.notebook.magic import infer_msl_names
+    body = ("uint i = thread_position_in_grid.x;\n"
+            "device ushort* out_bits = reinterpret_cast<device ushort*>(out);\n"
+            "out_bits[i] = as_type<ushort>(bfloat(x[i]));")
+    assert infer_msl_names(body, {"x": np.zeros(3)}) == (["x"], ["out"])
+
+
+def test_arrays_the_body_declares_are_not_inputs():
+    # model kernels declare locals (float v[M]; auto k_ = ...) named like notebook arrays
+    from metalbench.notebook.magic import infer_msl_names
+    ns = {"v": np.zeros(3), "k": np.zeros(3), "xs": np.zeros(3)}
+    body = ("uint i = thread_position_in_grid.x;\nfloat v[4];\nfor (int k = 0; k < 4; ++k) v[k] = xs[i * 4 + k];\n"
+            "out[i] = v[0] + v[3];")
+    assert infer_msl_names(body, ns) == (["xs"], ["out"])

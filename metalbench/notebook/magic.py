@@ -100,8 +100,11 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     idents = list(dict.fromkeys(_shape_base(n, ns) for n in idents))
     inputs = [n for n in idents if n in ns and _is_data_array(ns[n]) and not n.startswith("_")]
     try:    # what the body stores through, from its syntax tree (stores under `if` too)
-        from ..frontend.msl.memory import written_names
+        from ..frontend.msl.memory import declared_names, written_names
         outs = written_names(cell)
+        # a local (float v[4]; auto k_ = ...) is not the notebook array of that name
+        local = declared_names(cell)
+        inputs = [n for n in inputs if n not in local]
     except MetalbenchError:       # not MSL that parses: a guess from the text
         outs = []
         for rx in (_ASSIGN_RE, _ATOMIC_RE):
@@ -114,6 +117,20 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     outputs = outs    # a stored-to name is an output even if a notebook array has that name
     inputs = [n for n in inputs if n not in outputs]
     return inputs, (outputs or ["out"])
+
+
+def _order_note(res) -> str:
+    """When a check fails and the inputs or outputs were inferred, their order may be the
+    cause: it is the order of first mention in the body (inputs) and of the first store
+    (outputs), not the repository's ``input_names``/``output_names``, which --output-shapes
+    and the reference may follow."""
+    parts = [f"{what} {', '.join(names)}" for what, names in res.guessed.items()]
+    if not parts:
+        return ""
+    flags = " and ".join(f"--{w} {','.join(n)}" for w, n in res.guessed.items())
+    return (f"note: the {' and '.join(parts)} were inferred from the body, in the order it names them; "
+            f"if --output-shapes, --output-dtypes or the reference follow another order, list them in that "
+            f"order (this one is {flags})")
 
 
 def _unknown_arrays(cell: str, ns: dict, outputs: list) -> list:
@@ -201,6 +218,7 @@ class CellResult:
         self.cached = False
         self.sweep_axes: dict = {}
         self.findings = None      # the KernelCheckError of a --checked launch (shown in the panel)
+        self.guessed: dict = {}   # MSL body: the inputs/outputs inferred (2 or more), by "inputs"/"outputs"
 
 
 def parse_line_help(line: str) -> bool:
@@ -444,6 +462,9 @@ class MetalMagics(Magics):
             outputs = [s.strip() for s in opts.outputs.split(",") if s.strip()] if opts.outputs else g_out
         else:
             inputs, outputs = infer_msl_names(cell, ns)
+        res.guessed = {what: names for what, names, given in (("inputs", inputs, opts.inputs),
+                                                               ("outputs", outputs, opts.outputs))
+                       if given is None and len(names) > 1}
         atomic = opts.atomic or bool(re.search(r"atomic_(fetch|store|load|exchange|compare)", cell))
         key = self._key("msl", opts, cell, ns) + repr((inputs, outputs, atomic))
         k = self.cache.get(key)
@@ -521,7 +542,13 @@ class MetalMagics(Magics):
         got = [np.array(runtime.to_numpy(o)) for o in outs]
         res.timing = timing
         if ref is not None:
-            res.check = check_outputs(lc, ref, got, rtol=opts.rtol, atol=opts.atol)
+            try:
+                res.check = check_outputs(lc, ref, got, rtol=opts.rtol, atol=opts.atol)
+            except MetalbenchError as e:
+                if _order_note(res):
+                    e.hint = ((e.hint + "\n") if e.hint else "") + _order_note(res)
+                    e.args = (str(e),)
+                raise
         if opts.sweep:
             kw = dict(launch)
             kw.pop("threadgroup", None)
@@ -551,6 +578,9 @@ class MetalMagics(Magics):
         from IPython.display import HTML, display
         from .panel import HAVE_WIDGETS, Workbench, kernel_source, static_html
         name = res.name
+        if res.check is not None and not res.check.ok and _order_note(res):
+            note = _order_note(res)
+            display({"text/plain": note, "text/html": f"<div><i>{html.escape(note)}</i></div>"}, raw=True)
         if launch is None or launch.get("grid") is None:
             sig = kernel.signature_text()
             note = "give --grid to run it" if launch is not None else \
