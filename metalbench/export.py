@@ -121,14 +121,16 @@ class _Inputs:
 
 def _module(*, name, fname, input_names, output_names, source, header, atomic, ensure_rc, params,
             conv, out_shapes, out_dtypes, extra, grid, threadgroup, template, notes,
-            init_value=None, epilogue=None, returns=None) -> str:
+            init_value=None, epilogue=None, returns=None, kernel_params=None) -> str:
+    # kernel_params: the parameters the kernel takes, when not all of ``params`` (a written
+    # argument the kernel never reads is only merged with, see inplace.functionalize)
     outs = "outs[0]" if len(output_names) == 1 else "tuple(outs)"
     ret = epilogue or [f"    return {outs}"]
     tmpl = f"\n        template={_template_code(template)}," if template else ""
     sig = ", ".join(params + ["*", "grid=None", f"threadgroup={tuple(threadgroup)!r}"])
     shape_lines = [f"    {o}_shape = {expr}" for o, (expr, _) in zip(output_names, out_shapes)]
     grid_expr, _ = grid
-    ins = ", ".join(list(params) + [e for _, e in extra])
+    ins = ", ".join(list(params if kernel_params is None else kernel_params) + [e for _, e in extra])
     doc = [f'    """Launch {fname}; returns {returns or ", ".join(output_names)}.', ""]
     doc += [f"    {line}" for line in notes]
     doc += ['    """']
@@ -331,7 +333,10 @@ def _export_numba(k, sp, bound) -> str:
     values = bound.values
     r = fsp.rendered("metal")
     g, t = bound.grid, bound.threadgroup
-    params = list(fsp.ir.inputs)
+    # the function takes every argument; the kernel, those it reads (a written argument
+    # it never reads is an input of the merge only)
+    kernel_params = [p.name for p in fsp.ir.inputs]
+    params = [p for p in sp.ir.inputs if p.name in kernel_params or any(pl.param == p.name for pl in plans)]
     arrays = [(p.name, values[p.name].shape) for p in params if p.kind != "scalar"]
     ints = [(p.name, values[p.name]) for p in params if p.kind == "scalar"
             and isinstance(values[p.name], (int, np.integer)) and not isinstance(values[p.name], bool)]
@@ -368,7 +373,7 @@ def _export_numba(k, sp, bound) -> str:
     return _module(name=r.name, fname=k.name if k.name.isidentifier() else "kernel",
                    input_names=r.input_names, output_names=r.output_names, source=r.body,
                    header=r.header or "", atomic=r.atomic_outputs, ensure_rc=True,
-                   params=[p.name for p in params], conv=conv, out_shapes=out_shapes,
+                   params=[p.name for p in params], kernel_params=kernel_params, conv=conv, out_shapes=out_shapes,
                    out_dtypes=[p.type for p in outs], extra=extra, grid=gexpr, threadgroup=t, template=None,
                    notes=notes, init_value=0, epilogue=epilogue,
                    returns=", ".join(written) + " (new values)" if written else "None")

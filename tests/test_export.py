@@ -208,3 +208,26 @@ def test_export_numba_kernel_returns_the_arrays_it_writes(monkeypatch):
     got = np.asarray(_run(code, monkeypatch)["matmul"](A, B, C))
     assert np.allclose(got, A @ B, rtol=1e-4, atol=1e-4)
     assert np.all(C == 7.0)                                      # the NumPy argument is untouched
+
+
+def test_export_numba_kernel_whose_written_arrays_it_never_reads(monkeypatch):
+    # hist only takes atomic adds and flags only stores: the kernel does not read them, so
+    # they are no kernel inputs (inplace.functionalize), yet the exported function takes
+    # them and returns them merged
+    from metalbench import cuda
+
+    @cuda.jit
+    def tally(x, hist, flags):
+        i = cuda.grid(1)
+        if i < x.size:
+            cuda.atomic.add(hist, int(x[i] > np.float32(0.5)), 1)
+            if x[i] < np.float32(0.1):
+                flags[i] = 1
+    n = 300
+    x = rng.random(n).astype(np.float32)
+    hist, flags = np.array([5, 7], np.int32), np.full(n, 3, np.int32)
+    code = tally.export_mlx(x, hist, flags, grid=n, threadgroup=64)
+    assert "def tally(x, hist, flags, *" in code and "input_names=['x']" in code
+    got_hist, got_flags = _run(code, monkeypatch)["tally"](x, hist, flags)
+    assert np.array_equal(np.asarray(got_hist), [5 + np.sum(x <= 0.5), 7 + np.sum(x > 0.5)])
+    assert np.array_equal(np.asarray(got_flags), np.where(x < 0.1, 1, 3))

@@ -450,3 +450,28 @@ def test_cuda_jit_numpy_scalar_types_reach_their_own_launch(simcuda):
         # Numba's typing: float32 * float64 -> float64 with the float32 value; ints exactly
         np.testing.assert_array_equal(out.copy_to_host(), x * np.float64(a), err_msg=repr(a))
     assert takes_a_front(launcher)
+
+
+def test_cuda_jit_accumulating_into_an_unread_array_through_the_guard(simcuda):
+    # hits only takes atomic adds: the kernel does not read it (no kernel input, so MLX's
+    # graph does not chain each launch after the last merge), and repeated launches on
+    # device arrays still accumulate in place as Numba's do
+    from metalbench import cuda
+    from metalbench.numba_compat import device_launch as DL
+
+    @cuda.jit
+    def count(x, thr, hits, step):
+        i = cuda.grid(1)
+        if i < x.size and x[i] < thr:
+            cuda.atomic.add(hits, step, 1)
+    x = RNG.random(256).astype(np.float32)
+    dx, hits = cuda.to_device(x), cuda.to_device(np.array([3, 0, 0, 0, 0], np.int32))
+    launcher = count[4, 64]
+    want = np.array([3, 0, 0, 0, 0], np.int64)
+    for s, thr in enumerate((0.5, 0.25, 0.5, 1.0, 0.0)):
+        launcher(dx, np.float32(thr), hits, np.int32(s % 3))
+        want[s % 3] += np.sum(x < np.float32(thr))
+    assert np.array_equal(hits.copy_to_host(), want) and takes_a_front(launcher)
+    (sp,) = [v for v in count._cache.values() if hasattr(v, "ir")]
+    fsp, plans = DL.functional(sp, "count", frozenset(), "cuda")
+    assert [p.name for p in fsp.ir.inputs] == ["x", "thr", "step"] and plans[0].scheme == "acc"

@@ -276,7 +276,8 @@ class ThinDeviceLaunch:
                 env[f"pl{i}"] = pl
                 outs_d = ", ".join(f"{o!r}: outs[{out_pos[o]}]" for o in pl.outputs)
                 bits = values[pl.param][0].dtype == np.float64 and backend == "cuda"
-                lines.append(f"    new = merge(pl{i}, ins[{in_pos[i]}], {{{outs_d}}}, float64_bits={bits})")
+                orig = f"ins[{in_pos[i]}]" if i in in_pos else f"(a{i}._dev if a{i}._base is None else a{i}._read())"
+                lines.append(f"    new = merge(pl{i}, {orig}, {{{outs_d}}}, float64_bits={bits})")
             lines.append(f"    if a{i}._base is None: a{i}._dev = new")
             lines.append(f"    else: a{i}._write(new)")
             lines.append("    pending.append(new)")
