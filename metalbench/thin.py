@@ -36,22 +36,33 @@ def _converter(kind: str, t: T.ScalarType, backend: str = ""):
         a = runtime.to_mlx(np.ascontiguousarray(runtime.to_numpy(v)))   # NumPy: the one copy
         return a if a.dtype == mt else a.astype(mt)
 
+    # On cuda a scalar crosses as a one-element vector: MLX's CUDA kernels read it through a
+    # pointer either way, and a 0-d input made from a number cost ~8 us more a launch on the
+    # H200 (a kernel of 8 scalar parameters at 64K elements: 45.5 against 37.2 us). On Metal
+    # a 0-d input is a ``constant T&``, which the printed MSL expects.
+    vector = backend == "cuda"
+
     def scalar(v):
         if type(v) is mx_array:
             return v if v.dtype == mt else v.astype(mt)
-        return scalar_array(v, t)
+        return scalar_array(v, t, vector)
     return scalar if kind == "scalar" else buffer
 
 
 _SCALARS: dict = {}
 
 
-def scalar_array(v, t: T.ScalarType):
-    """A 0-d MLX array holding scalar ``v`` as ``t``; recent values are kept, so a kernel
-    launched in a loop with the same scalars does not allocate and copy them each time."""
+def scalar_array(v, t: T.ScalarType, vector: bool = False):
+    """A 0-d MLX array holding scalar ``v`` as ``t`` (``vector``: of shape (1,)); recent
+    values are kept, so a kernel launched in a loop with the same scalars does not
+    allocate and copy them each time.
+
+    >>> scalar_array(3, T.int32).shape, scalar_array(0.5, T.float16, vector=True).tolist()
+    ((), [0.5])
+    """
     import mlx.core as mx
     try:
-        key = (t.name, v.item() if isinstance(v, (np.generic, np.ndarray)) else v)
+        key = (t.name, v.item() if isinstance(v, (np.generic, np.ndarray)) else v, vector)
         if not key[1] and isinstance(key[1], (float, complex)):
             key = None                               # -0.0 == 0.0: the sign is not in the key
         a = _SCALARS.get(key)
@@ -62,8 +73,12 @@ def scalar_array(v, t: T.ScalarType):
             v = v.reshape(())[()]
         elif type(v) is int:                         # C's conversion: 0xFFFFFFFF as int32 is -1
             v = scalar.value(v, t)
-        a = (mx.array(float(v), dtype=T.to_mlx(t)) if t in (T.bfloat16, T.float64)
-             else mx.array(np.asarray(v, dtype=t.np)))
+        if t in (T.bfloat16, T.float64):
+            a = mx.array([float(v)] if vector else float(v), dtype=T.to_mlx(t))
+        elif vector:        # (from a list, as a hand-written launch makes it: the value NumPy rounded)
+            a = mx.array([np.asarray(v, dtype=t.np).item()], dtype=T.to_mlx(t))
+        else:
+            a = mx.array(np.asarray(v, dtype=t.np))
         if key is not None:
             if len(_SCALARS) > 256:
                 _SCALARS.clear()
