@@ -44,7 +44,12 @@ def _converter(kind: str, t: T.ScalarType, backend: str = ""):
 
     def scalar(v):
         if type(v) is mx_array:
-            return v if v.dtype == mt else v.astype(mt)
+            v = v if v.dtype == mt else v.astype(mt)
+            # MLX 0.32's CUDA kernels skip a 0-d input's shape parameter in the signature but
+            # pass its shape argument whenever the body holds ``<name>_shape`` anywhere, also
+            # inside another input's (``k`` and ``codebook_shape``): every later argument
+            # shifts (an illegal address in vmlx's codebook kernels). A vector has both.
+            return v.reshape(1) if vector and v.ndim == 0 else v
         return scalar_array(v, t, vector)
     return scalar if kind == "scalar" else buffer
 
@@ -241,7 +246,8 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
         where = [f"a{i}" for i in range(where)]
     for j, ((name, kind, t), c, v, i) in enumerate(zip(plan.spec_inputs, plan.converters, first_values, sources)):
         a = where[i] if i < len(where) else f"fixed[{i - len(where)}]"
-        if type(v) is mx_array and v.dtype == T.to_mlx(t) and c is not runtime.float64_bits:
+        if (type(v) is mx_array and v.dtype == T.to_mlx(t) and c is not runtime.float64_bits
+                and not (kind == "scalar" and plan.backend == "cuda" and v.ndim == 0)):   # (_converter)
             items.append(f"vec[{i}]")
             gitems.append(a)
         elif kind == "scalar" and not runtime.is_array(v):

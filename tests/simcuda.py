@@ -1,7 +1,7 @@
 """backend="cuda" without a GPU: MLX's ``cuda_kernel`` replaced by the simulator.
 
 The stand-in is fed exactly what ``mx.fast.cuda_kernel`` would be fed (the rendered
-kernel's inputs in order, float64 as its uint64 bits, scalars as 0-d arrays, the extra
+kernel's inputs in order, float64 as its uint64 bits, scalars as one-element vectors, the extra
 ``mb_grid``/shape inputs) and returns what MLX would return (float64 outputs as bits,
 ``init_value`` applied as MLX applies it, to the output's MLX dtype). So the whole host
 side of the cuda backend -- launch plans, converters, thin calls, device arrays, in-place

@@ -137,15 +137,18 @@ def test_mx_export_function_traces_through(fake_cuda, kind, tmp_path):
 
 
 def test_scalar_inputs_follow_mlx_rules(fake_cuda):
-    """Python scalars become 0-d int32/float32/bool arrays, as MLX converts them; a 0-d
-    mx.array passes as it is."""
+    """Python scalars become int32/float32/bool arrays, as MLX converts them; a 0-d
+    mx.array keeps its dtype and value. On cuda both cross as one-element vectors (MLX
+    0.32's CUDA kernels mismatch a 0-d input's shape parameter: thin._converter)."""
     k = mb.metal_kernel("sc", ["a", "x", "y"], ["out"], SAXPY_MSL)
     x = mx.array(rand(32))
     call_msl(k, 2, x, x, backend="cuda")
     assert fake_cuda[-1].calls[-1][0].dtype == mx.int32
     s = mx.array(1.5, dtype=mx.float16)
-    call_msl(k, s, x, x, backend="cuda")
-    assert fake_cuda[-1].calls[-1][0] is s
+    for _ in range(2):                              # the binding call, then the thin path
+        call_msl(k, s, x, x, backend="cuda")
+        a = fake_cuda[-1].calls[-1][0]
+        assert a.dtype == mx.float16 and a.shape == (1,) and a.item() == 1.5
 
 
 def test_launch_guard_input_is_prepared_once(fake_cuda):
@@ -224,3 +227,18 @@ def test_cuda_jit_on_device_arrays_matches_numpy():
     for _ in range(2):
         k[4, 256](2.0, d_x, d_y, d_out)
     np.testing.assert_allclose(d_out.copy_to_host(), 2 * x + y, rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_a_0d_input_named_like_the_end_of_another_inputs_shape():
+    # vmlx's codebook kernels: a 0-d input ``k`` and a data-dependent read of ``codebook``,
+    # whose read guard puts ``codebook_shape`` in the CUDA body; MLX 0.32 then passed a
+    # shape argument for ``k`` its signature lacks, and the kernel wrote to a wrong address
+    src = ("uint i = thread_position_in_grid.x;\n"
+           "out[i] = codebook[(uint)idx[i] * (uint)k + 1] * (float)k;")
+    kern = mb.metal_kernel("cb_k", ["codebook", "idx", "k"], ["out"], src)
+    cb, idx = rand(64), RNG.integers(0, 20, 32).astype(np.uint16)
+    for _ in range(2):
+        out = kern(inputs=[mx.array(cb), mx.array(idx), mx.array(3, dtype=mx.uint32)], grid=(32, 1, 1),
+                   threadgroup=(32, 1, 1), output_shapes=[(32,)], output_dtypes=[mx.float32], backend="cuda")[0]
+        np.testing.assert_allclose(np.asarray(out), cb[idx.astype(np.int64) * 3 + 1] * 3, rtol=1e-6)
