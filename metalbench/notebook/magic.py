@@ -141,7 +141,11 @@ def _unknown_arrays(cell: str, ns: dict, outputs: list) -> list:
     ['inpt']
     """
     body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
-    declared = set(re.findall(r"\b[A-Za-z_]\w*[\s*&]+([A-Za-z_]\w*)\s*\[", body))
+    try:    # from the syntax tree, as infer_msl_names excludes locals
+        from ..frontend.msl.memory import declared_names
+        declared = declared_names(cell)
+    except MetalbenchError:       # not MSL that parses: a guess from the text
+        declared = set(re.findall(r"\b[A-Za-z_]\w*[\s*&]+([A-Za-z_]\w*)\s*\[", body))
     found = []
     for n in re.findall(r"(?<![\w.])(?<!::)(?<!->)([A-Za-z_]\w*)\s*\[", body):
         if n not in ns and n not in outputs and n not in declared and n not in found and \
