@@ -55,6 +55,9 @@ def _converter(kind: str, t: T.ScalarType, backend: str = ""):
 
 
 _SCALARS: dict = {}
+# the scalar types with a signed zero (NumPy's too: np.float32(-0.0) == 0.0, same hash):
+# a cache keyed by value must not answer -0.0 for 0.0
+_SIGNED_ZEROS = frozenset([float, complex] + [np.dtype(c).type for c in "efdgFDG"])
 
 
 def scalar_array(v, t: T.ScalarType, vector: bool = False):
@@ -68,7 +71,7 @@ def scalar_array(v, t: T.ScalarType, vector: bool = False):
     import mlx.core as mx
     try:
         key = (t.name, v.item() if isinstance(v, (np.generic, np.ndarray)) else v, vector)
-        if not key[1] and isinstance(key[1], (float, complex)):
+        if not key[1] and type(key[1]) in _SIGNED_ZEROS:
             key = None                               # -0.0 == 0.0: the sign is not in the key
         a = _SCALARS.get(key)
     except (TypeError, ValueError):
@@ -484,10 +487,6 @@ def is_numpy_number(v) -> bool:
     (True, False, False)
     """
     return type(v) in _NUMPY_NUMBERS
-
-
-# the scalar types with a signed zero (NumPy's too: np.float32(-0.0) == 0.0, same hash)
-_SIGNED_ZEROS = frozenset([float, complex] + [np.dtype(c).type for c in "efdgFDG"])
 
 
 def _cached_scalar(t: T.ScalarType, backend: str = ""):
