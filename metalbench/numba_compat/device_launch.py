@@ -240,6 +240,9 @@ class ThinDeviceLaunch:
                "MAXP": runtime_stubs._PENDING_MAX}
         env.update(("k_" + k, v) for k, v in mlx_call.kwargs.items())
         items, in_pos, inline = [], {}, {}
+
+        def current(i):     # argument i's contents: an owner's mx.array, a view's read
+            return f"(a{i}._dev if a{i}._base is None else a{i}._read())"
         for j, (n, kind, t) in enumerate(mlx_call.spec_inputs):
             i = pos[n]
             if kind == "scalar":
@@ -250,7 +253,7 @@ class ThinDeviceLaunch:
                     inline[items[-1]] = f"(s if a{i} and (s := sc{j}.get(a{i})) is not None else c{j}(a{i}))"
             else:
                 in_pos[i] = j
-                items.append(f"(a{i}._dev if a{i}._base is None else a{i}._read())")
+                items.append(current(i))
         for j, e in enumerate(mlx_call.extra):
             env[f"e{j}"] = e
             items.append(f"e{j}")
@@ -276,7 +279,7 @@ class ThinDeviceLaunch:
                 env[f"pl{i}"] = pl
                 outs_d = ", ".join(f"{o!r}: outs[{out_pos[o]}]" for o in pl.outputs)
                 bits = values[pl.param][0].dtype == np.float64 and backend == "cuda"
-                orig = f"ins[{in_pos[i]}]" if i in in_pos else f"(a{i}._dev if a{i}._base is None else a{i}._read())"
+                orig = f"ins[{in_pos[i]}]" if i in in_pos else current(i)     # (not a kernel input)
                 lines.append(f"    new = merge(pl{i}, {orig}, {{{outs_d}}}, float64_bits={bits})")
             lines.append(f"    if a{i}._base is None: a{i}._dev = new")
             lines.append(f"    else: a{i}._write(new)")
