@@ -475,3 +475,40 @@ def test_cuda_jit_accumulating_into_an_unread_array_through_the_guard(simcuda):
     (sp,) = [v for v in count._cache.values() if hasattr(v, "ir")]
     fsp, plans = DL.functional(sp, "count", frozenset(), "cuda")
     assert [p.name for p in fsp.ir.inputs] == ["x", "thr", "step"] and plans[0].scheme == "acc"
+
+
+@pytest.mark.parametrize("kind", ["dsl", "msl"])
+@pytest.mark.parametrize("zero", [0.0, np.float32(0.0), np.float16(-0.0), -0.0])
+def test_a_zero_scalar_is_one_cached_array_and_keeps_its_sign(made, kind, zero):
+    # a zero passed on every launch reuses one MLX array (a fresh one is an upload the GPU
+    # waits for on every launch), and the sign of zero reaches the kernel all the same
+    k = dsl() if kind == "dsl" else msl()
+    x, y = arr(128), arr(128)
+    for _ in range(3):
+        check(call(kind, k, zero, x, y, tg=32), zero, x, y)
+    firsts = [c[0][0] for c in made[-1].calls[-3:]]
+    assert firsts[0] is firsts[1] is firsts[2]
+    assert np.signbit(np.asarray(firsts[0])) == np.signbit(zero)
+    other = -zero
+    check(call(kind, k, other, x, y, tg=32), other, x, y)
+    assert np.signbit(np.asarray(made[-1].calls[-1][0][0])) == np.signbit(other)
+
+
+def test_cuda_jit_zero_scalars_are_cached_per_sign(simcuda):
+    from metalbench import cuda
+    from metalbench import thin
+
+    @cuda.jit
+    def shift(a, x, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + a
+    from metalbench import types as T
+    x = np.full(64, -0.0, np.float32)          # -0.0 + a has a's sign
+    dx, out = cuda.to_device(x), cuda.device_array(64, np.float32)
+    for a in (np.float32(0.0), np.float32(-0.0), np.float32(0.0), 0.0, -0.0):
+        shift[1, 64](a, dx, out)
+        assert np.all(np.signbit(out.copy_to_host()) == np.signbit(a)), repr(a)
+    assert thin.value_key(np.float32(-0.0)) != thin.value_key(np.float32(0.0))
+    assert thin.scalar_array(np.float32(0.0), T.float32) is thin.scalar_array(np.float32(0.0), T.float32)
+    assert np.signbit(np.asarray(thin.scalar_array(-0.0, T.float32)))
