@@ -26,8 +26,9 @@ _LANG = ts.Language(tscpp.language())
 _PARSER = ts.Parser(_LANG)
 
 
+# (``__attribute__((__always_inline__))`` is how Metal's headers spell METAL_FUNC's attribute)
 _QUAL_RE = re.compile(r"\b(device|threadgroup|constant|thread|METAL_FUNC|constexpr|static|"
-                      r"__attribute__\(\(always_inline\)\))(?![A-Za-z0-9_])(?=\s*[A-Za-z_&*(])")
+                      r"__attribute__\(\((?:__)?always_inline(?:__)?\)\))(?![A-Za-z0-9_])(?=\s*[A-Za-z_&*(])")
 
 
 # A member function's address-space qualifier: ``void f() const thread {``, ``T() thread : a(0)``.

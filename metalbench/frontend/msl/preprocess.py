@@ -27,7 +27,9 @@ What it knows:
   MLX's ``utils.h`` (its contents are always there), ``#error``; other includes are an
   error naming the file;
 - predefined macros: ``__METAL_VERSION__`` (:data:`METAL_VERSION`), ``__cplusplus``,
-  ``__FAST_MATH__`` (only with ``compile_options={"math_mode": "fast"}``), ``__METAL__``.
+  ``__FAST_MATH__`` (only with ``compile_options={"math_mode": "fast"}``), ``__METAL__``;
+  ``METAL_FUNC``, which Metal's own headers define (so ``#ifndef METAL_FUNC`` is false, as on
+  the GPU); it expands to itself, the word the parser reads as a qualifier.
 
 Macros defined in the header are visible in the body (MLX puts the header first).
 """
@@ -110,6 +112,10 @@ class Preprocessor:
             self.macros[name] = Macro(name, None, tokenize(val))
         if math_mode == "fast":
             self.macros["__FAST_MATH__"] = Macro("__FAST_MATH__", None, tokenize("1"))
+        # <metal_stdlib> defines METAL_FUNC (inline, always inlined): code copied from MLX
+        # guards its own definition with #ifndef METAL_FUNC, which Metal then skips. Here it
+        # stays the word the parser blanks as a qualifier (hide sets stop the recursion).
+        self._metal_func = self.macros["METAL_FUNC"] = Macro("METAL_FUNC", None, tokenize("METAL_FUNC"))
 
     # -- the whole text ------------------------------------------------------------------
     def run(self, text: str, src: Source) -> str:
@@ -157,7 +163,8 @@ class Preprocessor:
         return "\n".join(out)
 
     def _names(self):
-        return [n for n in self.macros if not n.startswith("__")] + ["_Pragma"]
+        # (METAL_FUNC as predefined changes no text: no reason to preprocess)
+        return [n for n, m in self.macros.items() if not n.startswith("__") and m is not self._metal_func] + ["_Pragma"]
 
     # -- directives ----------------------------------------------------------------------
     def _directive(self, d: str, stack: list, active: bool):

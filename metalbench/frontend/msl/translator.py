@@ -250,7 +250,9 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             elif isinstance(v, int):
                 syms.setdefault(k, self.sem.const(v, T.int32))
         self.kernel_syms = syms
-        self.template_names = set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+)*"
+        # (a function template's name: after its specifiers, METAL_FUNC's expansion included)
+        self.template_names = set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+|"
+                                             r"__attribute__\s*\(\([^()]*\)\)\s*)*"
                                              r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header)) | template_names(header)
         if header.strip():
             self.header(header)
