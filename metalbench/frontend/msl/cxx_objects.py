@@ -91,6 +91,7 @@ class ArgVal:
     lv: tuple | None = None
     expr: ir.Expr | None = None
     mat: tuple | None = None        # a Metal matrix: (type, its variable or None, its columns)
+    objptr: StructObj | None = None  # &obj: a pointer to a local object (struct_views.ObjPtr)
 
     @property
     def type(self):
@@ -100,6 +101,8 @@ class ArgVal:
             return self.obj.cls
         if self.view is not None:
             return PtrType(self.view.type, self.view.space, self.view.const)
+        if self.objptr is not None:
+            return PtrType(self.objptr.cls, "thread", False)
         return self.expr.type if self.expr is not None else None
 
 
@@ -713,6 +716,9 @@ class CxxObjectsMixin:
         if self.is_object_node(node):
             obj = self.object_value(node)
             return ArgVal(node, obj=obj, lv=("obj", obj))
+        objptr = self.object_address(node)
+        if objptr is not None:
+            return ArgVal(node, objptr=objptr)
         if self.ptr_rank(node) is not None:
             return ArgVal(node, view=self.pointer(node))
         if node.type == "call_expression" and self.call_returns(node) == "ref":

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from ... import ir
 from ... import types as T
 from ...errors import MetalbenchError
+from ...semantics.folding import const_value
 from ...semantics.views import View
 from .cxx_decls import ClassInst
 from .cxx_objects import FixedView, StructObj
@@ -36,6 +37,15 @@ class StructPtr:
     cls: ClassInst
     view: View
     off: ir.Var
+
+
+@dataclass(eq=False)
+class ObjPtr:
+    """A pointer to one object in thread memory: ``&p`` of a local ``GEMMParams p`` passed
+    to a ``const thread GEMMParams*`` parameter, or held in ``thread S* q = &p;``. ``q->m``,
+    ``*q`` and ``q[0]`` are the object itself (so writes through it are the object's); it
+    points at one object, so it does not move."""
+    obj: StructObj
 
 
 class StructViewsMixin:
@@ -150,7 +160,7 @@ class StructViewsMixin:
         while node.type == "parenthesized_expression" and node.named_children:
             node = node.named_children[-1]
         if node.type == "identifier":
-            return isinstance(self.lookup(self.text(node)), StructPtr)
+            return isinstance(self.lookup(self.text(node)), (StructPtr, ObjPtr))
         if node.type == "binary_expression" and self.text(node.child_by_field_name("operator")) in ("+", "-"):
             return self.is_struct_pointer_node(node.child_by_field_name("left"))
         if node.type == "cast_expression":
@@ -169,13 +179,19 @@ class StructViewsMixin:
         ``*p`` or ``p``), or None when ``p`` is not a struct pointer."""
         sp = self.sp(node)
         if node.type == "subscript_expression":
-            p = self.struct_pointer(node.child_by_field_name("argument"))
+            base = node.child_by_field_name("argument")
+            if base.type == "identifier" and isinstance(self.lookup(self.text(base)), ObjPtr):
+                if const_value(self.expr(node.child_by_field_name("indices").named_children[0])) != 0:
+                    self.unsupported(node, f"an index other than 0 of '{self.text(base)}', a pointer to "
+                                           "one local object")
+                return self.lookup(self.text(base)).obj
+            p = self.struct_pointer(base)
             if p is None:
                 return None
             return self.memory_object(p[0], p[1], self.bound_off(self.struct_index_off(p, node, sp), sp), node)
         if node.type == "pointer_expression" and self.text(node).lstrip().startswith("*"):
             node = node.child_by_field_name("argument")
-        local = self.local_as_struct(node)
+        local = self.object_address(node) if node.type == "identifier" else self.local_as_struct(node)
         if local is not None:
             return local
         p = self.struct_pointer(node)
@@ -214,6 +230,20 @@ class StructViewsMixin:
                                f"cast (supported: a struct whose one member has the variable's type, "
                                f"{getattr(sym.type, 'msl', sym.type)})")
 
+    def object_address(self, node):
+        """The local object ``node`` points at when it is ``&obj`` (``obj`` an object) or a
+        pointer to one (:class:`ObjPtr`), else None."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node.type == "pointer_expression" and self.text(node).lstrip().startswith("&"):
+            arg = node.child_by_field_name("argument")
+            obj = self.object_value(arg) if self.is_object_node(arg) else None
+            return obj if isinstance(obj, StructObj) else None
+        if node.type == "identifier":
+            sym = self.lookup(self.text(node))
+            return sym.obj if isinstance(sym, ObjPtr) else None
+        return None
+
     def bound_off(self, off, sp):
         """``off`` evaluated now (an object, like a C++ reference, is bound where it is named)."""
         if isinstance(off, (ir.Var, ir.Const)):
@@ -224,6 +254,12 @@ class StructViewsMixin:
         """``device const S* p = <struct pointer>;``"""
         if init is None:
             self.unsupported(d, f"a pointer to a {cls.name} without an initialiser")
+        obj = self.object_address(init)
+        if obj is not None:                 # thread S* q = &s;
+            if obj.cls is not cls and obj.cls.name != cls.name:
+                self.type_err(init, f"cannot point a {cls.name}* at a {obj.cls.name}")
+            self.scopes[-1][name] = ObjPtr(obj)
+            return []
         p = self.struct_pointer(init)
         if p is None:
             self.unsupported(init, f"a pointer to a struct ({cls.name}) that does not point into a buffer "
