@@ -25,7 +25,7 @@ from ... import types as T
 from ...semantics.folding import const_value
 from .cxx_decls import ClassInst, _unwrap_declarator
 from .cxx_objects import FixedView, PendingPtr, StructObj
-from .symbols import Buf, Ptr, Ref, _type_of_descriptor
+from .symbols import Buf, NullPtr, Ptr, Ref, _type_of_descriptor
 
 
 class CxxAssignMixin:
@@ -485,7 +485,7 @@ class CxxAssignMixin:
             return len(sym.view.inner)
         if isinstance(sym, FixedView):
             return len(sym.view.inner)
-        if isinstance(sym, PendingPtr):
+        if isinstance(sym, (PendingPtr, NullPtr)):
             return 0
         return None
 

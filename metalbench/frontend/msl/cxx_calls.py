@@ -41,7 +41,7 @@ from .cxx_objects import NOT_MINE, FixedView, InlineCtx
 from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
 from .struct_views import ObjPtr
-from .symbols import SMALL_INPUT_NOTE, Ptr, Ref, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import SMALL_INPUT_NOTE, NullPtr, Ptr, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
 
 @dataclass(eq=False)
@@ -250,7 +250,8 @@ class CxxCallsMixin:
         if tgt is None:
             name = self.callee_name(fn)
             if name in self.funcdefs and (any(self.is_object_node(a) or a.type == "initializer_list" or
-                                              self.object_address(a) is not None for a in argn)
+                                              self.object_address(a) is not None or self.is_null_pointer(a)
+                                              for a in argn)
                                           or self._braced_defaults(name, len(argn))
                                           or self.has_matrices and self.metal_matrix_call(name, argn)):
                 explicit = fn.child_by_field_name("arguments").named_children if fn.type == "template_function" else []
@@ -395,6 +396,10 @@ class CxxCallsMixin:
             return 0
         if a.mat is not None or isinstance(s.type, MetalMatrixType) and "ptr" not in s.kinds:
             return self.matrix_arg_fits(s, a)           # (metal_matrices)
+        if a.null:                  # nullptr: any pointer parameter
+            if "ptr" not in s.kinds:
+                raise _NoMatch(f"'{s.name}' is not a pointer")
+            return 1
         if "ptr" in s.kinds and a.objptr is not None:     # &obj of a local object
             if s.type is not None and s.type is not a.objptr.cls and getattr(s.type, "name", None) != a.objptr.cls.name:
                 raise _NoMatch(f"'{s.name}' points to {getattr(s.type, 'name', s.type)}, got a {a.objptr.cls.name}")
@@ -519,6 +524,9 @@ class CxxCallsMixin:
                     out.append(ir.Decl(off, self.sem.convert(at.offset, T.int64, sp), span=sp))
                     pscope[name] = Ref(replace(at, offset=off))
                 return
+        if "ptr" in s.kinds and a.null:
+            pscope[name] = NullPtr(name, sp)
+            return
         if "ptr" in s.kinds and a.objptr is not None:
             if moved:
                 self.unsupported(s.node, f"moving '{name}', a pointer to one local {a.objptr.cls.name}")

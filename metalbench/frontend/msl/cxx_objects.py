@@ -92,6 +92,7 @@ class ArgVal:
     expr: ir.Expr | None = None
     mat: tuple | None = None        # a Metal matrix: (type, its variable or None, its columns)
     objptr: StructObj | None = None  # &obj: a pointer to a local object (struct_views.ObjPtr)
+    null: bool = False               # nullptr, (const device T*)nullptr (symbols.NullPtr)
 
     @property
     def type(self):
@@ -717,8 +718,8 @@ class CxxObjectsMixin:
             obj = self.object_value(node)
             return ArgVal(node, obj=obj, lv=("obj", obj))
         objptr = self.object_address(node)
-        if objptr is not None:
-            return ArgVal(node, objptr=objptr)
+        if objptr is not None or self.is_null_pointer(node):
+            return ArgVal(node, objptr=objptr, null=objptr is None)
         if self.ptr_rank(node) is not None:
             return ArgVal(node, view=self.pointer(node))
         if node.type == "call_expression" and self.call_returns(node) == "ref":

@@ -14,7 +14,7 @@ from ... import types as T
 from ...semantics.views import View
 from ...errors import KernelSyntaxError, KernelTypeError
 from .metal_matrices import MetalMatrixType
-from .symbols import METAL_ONLY, Buf, Ptr, Ref, _SPACES
+from .symbols import METAL_ONLY, Buf, NullPtr, Ptr, Ref, _SPACES
 
 
 
@@ -121,8 +121,27 @@ class MemoryMixin:
         return None
 
     # -- pointer values ------------------------------------------------------------------
+    def is_null_pointer(self, node) -> bool:
+        """Whether ``node`` is a null pointer constant: ``nullptr``, ``NULL``, or one cast to a
+        pointer type, ``(const device float*)nullptr``, ``(device T*)0``."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node.type == "null":
+            return True
+        if node.type == "cast_expression" and self.ptr_rank(node) is not None:
+            val = node.child_by_field_name("value")
+            while val.type == "parenthesized_expression" and val.named_children:
+                val = val.named_children[-1]
+            return val.type == "null" or (val.type == "number_literal" and self.text(val).strip() == "0") or \
+                self.is_null_pointer(val)
+        return False
+
     def sym_view(self, sym, node) -> View:
         sp = self.sp(node)
+        if isinstance(sym, NullPtr):
+            line = sym.bound_at.line if sym.bound_at is not None else "?"
+            self.type_err(node, f"'{sym.name}' is a null pointer here (the argument for it at line {line} is "
+                                "nullptr): using it is undefined in MSL")
         v = self.cxx_sym_view(sym, node)
         if v is not None:
             return v

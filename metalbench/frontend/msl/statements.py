@@ -11,7 +11,7 @@ from ...errors import KernelNameError, KernelSyntaxError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
 from .printing import is_logger_decl, print_call
 from .struct_views import StructPtr
-from .symbols import SMALL_INPUT_NOTE, Buf, Ptr, Ref, _SPACES, _TypeName
+from .symbols import SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES, _TypeName
 from .memory import BufferChoice
 
 
@@ -93,8 +93,15 @@ class StatementsMixin:
             if cnode.child_by_field_name("initializer") is not None or cexpr.type == "declaration":
                 self.unsupported(cnode, "a declaration in an if condition")
             pre, cond = self.with_pre(lambda: self.sem.to_bool(self.expr(cexpr)))
-            then = self.body_of(node.child_by_field_name("consequence"))
             alt = node.child_by_field_name("alternative")
+            if not pre and isinstance(cond, ir.Const):
+                # a constant condition (a constexpr flag, as MLX's kernels test their function
+                # constants: if (has_mask) { mask += ...; }): only the side that runs is
+                # translated, so the other may use what this launch does not have (a null pointer)
+                if cond.value:
+                    return self.body_of(node.child_by_field_name("consequence"))
+                return self.body_of(alt.named_children[-1] if alt.type == "else_clause" else alt) if alt else []
+            then = self.body_of(node.child_by_field_name("consequence"))
             orelse = []
             if alt is not None:
                 inner = alt.named_children[-1] if alt.type == "else_clause" else alt
@@ -702,6 +709,8 @@ class StatementsMixin:
                 raise KernelNameError(f"use of undeclared identifier '{name}'", self.sp(lhs))
             if isinstance(sym, StructPtr):
                 return self.struct_pointer_move(sym, op, rhs_node, sp)
+            if isinstance(sym, NullPtr):
+                self.sym_view(sym, lhs)         # (raises: using a null pointer)
             self.type_err(lhs, f"cannot assign to '{name}'")
         if k == "subscript_expression" and lhs.child_by_field_name("argument").type == "identifier" and \
                 isinstance(self.lookup(self.text(lhs.child_by_field_name("argument"))), ir.Var):

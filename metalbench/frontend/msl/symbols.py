@@ -1,5 +1,5 @@
 """What MSL names are bound to while translating: kernel buffers and arrays
-(:class:`Buf`), local pointers (:class:`Ptr`), an input's ``x_shape``/``x_strides``
+(:class:`Buf`), local pointers (:class:`Ptr`), null pointer parameters (:class:`NullPtr`), an input's ``x_shape``/``x_strides``
 (:class:`ShapeArr`), header functions (:class:`FuncDef`) and template type parameters."""
 from __future__ import annotations
 
@@ -50,6 +50,16 @@ class Ptr:
     in the int64 variable ``off``, so ``p += n`` assigns ``off``."""
     view: object            # semantics.views.View
     off: ir.Var
+
+
+@dataclass
+class NullPtr:
+    """A pointer parameter bound to a null pointer: ``f(..., (const device float*)nullptr)``,
+    as code hoisted from MLX's kernels passes an optional buffer it has switched off (its
+    uses sit under ``if (has_mask)`` with the flag a false constant). Using it is an error
+    naming the parameter (on a GPU: undefined behaviour)."""
+    name: str
+    bound_at: object        # the argument's span
 
 
 @dataclass
