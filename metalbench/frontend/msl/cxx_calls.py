@@ -373,6 +373,11 @@ class CxxCallsMixin:
         elif tn.type == "template_type" and a.mat is not None and names:    # matrix<T, C, R>
             if not self.deduce(tn, _TypeName(a.mat[0]), bind, names):
                 raise _NoMatch(f"{a.mat[0].name} is not a {self.text(tn)}")
+        elif tn.type in ("template_type", "qualified_identifier", "dependent_type") and names and \
+                a.expr is not None and isinstance(a.expr.type, (T.VectorType, T.MatrixType)):
+            # vec<U, 2>, an alias template of one (dtype_frag_t<U>), simdgroup_matrix<U, 8, 8>
+            if not self.deduce(tn, _TypeName(a.expr.type), bind, names):
+                raise _NoMatch(f"{a.expr.type.name} is not a {self.text(tn)}")
 
     def param_spec(self, p, i) -> PSpec:
         tn = p.child_by_field_name("type")

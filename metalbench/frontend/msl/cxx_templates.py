@@ -170,8 +170,10 @@ class CxxTemplatesMixin:
     def deduce(self, pat, act, bind, names) -> bool:
         """Matches pattern node ``pat`` (a template argument or a parameter's type) against
         ``act`` (a ``_TypeName`` or a ``Const``), binding the names in ``names``."""
-        if pat.type == "type_descriptor" and pat.child_by_field_name("declarator") is None:
-            pat = pat.child_by_field_name("type")
+        while pat.type in ("type_descriptor", "dependent_type"):     # T, typename metal::vec<U, 2>
+            if pat.type == "type_descriptor" and pat.child_by_field_name("declarator") is not None:
+                break
+            pat = pat.child_by_field_name("type") if pat.type == "type_descriptor" else pat.named_children[-1]
         if pat.type in ("type_identifier", "identifier") and self.text(pat) in names:
             nm = self.text(pat)
             if nm in bind:
@@ -194,14 +196,55 @@ class CxxTemplatesMixin:
             if len(sub) > len(acts):
                 return False
             return all(self.deduce(p, a, bind, names) for p, a in zip(sub, acts))
+        targs = self._template_pattern(pat) if isinstance(act, _TypeName) else None
+        if targs is not None:
+            tname, sub = targs
+            # vec<U, N> against a vector, simdgroup_matrix<U, R, C> against a SIMD-group matrix
+            if isinstance(act.t, T.VectorType) and tname in ("vec", "metal::vec"):
+                acts = [_TypeName(act.t.elem), ir.Const(act.t.n, T.int32)]
+                return len(sub) == 2 and all(self.deduce(p, a, bind, names) for p, a in zip(sub, acts))
+            if isinstance(act.t, T.MatrixType) and tname in ("simdgroup_matrix", "metal::simdgroup_matrix"):
+                acts = [_TypeName(act.t.elem), ir.Const(act.t.rows, T.int32), ir.Const(act.t.cols, T.int32)]
+                return len(sub) == 3 and all(self.deduce(p, a, bind, names) for p, a in zip(sub, acts))
+            ent = self.probe(lambda: self.entity_named(pat.child_by_field_name("name")
+                                                       if pat.type == "template_type" else pat))
+            if isinstance(ent, AliasTemplate):
+                return self.deduce_alias(ent, sub, act, bind, names)
         try:                    # a concrete pattern: evaluate it (an unknown type never matches)
             if isinstance(act, _TypeName):
                 t = self.type_of_descriptor(pat) if pat.type == "type_descriptor" else self.resolve_type(pat)[0]
                 return t == act.t
-            c = fold(self.expr(pat))
+            if pat.type == "type_identifier":      # a constant the grammar reads as a type: vec<U, kN>
+                c = self.lookup(self.text(pat).strip())
+            else:
+                c = fold(self.expr(pat))
             return isinstance(c, ir.Const) and c.value == act.value
         except (KernelNameError, KernelTypeError):
             return False
+
+    def _template_pattern(self, pat):
+        """``(name, argument nodes)`` of a pattern ``N<...>`` or ``ns::N<...>``, else None."""
+        name_n = pat
+        if pat.type == "qualified_identifier" and pat.child_by_field_name("name").type == "template_type":
+            name_n = pat.child_by_field_name("name")
+        if name_n.type != "template_type":
+            return None
+        scope = self.text(pat.child_by_field_name("scope")).strip() + "::" if name_n is not pat else ""
+        return scope + self.text(name_n.child_by_field_name("name")).strip(), \
+            name_n.child_by_field_name("arguments").named_children
+
+    def deduce_alias(self, at: AliasTemplate, sub, act, bind, names) -> bool:
+        """``dtype_frag_t<A>`` (an alias template, ``= vec<U, 2>``) against ``act``: the alias's
+        type deduces its own parameters from ``act`` (in the alias's scope), then those
+        values deduce the pattern's arguments (C++ deduces through an alias template: it is
+        its type)."""
+        outer = self.class_scopes(at.outer) if at.outer is not None else [self.global_syms]
+        inner: dict = {}
+        with self.in_ctx(at.ctx, outer + [{}], at.ns):
+            if not self.deduce(at.node.child_by_field_name("type"), act, inner, {p.name for p in at.tparams}):
+                return False
+        return all(self.deduce(p, inner[tp.name], bind, names)
+                   for p, tp in zip(sub, at.tparams) if tp.name in inner)
 
     @staticmethod
     def _same(a, b) -> bool:

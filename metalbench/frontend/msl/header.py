@@ -215,6 +215,11 @@ class HeaderMixin:
                         if isinstance(a, View):
                             raise _NoMatch(f"argument for '{pname}' must be a value")
                         bind[tname] = _TypeName(a.type)
+                elif tnode.type in ("template_type", "qualified_identifier", "dependent_type") and \
+                        not isinstance(a, View) and isinstance(a.type, (T.VectorType, T.MatrixType)) and \
+                        {n for _, n in fd.tparams} - set(bind):   # vec<U, K> v of a vector (cxx_templates)
+                    if not self.deduce(tnode, _TypeName(a.type), bind, {n for _, n in fd.tparams}):
+                        raise _NoMatch(f"'{pname}' is a {tname}, got a {a.type.name}")
                 pt, atomic = self.resolve_type(tnode)
                 if is_ref:
                     if isinstance(a, View):

@@ -138,6 +138,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             t = self.cxx_type(node)          # classes, templates, member types, decltype, traits
             if t is not None:
                 return t, False
+            if k == "dependent_type":        # typename metal::vec<U, 2>: the type it names
+                return self.resolve_type(node.named_children[-1])
         if k == "sized_type_specifier":
             txt = " ".join(txt.split())
             if txt in T.BY_MSL:
