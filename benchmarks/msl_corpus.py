@@ -217,6 +217,9 @@ def run_case_file(path, checked, only):
     try:
         spec = importlib.util.spec_from_file_location(f"case_{name}", path)
         mod = importlib.util.module_from_spec(spec)
+        # in sys.modules while it runs, as an import puts it: model code's dataclasses look
+        # their module up there (string annotations under `from __future__ import annotations`)
+        sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
         cases = mod.CASES
     except BaseException as e:  # noqa: BLE001 - a failure at import is a result

@@ -75,3 +75,38 @@ def test_unchecked_run_judges_the_mismatch(tmp_path):
     # the reference is deliberately wrong for both marked cases: only a mismatch is expected
     assert r["early-return"]["status"] == "expected"
     assert r["no-barrier-bug"]["status"] == "expected"
+
+
+DATACLASS_CASE = textwrap.dedent('''
+    from __future__ import annotations
+
+    from dataclasses import dataclass
+
+    import mlx.core as mx
+
+
+    @dataclass(frozen=True)
+    class Launch:          # model code's config objects: a dataclass with string annotations
+        n: int
+        scale: float
+
+
+    k = mx.fast.metal_kernel(name="scale", input_names=["x"], output_names=["out"],
+                             source="uint i = thread_position_in_grid.x; out[i] = x[i] * 3.0f;")
+    cfg = Launch(8, 3.0)
+    x = mx.arange(cfg.n, dtype=mx.float32)
+    CASES = [dict(name="dataclass", run=lambda: k(inputs=[x], grid=(cfg.n, 1, 1), threadgroup=(8, 1, 1),
+                                                 output_shapes=[(cfg.n,)], output_dtypes=[mx.float32])[0],
+                  ref=lambda: x * cfg.scale)]
+''')
+
+
+def test_case_file_with_dataclasses_imports(tmp_path):
+    # a dataclass under `from __future__ import annotations` looks its module up in sys.modules
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "ours__dataclass.py").write_text(DATACLASS_CASE)
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "msl_corpus.py"), str(tmp_path), "--jobs", "1"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = json.loads((tmp_path / "msl_report.json").read_text())["results"]
+    assert [r["status"] for r in rows if r["status"] != "meta"] == ["pass"]
