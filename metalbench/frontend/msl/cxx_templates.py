@@ -49,6 +49,10 @@ class CxxTemplatesMixin:
                     if v is not None:
                         out.append(("v", v))
                         continue
+                call = self.call_in_template_arg(inner, decl)
+                if call is not None:
+                    out.append(("v", call))
+                    continue
                 t = self.type_of_descriptor(a)
                 out.append(("t", t))
                 continue
@@ -57,6 +61,24 @@ class CxxTemplatesMixin:
                 self.type_err(a, f"template argument '{self.text(a)}' is not a compile-time constant")
             out.append(("v", c))
         return out
+
+    def call_in_template_arg(self, inner, decl):
+        """``f<N>()`` as a template argument, which the grammar reads as a function type:
+        the value of a header function's call (a constexpr one with constant arguments is a
+        constant, constexpr.py); None when ``inner``/``decl`` are not such a call."""
+        if decl is None or decl.type != "abstract_function_declarator" or \
+                any(c.type == "parameter_declaration" for c in decl.child_by_field_name("parameters").children):
+            return None
+        name_node = inner.child_by_field_name("name") if inner.type == "template_type" else inner
+        name = self.text(name_node).replace(" ", "")
+        if name not in self.funcdefs:
+            return None
+        targs = inner.child_by_field_name("arguments").named_children if inner.type == "template_type" else []
+        c = fold(self.user_call(name, [], targs, inner))
+        if not isinstance(c, ir.Const):
+            self.type_err(inner, f"template argument '{self.text(inner)}()' is not a compile-time constant "
+                                 f"('{name}' is not a constexpr function of constants)")
+        return c
 
     def type_of_descriptor(self, a):
         """The type of a ``type_descriptor`` (a pointer type as :class:`PtrType`)."""

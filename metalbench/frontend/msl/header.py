@@ -8,6 +8,7 @@ from ... import types as T
 from ...errors import MetalbenchError, error_net
 from ...semantics.folding import fold
 from ...semantics.views import View
+from .constexpr import call_value, is_constexpr
 from .parse import _PARSER, _parse
 from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
@@ -308,6 +309,7 @@ class HeaderMixin:
                 body = self.view_decls + body
                 self.used_names = used_before | {fname}
                 f = ir.Function(fname, fparams, ret, body, span=self.sp(fd.node))
+                self._spec_funcs[fname] = f
                 self.specialising.discard(key)
                 self.func_order.append(f)
         finally:
@@ -334,6 +336,12 @@ class HeaderMixin:
                     self.emit_pre(st, sp)
                 conv_args.append(ir.BufArg(arr, span=sp))
                 copies.append((var, view))
+        if not copies and all(h == "value" for h in passing) and \
+                is_constexpr(fd, self.funcdef_code[id(fd.node)]):
+            # a constexpr function called with constants is a constant expression (constexpr.py)
+            v = call_value(self._spec_funcs[fname], conv_args)
+            if v is not None:
+                return ir.Const(v.value, v.type, span=sp)
         call = ir.FuncCall(fname, conv_args, ret, span=sp)
         if not copies:
             return call

@@ -53,6 +53,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.funcdefs: dict[str, list[FuncDef]] = {}
         self.funcdef_code: dict[int, str] = {}      # a function definition's text (body or header)
         self._spec_names: dict[tuple, str] = {}     # specialisation key -> IR function name
+        self._spec_funcs: dict[str, ir.Function] = {}   # IR function name -> its function (constexpr.py)
         self.globals: list[ir.ArrayDecl] = []
         self.global_syms: dict[str, object] = {}
         self.used_names: set[str] = set()
