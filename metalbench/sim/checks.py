@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import KernelCheckError
-from .findings import WARNING_KINDS, CheckFailed, DivergentBarrier, Finding, make_error, max_steps
+from .findings import WARNING_KINDS, CheckFailed, DivergentBarrier, Finding, make_error, max_steps, pool_member
 from .memory import OutOfBounds, check
 from .private_checks import PrivateChecks
 from .records import _DevState, _TgState
@@ -76,6 +76,7 @@ class LaunchChecker:
             self.tracked = set(tracked) | {n for n, a in self.aliases.items() if a[0] in keys}
         self.uninit = {n: None for n in uninitialised}  # output -> elements written so far (lazy)
         self.alias_names: dict = {}
+        self.pools: dict = {}     # threadgroup pool -> the arrays it holds (ir.ArrayDecl.parts)
         for n, (key, _, _) in self.aliases.items():
             self.alias_names.setdefault(key, []).append(n)
         self.TG = launch.TG
@@ -134,6 +135,9 @@ class LaunchChecker:
             self.dropped += count
             return None
         spans = [getattr(self.nodes[k][0], "span", None) for k in k_nodes]
+        if buffer in self.pools and len(index):      # the array the user declared, not the pool
+            buffer, i0 = pool_member(self.pools[buffer], int(index[0]))
+            index = [i0] + [int(i) - int(index[0]) + i0 for i in index[1:]]
         if buffer in self.alias_names and space == "device":
             extra["aliases"] = self.alias_names[buffer]
         f = Finding(kind, buffer, space, [int(i) for i in index], self.positions(gthreads), spans,

@@ -29,6 +29,21 @@ def max_steps(checked: bool) -> int:
     return n if checked else 2 * n
 
 
+def pool_member(parts, index: int):
+    """``(name, index)`` of element ``index`` of a threadgroup pool (several arrays laid
+    out in one: ``ir.ArrayDecl.parts``, ``(name, start, length)`` each) in the array the
+    user declared; past the end, in the last one.
+
+        >>> pool_member((("a", 0, 8), ("b", 8, 8)), 11)
+        ('b', 3)
+    """
+    name, start = parts[0][0], parts[0][1]
+    for nm, st, _ in parts:
+        if index >= st:
+            name, start = nm, st
+    return name, index - start
+
+
 class DivergentBarrier(Exception):
     """A threadgroup barrier reached by only part of a threadgroup."""
 

@@ -28,6 +28,7 @@ from . import atomics, memory, runtime, simd
 from ..builtins import registry
 from ..passes.simdgroup_matrix import lower as lower_matrices
 from .checks import DivergentBarrier, Finding, LaunchChecker, make_error, max_steps
+from .findings import pool_member
 from .chunk import Chunk, Launch
 from .codegen import Program, generate
 from .aliases import buffer_aliases
@@ -190,6 +191,8 @@ class SimKernel:
         make_lc = LaunchChecker if hooks is None or not checked else hooks.launch_checker(LaunchChecker)
         lc = make_lc(lg, prog.nodes, _written_buffers(self.ir, prog), self.ir.name,
                      buffer_aliases(bufs), uninitialised) if checked else None
+        if lc is not None:
+            lc.pools = _pools(self.ir)
         if hooks is not None:
             hooks.start(lg, prog, bufs)
         steps = max_steps(checked)
@@ -235,6 +238,11 @@ def compile_kernel(kernel: ir.KernelIR) -> SimKernel:
     return SimKernel(lower_matrices(kernel))
 
 
+def _pools(kernel) -> dict:
+    """{threadgroup pool: the arrays it holds} (``ir.ArrayDecl.parts``, MSL's tg_pools.py)."""
+    return {d.name: d.parts for d in kernel.body if isinstance(d, ir.ArrayDecl) and d.parts}
+
+
 def _oob_error(kernel, prog, e: OutOfBounds, c: Chunk) -> KernelCheckError:
     node, buf, space, access = prog.nodes[e.k]
     idx = e.index
@@ -256,6 +264,11 @@ def _oob_error(kernel, prog, e: OutOfBounds, c: Chunk) -> KernelCheckError:
             lanes = np.flatnonzero(c.m0) if c.m0 is not None else np.arange(c.L)
         shown = [int(idx)]
     pos = c.positions(lanes)
+    parts = _pools(kernel).get(buf)
+    if parts:     # past the end of a threadgroup pool: say it of the last array in it
+        buf, i0 = pool_member(parts, shown[0])
+        n = next(p[2] for p in parts if p[0] == buf)
+        shown = [i0] + [i - shown[0] + i0 for i in shown[1:]]
     f = Finding("out-of-bounds", buf, space, shown, pos, [getattr(node, "span", None)], [access],
                 count=int(len(lanes)), kernel=kernel.name, size=n)
     return make_error([f], kernel.name)

@@ -370,6 +370,11 @@ class StatementsMixin:
             sp_name = space or "thread"
             if sp_name == "device":
                 self.type_err(d, "device arrays cannot be declared in a kernel")
+            if sp_name == "threadgroup" and values is None and name in self.tg_pools:
+                pooled = self.pooled_array(name, base, dims, d, sp)     # (tg_pools.py)
+                if pooled is not None:
+                    self.scopes[-1][name] = pooled
+                    return []
             irname = self.fresh(name)
             a = ir.ArrayDecl(irname, sp_name, base, tuple(dims), values, span=sp)
             self.scopes[-1][name] = Buf(irname, base, sp_name, tuple(dims), atomic=atomic)
