@@ -349,8 +349,8 @@ class ArrayDecl(Stmt):
     of ``elem`` with a static ``shape``; ``init`` optionally gives constant contents
     (MSL initialiser lists; also ``constant`` arrays of the header); ``align`` a byte
     alignment the array's address must have (Numba's ``alignment=``; printed as
-    ``alignas``/``__align__``); ``parts``: for a threadgroup pool of the MSL front end
-    (``frontend/msl/tg_pools.py``), the ``(name, start, length)`` of the arrays it holds,
+    ``alignas``/``__align__``); ``parts``: for a pool of the MSL front end
+    (``frontend/msl/array_pools.py``), the ``(name, start, length)`` of the arrays it holds,
     so checked-mode messages name the array the user declared."""
     name: str
     space: str

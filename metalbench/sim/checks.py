@@ -76,7 +76,7 @@ class LaunchChecker:
             self.tracked = set(tracked) | {n for n, a in self.aliases.items() if a[0] in keys}
         self.uninit = {n: None for n in uninitialised}  # output -> elements written so far (lazy)
         self.alias_names: dict = {}
-        self.pools: dict = {}     # threadgroup pool -> the arrays it holds (ir.ArrayDecl.parts)
+        self.pools: dict = {}     # array pool -> the arrays it holds (ir.ArrayDecl.parts)
         for n, (key, _, _) in self.aliases.items():
             self.alias_names.setdefault(key, []).append(n)
         self.TG = launch.TG

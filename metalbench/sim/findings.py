@@ -30,7 +30,7 @@ def max_steps(checked: bool) -> int:
 
 
 def pool_member(parts, index: int):
-    """``(name, index)`` of element ``index`` of a threadgroup pool (several arrays laid
+    """``(name, index)`` of element ``index`` of an array pool (several arrays laid
     out in one: ``ir.ArrayDecl.parts``, ``(name, start, length)`` each) in the array the
     user declared; past the end, in the last one.
 

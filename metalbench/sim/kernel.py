@@ -239,8 +239,8 @@ def compile_kernel(kernel: ir.KernelIR) -> SimKernel:
 
 
 def _pools(kernel) -> dict:
-    """{threadgroup pool: the arrays it holds} (``ir.ArrayDecl.parts``, MSL's tg_pools.py)."""
-    return {d.name: d.parts for d in kernel.body if isinstance(d, ir.ArrayDecl) and d.parts}
+    """{array pool: the arrays it holds} (``ir.ArrayDecl.parts``, MSL array_pools.py)."""
+    return {d.name: d.parts for d in ir.walk(kernel.body) if isinstance(d, ir.ArrayDecl) and d.parts}
 
 
 def _oob_error(kernel, prog, e: OutOfBounds, c: Chunk) -> KernelCheckError:

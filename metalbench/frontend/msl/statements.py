@@ -370,11 +370,9 @@ class StatementsMixin:
             sp_name = space or "thread"
             if sp_name == "device":
                 self.type_err(d, "device arrays cannot be declared in a kernel")
-            if sp_name == "threadgroup" and values is None and name in self.tg_pools:
-                pooled = self.pooled_array(name, base, dims, d, sp)     # (tg_pools.py)
-                if pooled is not None:
-                    self.scopes[-1][name] = pooled
-                    return []
+            pooled = None if atomic else self.pooled_array(name, base, dims, sp_name, values, runtime, d, sp)
+            if pooled is not None:       # a pointer moves between it and other arrays (array_pools.py)
+                return pooled
             irname = self.fresh(name)
             a = ir.ArrayDecl(irname, sp_name, base, tuple(dims), values, span=sp)
             self.scopes[-1][name] = Buf(irname, base, sp_name, tuple(dims), atomic=atomic)
@@ -450,20 +448,6 @@ class StatementsMixin:
         v = ir.Var(irname, t, span=sp)
         self.scopes[-1][name] = v
         return [ir.Decl(v, val, span=sp)]
-
-    def threadgroup_scalar(self, name, base, init, atomic, sp, d):
-        """``threadgroup float inv;``: one value shared by the threadgroup, a one-element
-        threadgroup array that the name reads and writes at element 0 (as a reference)."""
-        if init is not None:
-            self.type_err(d, "threadgroup variables cannot have initialisers (Metal)")
-        if not isinstance(base, T.ScalarType):
-            self.unsupported(d, f"a threadgroup variable of type '{getattr(base, 'name', base)}'")
-        if not self.in_kernel:
-            self.unsupported(d, "a threadgroup variable declared in a device function")
-        irname = self.fresh(name)
-        a = ir.ArrayDecl(irname, "threadgroup", base, (1,), None, span=sp)
-        self.scopes[-1][name] = Ref(self.sem.view_of(irname, base, "threadgroup", (1,), atomic=atomic, span=sp))
-        return [a]
 
     def reference_decl(self, d, init, base, sp):
         """``device float& r = out[i];`` (an element: its position fixed now) or

@@ -29,7 +29,7 @@ from .struct_views import StructViewsMixin
 from .lambdas import LambdasMixin
 from .operators import OperatorsMixin
 from .vector_arrays import VectorArraysMixin
-from .tg_pools import TgPoolsMixin
+from .array_pools import ArrayPoolsMixin
 from .metal_matrices import _TEMPLATES as _MATRIX_TYPE_TEMPLATES, MetalMatricesMixin, matrix_type_named
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
@@ -40,7 +40,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
                  CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin, BufferChoiceMixin,
-                 MetalMatricesMixin, TgPoolsMixin):
+                 MetalMatricesMixin, ArrayPoolsMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):
@@ -59,7 +59,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.global_syms: dict[str, object] = {}
         self.used_names: set[str] = set()
         self.tg_arrays: list[ir.ArrayDecl] = []
-        self.tg_pools, self.tg_pool_decls = {}, {}   # pointed-into-in-turn threadgroup arrays (tg_pools.py)
+        self.array_pools, self.array_pool_decls = {}, {}   # arrays a pointer moves between (array_pools.py)
         self.specialising: set = set()
         # per function context
         self.scopes: list[dict] = []
@@ -269,7 +269,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.ret_type = None
         self.view_decls, self.alias_names = [], {}
         body_node = fn.child_by_field_name("body")
-        self.tg_pools = self.find_tg_pools(body_node)
+        self.array_pools = self.find_array_pools(body_node)
         prologue = self.advance_params(body_node, syms)
         stmts = self.block(body_node)
         body_ir = list(self.tg_arrays) + self.view_decls + prologue + stmts

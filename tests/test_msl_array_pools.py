@@ -1,6 +1,7 @@
-"""Threadgroup arrays that one pointer points into in turn (issue 13): ping-pong buffers
-(``src = dst; dst = tmp;``), ``c ? a : b`` over threadgroup arrays, row pointers of 2-D
-arrays moved between arrays (frontend/msl/tg_pools.py lays such arrays out in one pool).
+"""Arrays that one pointer points into in turn (issue 13): threadgroup and thread-local
+ping-pong buffers (``src = dst; dst = tmp;``), ``c ? a : b`` over threadgroup arrays, row
+pointers of 2-D arrays moved between arrays (frontend/msl/array_pools.py lays such arrays
+out in one pool).
 Each kernel: simulator vs NumPy (unchecked and checked), printed-MSL round trip, libclang
 checks, and the printed CUDA on a GPU machine; checked-mode findings name the array the
 kernel declared, with its own index."""
@@ -81,7 +82,52 @@ def _choice_ref(x):
 
 
 CHOICE_AND_ROWS.ref = _choice_ref
-CASES = [PING_PONG, CHOICE_AND_ROWS]
+
+# per-thread ping-pong over two register arrays (with initialisers, one of them partly run-time),
+# declared in a loop body so the pool is declared where the first of them is, each iteration
+THREAD_PING_PONG = MSLCase(
+    "thread_ping_pong",
+    """
+    uint i = thread_position_in_grid.x;
+    float acc = 0.0f;
+    for (int rep = 0; rep < 2; ++rep) {
+        float s0[4] = {x[i], 2.0f * x[i], 0.5f, 1.0f};
+        float s1[4] = {0.0f};
+        thread float* src = s0;
+        thread float* dst = s1;
+        for (int it = 0; it < 3 + rep; ++it) {
+            for (int k = 0; k < 4; ++k) dst[k] = src[k] + src[(k + 1) % 4] * 0.5f;
+            thread float* t = src;
+            src = dst;
+            dst = t;
+        }
+        acc += src[0] + s1[3];
+    }
+    out[i] = acc;
+    """,
+    {"x": RNG.standard_normal(40).astype(np.float32)},
+    [("out", (40,), np.float32)],
+    None,
+    grid=(40, 1, 1), tg=(8, 1, 1), atol=1e-5)
+
+
+def _thread_ref(x):
+    out = np.zeros_like(x)
+    for i, v in enumerate(x.astype(np.float64)):
+        acc = 0.0
+        for rep in range(2):
+            bufs = [[v, 2 * v, 0.5, 1.0], [0.0] * 4]
+            s = 0
+            for _ in range(3 + rep):
+                bufs[1 - s] = [bufs[s][k] + bufs[s][(k + 1) % 4] * 0.5 for k in range(4)]
+                s = 1 - s
+            acc += bufs[s][0] + bufs[1][3]
+        out[i] = acc
+    return [out]
+
+
+THREAD_PING_PONG.ref = _thread_ref
+CASES = [PING_PONG, CHOICE_AND_ROWS, THREAD_PING_PONG]
 
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
@@ -126,3 +172,12 @@ def test_arrays_of_other_element_types_are_not_pooled_and_the_error_says_where()
         _run(src, checked=False)
     msg = str(ei.value)
     assert "cannot be made to point into" in msg and "line 5" in msg, msg
+
+
+def test_out_of_bounds_in_a_thread_pool_names_the_declared_array():
+    src = ("uint i = thread_position_in_grid.x;\nfor (int r = 0; r < 1; ++r) {\n  float a[4] = {0};\n  float b[4] = {0};\n"
+           "  thread float* p = a;\n  p = b;\n  out[i] = p[i + 2];\n}")
+    with pytest.raises(KernelCheckError) as ei:
+        _run(src, n=4)
+    msg = str(ei.value)
+    assert "'b'" in msg and "_pool" not in msg, msg
