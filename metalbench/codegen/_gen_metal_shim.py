@@ -289,6 +289,8 @@ def _simd() -> str:
     return ("// generated from the builtin registry (and their quad_ forms)\n" + "\n".join(regs + quads) + "\n"
             "template <class T> T simd_shuffle_and_fill_up(T, T, ushort);\n"
             "template <class T> T simd_shuffle_and_fill_down(T, T, ushort);\n"
+            "template <class T> T simd_shuffle_and_fill_up(T, T, ushort, ushort);\n"
+            "template <class T> T simd_shuffle_and_fill_down(T, T, ushort, ushort);\n"
             + " ".join(_decl(b) for b in registry.all() if b.kind == "simd" and b.shim not in ("s1", "s2")))
 
 

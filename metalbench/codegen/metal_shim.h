@@ -319,6 +319,8 @@ template <class T> T quad_shuffle_rotate_down(T, ushort);
 template <class T> T quad_broadcast_first(T);
 template <class T> T simd_shuffle_and_fill_up(T, T, ushort);
 template <class T> T simd_shuffle_and_fill_down(T, T, ushort);
+template <class T> T simd_shuffle_and_fill_up(T, T, ushort, ushort);
+template <class T> T simd_shuffle_and_fill_down(T, T, ushort, ushort);
 bool simd_all(bool); bool simd_any(bool); simd_vote simd_ballot(bool); bool simd_is_first();
 simd_vote simd_active_threads_mask(); bool quad_all(bool); bool quad_any(bool); bool quad_is_first();
 

@@ -86,6 +86,8 @@ class CallsMixin:
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
         if name in ("sincos", "modf") and len(argn) == 2:
             return self.out_param_math(name, argn, node)
+        if name in ("simd_shuffle_and_fill_down", "simd_shuffle_and_fill_up"):
+            return self.shuffle_and_fill(name, argn, node)
         if name == "simd_active_threads_mask" and not argn:
             # the lanes that run this call: a ballot every active lane votes for
             return self.sem.builtin("simd_ballot", [self.sem.const(True, T.bool_, sp)], sp)
@@ -150,6 +152,42 @@ class CallsMixin:
             self.unsupported(node, f"'{name}'")
         raise KernelNameError(f"use of undeclared function '{name}'", sp,
                               hint="define it in header=, or check the spelling of the Metal builtin")
+
+    def shuffle_and_fill(self, name, argn, node):
+        """Metal's ``simd_shuffle_and_fill_down/up(data, filling, delta[, modulo])`` as two
+        index shuffles and a select. The SIMD-group splits into segments of ``modulo`` lanes
+        (32 when left out); lane l of a segment reads ``data`` from segment lane l + delta
+        (down) / l - delta (up), and where that falls past the segment's end (before its
+        start) it reads ``filling`` from segment lane l + delta - modulo (l - delta + modulo)::
+
+            v = simd_shuffle_and_fill_down(x[i], 0.0f, 4);   // the top 4 lanes get 0
+        """
+        sp = self.sp(node)
+        S = self.sem
+        if len(argn) not in (3, 4):
+            self.type_err(node, f"{name}(data, filling_data, delta[, modulo]) takes 3 or 4 arguments")
+        data = S.once(self.expr(argn[0]), sp)
+        fill = S.once(S.convert(self.expr(argn[1]), data.type), sp)
+        u = T.uint32
+        delta = S.once(S.convert(self.expr(argn[2]), u), sp)
+        mod = S.once(S.convert(self.expr(argn[3]), u), sp) if len(argn) == 4 else S.const(32, u, sp)
+        lane = S.thread_attr("thread_index_in_simdgroup", sp)
+        li = S.once(S.binop("%", lane, mod, sp), sp)           # the lane's place in its segment
+        base = S.once(S.binop("-", lane, li, sp), sp)
+        if name.endswith("down"):
+            j = S.once(S.binop("+", li, delta, sp), sp)
+            inside = S.binop("<", j, mod, sp)
+            src_data = S.binop("+", base, j, sp)
+            src_fill = S.binop("-", S.binop("+", base, j, sp), mod, sp)
+        else:
+            inside = S.binop(">=", li, delta, sp)
+            src_data = S.binop("-", lane, delta, sp)
+            src_fill = S.binop("-", S.binop("+", base, S.binop("+", li, mod, sp), sp), delta, sp)
+        # both shuffles run on every lane (a select would run each only where it is taken, and
+        # a shuffle reading a lane that does not run it is undefined)
+        a = S.once(S.builtin("simd_shuffle", [data, src_data], sp), sp)
+        b = S.once(S.builtin("simd_shuffle", [fill, src_fill], sp), sp)
+        return S.select(inside, a, b, sp)
 
     def out_param_math(self, name, argn, node):
         """Metal's math functions with an out-parameter, as two builtins: ``sincos(x, c)``
