@@ -477,6 +477,18 @@ class CxxDeclsMixin:
             tn.enum_members = members
             types[self.text(name_n)] = tn
 
+    def local_type_definition(self, node) -> bool:
+        """A struct, class, enum or typedef defined in a function body (``struct Acc { float s;
+        float m; };``): declared as the header's are, visible from here on. False for other
+        statements."""
+        k = node.type
+        if k in ("struct_specifier", "class_specifier", "enum_specifier", "type_definition") \
+                or (k == "declaration" and node.child_by_field_name("type") is not None
+                    and node.child_by_field_name("type").type == "enum_specifier"
+                    and not node.children_by_field_name("declarator")):
+            return self.cxx_top_level(node)     # False: a plain typedef (the statement translator's)
+        return False
+
     def declare_name(self, name, entity, outer):
         if outer is None:
             if self.global_syms.ns.name == "metal" and name in TRAIT_NAMES:

@@ -77,7 +77,13 @@ class StatementsMixin:
             return self.inline_return(node)          # a member function translated inline (cxx_calls)
         if k == "compound_statement":
             return self.block(node)
+        if self.local_type_definition(node):
+            return []
         if k == "declaration":
+            tn = node.child_by_field_name("type")
+            if tn is not None and tn.type in ("struct_specifier", "class_specifier") and \
+                    tn.child_by_field_name("body") is not None:
+                self.declare_class(tn, [], None)     # struct S { ... } s;: the class, then the variable
             pre, st = self.with_pre(lambda: self.declaration(node))
             return pre + st
         if k == "expression_statement":

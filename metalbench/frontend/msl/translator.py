@@ -137,6 +137,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return None, False
         if txt.replace(" ", "").removeprefix("::").removeprefix("metal::") == "simd_vote::vote_t":
             return T.uint64, False               # the bits of a simd_vote (named_type)
+        if k in ("struct_specifier", "class_specifier") and node.child_by_field_name("name") is not None:
+            return self.resolve_type(node.child_by_field_name("name"))   # struct S x; struct S {...} x;
         if k in _CXX_TYPE_NODES:
             t = self.cxx_type(node)          # classes, templates, member types, decltype, traits
             if t is not None:
