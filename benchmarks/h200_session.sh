@@ -22,6 +22,7 @@
 #  4. simulation.py    the Numba-style agent simulation: transfer/compute split vs CuPy
 #     simulation_probe.py its step split by kernel, metalbench vs the same kernels as raw
 #                      cuda_kernel bodies vs CuPy (host time of the launch loop and time per step)
+#     scalar_placement.py the move kernel's scalars in MLX's small managed pool vs padded past it
 #     transfer_probe.py each step of its host<->device path (MLX managed memory) vs CuPy's
 #  5. sweep_vs_cupy.py a sweep's ranking at 64K elements vs CUDA events through CuPy
 #  6. launch_gap.py    launch-bound rows (1M elements): raw vs the generated source called
@@ -88,6 +89,9 @@ want msl_cuda && step msl_cuda 300 $PY benchmarks/msl_cuda.py --backend "$BACKEN
 want msl_call_cost && step msl_call_cost 120 $PY benchmarks/msl_call_cost.py --backend "$BACKEND" --json "$OUT/msl_call_cost.json"
 want simulation && step simulation 180 $PY benchmarks/simulation.py --backend "$BACKEND" $QUICK --json "$OUT/simulation.json"
 want simulation && step simulation_probe 180 $PY benchmarks/simulation_probe.py --backend "$BACKEND" $QUICK --json "$OUT/simulation_probe.json"
+if want simulation && [ "$BACKEND" != "sim" ]; then
+    step scalar_placement 120 $PY benchmarks/scalar_placement.py --json "$OUT/scalar_placement.json"
+fi
 want simulation && step transfer_probe 120 $PY benchmarks/transfer_probe.py --backend "$BACKEND" $QUICK --json "$OUT/transfer_probe.json"
 
 # The gpu.py table as the median of the runs, per row and column
@@ -177,6 +181,13 @@ if sp:
         if isinstance(v, dict):
             who, part = k.split("/")
             print(f"| {who} | {part} | {v['host_us']:.1f} | {v['step_us']:.1f} |")
+pl = load("scalar_placement.json")
+if pl:
+    print(f"\nscalar_placement.py: the move kernel at {pl['n']} agents, median µs per launch\n")
+    print("| scalars | host µs/launch | µs/launch |\n|---|---|---|")
+    for k, v in pl.items():
+        if isinstance(v, dict):
+            print(f"| {k} | {v['host_us']:.1f} | {v['step_us']:.1f} |")
 tp = load("transfer_probe.json")
 if tp:
     print(f"\ntransfer_probe.py: {tp['arrays']} x {tp['n']} float32 [{tp['backend']}], median ms\n")

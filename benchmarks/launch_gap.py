@@ -103,7 +103,8 @@ def run(standin: bool, rounds: int, reps: int):
                                              bound.threadgroup)
         dk = mx.fast.cuda_kernel(name=f"gap_direct_{name}", input_names=list(r.input_names),
                                  output_names=list(r.output_names), source=r.body, header=r.header)
-        d_inputs = plan.inputs(bound.values)
+        plan.inputs(bound.values)
+        d_inputs = plan.inputs(bound.values)    # a repeated scalar's array (thin.scalar_array), as the calls get
         d_kw = dict(plan.kwargs)
 
         def direct(dk=dk, d_inputs=d_inputs, d_kw=d_kw):

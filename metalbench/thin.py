@@ -77,13 +77,29 @@ def value_key(v):
     return v
 
 
-def scalar_array(v, t: T.ScalarType, vector: bool = False):
-    """A 0-d MLX array holding scalar ``v`` as ``t`` (``vector``: of shape (1,)); recent
-    values are kept, so a kernel launched in a loop with the same scalars does not
-    allocate and copy them each time.
+# MLX's CUDA allocator puts every allocation of at most 8 bytes (a one-element scalar array)
+# in one shared pool of managed memory that the GPU maps but does not migrate: a kernel then
+# reads its scalars from host memory, and every new scalar the host writes there keeps the
+# pool's pages on the host. On the H200 the simulation's move step at 64K agents took 34-56 us
+# with its eight scalars in one-element arrays, 15-20 us with the same values in 12-byte
+# arrays, which live in their own managed pages and move to the GPU on first use
+# (benchmarks/RESULTS.md, session 10). Creating such an array costs the host more (~10 us:
+# its recycled page comes back from the GPU), so a value's first conversion stays one
+# element and a value seen again (a loop's constant) gets the padded array, kept.
+_ONCE: dict = {}
 
-    >>> scalar_array(3, T.int32).shape, scalar_array(0.5, T.float16, vector=True).tolist()
-    ((), [0.5])
+
+def scalar_array(v, t: T.ScalarType, vector: bool = False):
+    """An MLX array holding scalar ``v`` as ``t``: 0-d, or with ``vector`` (how scalars
+    cross to CUDA kernels, which read element 0) one-dimensional: one element the first
+    time a value is seen, from the second time on a vector of the value repeated past 8
+    bytes (see ``_ONCE``). Recent values are kept, so a kernel launched in a loop with the
+    same scalars does not allocate and copy them each time.
+
+    >>> scalar_array(3, T.int32).shape, scalar_array(0.25, T.float16, vector=True).tolist()
+    ((), [0.25])
+    >>> scalar_array(0.25, T.float16, vector=True).tolist()
+    [0.25, 0.25, 0.25, 0.25, 0.25]
     """
     import mlx.core as mx
     try:
@@ -92,21 +108,38 @@ def scalar_array(v, t: T.ScalarType, vector: bool = False):
     except (TypeError, ValueError):
         key, a = None, None
     if a is None:
+        lasting = not vector or key is None or key in _ONCE
         if isinstance(v, np.ndarray):
             v = v.reshape(())[()]
         elif type(v) is int:                         # C's conversion: 0xFFFFFFFF as int32 is -1
             v = scalar.value(v, t)
+        count = (8 // np.dtype(t.np).itemsize + 1) if vector and lasting else 1
         if t in (T.bfloat16, T.float64):
-            a = mx.array([float(v)] if vector else float(v), dtype=T.to_mlx(t))
+            a = mx.array([float(v)] * count if vector else float(v), dtype=T.to_mlx(t))
         elif vector:        # (from a list, as a hand-written launch makes it: the value NumPy rounded)
-            a = mx.array([np.asarray(v, dtype=t.np).item()], dtype=T.to_mlx(t))
+            a = mx.array([np.asarray(v, dtype=t.np).item()] * count, dtype=T.to_mlx(t))
         else:
             a = mx.array(np.asarray(v, dtype=t.np))
-        if key is not None:
+        if key is not None and lasting:
             if len(_SCALARS) > 256:
                 _SCALARS.clear()
             _SCALARS[key] = a
+            _ONCE.pop(key, None)
+        elif key is not None:
+            if len(_ONCE) > 1024:
+                _ONCE.clear()
+            _ONCE[key] = None
     return a
+
+
+def is_kept(a) -> bool:
+    """Whether scalar array ``a`` (from :func:`scalar_array`) is one to keep: a 0-d one or a
+    padded vector, not a first conversion's one-element vector.
+
+    >>> is_kept(scalar_array(1.75, T.float32)), is_kept(scalar_array(1.75, T.float32, vector=True))
+    (True, False)
+    """
+    return a.ndim == 0 or a.size > 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -509,14 +542,16 @@ def _cached_scalar(t: T.ScalarType, backend: str = ""):
     value (bounded)."""
     cache: dict = {}
     convert = _converter("scalar", t, backend)
+    mx_array = mlx_array_type()
 
     def scalar(v):
         a = cache.get(k := value_key(v))
         if a is None:
             a = convert(v)
-            if len(cache) > 256:      # (a loop's step counter: a few hundred values)
-                cache.clear()
-            cache[k] = a
+            if type(a) is not mx_array or is_kept(a):      # (not a value's first one-element vector)
+                if len(cache) > 256:      # (a loop's step counter: a few hundred values)
+                    cache.clear()
+                cache[k] = a
         return a
     scalar.cache = cache
     return scalar

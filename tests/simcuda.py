@@ -58,7 +58,7 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, *args, **kwargs):
             a = runtime.to_numpy(v)
             if p.type is T.float64:
                 a = a.view(np.float64)
-            values[p.name] = a.reshape(())[()] if p.kind == "scalar" else a
+            values[p.name] = a.reshape(-1)[0] if p.kind == "scalar" else a
         outs = []
         for p, s, d in zip(outs_ir, output_shapes, output_dtypes):
             assert d == T.to_mlx(runtime.carrier(p.type, "cuda")), (p.name, d, p.type)
@@ -118,3 +118,11 @@ def pytest_sessionfinish(session):
         with open(out, "w") as f:
             json.dump({"total": len(SEEN), "per_file": PER_FILE.most_common(),
                        "per_test": per_test.most_common(80), "nvrtc_failed": NVRTC_FAILED}, f, indent=1)
+
+
+def kernel_values(spec, inputs) -> dict:
+    """What a stand-in of an MLX kernel object built for ``spec`` hands the simulator: its
+    inputs by name, a scalar as the value a kernel reads (on cuda scalars cross as vectors,
+    of which the printed kernel reads element 0; ``thin.scalar_array``)."""
+    return {n: (v.reshape(-1)[0] if kind == "scalar" and v.ndim else v)
+            for (n, kind, _), v in zip(spec.inputs, inputs)}

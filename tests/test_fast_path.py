@@ -25,6 +25,7 @@ from metalbench.dsl import *  # noqa: F401,F403
 from metalbench.errors import _PACKAGE_DIR
 from metalbench.protocol import Specialization
 from metalbench.thin import FastCall
+from simcuda import kernel_values  # noqa: E402
 
 RNG = np.random.default_rng(18)
 
@@ -43,7 +44,7 @@ class StandIn:
                  template=None, **kw):
         self.log.append(dict(key=self.spec.key, inputs=list(inputs), shapes=[tuple(s) for s in output_shapes],
                              dtypes=list(output_dtypes), grid=grid, threadgroup=threadgroup, init_value=init_value))
-        vals = dict(zip([n for n, _, _ in self.spec.inputs], inputs))
+        vals = kernel_values(self.spec, inputs)
         outs = [(p.name, tuple(s), p.type) for p, s in zip(self.spec.ir.outputs, output_shapes)]
         return self.spec.launch_sim(vals, outs, grid, threadgroup, False, init_value)[0]
 

@@ -46,7 +46,7 @@ class FakeCudaKernel:
         assert len(inputs) == len(self.kw["input_names"])
         self.calls.append(list(inputs))
         by = dict(zip(self.kw["input_names"], inputs))
-        out = by["a"] * by["x"] + by["y"]
+        out = by["a"].reshape(-1)[0] * by["x"] + by["y"]     # (a kernel reads a scalar's element 0)
         return [out.astype(output_dtypes[0]).reshape(output_shapes[0])]
 
 
@@ -87,8 +87,9 @@ def test_mx_inputs_reach_mlx_untouched(fake_cuda, kind):
     assert len(calls) == 2
     for ins in calls:
         assert ins[1] is x and ins[2] is y           # the caller's arrays themselves: no copy
-        # the scalar: one float32 (on cuda a one-element vector, which MLX reads faster)
-        assert ins[0].dtype == mx.float32 and ins[0].shape == (1,) and ins[0].item() == 2.0
+        # the scalar: float32, on cuda a vector (one element, padded past 8 bytes once the value
+        # repeats: thin.scalar_array), every element the value
+        assert ins[0].dtype == mx.float32 and ins[0].ndim == 1 and np.all(np.asarray(ins[0]) == 2.0)
     np.testing.assert_allclose(np.asarray(out), 2 * np.asarray(x) + np.asarray(y), rtol=1e-6)
 
 
@@ -148,7 +149,7 @@ def test_scalar_inputs_follow_mlx_rules(fake_cuda):
     for _ in range(2):                              # the binding call, then the thin path
         call_msl(k, s, x, x, backend="cuda")
         a = fake_cuda[-1].calls[-1][0]
-        assert a.dtype == mx.float16 and a.shape == (1,) and a.item() == 1.5
+        assert a.dtype == mx.float16 and a.shape == (1,) and a.item() == 1.5   # the user's own array, reshaped
 
 
 def test_launch_guard_input_is_prepared_once(fake_cuda):

@@ -17,6 +17,7 @@ from metalbench.numba_compat import devicearray as DA
 from metalbench.numba_compat import inplace
 from metalbench.numba_compat.runtime_stubs import driver
 from metalbench.protocol import Specialization
+from simcuda import kernel_values  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
@@ -31,7 +32,7 @@ class SimStandIn:
     def __call__(self, *, inputs, grid, threadgroup, output_shapes, output_dtypes, init_value=None, **kw):
         names = [n for n, _, _ in self.spec.inputs]
         assert len(inputs) >= len(names)
-        vals = dict(zip(names, inputs))
+        vals = kernel_values(self.spec, inputs)
         outs = [(p.name, tuple(s), p.type) for p, s in zip(self.spec.ir.outputs, output_shapes)]
         SimStandIn.launches.append((self.spec, init_value, [o[0] for o in outs]))
         res, _ = self.spec.launch_sim(vals, outs, grid, threadgroup, False, init_value)

@@ -29,6 +29,7 @@ from metalbench import launch as L
 from metalbench.numba_compat import devicearray as DA
 from metalbench.numba_compat.runtime_stubs import driver
 from metalbench.protocol import Specialization
+from simcuda import kernel_values  # noqa: E402
 
 N = 1 << 16            # elements: 256 KiB of float32, far above any bookkeeping allocation
 NB = N * 4
@@ -47,7 +48,7 @@ class StandIn:
     def __call__(self, *, inputs, grid, threadgroup, output_shapes, output_dtypes, init_value=None, **kw):
         StandIn.calls += 1
         StandIn.peak = max(StandIn.peak, tracemalloc.get_traced_memory()[1])
-        vals = dict(zip([n for n, _, _ in self.spec.inputs], inputs))
+        vals = kernel_values(self.spec, inputs)
         outs = [(p.name, tuple(s), p.type) for p, s in zip(self.spec.ir.outputs, output_shapes)]
         # tie=False: a GPU kernel's outputs are its primitive's own (what the tests count)
         res, _ = self.spec.launch_sim(vals, outs, grid, threadgroup, False, init_value, tie=False)
