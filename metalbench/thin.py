@@ -26,10 +26,17 @@ from . import types as T
 def _converter(kind: str, t: T.ScalarType, backend: str = ""):
     """value -> what MLX receives for an input of ``kind`` and type ``t`` on ``backend``
     (float64 on cuda: its bits, ``runtime.carrier``)."""
-    if runtime.carrier(t, backend) is not t:
-        return runtime.float64_scalar_bits if kind == "scalar" else runtime.float64_bits
-    mt = T.to_mlx(t)
     mx_array = mlx_array_type()
+    if runtime.carrier(t, backend) is not t:
+        if kind != "scalar":
+            return runtime.float64_bits
+
+        def scalar_bits(v):    # float64 on cuda: its bits, a vector as other scalars (below)
+            if type(v) is mx_array:
+                return runtime.float64_scalar_bits(v).reshape(1)
+            return scalar_array(v, t, vector=True, bits=True)
+        return scalar_bits
+    mt = T.to_mlx(t)
 
     def buffer(v):
         if type(v) is mx_array:
@@ -89,12 +96,13 @@ def value_key(v):
 _ONCE: dict = {}
 
 
-def scalar_array(v, t: T.ScalarType, vector: bool = False):
+def scalar_array(v, t: T.ScalarType, vector: bool = False, bits: bool = False):
     """An MLX array holding scalar ``v`` as ``t``: 0-d, or with ``vector`` (how scalars
     cross to CUDA kernels, which read element 0) one-dimensional: one element the first
     time a value is seen, from the second time on a vector of the value repeated past 8
-    bytes (see ``_ONCE``). Recent values are kept, so a kernel launched in a loop with the
-    same scalars does not allocate and copy them each time.
+    bytes (see ``_ONCE``); with ``bits`` (float64 on cuda) uint64 holding the value's
+    float64 bits. Recent values are kept, so a kernel launched in a loop with the same
+    scalars does not allocate and copy them each time.
 
     >>> scalar_array(3, T.int32).shape, scalar_array(0.25, T.float16, vector=True).tolist()
     ((), [0.25])
@@ -103,7 +111,7 @@ def scalar_array(v, t: T.ScalarType, vector: bool = False):
     """
     import mlx.core as mx
     try:
-        key = (t.name, value_key(v.item() if isinstance(v, (np.generic, np.ndarray)) else v), vector)
+        key = (t.name, value_key(v.item() if isinstance(v, (np.generic, np.ndarray)) else v), vector, bits)
         a = _SCALARS.get(key)
     except (TypeError, ValueError):
         key, a = None, None
@@ -114,7 +122,9 @@ def scalar_array(v, t: T.ScalarType, vector: bool = False):
         elif type(v) is int:                         # C's conversion: 0xFFFFFFFF as int32 is -1
             v = scalar.value(v, t)
         count = (8 // np.dtype(t.np).itemsize + 1) if vector and lasting else 1
-        if t in (T.bfloat16, T.float64):
+        if bits:
+            a = mx.array(np.array([float(v)] * count, np.float64).view(np.uint64))
+        elif t in (T.bfloat16, T.float64):
             a = mx.array([float(v)] * count if vector else float(v), dtype=T.to_mlx(t))
         elif vector:        # (from a list, as a hand-written launch makes it: the value NumPy rounded)
             a = mx.array([np.asarray(v, dtype=t.np).item()] * count, dtype=T.to_mlx(t))

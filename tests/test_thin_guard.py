@@ -533,3 +533,34 @@ def test_a_repeated_cuda_scalar_is_padded_past_mlxs_small_pool(t, monkeypatch):
         np.testing.assert_array_equal(np.asarray(a.astype(mx.float32) if t == "bfloat16" else a),
                                       np.full(a.shape, want).astype(np.float32 if t == "bfloat16" else st.np))
     assert thin.scalar_array(v, st).shape == ()           # Metal's 0-d scalars are unchanged
+
+
+def test_cuda_jit_python_floats_cross_as_float64_bits_vectors(simcuda, monkeypatch):
+    # Numba types a Python float as float64; on cuda it crosses as its uint64 bits, a
+    # one-element vector the first time, padded past 8 bytes once the value repeats
+    from metalbench import cuda
+    from metalbench import thin
+    monkeypatch.setattr(thin, "_ONCE", {})
+    monkeypatch.setattr(thin, "_SCALARS", {})
+    seen = []
+    real = thin.scalar_array
+
+    def spy(v, t, vector=False, bits=False):
+        a = real(v, t, vector, bits)
+        seen.append((v, a))
+        return a
+    monkeypatch.setattr(thin, "scalar_array", spy)
+
+    @cuda.jit
+    def axpy(a, x, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = a * x[i]
+    x = RNG.standard_normal(64)
+    dx, out = cuda.to_device(x), cuda.device_array(64, np.float64)
+    for a in (0.1, 0.1, 0.1, 1e300, -0.0, 1e300, 1 / 3):
+        axpy[1, 64](a, dx, out)
+        np.testing.assert_array_equal(out.copy_to_host(), a * x)
+    sizes = [(v, a.dtype, a.size) for v, a in seen]
+    assert sizes[:2] == [(0.1, mx.uint64, 1), (0.1, mx.uint64, 2)]
+    assert all(np.asarray(a).view(np.float64).tolist() == [v] * a.size for v, a in seen)
