@@ -22,7 +22,6 @@ each variant's turns interleaved (the order reversed every other round).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -95,10 +94,7 @@ def main(argv=None):
     for k, rs in runs.items():
         res[k] = {m: statistics.median(x[m] for x in rs) for m in ("host_us", "step_us")}
         print(f"| {k} | {res[k]['host_us']:.1f} | {res[k]['step_us']:.1f} |")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
-    return 0
+    return P.save_json(res, a.json)
 
 
 if __name__ == "__main__":

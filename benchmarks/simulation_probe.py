@@ -54,6 +54,14 @@ RAW_HAZARD = """
 """
 
 
+def save_json(res: dict, path) -> int:
+    """Write ``res`` to ``path`` (when given) as the scripts of this family do; 0 (the exit code)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
 def _timed(step, steps: int, sync, warm: int = 3) -> dict:
     for s in range(warm):
         step(s)
@@ -196,10 +204,7 @@ def main(argv=None):
         r = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
         res[f"{who}/{part}"] = r
         print(f"| {who} | {part} | {r['host_us']:.1f} | {r['step_us']:.1f} |", flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
-    return 0
+    return save_json(res, a.json)
 
 
 if __name__ == "__main__":
