@@ -94,3 +94,15 @@ def test_cuda_backend_matches_sim():
               output_dtypes=[a.dtype])
     (c,) = kern(backend="cuda", **kw)
     assert mx.allclose(c, mx.exp(a), rtol=1e-5).item()
+
+
+def test_a_kernel_name_metal_cannot_compile_is_an_error_naming_it():
+    # MLX compiles the body as the function custom_kernel_<name>: '.' and '-' are a Metal syntax
+    # error there (a name built from float parameters, 'step_0.9_eps_1e-08', runs nowhere)
+    k = metal_kernel(name="scale_0.5_eps_1e-08", input_names=["x"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x; out[i] = 0.5f * x[i];")
+    with pytest.raises(KernelSyntaxError) as ei:
+        k(inputs=[mx.ones((4,))], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
+          output_dtypes=[mx.float32], backend="sim")
+    msg = str(ei.value)
+    assert "scale_0.5_eps_1e-08" in msg and "'.'" in msg and "'-'" in msg and "custom_kernel_" in msg

@@ -299,6 +299,14 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     >>> print(ir.dump(k.body))
     out[0] = 3.0
     """
+    bad = sorted(set(re.sub(r"\w", "", name, flags=re.ASCII)))
+    if bad:
+        # MLX writes the body into '[[kernel]] void custom_kernel_<name>...(' (mlx/backend/common/
+        # metal_kernel.cpp), so on a GPU such a name is a Metal syntax error, not a kernel
+        raise KernelSyntaxError(
+            f"kernel name {name!r}: Metal cannot compile it -- MLX names the kernel function "
+            f"custom_kernel_{name}, and {', '.join(map(repr, bad))} cannot appear in a function name",
+            hint="use letters, digits and '_' only (e.g. replace '.' and '-' by '_')")
     src = Source(f"{name} source", source, first_line)
     hsrc = Source(f"{name} header", header, 1)
     tmpl = []
