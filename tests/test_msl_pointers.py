@@ -549,9 +549,48 @@ VECTOR_COMPONENTS = MSLCase(
     };
     """, atol=1e-4)
 
+
+
+def _component_reads_ref(x):
+    n = x.shape[0]
+    i = np.arange(n)
+    v0 = np.stack([x, x + 1], 1)                      # t.v[0]
+    v1 = np.stack([2 * x, x - 1], 1)                  # t.v[1]
+    c = i % 2
+    frag = np.where((i % 2 == 0)[:, None], v0, v1)    # t.frag(i % 2)
+    w = np.stack([x, 2 * x, 3 * x, 4 * x], 1)         # s.w
+    return [frag[i, c] + 10 * v1[i, 1 - c] + 100 * w[i, (i + 1) % 4] + 1000 * v0[i, 0]]
+
+
+# reading a component of a vector value by a (run-time) index: through a method returning a
+# vector reference (t.frag(j)[k], as steel's Stile.frag_at(i, j)[jj]), of a vector member
+# (s.w[k]) and of a parenthesised vector ((t.v[0])[0])
+VECTOR_COMPONENT_READS = MSLCase(
+    "vector_component_reads",
+    """
+    uint i = thread_position_in_grid.x;
+    Tile<2> t;
+    t.v[0] = float2(x[i], x[i] + 1.0f);
+    t.v[1] = float2(2.0f * x[i], x[i] - 1.0f);
+    Wide s;
+    s.w = float4(x[i], 2.0f * x[i], 3.0f * x[i], 4.0f * x[i]);
+    short k = short(i % 2);
+    out[i] = t.frag(k)[k] + 10.0f * t.frag(1)[1 - k] + 100.0f * s.w[(i + 1) % 4] + 1000.0f * (t.v[0])[0];
+    """,
+    {"x": RNG.standard_normal(16).astype(np.float32)},
+    [("out", (16,), np.float32)], _component_reads_ref, grid=(16, 1, 1), tg=(16, 1, 1),
+    header="""
+    template <int N>
+    struct Tile {
+        float2 v[N];
+        thread float2& frag(const short j) { return v[j]; }
+    };
+    struct Wide { float4 w; };
+    """, atol=1e-3)
+
 CASES = [ADVANCE, DEREF, HEADER_PTRS, TG_PTRS, TG_VIEWS, PACKED, VECTOR_REFS, BYTES, BYTE_STORES, VECTORS,
          POST_INCREMENT, REFERENCES, TG_SCALAR, ATOMIC_CASTS, MISALIGNED, BUFFER_CHOICE, SMALL_INPUTS,
-         VECTOR_PTR_ARGS, VECTOR_COMPONENTS]
+         VECTOR_PTR_ARGS, VECTOR_COMPONENTS, VECTOR_COMPONENT_READS]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ... import ir
 from ... import types as T
 from ...builtins.attributes import CONSTANTS
-from ...errors import KernelNameError, KernelTypeError, error_net
+from ...errors import KernelNameError, KernelTypeError, MetalbenchError, error_net
 from ...literals import LiteralError
 from ...semantics.folding import const_value
 from .literals import _literal
@@ -176,8 +176,9 @@ class ExpressionsMixin:
                                                node.child_by_field_name("indices").named_children[0], sp)
             if base.type in ("identifier", "call_expression", "parenthesized_expression") and self.is_object_node(base):
                 return self.subscript_value(node)        # the class's operator[] (operators.py)
-            if base.type in ("subscript_expression", "pointer_expression") and self.ptr_rank(base) is None:
-                val = self.expr(base)                    # vals[j][0]: a component of a vector element
+            if self.vector_valued(base) and self.ptr_rank(base) is None:
+                # vals[j][0], t.frag_at(i, j)[jj], (*p)[c]: a component of a vector value
+                val = self.expr(base)
                 if isinstance(val.type, T.VectorType):
                     return self.vector_element(self.sem.once(val, sp),
                                                node.child_by_field_name("indices").named_children[0], sp)
@@ -340,6 +341,24 @@ class ExpressionsMixin:
             self.unsupported(node, f"sizeof of '{self.text(v)[:40]}'")
         pre, e = self.with_pre(lambda: self.expr(v))     # unevaluated: only its type counts
         return size_of(e.type)
+
+    def vector_valued(self, node) -> bool:
+        """Whether ``node`` may be a vector value whose component ``node[i]`` reads: an element
+        or dereference (as before), a call returning a value or reference (``t.frag_at(i, j)``),
+        a member of a named object (``s.w``) or parentheses around one of these; decided
+        without translating ``node`` (``b[1].q``, an array member in memory, is not one)."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node.type in ("subscript_expression", "pointer_expression"):
+            return True
+        if node.type == "call_expression":
+            return self.call_returns(node) in ("value", "ref")
+        if node.type == "field_expression" and node.child_by_field_name("argument").type in ("identifier", "this"):
+            try:
+                return isinstance(self.member_symbol(node), ir.Var)
+            except MetalbenchError:
+                return False
+        return False
 
     def vector_element(self, v, inode, sp):
         """``v[i]`` of a vector: a component, or for a run-time ``i`` a selection among them."""
