@@ -27,9 +27,12 @@ The corpus lives outside the repository (it is other people's code). Its layout:
     scan storing lane 31's total in a threadgroup of fewer than 32 threads), or an output
     launched without init_value that it reads (atomically or not) where no thread wrote,
     ``"barrier"`` for one whose threads return early and then reach a threadgroup_barrier
-    (undefined in MSL: a tile kernel whose out-of-image pixels return): with ``--checked`` the
-    right outcome is that report (``expected``); none is ``missed-oob`` / ``missed-race`` /
-    ``missed-uninit`` / ``missed-barrier``.
+    (undefined in MSL: a tile kernel whose out-of-image pixels return), ``"inactive"`` for
+    one whose SIMD shuffle reads a lane that does not execute it (undefined on Metal: a scan's
+    ``(lane == 0) ? 1.0f : simd_shuffle_up(x, 1)`` leaves lane 0 out of the shuffle lane 1
+    reads): with ``--checked`` the right outcome is that report (``expected``); none is
+    ``missed-oob`` / ``missed-race`` / ``missed-uninit`` / ``missed-barrier`` /
+    ``missed-inactive``.
 
 * ``CORPUS_DIR/mlx_tests/`` -- MLX's ``python/tests/test_fast.py`` and ``mlx_tests.py``
   (``--mlx-tests`` runs the custom-kernel tests there).
@@ -70,7 +73,7 @@ TEST_PATTERN = r"test_custom_kernel|test_custom_metal_kernel"
 #: what a case's ``checked`` names -> how the checked simulator's message says it ("oob" is
 #: the out-of-bounds flag set where the error is caught)
 CHECKED_FINDINGS = {"oob": None, "race": r"\brace\b", "uninit": r"\buninitiali[sz]ed (read|atomic update)\b",
-                    "barrier": r"\bdivergent barrier\b"}
+                    "barrier": r"\bdivergent barrier\b", "inactive": r"\binactive lane read\b|\bwhich is inactive there\b"}
 LAUNCHED = set()   # kernels (name#hash of name, names, source, header) launched by the current case
 CONSTRUCTED = set()  # every kernel a case file built (some only launch after another one worked)
 
