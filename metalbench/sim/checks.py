@@ -694,7 +694,10 @@ class Checker(SyncChecks, ValueChecks, PrivateChecks):
         keeps one entry per (element, thread), so memory stays bounded by those pairs."""
         st.log.append(entry)
         st.nlog += entry[0].size
-        if st.nlog > LOG_LIMIT:
+        # the next merge waits until the log has doubled since the last one: when the distinct
+        # pairs alone fill LOG_LIMIT (a 1024-thread group reading 4096 elements), merging at
+        # every read again re-sorted all of them each time (quadratic: minutes per launch)
+        if st.nlog > max(LOG_LIMIT, st.lim):
             log = st.log
             E = np.concatenate([x[0] for x in log])
             T = np.concatenate([x[1] for x in log]).astype(np.int64)
@@ -705,7 +708,7 @@ class Checker(SyncChecks, ValueChecks, PrivateChecks):
             if len(entry) == 4:
                 e.append(np.concatenate([np.broadcast_to(np.asarray(x[3] if len(x) > 3 else 0, np.int64),
                                                          x[0].shape) for x in log])[first])
-            st.log, st.nlog = [tuple(e)], first.size
+            st.log, st.nlog, st.lim = [tuple(e)], first.size, 2 * first.size
 
     def _flush(self, mem=3):
         """End of a barrier interval of threadgroup memory (``mem & 1``) and/or device
@@ -716,7 +719,7 @@ class Checker(SyncChecks, ValueChecks, PrivateChecks):
                 if st.log:
                     if st.wrote == self.ep:
                         self._flush_reads(st, st.log, False, st.name)
-                    st.log, st.nlog = [], 0
+                    st.log, st.nlog, st.lim = [], 0, 0
                 if not st.all_written:
                     st.all_written = bool(st.written.all())
         if mem & 2:
@@ -724,7 +727,7 @@ class Checker(SyncChecks, ValueChecks, PrivateChecks):
                 if st.log:
                     if st.wrote == self.epd:
                         self._flush_reads(st, st.log, True, name)
-                    st.log, st.nlog = [], 0
+                    st.log, st.nlog, st.lim = [], 0, 0
 
     def _flush_reads(self, st, log, dev, name):
         E = np.concatenate([x[0] for x in log])

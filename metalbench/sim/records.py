@@ -24,6 +24,7 @@ class _TgState:
         self.wrote = -1                        # the last interval with a write
         self.log = []
         self.nlog = 0
+        self.lim = 0                           # log size of the next merge past LOG_LIMIT (checks.py)
 
 
 class _Pool:
@@ -81,6 +82,7 @@ class _DevState:
         self.wrote = -1                  # the last interval with a write
         self.log = []                    # this interval's reads and atomics
         self.nlog = 0
+        self.lim = 0                     # log size of the next merge past LOG_LIMIT (checks.py)
 
     def _lazy(self):
         # rarely needed (elements touched by several threadgroups, non-unique stores)
