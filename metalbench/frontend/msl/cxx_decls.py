@@ -268,7 +268,7 @@ def _unwrap_declarator(d):
     kinds = []
     while d is not None and d.type in ("pointer_declarator", "reference_declarator", "array_declarator",
                                         "attributed_declarator", "init_declarator", "abstract_pointer_declarator",
-                                        "abstract_reference_declarator"):
+                                        "abstract_reference_declarator", "parenthesized_declarator"):
         kinds.append({"pointer_declarator": "ptr", "reference_declarator": "ref", "array_declarator": "array",
                       "abstract_pointer_declarator": "ptr", "abstract_reference_declarator": "ref"}.get(d.type, ""))
         nxt = d.child_by_field_name("declarator")

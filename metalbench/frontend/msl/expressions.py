@@ -8,7 +8,7 @@ from ... import types as T
 from ...builtins.attributes import CONSTANTS
 from ...errors import KernelNameError, KernelTypeError, MetalbenchError, error_net
 from ...literals import LiteralError
-from ...semantics.folding import const_value
+from ...semantics.folding import const_value, fold
 from .literals import _literal
 from .metal_matrices import MatPtr
 from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
@@ -126,6 +126,25 @@ class ExpressionsMixin:
             self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'")
         return found
 
+    def constant_select(self, cond: bool, node, sp):
+        """``c ? a : b`` with a compile-time constant ``c``: only the side taken runs (MLX's
+        sort.h: ``ARG_SORT ? float(idx[i]) : v`` with ``idx`` a null pointer when ARG_SORT is
+        false). The other side is translated only for C's common type, its statements dropped;
+        one that cannot be (it uses that null pointer) leaves the taken side's type."""
+        taken = node.child_by_field_name("consequence" if cond else "alternative")
+        other = node.child_by_field_name("alternative" if cond else "consequence")
+        pre, v = self.sometimes(taken)
+        for st in pre:
+            self.emit_pre(st, sp)
+        if isinstance(v.type, (T.ScalarType, T.VectorType)):
+            try:
+                _, o = self.sometimes(other)
+            except MetalbenchError:
+                return v
+            if isinstance(o.type, (T.ScalarType, T.VectorType)):
+                v = self.sem.convert(v, self.sem.common_type(v.type, o.type, sp))
+        return v
+
     @error_net("sp")
     def expr(self, node, stmt=False) -> ir.Expr:
         k = node.type
@@ -227,6 +246,8 @@ class ExpressionsMixin:
             return self.sem.unop(op, a, sp)
         if k == "conditional_expression":
             c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
+            if isinstance(fold(c), ir.Const):
+                return self.constant_select(fold(c).value, node, sp)
             pre_a, a = self.sometimes(node.child_by_field_name("consequence"))
             pre_b, b = self.sometimes(node.child_by_field_name("alternative"))
             if pre_a or pre_b:

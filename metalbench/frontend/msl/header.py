@@ -139,15 +139,20 @@ class HeaderMixin:
         for a in argn:
             args.append(self.pointer(a) if self.ptr_rank(a) is not None else self.expr(a))
             lvals.append(self.lvalue(a) if self.ptr_rank(a) is None else None)
+        # the extent of an array argument, for a parameter `thread T (&v)[N]` to deduce N from
+        extents = []
+        for a in argn:
+            sym = self.lookup(self.text(a)) if a.type == "identifier" else None
+            extents.append(sym.shape[0] if isinstance(sym, Buf) and sym.shape else None)
         errors = []
         for fd in cands:
             try:
-                return self.specialise(fd, name, args, explicit, node, lvals)
+                return self.specialise(fd, name, args, explicit, node, lvals, extents)
             except _NoMatch as e:
                 errors.append(str(e))
         self.type_err(node, f"no matching overload of '{name}': " + "; ".join(errors))
 
-    def specialise(self, fd: FuncDef, name, args, explicit, node, lvals=None):
+    def specialise(self, fd: FuncDef, name, args, explicit, node, lvals=None, extents=None):
         sp = self.sp(node)
         bad = [t for k, t in fd.tparams if k == "unsupported"]
         if bad:
@@ -198,8 +203,19 @@ class HeaderMixin:
                 is_ptr = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
                 is_ref = decl is not None and decl.type == "reference_declarator"
                 const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in p.children)
-                while decl is not None and decl.type in ("pointer_declarator", "reference_declarator", "array_declarator"):
+                size = decl.child_by_field_name("size") if decl is not None and decl.type == "array_declarator" \
+                    else None
+                # `thread T (&v)[N]`, an array passed by reference (MLX's sort.h): an array parameter
+                while decl is not None and decl.type in ("pointer_declarator", "reference_declarator", "array_declarator",
+                                                         "parenthesized_declarator"):
                     decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
+                if size is not None and size.type == "identifier" and self.text(size) not in bind and \
+                        ("value", self.text(size)) in fd.tparams:
+                    ext = (extents or [None] * len(args))[len(fparams)] if len(fparams) < len(extents or []) else None
+                    if ext is None:
+                        raise _NoMatch(f"cannot deduce '{self.text(size)}' from the argument for "
+                                       f"'{self.text(p)}' (pass an array of known size)")
+                    bind[self.text(size)] = ir.Const(ext, T.int32)
                 pname = self.text(decl) if decl is not None else f"_p{len(fparams)}"
                 tname = self.text(tnode).strip()
                 # deduce T from the argument

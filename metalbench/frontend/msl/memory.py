@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from ... import ir
 from ... import types as T
+from ...semantics.folding import fold
 from ...semantics.views import View
 from ...errors import KernelSyntaxError, KernelTypeError
 from .metal_matrices import MetalMatrixType
@@ -128,6 +129,8 @@ class MemoryMixin:
             node = node.named_children[-1]
         if node.type == "null":
             return True
+        if node.type == "identifier" and isinstance(self.lookup(self.text(node)), NullPtr):
+            return True             # a pointer variable initialised with nullptr
         if node.type == "cast_expression" and self.ptr_rank(node) is not None:
             val = node.child_by_field_name("value")
             while val.type == "parenthesized_expression" and val.named_children:
@@ -135,6 +138,19 @@ class MemoryMixin:
             return val.type == "null" or (val.type == "number_literal" and self.text(val).strip() == "0") or \
                 self.is_null_pointer(val)
         return False
+
+    def constant_branch(self, node):
+        """The side of ``c ? a : b`` that a compile-time constant ``c`` takes (the other is
+        not translated: MLX's sort.h writes ``ARG_SORT ? tgp_idxs + off : nullptr``); None
+        when ``node`` is no such conditional."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node.type != "conditional_expression":
+            return None
+        c = fold(self.sem.to_bool(self.expr(node.child_by_field_name("condition"))))
+        if not isinstance(c, ir.Const):
+            return None
+        return node.child_by_field_name("consequence" if c.value else "alternative")
 
     def sym_view(self, sym, node) -> View:
         sp = self.sp(node)
@@ -250,6 +266,9 @@ class MemoryMixin:
             chosen = self.buffer_choice.get((node.start_byte, node.end_byte))
             if chosen is not None:       # a branch of a split statement list: this side
                 return self.pointer(node.child_by_field_name("consequence" if chosen else "alternative"))
+            taken = self.constant_branch(node)
+            if taken is not None:        # ARG_SORT ? idx + off : nullptr, a constant condition
+                return self.pointer(taken)
             c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
             alt = node.child_by_field_name("alternative")
             if self.ptr_rank(alt) is None:

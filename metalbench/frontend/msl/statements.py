@@ -482,7 +482,12 @@ class StatementsMixin:
 
     def pointer_decl(self, name, init, base, space, is_const, sp, d):
         """``T* p = <pointer>;`` / ``auto p = <pointer>;``: a :class:`Ptr` whose offset is
-        a new int64 variable."""
+        a new int64 variable (a null pointer, also as the side a constant ``?:`` takes: a
+        :class:`NullPtr`, an error where it is used)."""
+        init = self.constant_branch(init) or init
+        if self.is_null_pointer(init):
+            self.scopes[-1][name] = NullPtr(name, sp)
+            return []
         if self.ptr_rank(init) is None:
             self.type_err(init, f"'{self.text(init)[:40]}' is not a pointer into a buffer or array",
                           hint="metalbench follows pointers whose target buffer is known when the "
