@@ -17,6 +17,21 @@ from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
 # same names), plus the integer limits and HUGE_VALF.
 _CONSTS = {**{n: v for n, (v, _) in CONSTANTS.items()}, "HUGE_VALF": float("inf"),
            "INT_MAX": 2**31 - 1, "INT_MIN": -2**31, "UINT_MAX": 2**32 - 1}
+# The rest of the MSL spec's constants (section 6.2, the C limits.h/float.h names), with their
+# types: the half ones are half (x * HALF_MIN stays half, as in Metal), the limits of the
+# narrow integer types and the float/half characteristics int, ULONG_MAX ulong.
+_TYPED_CONSTS = {
+    **{n: (v, T.float16) for n, v in {"MAXHALF": 65504.0, "HALF_MIN": 2.0 ** -14, "HALF_EPSILON": 2.0 ** -10,
+                                      "HUGE_VALH": float("inf")}.items()},
+    **{n[:-2] + "_H": (v, T.float16) for n, (v, _) in CONSTANTS.items() if n.startswith("M_") and n.endswith("_F")},
+    **{n: (v, T.int32) for n, v in {
+        "CHAR_BIT": 8, "SCHAR_MAX": 127, "SCHAR_MIN": -128, "UCHAR_MAX": 255, "CHAR_MAX": 127, "CHAR_MIN": -128,
+        "USHRT_MAX": 65535, "SHRT_MAX": 32767, "SHRT_MIN": -32768,
+        "FLT_DIG": 6, "FLT_MANT_DIG": 24, "FLT_MAX_10_EXP": 38, "FLT_MAX_EXP": 128, "FLT_MIN_10_EXP": -37,
+        "FLT_MIN_EXP": -125, "FLT_RADIX": 2, "HALF_DIG": 2, "HALF_MANT_DIG": 11, "HALF_MAX_10_EXP": 4,
+        "HALF_MAX_EXP": 16, "HALF_MIN_10_EXP": -4, "HALF_MIN_EXP": -13, "HALF_RADIX": 2}.items()},
+    "LONG_MAX": (2**63 - 1, T.int64), "LONG_MIN": (-2**63, T.int64), "ULONG_MAX": (2**64 - 1, T.uint64),
+}
 
 
 def _char_value(text, tr, node) -> int:
@@ -496,6 +511,9 @@ class ExpressionsMixin:
                     f"'{name}' is not declared in header functions", sp,
                     hint="MLX declares thread attributes only in the kernel body; pass it as an argument")
             return self.sem.thread_attr(name, sp)
+        if name in _TYPED_CONSTS:
+            v, t = _TYPED_CONSTS[name]
+            return self.sem.const(v, t, sp)
         consts = _CONSTS
         if name in consts:
             v = consts[name]
