@@ -186,8 +186,11 @@ if pl:
     print(f"\nscalar_placement.py: the move kernel at {pl['n']} agents, median µs per launch\n")
     print("| scalars | host µs/launch | µs/launch |\n|---|---|---|")
     for k, v in pl.items():
-        if isinstance(v, dict):
+        if isinstance(v, dict) and "host_us" in v:
             print(f"| {k} | {v['host_us']:.1f} | {v['step_us']:.1f} |")
+    print("\n| atomic count into a tiny output | µs/launch |\n|---|---|")
+    for k, v in pl.get("atomic", {}).items():
+        print(f"| {k} | {v:.1f} |")
 tp = load("transfer_probe.json")
 if tp:
     print(f"\ntransfer_probe.py: {tp['arrays']} x {tp['n']} float32 [{tp['backend']}], median ms\n")

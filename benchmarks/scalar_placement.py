@@ -14,7 +14,10 @@ the GPU on first use. This times the simulation's move kernel (``simulation_prob
 - ``metalbench``   ``simulation.move`` through ``from metalbench import cuda`` (its
                    scalars: ``thin.scalar_array``),
 
-each variant's turns interleaved (the order reversed every other round).
+each variant's turns interleaved (the order reversed every other round). Then the same pool
+for outputs: a kernel of ``--atomic-n`` threads adding 1 atomically to element 0 of an output
+of one element (4 bytes: the pool) against four (16 bytes), raw, and through
+``mb.metal_kernel`` with a one-element output (metalbench pads it: protocol.small_atomic_outputs).
 
     python3 benchmarks/scalar_placement.py                 # on the H200 (~30 s)
     python3 benchmarks/scalar_placement.py --n 4194304
@@ -71,11 +74,56 @@ def variants(n: int, steps: int):
             "metalbench": (fns["move"], sync_mb)}
 
 
+ATOMIC_RAW = """
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < x_shape[0] && x[i] > 0.5f) atomicAdd(&out[0], 1);
+"""
+ATOMIC_MSL = """
+    uint i = thread_position_in_grid.x;
+    if (i < x_shape[0] && x[i] > 0.5f) { atomic_fetch_add_explicit(&out[0], 1, memory_order_relaxed); }
+"""
+
+
+def atomic_rows(n: int, rounds: int, launches: int = 20) -> dict:
+    """µs a launch (``launches`` a synchronisation) of the atomic count into a tiny output."""
+    import time
+
+    import mlx.core as mx
+
+    import metalbench as mb
+    x = mx.random.uniform(shape=(n,))
+    mx.eval(x)
+    raw = mx.fast.cuda_kernel(name="placement_count", input_names=["x"], output_names=["out"], source=ATOMIC_RAW)
+    mine = mb.metal_kernel("placement_count_mb", ["x"], ["out"], ATOMIC_MSL, atomic_outputs=True)
+    common = dict(grid=(n, 1, 1), threadgroup=(256, 1, 1), output_dtypes=[mx.int32], init_value=0)
+    fns = {"raw, out (1,)": lambda: raw(inputs=[x], output_shapes=[(1,)], **common)[0],
+           "raw, out (4,)": lambda: raw(inputs=[x], output_shapes=[(4,)], **common)[0],
+           "metalbench, out (1,)": lambda: mine(inputs=[x], output_shapes=[(1,)], backend="cuda", **common)[0]}
+    want = int((np_array(x) > 0.5).sum())
+    res = {}
+    for r in range(rounds):
+        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            got = fns[k]()
+            assert int(np_array(got)[0]) == want, (k, got, want)
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                mx.async_eval(fns[k]())
+            mx.synchronize()
+            res.setdefault(k, []).append((time.perf_counter() - t0) / launches * 1e6)
+    return {k: statistics.median(v) for k, v in res.items()}
+
+
+def np_array(a):
+    import numpy as np
+    return np.asarray(a)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=65536)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--atomic-n", type=int, default=1 << 20)
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     from metalbench import cuda
@@ -94,6 +142,11 @@ def main(argv=None):
     for k, rs in runs.items():
         res[k] = {m: statistics.median(x[m] for x in rs) for m in ("host_us", "step_us")}
         print(f"| {k} | {res[k]['host_us']:.1f} | {res[k]['step_us']:.1f} |")
+    res["atomic"] = atomic_rows(a.atomic_n, a.rounds)
+    print(f"\natomic count into element 0, {a.atomic_n} threads, median of {a.rounds} rounds\n")
+    print("| output | µs/launch |\n|---|---:|")
+    for k, v in res["atomic"].items():
+        print(f"| {k} | {v:.1f} |")
     return P.save_json(res, a.json)
 
 

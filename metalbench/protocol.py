@@ -375,6 +375,10 @@ class MLXLaunch:
         self.kwargs = dict(grid=tuple(grid), threadgroup=tuple(threadgroup),
                            output_shapes=[tuple(s) for _, s, _ in outputs],
                            output_dtypes=[T.to_mlx(runtime.carrier(t, backend)) for _, _, t in outputs])
+        # tiny atomic outputs on cuda, allocated padded and sliced back (small_atomic_outputs)
+        self.padded = small_atomic_outputs(spec, backend, outputs)
+        for i, shape, n in self.padded:
+            self.kwargs["output_shapes"][i] = (_padded_length(outputs[i][2], backend),)
         # outputs MLX holds as bits (float64 on cuda), viewed back by call()
         self.bits_outputs = [i for i, (_, _, t) in enumerate(outputs) if runtime.carrier(t, backend) is not t]
         self.output_types = [t for _, _, t in outputs]
@@ -400,8 +404,56 @@ class MLXLaunch:
         if self.bits_outputs:
             init_value = runtime.float64_init_value(init_value, self.output_types)
         if stream is None:
-            return self.kernel(inputs=inputs, init_value=init_value, **self.kwargs)
-        return self.kernel(inputs=inputs, init_value=init_value, stream=stream, **self.kwargs)
+            outs = self.kernel(inputs=inputs, init_value=init_value, **self.kwargs)
+        else:
+            outs = self.kernel(inputs=inputs, init_value=init_value, stream=stream, **self.kwargs)
+        for i, shape, n in self.padded:
+            outs[i] = unpad(outs[i], shape, n)
+        return outs
+
+    def unpad_source(self, outs: str = "outs", indent: str = "    ") -> str:
+        """The lines that slice this launch's padded outputs (``self.padded``) in list
+        ``outs`` back to their shapes, for the generated launches (``thin``, the Numba
+        layer's device launch); the helper they call is ``unpad``."""
+        return "".join(f"{indent}{outs}[{i}] = unpad({outs}[{i}], {tuple(shape)!r}, {n})\n"
+                       for i, shape, n in self.padded)
+
+
+def _padded_length(t: T.ScalarType, backend: str) -> int:
+    """Elements of ``t`` (as ``backend`` carries it) in a padded output: past 8 bytes."""
+    return 8 // np.dtype(runtime.carrier(t, backend).np).itemsize + 1
+
+
+def small_atomic_outputs(spec, backend: str, outputs) -> list:
+    """``[(index, shape, elements)]``: the outputs the kernel updates atomically whose MLX
+    allocation would be at most 8 bytes, on cuda. MLX's CUDA allocator serves those from one
+    pool of managed memory that the GPU reaches in host memory, so every atomic crosses the
+    bus: on the H200 a kernel of 1M threads adding to a one-element output took 35 ms a
+    launch, 41 us with the output four elements long (benchmarks/RESULTS.md, session 10).
+    Such an output is allocated longer and sliced back (a view, no copy).
+
+    >>> import metalbench as mb
+    >>> k = mb.metal_kernel("count", ["x"], ["n"], "if (x[thread_position_in_grid.x] > 0) atomic_fetch_add_explicit(&n[0], 1, memory_order_relaxed);", atomic_outputs=True)
+    >>> import numpy as np
+    >>> b = k.bind(inputs=[np.ones(4, np.float32)], output_shapes=[(1,)], output_dtypes=[mb.int32], grid=(4, 1, 1), threadgroup=(4, 1, 1), backend="sim")
+    >>> small_atomic_outputs(k.specialization(b), "cuda", [("n", (1,), T.int32)])
+    [(0, (1,), 1)]
+    """
+    if backend != "cuda":          # (Metal's memory is unified; the simulator has no allocator)
+        return []
+    small = [(i, tuple(s), t) for i, (_, s, t) in enumerate(outputs)
+             if int(np.prod(s, dtype=np.int64)) * np.dtype(runtime.carrier(t, backend).np).itemsize <= 8]
+    if not small:
+        return []
+    from .codegen.c_like import atomic_buffers
+    atomic = atomic_buffers(spec.ir, outputs_together=False)[0]
+    return [(i, s, int(np.prod(s, dtype=np.int64))) for i, s, t in small if outputs[i][0] in atomic]
+
+
+def unpad(a, shape: tuple, n: int):
+    """Padded output ``a`` as ``shape`` (its first ``n`` elements; a view)."""
+    a = a[:n]
+    return a if shape == (n,) else a.reshape(shape)
 
 
 

@@ -299,7 +299,9 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     key returns the expression ``miss`` (the kernel's general path).
     """
     mx_array = mlx_array_type()
-    env = {"kernel": plan.kernel, "owner": owner, "box": owner._last if owner is not None else None, "last": last, "MISS": MISS}
+    from .protocol import unpad
+    env = {"kernel": plan.kernel, "owner": owner, "box": owner._last if owner is not None else None, "last": last, "MISS": MISS,
+           "unpad": unpad}
     env.update(("k_" + k, v) for k, v in plan.kwargs.items())
     items, gitems = [], []
     where = guard[3] if guard is not None else 0
@@ -331,7 +333,7 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     env["v64"] = runtime.bits_float64
     env["init64"] = functools.partial(runtime.float64_init_value, types=plan.output_types)
     ret = "outs" if single is None else "outs[0]" if single else "tuple(outs)"   # None: MLX's list
-    views = "".join(f"    outs[{k}] = v64(outs[{k}])\n" for k in plan.bits_outputs)   # float64 results
+    views = plan.unpad_source() + "".join(f"    outs[{k}] = v64(outs[{k}])\n" for k in plan.bits_outputs)   # float64 results
     env["fixed"] = fixed
 
     def body(items, options=True):     # options=False: no init_value, no stream (MLX's defaults)

@@ -226,7 +226,7 @@ class ThinDeviceLaunch:
     compared on every call (another value: the caller takes the general path)."""
 
     def __init__(self, sp, name, values, grid, tg, backend, arg_names, guard=None):
-        from ..protocol import _cached_scalar
+        from ..protocol import _cached_scalar, unpad
         from ..thin import is_numpy_number
         from . import runtime_stubs
         cover = covered(sp, values, grid)
@@ -237,7 +237,7 @@ class ThinDeviceLaunch:
         pos = {n: i for i, n in enumerate(arg_names)}
         env = {"kernel": mlx_call.kernel, "init_value": init_value, "merge": inplace.merge_device,
                "pending": runtime_stubs._pending, "flush": runtime_stubs.note_pending,
-               "MAXP": runtime_stubs._PENDING_MAX}
+               "MAXP": runtime_stubs._PENDING_MAX, "unpad": unpad}
         env.update(("k_" + k, v) for k, v in mlx_call.kwargs.items())
         items, in_pos, inline = [], {}, {}
 
@@ -271,6 +271,7 @@ class ThinDeviceLaunch:
         kws = ", ".join(f"{k}=k_{k}" for k in mlx_call.kwargs)
         init = ", init_value=init_value" if init_value is not None else ""     # None: MLX's default
         lines.append(f"    outs = kernel(inputs=ins, {kws}{init})")
+        lines += mlx_call.unpad_source().splitlines()
         for pl in plans:
             i = pos[pl.param]
             if pl.scheme == "cover":
