@@ -27,6 +27,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError
 from ...passes.collectives import SCOPES, collectives, describe, within
+from .cxx_objects import PendingPtr
 from .symbols import METAL_ONLY
 
 _GROUP_WORDS = {"threadgroup": "threadgroup", "simdgroup": "SIMD-group", "quadgroup": "quad-group"}
@@ -87,6 +88,72 @@ class BufferChoiceMixin:
         iff = ir.If(which, branches[0], branches[1], span=sp)
         self.buffer_splits.append(_Split(decl, iff, sp, e.bufs))
         return pre + [decl, iff]
+
+    def pending_pointer(self, name, base, space, is_const, sp) -> list:
+        """``const device T* p;``: a pointer declared without a value. Its first assignment
+        fixes the buffer it points into (``cxx_objects.bind_pointer``), and an if/else that
+        sets it into one of two buffers splits the rest of the block
+        (:meth:`split_on_pointer_if`).
+
+        >>> import mlx.core as mx, numpy as np, metalbench as mb
+        >>> k = mb.metal_kernel("pick", ["a", "b"], ["out"], '''
+        ...     uint i = thread_position_in_grid.x;
+        ...     const device float* p;
+        ...     if (i < 2) { p = a + i; } else { p = b + (i - 2); }
+        ...     out[i] = p[0];''')
+        >>> k(inputs=[mx.array([1.0, 2.0]), mx.array([3.0, 4.0])], grid=(4, 1, 1),
+        ...   threadgroup=(4, 1, 1), output_shapes=[(4,)], output_dtypes=[mx.float32])[0].tolist()
+        [1.0, 2.0, 3.0, 4.0]
+        """
+        off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
+        self.scopes[-1][name] = PendingPtr(name, base, space or "thread", is_const, off)
+        return [ir.Decl(off, ir.Const(0, T.int64, span=sp), span=sp)]
+
+    def split_on_pointer_if(self, node, rest, before):
+        """``if (c) p = A + i; else p = B + j;`` (each side one assignment, braces or not) for
+        a pointer ``p`` this block declared without a value, A and B two buffers: the rest of
+        the block is translated once per side under ``if (c)``, as for ``p = c ? A + i : B + j``
+        (:meth:`split_on_buffer`; the same check of collectives after it). None where the
+        statement is not that (then it is an ordinary ``if``)."""
+        alt = node.child_by_field_name("alternative")
+        if alt is None or self.is_if_constexpr(node):
+            return None
+        sides = [self._lone_assign(node.child_by_field_name("consequence")),
+                 self._lone_assign(alt.named_children[-1] if alt.type == "else_clause" else alt)]
+        if None in sides or sides[0][0] != sides[1][0] or not isinstance(before.get(sides[0][0]), PendingPtr):
+            return None
+        cnode = node.child_by_field_name("condition")
+        cexpr = cnode.child_by_field_name("value") or cnode.named_children[-1]
+        if cnode.child_by_field_name("initializer") is not None or cexpr.type == "declaration":
+            return None
+        bufs = tuple(self.probe(lambda r=r: self.pointer(r)).buf for _, r, _ in sides)
+        if bufs[0] == bufs[1]:
+            return None                  # one buffer: the assignments only move its offset
+        sp = self.sp(node)
+        pre, c = self.with_pre(lambda: self.sem.to_bool(self.expr(cexpr)))
+        which = ir.Var(self.fresh("_which"), T.bool_, span=sp)
+        branches = []
+        for _, _, stmt in sides:
+            self.scopes[-1].clear()
+            self.scopes[-1].update(before)
+            branches.append(self.stmt_list([stmt] + list(rest)))
+        decl = ir.Decl(which, c, span=sp)
+        iff = ir.If(which, branches[0], branches[1], span=sp)
+        self.buffer_splits.append(_Split(decl, iff, sp, bufs))
+        return pre + [decl, iff]
+
+    def _lone_assign(self, body):
+        """(name, value node, statement) of a branch that is the one statement ``name = v;``."""
+        if body is not None and body.type == "compound_statement":
+            kids = [k for k in body.named_children if k.type != "comment"]
+            body = kids[0] if len(kids) == 1 else None
+        if body is None or body.type != "expression_statement" or not body.named_children:
+            return None
+        e = body.named_children[0]
+        if e.type != "assignment_expression" or self.text(e.child_by_field_name("operator")) != "=" \
+                or e.child_by_field_name("left").type != "identifier":
+            return None
+        return self.text(e.child_by_field_name("left")), e.child_by_field_name("right"), body
 
     def check_buffer_splits(self, kernel: ir.KernelIR) -> None:
         """Raise where a split's condition may differ between threads of a group that must

@@ -27,12 +27,15 @@ class StatementsMixin:
 
     def stmt_list(self, items) -> list[ir.Stmt]:
         """The statements of a block. A statement that makes a pointer into one of two
-        buffers depending on a run-time condition (``(c ? FBW : GBW) + off``) splits the
-        rest of the block: it is translated once for each buffer, under ``if (c)``
-        (``buffer_choice.py``)."""
+        buffers depending on a run-time condition (``(c ? FBW : GBW) + off``, or an if/else
+        setting a pointer declared without a value) splits the rest of the block: it is
+        translated once for each buffer, under ``if (c)`` (``buffer_choice.py``)."""
         out = []
         for i, c in enumerate(items):
             before = dict(self.scopes[-1])
+            split = self.split_on_pointer_if(c, items[i + 1:], before) if c.type == "if_statement" else None
+            if split is not None:            # if (c) p = A + i; else p = B + j;
+                return out + split
             try:
                 out.extend(self.stmt(c))
             except BufferChoice as e:
@@ -401,8 +404,8 @@ class StatementsMixin:
             name_n = d.child_by_field_name("declarator")
             if name_n.type != "identifier":
                 self.unsupported(d, "this pointer declaration (a pointer to a pointer, or an array of pointers)")
-            if init is None:
-                self.unsupported(d, "a pointer without an initialiser")
+            if init is None:             # set later: its first assignment fixes the buffer
+                return self.pending_pointer(self.text(name_n), base, space, is_const, sp)
             return self.pointer_decl(self.text(name_n), init, base, space, is_const, sp, d)
         if d.type == "reference_declarator":
             return self.reference_decl(d, init, base, sp)
