@@ -15,7 +15,7 @@ from ...semantics.folding import fold
 from ...semantics.views import View
 from ...errors import KernelSyntaxError, KernelTypeError
 from .metal_matrices import MetalMatrixType
-from .symbols import METAL_ONLY, Buf, NullPtr, Ptr, Ref, _SPACES
+from .symbols import METAL_ONLY, SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES
 
 
 
@@ -393,6 +393,36 @@ class MemoryMixin:
                         a.align = max(a.align or 0, 16)
         return name
 
+    def pointer_decl(self, name, init, base, space, is_const, sp, d):
+        """``T* p = <pointer>;`` / ``auto p = <pointer>;``: a :class:`Ptr` whose offset is
+        a new int64 variable (a null pointer, also as the side a constant ``?:`` takes: a
+        :class:`NullPtr`, an error where it is used)."""
+        init = self.constant_branch(init) or init
+        if self.is_null_pointer(init):
+            self.scopes[-1][name] = NullPtr(name, sp)
+            return []
+        if self.ptr_rank(init) is None:
+            self.type_err(init, f"'{self.text(init)[:40]}' is not a pointer into a buffer or array",
+                          hint="metalbench follows pointers whose target buffer is known when the "
+                               "kernel is compiled: x + offset, &x[i], a row tile[r], (T*)x")
+        v = self.pointer(init)
+        if base is not None and not v.inner and base != v.type:
+            vt = v.type.name if v.type is not None else "?"
+            self.type_err(d, f"cannot point a {getattr(base, 'name', base)}* at {vt} data",
+                          hint=f"a pointer cast reinterprets memory: ({space or v.space} "
+                               f"{getattr(base, 'msl', base)}*)...")
+        if base is not None and v.inner:
+            self.type_err(d, f"'{name}' would point to rows of a multi-dimensional array; index a row")
+        if space is not None and space != v.space:
+            self.type_err(d, f"cannot point a {space} pointer at {v.space} memory"
+                          + SMALL_INPUT_NOTE * (v.space == "constant"))
+        if not is_const and v.const and base is not None:
+            self.type_err(d, f"'{name}' must be a const pointer: it points at read-only memory",
+                          hint=f"declare it const {v.space} ...*")
+        off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
+        self.scopes[-1][name] = Ptr(replace(v, offset=off, const=v.const or is_const), off)
+        return [ir.Decl(off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
+
 
 _CASTS = ("reinterpret_cast", "static_cast", "const_cast")
 
@@ -502,4 +532,3 @@ def declared_names(source: str) -> set[str]:
                     out.add(code[d.start_byte:d.end_byte])
         stack.extend(n.named_children)
     return out
-

@@ -11,7 +11,7 @@ from ...errors import KernelNameError, KernelSyntaxError, error_net
 from ...semantics.folding import coerce_value, const_value, fold
 from .printing import is_logger_decl, print_call
 from .struct_views import StructPtr
-from .symbols import SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES, _TypeName
+from .symbols import Buf, NullPtr, Ptr, Ref, _SPACES, _TypeName
 from .memory import BufferChoice
 
 
@@ -482,36 +482,6 @@ class StatementsMixin:
         off = ir.Var(self.fresh(name + "_at"), T.int64, span=sp)
         self.scopes[-1][name] = Ref(replace(at, offset=off))
         return [ir.Decl(off, self.sem.convert(at.offset, T.int64, sp), span=sp)]
-
-    def pointer_decl(self, name, init, base, space, is_const, sp, d):
-        """``T* p = <pointer>;`` / ``auto p = <pointer>;``: a :class:`Ptr` whose offset is
-        a new int64 variable (a null pointer, also as the side a constant ``?:`` takes: a
-        :class:`NullPtr`, an error where it is used)."""
-        init = self.constant_branch(init) or init
-        if self.is_null_pointer(init):
-            self.scopes[-1][name] = NullPtr(name, sp)
-            return []
-        if self.ptr_rank(init) is None:
-            self.type_err(init, f"'{self.text(init)[:40]}' is not a pointer into a buffer or array",
-                          hint="metalbench follows pointers whose target buffer is known when the "
-                               "kernel is compiled: x + offset, &x[i], a row tile[r], (T*)x")
-        v = self.pointer(init)
-        if base is not None and not v.inner and base != v.type:
-            vt = v.type.name if v.type is not None else "?"
-            self.type_err(d, f"cannot point a {getattr(base, 'name', base)}* at {vt} data",
-                          hint=f"a pointer cast reinterprets memory: ({space or v.space} "
-                               f"{getattr(base, 'msl', base)}*)...")
-        if base is not None and v.inner:
-            self.type_err(d, f"'{name}' would point to rows of a multi-dimensional array; index a row")
-        if space is not None and space != v.space:
-            self.type_err(d, f"cannot point a {space} pointer at {v.space} memory"
-                          + SMALL_INPUT_NOTE * (v.space == "constant"))
-        if not is_const and v.const and base is not None:
-            self.type_err(d, f"'{name}' must be a const pointer: it points at read-only memory",
-                          hint=f"declare it const {v.space} ...*")
-        off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
-        self.scopes[-1][name] = Ptr(replace(v, offset=off, const=v.const or is_const), off)
-        return [ir.Decl(off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
 
     def element_member_assign(self, base, comps, op, value, lhs, sp):
         """``p[i].x = v``, ``vals[k].xy += w``: stores to the components of a vector element."""
