@@ -62,3 +62,16 @@ def test_an_extent_that_cannot_be_deduced_is_named():
     with pytest.raises(KernelTypeError, match="deduce the template parameter 'N'"):
         k(inputs=[mx.zeros(1)], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(1,)],
           output_dtypes=[mx.float32], backend="sim")
+
+
+def test_an_ill_formed_side_of_a_constant_conditional_is_still_an_error():
+    # C++ checks both sides of ?: even when the condition is a constant: ~ of a half is an
+    # error whichever side runs (only a null pointer's use is left to the side that runs)
+    import metalbench as mb
+    import numpy as np
+    from metalbench.errors import MetalbenchError
+    body = "half h = x[0]; float a = 1.0f; out[0] = (!(0.5f < 3)) ? (~h) : a;"
+    k = mb.metal_kernel("constant_select_ill_formed", ["x"], ["out"], body)
+    with pytest.raises(MetalbenchError, match="~"):
+        k(inputs=[np.ones(4, np.float16)], output_shapes=[(1,)], output_dtypes=[mb.float32],
+          grid=(1, 1, 1), threadgroup=(1, 1, 1), backend="sim")

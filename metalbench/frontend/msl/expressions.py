@@ -155,6 +155,10 @@ class ExpressionsMixin:
             try:
                 _, o = self.sometimes(other)
             except MetalbenchError:
+                # C++ checks both sides: only a null pointer's use is let pass (undefined
+                # only where it runs), not an ill-formed side (~ of a float, say)
+                if not self.uses_null_pointer(other):
+                    raise
                 return v
             if isinstance(o.type, (T.ScalarType, T.VectorType)):
                 v = self.sem.convert(v, self.sem.common_type(v.type, o.type, sp))

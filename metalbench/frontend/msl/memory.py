@@ -139,6 +139,18 @@ class MemoryMixin:
                 self.is_null_pointer(val)
         return False
 
+    def uses_null_pointer(self, node) -> bool:
+        """Whether expression ``node`` names ``nullptr``/``NULL`` or a null pointer parameter
+        (:class:`NullPtr`)."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type in ("nullptr", "null") or self.text(n) in ("nullptr", "NULL") or \
+                    (n.type == "identifier" and isinstance(self.lookup(self.text(n)), NullPtr)):
+                return True
+            stack.extend(n.named_children)
+        return False
+
     def constant_branch(self, node):
         """The side of ``c ? a : b`` that a compile-time constant ``c`` takes (the other is
         not translated: MLX's sort.h writes ``ARG_SORT ? tgp_idxs + off : nullptr``); None
