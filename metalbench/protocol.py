@@ -38,8 +38,8 @@ from . import types as T
 from .codegen.c_like import compact
 from .errors import user_facing
 # The thin path lives in thin.py; its names stay importable from here.
-from .thin import (_ENV_KEY, _SIGNATURES, MISS, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
-                   arg_signature, backend_token, launch_guard, mlx_array_type, scalar_array, signatures,
+from .thin import (_ENV_KEY, _SIGNATURES, MISS, MLX_SMALL_POOL_BYTES, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
+                   arg_signature, backend_token, launch_guard, mlx_array_type, padded_length, scalar_array, signatures,
                    thin_gpu_call)
 
 # Keywords every kind's bind understands (the rest are kernel arguments or templates).
@@ -378,7 +378,7 @@ class MLXLaunch:
         # tiny atomic outputs on cuda, allocated padded and sliced back (small_atomic_outputs)
         self.padded = small_atomic_outputs(spec, backend, outputs)
         for i, shape, n in self.padded:
-            self.kwargs["output_shapes"][i] = (_padded_length(outputs[i][2], backend),)
+            self.kwargs["output_shapes"][i] = (padded_length(_itemsize(outputs[i][2], backend)),)
         # outputs MLX holds as bits (float64 on cuda), viewed back by call()
         self.bits_outputs = [i for i, (_, _, t) in enumerate(outputs) if runtime.carrier(t, backend) is not t]
         self.output_types = [t for _, _, t in outputs]
@@ -419,9 +419,9 @@ class MLXLaunch:
                        for i, shape, n in self.padded)
 
 
-def _padded_length(t: T.ScalarType, backend: str) -> int:
-    """Elements of ``t`` (as ``backend`` carries it) in a padded output: past 8 bytes."""
-    return 8 // np.dtype(runtime.carrier(t, backend).np).itemsize + 1
+def _itemsize(t: T.ScalarType, backend: str) -> int:
+    """Bytes of an element of ``t`` as MLX holds it on ``backend``."""
+    return np.dtype(runtime.carrier(t, backend).np).itemsize
 
 
 def small_atomic_outputs(spec, backend: str, outputs) -> list:
@@ -442,7 +442,7 @@ def small_atomic_outputs(spec, backend: str, outputs) -> list:
     if backend != "cuda":          # (Metal's memory is unified; the simulator has no allocator)
         return []
     small = [(i, tuple(s), t) for i, (_, s, t) in enumerate(outputs)
-             if int(np.prod(s, dtype=np.int64)) * np.dtype(runtime.carrier(t, backend).np).itemsize <= 8]
+             if int(np.prod(s, dtype=np.int64)) * _itemsize(t, backend) <= MLX_SMALL_POOL_BYTES]
     if not small:
         return []
     from .codegen.c_like import atomic_buffers

@@ -94,6 +94,17 @@ def value_key(v):
 # its recycled page comes back from the GPU), so a value's first conversion stays one
 # element and a value seen again (a loop's constant) gets the padded array, kept.
 _ONCE: dict = {}
+MLX_SMALL_POOL_BYTES = 8        # (mlx/backend/cuda/allocator.cpp: small_block_size)
+
+
+def padded_length(itemsize: int) -> int:
+    """Elements of ``itemsize`` bytes an array needs to be allocated outside MLX's small
+    CUDA pool (more than :data:`MLX_SMALL_POOL_BYTES`).
+
+    >>> padded_length(4), padded_length(2), padded_length(8)
+    (3, 5, 2)
+    """
+    return MLX_SMALL_POOL_BYTES // itemsize + 1
 
 
 def scalar_array(v, t: T.ScalarType, vector: bool = False, bits: bool = False):
@@ -121,7 +132,7 @@ def scalar_array(v, t: T.ScalarType, vector: bool = False, bits: bool = False):
             v = v.reshape(())[()]
         elif type(v) is int:                         # C's conversion: 0xFFFFFFFF as int32 is -1
             v = scalar.value(v, t)
-        count = (8 // np.dtype(t.np).itemsize + 1) if vector and lasting else 1
+        count = padded_length(np.dtype(t.np).itemsize) if vector and lasting else 1
         if bits:
             a = mx.array(np.array([float(v)] * count, np.float64).view(np.uint64))
         elif t in (T.bfloat16, T.float64):
