@@ -59,7 +59,7 @@ from ..passes.lengths import bind_lengths
 from .cuda_prelude import base_prelude
 from ..passes.ranges import LaunchFacts, Ranges, canonical_cfor, signed_loops
 from ..passes.simdgroup_matrix import lower as lower_matrices
-from ..passes.warps import converged_calls
+from ..passes.warps import converged_calls, eager_select
 from .c_like import (ADD, ASSIGN, BINARY_PREC, MUL, POSTFIX, UNARY, CPrinter, Dialect, Rendered, length_division,
                      render_with)
 from .c_like import _flat as _flat_values
@@ -246,6 +246,11 @@ __device__ inline double mb_atomic_cas_double(double* p, double expected, double
 
 _ATOMIC_LOAD = """\
 template <class T> __device__ inline T mb_atomic_load(T* p) { return *reinterpret_cast<volatile T*>(p); }"""
+
+# `c ? a : b` with both sides evaluated (a function's arguments), for a side with a shuffle
+# (passes/warps.eager_select)
+_EAGER_SELECT = """\
+template <class T> __device__ inline T mb_sel(bool c, T a, T b) { return c ? a : b; }"""
 
 # Attribute name -> (CUDA type, expression). "mb_grid" is the extra input.
 _TID = f"mb_thread_index({GRID_INPUT})"
@@ -455,6 +460,14 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
         if all(isinstance(a.type, T.ScalarType) for a in e.args) and len(e.args) in (1, n):
             return super().e_VecCons(e)
         return f"mb_make<{self.tname(e.type)}>({', '.join(self.expr(a, ASSIGN) for a in e.args)})", POSTFIX
+
+    def e_Select(self, e):
+        if not isinstance(e.cond.type, T.VectorType) and eager_select(e):
+            # a shuffle on one side: every lane runs it, as on Metal and the simulator
+            self.need("mb_sel", _EAGER_SELECT)
+            return (f"mb_sel<{self.tname(e.type)}>({self.expr(e.cond, ASSIGN)}, {self.expr(e.a, ASSIGN)}, "
+                    f"{self.expr(e.b, ASSIGN)})"), POSTFIX
+        return super().e_Select(e)
 
     def vector_select(self, e):
         return f"mb_select({self.expr(e.cond, ASSIGN)}, {self.expr(e.a, ASSIGN)}, {self.expr(e.b, ASSIGN)})"

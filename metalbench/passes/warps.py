@@ -60,7 +60,7 @@ class _Walk:
             return
         if isinstance(e, ir.Select):
             self.expr(e.cond, conv)
-            inner = conv and self.u.is_uniform(e.cond)
+            inner = conv and (self.u.is_uniform(e.cond) or eager_select(e))
             self.expr(e.a, inner)
             self.expr(e.b, inner)
             return
@@ -111,6 +111,43 @@ class _Walk:
             else:
                 self.stmt_exprs(s, conv)
         return conv
+
+
+def eager_select(e: ir.Select) -> bool:
+    """Whether ``c ? a : b`` is printed for CUDA with both sides evaluated on every lane
+    (``mb_sel``): a side holds a shuffle (a lane reading another lane's value) and nothing
+    that is unsafe to evaluate where its side is not taken -- no other SIMD function
+    (``simd_sum`` over the lanes that take the side is the meaning there), atomic, device
+    function call or matrix operation.
+
+    Real scans write ``(lane == 0) ? 0.0f : simd_shuffle_up(x, 1)``: lane 1 reads lane 0,
+    which does not run the shuffle. That is undefined in MSL; Apple's compiler turns such a
+    ``?:`` into a select (the kernels are right on Macs), and the simulator reads the
+    source lane's value wherever it is, which is the select's meaning. On CUDA the branch
+    reads another lane's register out of ``__shfl_sync``'s mask (garbage), so the printer
+    evaluates both sides, as the simulator does. (The checked simulator still reports the
+    inactive-lane read.)
+
+        >>> from metalbench import types as T
+        >>> x, lane = ir.Var("x", T.float32), ir.ThreadAttr("thread_index_in_simdgroup", T.uint32)
+        >>> up = ir.Call("simd_shuffle_up", [x, ir.Const(1, T.uint32)], T.float32)
+        >>> c = ir.BinOp("==", lane, ir.Const(0, T.uint32), T.bool_)
+        >>> eager_select(ir.Select(c, ir.Const(0.0, T.float32), up, T.float32))
+        True
+        >>> eager_select(ir.Select(c, ir.Const(0.0, T.float32), ir.Call("simd_sum", [x], T.float32), T.float32))
+        False
+    """
+    shuffles = False
+    for n in ir.walk([e.a, e.b]):
+        if isinstance(n, (ir.Atomic, ir.FuncCall, ir.MatrixMul, ir.MatrixLoad)):
+            return False
+        if isinstance(n, ir.Call):
+            b = registry.lookup(n.name, dialect="msl")
+            if b is not None and b.collective is not None:
+                if "shuffle" not in b.extra:
+                    return False
+                shuffles = True
+    return shuffles
 
 
 def _returns(s) -> bool:
