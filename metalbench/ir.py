@@ -493,6 +493,9 @@ class Param:
     uses_shape: bool = False
     uses_strides: bool = False
     uses_ndim: bool = False
+    # MLX complex64 data (a metal_kernel's complex64_t buffer): ``type`` is float32, the
+    # storage holds (real, imag) pairs, and shape/strides count complex elements
+    complex: bool = False
 
 
 @dataclass(eq=False)

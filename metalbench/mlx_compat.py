@@ -449,8 +449,8 @@ def _dtype(d) -> T.ScalarType:
         return d
     try:
         if type(d).__module__.startswith("mlx"):
-            return T.from_mlx(d)
-        return T.from_numpy(d)
+            return T.from_mlx(d, complex_ok=True)
+        return T.from_numpy(d, complex_ok=True)
     except (T.TypeError_, TypeError) as e:
         raise MetalKernelTypeError(f"[metal_kernel] unsupported dtype {d!r}: {e}") from None
 
@@ -475,7 +475,7 @@ def _input_fact(x, name) -> tuple[T.ScalarType, int]:
         return T.float32, 0
     if runtime.is_array(x):
         try:
-            t = T.from_mlx(x.dtype) if type(x).__module__.startswith("mlx") else T.from_numpy(x.dtype)
+            t = T.from_mlx(x.dtype, True) if type(x).__module__.startswith("mlx") else T.from_numpy(x.dtype, True)
         except T.TypeError_ as e:
             raise MetalKernelTypeError(f"[metal_kernel] input '{name}': {e}") from None
         return t, len(x.shape)

@@ -257,6 +257,10 @@ _FILL: dict = {}
 
 def new_output(shape, t: T.ScalarType, init_value=None) -> np.ndarray:
     """An output array: poisoned, or filled with ``init_value`` when given (MLX semantics)."""
+    if t is T.complex64:        # MLX fills complex64(init_value): imaginary parts 0
+        if init_value is None:
+            return poisoned(tuple(shape) + (2,), T.float32).view(np.complex64).reshape(shape)
+        return np.full(shape, init_value, dtype=np.complex64)
     if init_value is None:
         return poisoned(shape, t)
     return np.full(shape, init_value, dtype=t.np)
@@ -280,14 +284,19 @@ def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
             args[p.name] = sim_scalar(v, p.type, p.name, kernel_name)
             continue
         a = host_array(v, p.name, kernel_name)
-        if a.dtype != p.type.np:
-            a = a.astype(p.type.np)
+        want = T.complex64.np if p.complex else p.type.np
+        if a.dtype != want:
+            a = a.astype(want)
         args[p.name] = strided_buffer(a, Buffer) if keep_strides else sim_buffer(a, Buffer)
+        if p.complex:
+            args[p.name] = complex_storage(args[p.name], Buffer)
     outs = []
     for name, shape, t in outputs:
         a = new_output(shape, t, init_value)
         outs.append(a)
         args[name] = sim_buffer(a, Buffer)
+        if a.dtype.kind == "c":
+            args[name] = complex_storage(args[name], Buffer)
     # fresh outputs are poisoned: the launch checks it wrote them (CoverageWarning); on a GPU
     # they hold garbage, so the checked simulator reports reads (atomic updates included) of
     # elements no thread wrote first
@@ -295,6 +304,13 @@ def run_sim(sim_kernel, ir, inputs: dict, outputs: list, grid, threadgroup,
     stats = sim_kernel.run(args, grid, threadgroup, checked=checked, coverage=fresh,
                            uninitialised=fresh or ())
     return [to_mlx(a) for a in outs], stats
+
+
+def complex_storage(b, Buffer):
+    """A complex64 simulator buffer as the kernel's IR reads it (``ir.Param.complex``): its
+    storage as float32 (real, imag) pairs, written in place; shape and strides still count
+    complex elements (``x_shape``, ``x_strides`` are MLX's)."""
+    return Buffer(b.data.view(np.float32), b.shape, b.strides)
 
 
 def host_array(v, name: str = "", kernel_name: str = "") -> np.ndarray:

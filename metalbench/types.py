@@ -152,6 +152,12 @@ BY_MSL.update({"int8_t": int8, "uint8_t": uint8, "int16_t": int16, "uint16_t": u
                "unsigned long long": uint64})
 BY_NAME["bool"] = bool_
 
+# MLX's complex64 (``complex64_t`` in kernel text): a dtype of kernel *arguments* only, in
+# none of the tables above. The IR has no complex type: the MSL front end reads such a
+# buffer as float32 pairs (real, imag) and its elements as complex values
+# (``semantics/complexval.py``); ``ir.Param.complex`` marks the buffer.
+complex64 = ScalarType("complex64", "complex64_t", "complex64_t", np.dtype(np.complex64), "c", 64, 5)
+
 # no double vectors: Metal has none, and nothing needs them yet
 VECTOR_ELEMS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
 VECTORS = {f"{e.msl}{n}": VectorType(e, n) for e in VECTOR_ELEMS for n in (2, 3, 4)}
@@ -166,22 +172,23 @@ class TypeError_(TypeError):
     """Raised by the helpers here; front ends turn it into a KernelTypeError with a span."""
 
 
-def from_numpy(dtype) -> ScalarType:
-    """The ScalarType of a NumPy dtype.
+def from_numpy(dtype, complex_ok: bool = False) -> ScalarType:
+    """The ScalarType of a NumPy dtype (``complex_ok``: complex64 too, for the callers that
+    handle it: ``metal_kernel`` arguments).
 
     >>> from_numpy(np.dtype("float32")).msl, from_numpy(np.float64).cuda
     ('float', 'double')
     """
     dt = np.dtype(dtype)
-    for t in ALL_SCALARS:
+    for t in ALL_SCALARS + [complex64] * complex_ok:
         if t.np == dt:
             return t
     raise TypeError_(f"dtype {dt} is not supported; use one of "
                      + ", ".join(t.name for t in ALL_SCALARS))
 
 
-def from_mlx(dtype) -> ScalarType:
-    """The ScalarType of an MLX dtype (``mx.float32`` ...).
+def from_mlx(dtype, complex_ok: bool = False) -> ScalarType:
+    """The ScalarType of an MLX dtype (``mx.float32`` ...; ``complex_ok``: complex64 too).
 
     >>> import mlx.core as mx
     >>> from_mlx(mx.bfloat16).msl
@@ -192,6 +199,8 @@ def from_mlx(dtype) -> ScalarType:
         return bool_
     if name in BY_NAME:
         return BY_NAME[name]
+    if name == "complex64" and complex_ok:
+        return complex64
     raise TypeError_(f"MLX dtype {dtype} is not supported")
 
 

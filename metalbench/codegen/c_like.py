@@ -89,6 +89,11 @@ class CPrinter:
         if dialect is not None:
             self.dialect = dialect
         self.d = self.dialect
+        for p in (p for p in kernel.params if p.complex):     # MLX declares complex64_t*: not aliased yet
+            raise KernelTypeError(f"'{p.name}' is a complex64 buffer (complex64_t): metalbench does not print kernels "
+                                  f"with complex64 inputs or outputs as {'CUDA' if self.d.name == 'CUDA' else 'MSL'} "
+                                  "yet; they run on backend='sim', and on backend='metal' MLX compiles the body as "
+                                  "written", hint="run it with backend='sim' (or on a Mac)")
         self.helpers: dict[str, str] = {}      # name -> text, in first-use order
         self.scalar_params = {p.name for p in kernel.params if p.kind == "scalar"}
         self.in_function: ir.Function | None = None

@@ -82,6 +82,12 @@ def is_complex(e) -> bool:
     return isinstance(e, ComplexValue)
 
 
+def storage_elem(t):
+    """The scalar type memory holds ``t`` as: a vector's element, a complex number's part
+    (a complex64 is two float32 in memory, real first)."""
+    return t.part if isinstance(t, ComplexType) else T.elem_of(t)
+
+
 def _part_type(t):
     return t.part if isinstance(t, ComplexType) else t
 
@@ -129,8 +135,12 @@ class ComplexSemantics:
                     return e
                 return ComplexValue(self.convert(e.real, t.part, span), self.convert(e.imag, t.part, span),
                                     span=span or e.span)
+            if self._mlx() and isinstance(getattr(e, "type", None), T.VectorType):
+                return self._mlx_from_vector(e, t, span or e.span)
             return self.make_complex(e, None, span or e.span, t)
         if is_complex(e):
+            if self._mlx():
+                return self._mlx_to_real(e, t, span or e.span)
             raise self.error(f"cannot convert {e.type.name} to {getattr(t, 'name', t)}: the imaginary part "
                              "would be lost", span or e.span, hint="use z.real (or abs(z))")
         return super().convert(e, t, span)
@@ -141,13 +151,15 @@ class ComplexSemantics:
         return super().cast(t, e, span)
 
     def to_bool(self, e, span=None):
+        if is_complex(e) and self._mlx():
+            return self.to_bool(e.real, span)        # complex.h's operator U(): the real part
         if is_complex(e):
             return self.binop("!=", e, self.complex_const(0j, e.type, span), span)
         return super().to_bool(e, span)
 
     def select(self, cond, a, b, span=None):
         if is_complex(a) or is_complex(b):
-            t = self.complex_common(a, b, span)
+            t = self.complex_common(a, b, span) if not self._mlx() else self._mlx_type(a, b, "?:", span)
             a, b = self.convert(a, t, span), self.convert(b, t, span)
             c = self.to_bool(cond, span)
             return ComplexValue(super().select(c, a.real, b.real, span), super().select(c, a.imag, b.imag, span),
@@ -158,6 +170,9 @@ class ComplexSemantics:
     def unop(self, op, a, span=None):
         if not is_complex(a):
             return super().unop(op, a, span)
+        if self._mlx() and op in ("+", "~"):
+            raise self.error(f"{op}complex64_t: MLX's complex64_t (mlx/backend/metal/kernels/complex.h) has no unary "
+                             f"{op}, so Metal rejects it (an ambiguous call)", span)
         if op == "+":
             return a
         if op == "-":
@@ -171,6 +186,8 @@ class ComplexSemantics:
             return super().binop(op, a, b, span)
         if op in ("&&", "||", "and", "or"):
             return self.logical({"&&": "and", "||": "or"}.get(op, op), a, b, span)
+        if self._mlx():
+            return self._mlx_binop(op, a, b, span)
         t = self.complex_common(a, b, span)
         if op == "**":
             return self.complex_power(a, b, t, span)
@@ -189,6 +206,95 @@ class ComplexSemantics:
             return self._complex_divide(self._once_parts(a, span), self._once_parts(b, span), t, span)
         raise self.error(f"the {op} operator does not apply to complex numbers", span,
                          hint="complex numbers have + - * / ** == != (compare abs(z) or z.real to order them)")
+
+    # -- MLX's complex64_t (rules.complex_model == "mlx": MSL bodies) --------------------
+    # mlx/backend/metal/kernels/complex.h: a struct {float real, imag}; constructors from a
+    # scalar (imag 0), two floats and a float2; conversions to a scalar (the real part) and to
+    # float2; + - with complex or scalar operands, * between complex values, / with a complex
+    # divisor (the textbook quotient), unary -, == and a lexicographic < > <= >=. What it
+    # lacks (complex * scalar, complex / scalar, !=, *=, ...) Metal rejects: an error here.
+    def _mlx(self) -> bool:
+        return getattr(self.rules, "complex_model", "numpy") == "mlx"
+
+    def once(self, e, span=None):
+        if is_complex(e) and self._mlx():           # (a front end whose temporaries are real)
+            return ComplexValue(super().once(e.real, span), super().once(e.imag, span), span=e.span)
+        return super().once(e, span)
+
+    def _mlx_type(self, a, b, op, span) -> ComplexType:
+        for x in (a, b):
+            if not is_complex(x) and not isinstance(getattr(x, "type", None), T.ScalarType):
+                raise self.error(f"complex64_t {op} {getattr(x.type, 'name', 'no value')}: MLX's complex64_t "
+                                 "combines with complex64_t and scalars only", span)
+        return complex_type(T.float32)
+
+    def _mlx_from_vector(self, e, t, span):
+        if e.type != T.vector_of(t.part, 2):
+            raise self.error(f"a {e.type.name} cannot become a complex64_t: MLX's complex64_t converts from "
+                             f"scalars and {t.part.msl}2 only", span)
+        e = self.once(e, span)
+        return ComplexValue(self.component(e, "x", span), self.component(e, "y", span), span=span)
+
+    def _mlx_to_real(self, e, t, span):
+        if isinstance(t, T.VectorType) and t == T.vector_of(e.type.part, 2):
+            e = self._once_parts(e, span)
+            return self.vector(t, [e.real, e.imag], span)
+        if not isinstance(t, T.ScalarType):
+            raise self.error(f"a complex64_t cannot become a {getattr(t, 'name', t)}: MLX's complex64_t "
+                             f"converts to scalars (its real part) and {e.type.part.msl}2 only", span)
+        return self.convert(e.real, t, span)      # complex.h's operator U(): static_cast<U>(real)
+
+    def _mlx_binop(self, op, a, b, span):
+        t = self._mlx_type(a, b, op, span)
+        ca, cb = is_complex(a), is_complex(b)
+        B, p = super().binop, t.part
+        if ca:
+            a = self._once_parts(a, span)
+        else:
+            a = self.once(self.convert(a, p, span), span)    # static_cast<T>(scalar)
+        if cb:
+            b = self._once_parts(b, span)
+        else:
+            b = self.once(self.convert(b, p, span), span)
+        if op in ("+", "-"):
+            if ca and cb:
+                return ComplexValue(B(op, a.real, b.real, span), B(op, a.imag, b.imag, span), span=span)
+            if ca:          # {a.real op b, a.imag}
+                return ComplexValue(B(op, a.real, b, span), a.imag, span=span)
+            # {a + b.real, b.imag} / {a - b.real, -b.imag}
+            return ComplexValue(B(op, a, b.real, span), b.imag if op == "+" else super().unop("-", b.imag, span),
+                                span=span)
+        if op == "*" and ca and cb:
+            return ComplexValue(B("-", B("*", a.real, b.real, span), B("*", a.imag, b.imag, span), span),
+                                B("+", B("*", a.real, b.imag, span), B("*", a.imag, b.real, span), span), span=span)
+        if op == "/" and cb:
+            denom = self.once(B("+", B("*", b.real, b.real, span), B("*", b.imag, b.imag, span), span), span)
+            if ca:
+                x = B("+", B("*", a.real, b.real, span), B("*", a.imag, b.imag, span), span)
+                y = B("-", B("*", a.imag, b.real, span), B("*", a.real, b.imag, span), span)
+            else:
+                x = B("*", a, b.real, span)
+                y = B("*", super().unop("-", a, span), b.imag, span)
+            return ComplexValue(B("/", x, denom, span), B("/", y, denom, span), span=span)
+        if op in ("==", "<", ">", "<=", ">=") and ca and cb:
+            if op == "==":
+                return self.logical("and", B("==", a.real, b.real, span), B("==", a.imag, b.imag, span), span)
+            if op in ("<", "<="):
+                a, b = b, a
+            last = ">" if op in ("<", ">") else ">="
+            return self.logical("or", B(">", a.real, b.real, span),
+                                self.logical("and", B("==", a.real, b.real, span), B(last, a.imag, b.imag, span),
+                                             span), span)
+        lt = "complex64_t" if ca else a.type.msl
+        rt = "complex64_t" if cb else b.type.msl
+        hint = {"*": "multiply by a complex64_t (c * complex64_t(s)), or scale c.real and c.imag",
+                "/": "divide c.real and c.imag, or divide by a complex64_t",
+                "!=": "write !(a == b)"}.get(op, "compare complex64_t values with each other" if op in
+                                             ("==", "<", ">", "<=", ">=") else None)
+        if op == "%" and ca and cb:
+            raise self.error("complex64_t % complex64_t is not supported by the simulator", span)
+        raise self.error(f"{lt} {op} {rt}: MLX's complex64_t (mlx/backend/metal/kernels/complex.h) has no such "
+                         "operator, so Metal rejects it", span, hint=hint)
 
     def _once_parts(self, z, span):
         return ComplexValue(self.once(z.real, span), self.once(z.imag, span), span=span)

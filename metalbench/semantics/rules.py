@@ -50,6 +50,9 @@ class RuleSet:
     bool_bitwise_stays_bool = False
     #: The builtin registry's dialect for name lookups ("msl", "python", "numba").
     dialect = "msl"
+    #: What complex values mean (:mod:`.complexval`): "numpy" (NumPy's complex scalars, the
+    #: Numba layer) or "mlx" (MLX's ``complex64_t`` of ``complex.h``, MSL bodies).
+    complex_model = "numpy"
 
     # -- types -------------------------------------------------------------------------
     def int_literal_type(self, value: int) -> T.ScalarType:
@@ -146,6 +149,8 @@ class RuleSet:
 class MSLRules(RuleSet):
     """Metal Shading Language (C++14 arithmetic): the rules of MSL kernel bodies."""
 
+    complex_model = "mlx"
+
 
 class DSLRules(MSLRules):
     """The Python DSL: MSL's types with Python's operators (see the module docstring)."""
@@ -153,6 +158,7 @@ class DSLRules(MSLRules):
     name = "dsl"
     dialect = "python"
     bool_bitwise_stays_bool = True
+    complex_model = "numpy"
 
     def divide(self, sem, a, b, t, span):
         """True division: two integers divide as float32 (float vectors likewise)."""

@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 
 from .. import ir
 from .. import types as T
+from .complexval import ComplexType, ComplexValue, storage_elem
 from .local_views import LocalViewSemantics
 
 
@@ -76,11 +77,14 @@ class View:
     @property
     def elem(self) -> T.ScalarType:
         """The scalar type of the storage as this view reads it."""
-        return T.elem_of(self.type)
+        return storage_elem(self.type)
 
     @property
     def width(self) -> int:
-        """Scalar elements one value of the view has (1, or a vector's length)."""
+        """Scalar elements one value of the view has (1, a vector's length, 2 for a
+        complex number: its real and imaginary parts)."""
+        if isinstance(self.type, ComplexType):
+            return 2
         return self.type.n if isinstance(self.type, T.VectorType) else 1
 
     @property
@@ -185,7 +189,7 @@ class ViewSemantics(LocalViewSemantics):
             return self._local_cast(v, t, space, const, packed, span)
         space = space or v.space
         const = v.const if const is None else const
-        e_new = T.elem_of(t)
+        e_new = storage_elem(t)
         base = replace(v, inner=())
         if e_new != v.elem and v.sub is not None:
             v = base = self._unsub(base, span)      # back to the narrower storage, exactly
@@ -240,8 +244,8 @@ class ViewSemantics(LocalViewSemantics):
         """``ir.Load.vector`` for the access of ``v``'s first component at element ``first``
         (of the narrower storage ``v.src`` when ``in_src``), or None: no rule, or an address
         the rule provably keeps."""
-        if self.vector_align is None or v.width == 1 or v.local is not None:
-            return None
+        if self.vector_align is None or v.width == 1 or v.local is not None or isinstance(v.type, ComplexType):
+            return None         # (a complex number is a struct of two floats: 4-byte aligned)
         align, exact = self.vector_align(v)
         size = v.src[1].itemsize if in_src else v.elem.itemsize
         if not align or align <= size and v.sub is None:
@@ -327,7 +331,15 @@ class ViewSemantics(LocalViewSemantics):
             loads[0].vector = self._vector_mark(v, ats[0])
         if v.width == 1:
             return loads[0]
+        if isinstance(v.type, ComplexType):
+            return ComplexValue(loads[0], loads[1], span=span)
         return ir.VecCons(v.type, loads, span=span)
+
+    def _parts(self, value, v: View, span) -> list:
+        """The values of ``value``'s components (a vector's, a complex number's parts)."""
+        if isinstance(value, ComplexValue):
+            return [value.real, value.imag]
+        return [self.component(value, "xyzw"[c], span) for c in range(v.width)]
 
     def view_store(self, v: View, i: ir.Expr, value: ir.Expr, span=None) -> list:
         """Statements storing ``value`` (converted to the element type) at ``v[i]``."""
@@ -340,11 +352,11 @@ class ViewSemantics(LocalViewSemantics):
                 return self.local_store(v, ats[0], value, span)
             value = self.once(value, span)
             return [s for c, a in enumerate(ats)
-                    for s in self.local_store(v, a, self.component(value, "xyzw"[c], span), span)]
+                    for s in self.local_store(v, a, self._parts(value, v, span)[c], span)]
         if v.sub is not None:
             value = self.once(value, span)
             ats = [self.once(a, span) for a in ats]
-            comps = [value] if v.width == 1 else [self.component(value, "xyzw"[c], span) for c in range(v.width)]
+            comps = [value] if v.width == 1 else self._parts(value, v, span)
             return [ir.If(self._misaligned(v, span),
                           [s for j, (a, c) in enumerate(zip(ats, comps))
                            for s in self._assembled_store(v, a, c, span, j == 0)],
@@ -353,7 +365,8 @@ class ViewSemantics(LocalViewSemantics):
         if v.width == 1:
             return [ir.Store(buf, ats[0], value, span=span)]
         value = self.once(value, span)
-        out = [ir.Store(buf, a, self.component(value, "xyzw"[c], span), span=span) for c, a in enumerate(ats)]
+        parts = self._parts(value, v, span)
+        out = [ir.Store(buf, a, parts[c], span=span) for c, a in enumerate(ats)]
         out[0].vector = self._vector_mark(v, ats[0])
         return out
 

@@ -10,6 +10,8 @@ from .mlx_utils import UTILS
 from .cxx_objects import NOT_MINE
 from .simdgroup import MATRIX_CALLS, MATRIX_TEMPLATES
 from .symbols import _ATOMIC_FNS, Buf, _NAMESPACES, _type_of_descriptor, _TypeName
+from .complex64 import NAMES as COMPLEX_NAMES
+from ...semantics import ComplexType, is_complex
 
 
 class CallsMixin:
@@ -36,7 +38,7 @@ class CallsMixin:
         if fn is None or fn.type != "template_function":
             return False
         nm = self.text(fn.child_by_field_name("name")).replace(" ", "")
-        return nm == "vec" or nm in MATRIX_TEMPLATES
+        return nm == "vec" or nm in MATRIX_TEMPLATES or self.text(fn).replace(" ", "") in COMPLEX_NAMES
 
     def call(self, node, stmt=False):
         sp = self.sp(node)
@@ -77,6 +79,8 @@ class CallsMixin:
         if fn.type in ("primitive_type", "identifier", "type_identifier", "sized_type_specifier") \
                 and self.is_type_name(fn) and self.lookup(name) is None or isinstance(self.lookup(name), _TypeName):
             t, _ = self.resolve_type(fn)
+            if not argn and isinstance(t, ComplexType):
+                return self.complex_construct([], node)
             if not argn:
                 return self.sem.const(0, t, sp) if isinstance(t, T.ScalarType) else \
                     self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
@@ -144,6 +148,12 @@ class CallsMixin:
             for a, n in zip(args, argn):
                 if a.type is None:
                     self.type_err(n, "this has no value (void)")
+                if is_complex(a):
+                    self.type_err(n, f"{self.text(fn).strip()} of a complex64_t: Metal's {b.name} takes no "
+                                     "complex64_t (MLX's struct converts to every scalar type, so the call is "
+                                     "ambiguous and Metal rejects it)",
+                                  hint="compute on z.real and z.imag, e.g. metal::sqrt(z.real * z.real + "
+                                       "z.imag * z.imag) for |z|")
             return self.sem.builtin(b.name, args, sp)
         if isinstance(self.lookup(name), (ir.Var, Buf)):
             self.type_err(node, f"'{name}' is not a function")

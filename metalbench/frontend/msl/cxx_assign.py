@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from ... import ir
 from ... import types as T
+from ...semantics.complexval import ComplexType
 from ...semantics.folding import const_value
 from .cxx_decls import ClassInst, _unwrap_declarator
 from .cxx_objects import FixedView, PendingPtr, StructObj
@@ -360,6 +361,8 @@ class CxxAssignMixin:
             return a, a
         if isinstance(t, T.ScalarType):
             return t.itemsize, t.itemsize
+        if isinstance(t, ComplexType):          # MLX's complex64_t: struct {float real, imag;}
+            return 2 * t.part.itemsize, t.part.itemsize
         return None
 
     def member_size_align(self, f, owner, t, kinds, what):

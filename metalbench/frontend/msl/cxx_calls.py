@@ -38,6 +38,8 @@ from ... import types as T
 from ...errors import MetalbenchError
 from .cxx_decls import ClassInst, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
 from .cxx_objects import NOT_MINE, FixedView, InlineCtx
+from .complex64 import CplxVar
+from ...semantics import ComplexType
 from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
 from .struct_views import ObjPtr
@@ -267,7 +269,7 @@ class CxxCallsMixin:
                 self.type_err(node, f"'{self.text(fn)}' returns nothing")
             return None
         if kind == "value":
-            return ir.Var(res.name, res.type, span=sp) if isinstance(res, ir.Var) else res
+            return self.local_value(res, sp) if isinstance(res, (ir.Var, CplxVar)) else res
         if kind == "ref":
             if res[0] == "obj":
                 return None if stmt else self.convert_object(res[1], node)
@@ -557,6 +559,10 @@ class CxxCallsMixin:
                        else self.copy_object(obj, a.obj, s.node))
             pscope[name] = obj
             return
+        if isinstance(s.type, ComplexType):         # complex64_t: two float locals (complex64.py)
+            out.extend(self.complex_local(name, self.complex_construct(
+                [self.expr(c) for c in items] if items is not None else [a.expr], a.node), sp, pscope))
+            return
         if items is not None:       # T x = {}: zero
             value = self.sem.const(0, s.type)
         else:
@@ -619,10 +625,14 @@ class CxxCallsMixin:
             known = c.ret not in (None, "auto", "unknown")
             pre, v = self.with_pre(lambda: self.value_as(vals[0], c.ret) if known else self.value_expr(vals[0]))
             t = c.ret if known else v.type
+            if c.result is None and isinstance(t, ComplexType):     # complex64_t (complex64.py)
+                scope = {}
+                c.decls += self.complex_local("_r", self.complex_construct([], node), sp, scope)
+                c.result = scope["_r"]
             if c.result is None:
                 c.result = ir.Var(self.fresh(f"_{_ident(c.name)}"), t, span=sp)
                 c.decls.append(ir.Decl(c.result, span=sp))
-            out += pre + [ir.Assign(c.result, self.sem.convert(v, c.result.type, sp), span=sp)]
+            out += pre + self.local_assign(c.result, v, sp)
         elif c.kind == "ref":
             pre, lv = self.with_pre(lambda: self.return_lvalue(vals[0]))
             out += pre

@@ -37,6 +37,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelTypeError, MetalbenchError
 from ...semantics.folding import const_value
+from ...semantics.complexval import ComplexType
 from ...semantics.views import View
 from .cxx_decls import ClassInst, MethodSet, PtrType, _unwrap_declarator
 from .symbols import Buf, Ptr, Ref, _params_of, _SPACES, _TypeName
@@ -187,8 +188,9 @@ class CxxObjectsMixin:
         for f, owner in self.all_fields(cls):
             t, kinds, dims, space, const = self.field_info(owner, f)
             nm = f"{base}_{f.name}"
-            if "ref" in kinds:
-                self.unsupported(node, f"the reference member '{f.name}' of {cls.name}")
+            if "ref" in kinds or isinstance(t, ComplexType):
+                self.unsupported(node, f"the {'reference' if 'ref' in kinds else 'complex64_t'} member '{f.name}' of "
+                                       f"{cls.name}")
             if "ptr" in kinds:
                 off = ir.Var(self.fresh(nm + "_off"), T.int64, span=sp)
                 out.append(ir.Decl(off, ir.Const(0, T.int64), span=sp))
@@ -215,9 +217,9 @@ class CxxObjectsMixin:
         for f, owner in self.all_fields(cls):
             t, kinds, dims, _, _ = self.field_info(owner, f)
             nm = f"{base}_{f.name}"
-            if kinds and kinds[0] in ("ptr", "ref"):
-                self.unsupported(node, f"an array of {cls.name}, which has the pointer or reference member "
-                                       f"'{f.name}'")
+            if kinds and kinds[0] in ("ptr", "ref") or isinstance(t, ComplexType):
+                self.unsupported(node, f"an array of {cls.name}, which has the pointer, reference or complex64_t "
+                                       f"member '{f.name}'")
             if self.is_metal_matrix(t):
                 self.unsupported(node, f"an array of {cls.name}, which has the matrix member '{f.name}'")
             if isinstance(t, ClassInst):
@@ -735,7 +737,7 @@ class CxxObjectsMixin:
 
     def lvalue_load(self, lv, sp):
         if lv[0] == "var":
-            return ir.Var(lv[1].name, lv[1].type, span=sp)
+            return self.local_value(lv[1], sp)
         if lv[0] == "loc":
             return self.sem.view_load(lv[1], lv[2], sp)
         return None

@@ -12,6 +12,8 @@ from ...semantics.folding import const_value, fold
 from .literals import _literal
 from .metal_matrices import MatPtr
 from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
+from .complex64 import CplxVar
+from ...semantics import ComplexType, ComplexValue, is_complex
 
 # Metal's constants: the float ones from the builtin registry's table (the DSL exports the
 # same names), plus the integer limits and HUGE_VALF.
@@ -190,11 +192,16 @@ class ExpressionsMixin:
         if k in ("identifier", "qualified_identifier"):
             return self.name_expr(node)
         if k == "field_expression":
+            m = self.complex_member(node)        # z.real, p->imag of complex64_t (complex64.py)
+            if m is not None:
+                return m
             m = self.member_value(node)          # a member of an object (cxx_assign)
             if m is not None:
                 return m
             base = self.expr(node.child_by_field_name("argument"))
             comps = self.text(node.child_by_field_name("field"))
+            if is_complex(base) and self.text(node.child_by_field_name("operator")) == ".":
+                return self.complex_part(base, comps.strip(), node)
             if self.text(node.child_by_field_name("operator")) != "." or \
                     not isinstance(base.type, T.VectorType):
                 self.type_err(node, f"'{self.text(node)}': member access needs a vector")
@@ -318,6 +325,9 @@ class ExpressionsMixin:
             return self.expr(node.child_by_field_name("right"))
         if k == "initializer_list":
             self.type_err(node, "a {...} list needs a declared type here")
+        if k == "compound_literal_expression" and self.names_complex(node.child_by_field_name("type")):
+            return self.complex_construct([self.expr(c) for c in node.child_by_field_name("value").named_children],
+                                          node)            # complex64_t{re, im} (complex64.py)
         if k in ("compound_literal_expression", "template_function"):
             v = self.cxx_expr(node)              # T{...}, is_same_v<A, B> (cxx_assign)
             if v is not None:
@@ -493,6 +503,10 @@ class ExpressionsMixin:
         sym = self.lookup(name) if "::" not in txt or self.entity_named(node) is None else self.entity_named(node)
         if isinstance(sym, ir.Var):
             return ir.Var(sym.name, sym.type, span=sp)
+        if isinstance(sym, CplxVar):
+            return sym.value(sp)
+        if isinstance(sym, ComplexValue):           # a complex64_t header constant
+            return ComplexValue(*(ir.Const(c.value, c.type, span=sp) for c in sym.items), span=sp)
         if hasattr(sym, "cls") and hasattr(sym, "fields") or type(sym).__name__ == "PendingPtr":
             return self.object_as_value(sym, node)          # an object (cxx_objects)
         if isinstance(sym, Ref):
@@ -535,6 +549,8 @@ class ExpressionsMixin:
             return self.matrix_construct(t, args, node)
         if isinstance(t, T.VectorType):
             return self.vec_cons(t, args, node)
+        if isinstance(t, ComplexType):
+            return self.complex_construct(args, node)
         if len(args) != 1:
             self.type_err(node, f"{t.msl}(...) takes one argument")
         return self.sem.cast(t, args[0], sp)

@@ -7,6 +7,7 @@ from ... import ir
 from ... import types as T
 from ...errors import MetalbenchError, error_net
 from ...semantics.folding import fold
+from ...semantics.complexval import ComplexType, storage_elem
 from ...semantics.views import View
 from .constexpr import call_value, is_constexpr
 from .parse import _PARSER, _parse
@@ -195,6 +196,7 @@ class HeaderMixin:
             fparams = []
             sig = []
             scope = {}
+            cprologue = []          # complex64_t value parameters as complex locals (complex64.py)
             for p, a, lv in zip(params, args, lvals):
                 tnode = p.child_by_field_name("type")
                 decl = p.child_by_field_name("declarator")
@@ -255,7 +257,7 @@ class HeaderMixin:
                     r_atomic = lv[0] == "loc" and lv[1].atomic
                     # the parameter points to scalars (a vector reference: its components, which
                     # the function reads and writes through a view of the vector type)
-                    fparams.append(ir.FuncParam(pname, T.elem_of(pt), r_space, const))
+                    fparams.append(ir.FuncParam(pname, storage_elem(pt), r_space, const))
                     scope[pname] = Ref(self.sem.view_of(pname, pt, r_space, const=const, atomic=r_atomic))
                     sig.append(("ref", pt.name, r_space, r_atomic))
                     passing.append(("ref", self.sem.view_offset(lv[1], lv[2], sp)) if lv[0] == "loc"
@@ -278,13 +280,16 @@ class HeaderMixin:
                                        "read-only memory")
                     sp_name = space or a.space
                     # a vector pointer's storage is its components (as for a vector reference)
-                    fparams.append(ir.FuncParam(pname, T.elem_of(pt), sp_name, const))
+                    fparams.append(ir.FuncParam(pname, storage_elem(pt), sp_name, const))
                     scope[pname] = Buf(pname, pt, sp_name, atomic=atomic or a.atomic, const=const)
                     sig.append(("buf", pt.name, sp_name, a.atomic))
                     passing.append("ptr")
                 else:
                     if isinstance(a, View):
                         raise _NoMatch(f"argument for '{pname}' must be a value, not an array")
+                    if isinstance(pt, ComplexType):
+                        self.complex_value_param(pname, scope, fparams, sig, passing, cprologue)
+                        continue
                     fparams.append(ir.FuncParam(pname, pt))
                     scope[pname] = ir.Var(pname, pt)
                     sig.append(pt.name)
@@ -314,17 +319,17 @@ class HeaderMixin:
                 self.ret_type = ret
                 self.in_kernel = False
                 used_before = set(self.used_names)
-                self.used_names |= set(scope)
+                self.used_names |= set(scope) | {v.name for d in cprologue for v in [d.var]}
                 self.view_decls, self.alias_names = [], {}
                 body_node = fd.node.child_by_field_name("body")
                 try:
-                    prologue = self.advance_params(body_node, scope)
+                    prologue = cprologue + self.advance_params(body_node, scope)
                     body = prologue + self.block(body_node)
                 except MetalbenchError as e:
                     raise e.add_call_site(sp)        # show the body line that called it too
                 body = self.view_decls + body
                 self.used_names = used_before | {fname}
-                f = ir.Function(fname, fparams, ret, body, span=self.sp(fd.node))
+                f = ir.Function(fname, fparams, self.complex_carrier(ret), body, span=self.sp(fd.node))
                 self._spec_funcs[fname] = f
                 self.specialising.discard(key)
                 self.func_order.append(f)
@@ -338,6 +343,8 @@ class HeaderMixin:
                 conv_args.append(self.sem.view_arg(a, sp))
             elif how == "value":
                 conv_args.append(self.sem.convert(a, p.type))
+            elif how == "complex":           # complex64_t(a), passed as its parts (complex64.py)
+                conv_args.append(self.complex_arg(a, sp))
             elif how[0] == "ref":
                 conv_args.append(self.sem.view_arg(how[1], sp))
             else:
@@ -345,30 +352,31 @@ class HeaderMixin:
                 arr = self.fresh(f"_{var.name}_ref")
                 # a one-element copy (a vector: its components, as Metal lays it out), read and
                 # written through a view of the variable's type
-                n = (4 if var.type.n == 3 else var.type.n) if isinstance(var.type, T.VectorType) else 1
-                self.emit_pre(ir.ArrayDecl(arr, "thread", T.elem_of(var.type), (n,), span=sp), sp)
+                n = (4 if var.type.n == 3 else var.type.n) if isinstance(var.type, T.VectorType) else \
+                    2 if isinstance(var.type, ComplexType) else 1
+                self.emit_pre(ir.ArrayDecl(arr, "thread", storage_elem(var.type), (n,), span=sp), sp)
                 view = self.sem.view_of(arr, var.type, "thread", span=sp)
-                for st in self.sem.view_store(view, ir.Const(0, T.int32), ir.Var(var.name, var.type, span=sp), sp):
+                for st in self.sem.view_store(view, ir.Const(0, T.int32), self.local_value(var, sp), sp):
                     self.emit_pre(st, sp)
                 conv_args.append(ir.BufArg(arr, span=sp))
                 copies.append((var, view))
-        if not copies and all(h == "value" for h in passing) and \
+        if not isinstance(ret, ComplexType) and not copies and all(h == "value" for h in passing) and \
                 is_constexpr(fd, self.funcdef_code[id(fd.node)]):
             # a constexpr function called with constants is a constant expression (constexpr.py)
             v = call_value(self._spec_funcs[fname], conv_args)
             if v is not None:
                 return ir.Const(v.value, v.type, span=sp)
-        call = ir.FuncCall(fname, conv_args, ret, span=sp)
+        call = ir.FuncCall(fname, conv_args, self.complex_carrier(ret), span=sp)
         if not copies:
-            return call
+            return self.complex_result(call, ret, sp)
         result = None
         if ret is not None:
-            result = self.new_tmp(ret, call, sp)
+            result = self.complex_result(self.new_tmp(call.type, call, sp), ret, sp)
         else:
             self.emit_pre(ir.ExprStmt(call, span=sp), sp)
         for var, view in copies:
-            self.emit_pre(ir.Assign(ir.Var(var.name, var.type, span=sp),
-                                    self.sem.view_load(view, ir.Const(0, T.int32), sp), span=sp), sp)
+            for st in self.local_assign(var, self.sem.view_load(view, ir.Const(0, T.int32), sp), sp):
+                self.emit_pre(st, sp)
         return result
 
 

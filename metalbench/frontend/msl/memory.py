@@ -16,6 +16,7 @@ from ...semantics.views import View
 from ...errors import KernelSyntaxError, KernelTypeError
 from .metal_matrices import MetalMatrixType
 from .symbols import METAL_ONLY, SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES
+from .complex64 import CplxVar
 
 
 
@@ -195,7 +196,7 @@ class MemoryMixin:
             return self.cxx_lvalue(node)               # members, functions returning references
         if node.type == "identifier":
             sym = self.lookup(self.text(node))
-            if isinstance(sym, ir.Var):
+            if isinstance(sym, (ir.Var, CplxVar)):
                 return ("var", sym)
             if isinstance(sym, Ref):
                 return ("loc", self.ref_view(sym, self.sp(node)), ir.Const(0, T.int32))

@@ -39,7 +39,8 @@ _TEMPLATE_NAMES = {"static_cast", "reinterpret_cast", "const_cast", "mb_view", "
                    "simdgroup_matrix", "texture1d", "texture1d_array", "texture2d", "texture2d_array", "texture3d",
                    "texturecube", "texturecube_array", "texture2d_ms", "depth2d", "depth2d_array", "depthcube",
                    "texture_buffer", "array_ref", "packed_vec", "make_filled_simdgroup_matrix", "tuple", "pair",
-                   "numeric_limits", "template", "include", "Limits", "metal", "array", "matrix"}
+                   "numeric_limits", "template", "include", "Limits", "metal", "array", "matrix",
+                   "complex_t"}
 
 
 _LT_RE = re.compile(r"([A-Za-z_0-9]+)(\s*)<(?![<])")

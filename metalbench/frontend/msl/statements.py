@@ -13,6 +13,8 @@ from .printing import is_logger_decl, print_call
 from .struct_views import StructPtr
 from .symbols import Buf, NullPtr, Ptr, Ref, _SPACES, _TypeName
 from .memory import BufferChoice
+from .complex64 import CplxVar
+from ...semantics import ComplexType, is_complex
 
 
 class StatementsMixin:
@@ -152,6 +154,9 @@ class StatementsMixin:
                 return [ir.Return(span=sp)]
             if not vals:
                 self.type_err(node, "this function must return a value")
+            if isinstance(self.ret_type, ComplexType):      # returned as its parts, a float2 (complex64.py)
+                pre, v = self.with_pre(lambda: self.complex_return(vals[0], sp))
+                return pre + [ir.Return(v, span=sp)]
             pre, v = self.with_pre(lambda: self.sem.convert(self.value_as(vals[0], self.ret_type), self.ret_type))
             return pre + [ir.Return(v, span=sp)]
         if k == "alias_declaration":       # using T4 = vec<T, 4>;
@@ -333,7 +338,7 @@ class StatementsMixin:
         if d.type == "init_declarator":
             init = d.child_by_field_name("value")
             d = d.child_by_field_name("declarator")
-        if d.type == "array_declarator" and isinstance(base, T.VectorType):
+        if d.type == "array_declarator" and isinstance(base, (T.VectorType, ComplexType)):
             return self.vector_array_decl(d, init, base, space, top, sp)
         if d.type == "array_declarator":
             dims = []
@@ -416,6 +421,8 @@ class StatementsMixin:
             return self.threadgroup_scalar(name, base, init, atomic, sp, d)
         if atomic:
             self.unsupported(d, "an atomic local variable")
+        if isinstance(base, ComplexType):            # complex64_t: two float locals (complex64.py)
+            return self.complex_decl(name, init, top, d, sp)
         t = base
         val = None
         if t == "auto" and init is not None and init.type == "lambda_expression":
@@ -436,6 +443,8 @@ class StatementsMixin:
                     val = self.matrix_construct(t, [val], init)
             else:
                 val = self.expr(init) if t == "auto" else self.value_as(init, t)
+            if t == "auto" and is_complex(val):
+                return self.complex_local(name, val, sp)
             if t == "auto":
                 t = val.type
             val = self.sem.convert(val, t)
@@ -645,7 +654,9 @@ class StatementsMixin:
     def assign(self, lhs, op, rhs_node, sp, rhs=None) -> list[ir.Stmt]:
         """``lhs op= rhs`` (op None: plain assignment; rhs_node None: ++/--)."""
         def value(cur, t):
-            r = rhs if rhs is not None else (self.expr(rhs_node) if rhs_node is not None
+            if op is not None and isinstance(t, ComplexType):
+                self.complex_compound_check(op if rhs_node is not None or rhs is not None else op * 2, lhs)
+            r = rhs if rhs is not None else (self.assigned_value(rhs_node, t) if rhs_node is not None
                                              else ir.Const(1, T.int32, span=sp))
             if op is None:
                 return self.sem.convert(r, t)
@@ -665,6 +676,8 @@ class StatementsMixin:
         if k == "identifier":
             name = self.text(lhs)
             sym = self.lookup(name)
+            if isinstance(sym, CplxVar):
+                return self.complex_assign(sym, lhs, op, value, sp)
             if isinstance(sym, ir.Var):
                 if sym.name in self.kernel_syms and self.in_kernel and self.kernel_syms.get(sym.name) is sym:
                     self.type_err(lhs, f"'{name}' is a scalar input (constant T&) and cannot be assigned")
@@ -707,6 +720,9 @@ class StatementsMixin:
             cur = self.sem.view_load(v, idx, self.sp(lhs)) if op is not None else None
             return self.sem.view_store(v, idx, value(cur, v.type), sp)
         if k == "field_expression":
+            r = self.complex_member_assign(lhs, op, value, sp)     # c.real = v, x[i].imag += v
+            if r is not None:
+                return r
             base = lhs.child_by_field_name("argument")
             comps = self.text(lhs.child_by_field_name("field"))
             if base.type in ("subscript_expression", "pointer_expression") and not (

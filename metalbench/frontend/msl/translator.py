@@ -3,6 +3,7 @@ syntax mixins; the entry point :func:`translate_kernel`."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace as _r
 
 from ... import ir
 from ... import types as T
@@ -29,6 +30,7 @@ from .struct_views import StructViewsMixin
 from .lambdas import LambdasMixin
 from .operators import OperatorsMixin
 from .vector_arrays import VectorArraysMixin
+from .complex64 import NAMES as _COMPLEX_NAMES, ComplexMixin, complex_of
 from .array_pools import ArrayPoolsMixin
 from .metal_matrices import _TEMPLATES as _MATRIX_TYPE_TEMPLATES, MetalMatricesMixin, matrix_type_named
 from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
@@ -40,7 +42,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
                  CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin, BufferChoiceMixin,
-                 MetalMatricesMixin, ArrayPoolsMixin):
+                 MetalMatricesMixin, ArrayPoolsMixin, ComplexMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
 
     def __init__(self, name, src, hsrc, template, atomic_outputs):
@@ -156,6 +158,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             if inner is not None and inner.type in ("template_type", "qualified_identifier", "template_function"):
                 return self.resolve_type(inner)      # metal::vec<float, 4>
             txt = txt.split("::")[-1].strip()
+        if k in ("template_type", "template_function") and txt.replace(" ", "") in _COMPLEX_NAMES:
+            return self.named_type(txt.replace(" ", ""))      # complex_t<float> (complex64.py)
         if k in ("template_type", "template_function"):
             # (a template_function: the grammar's reading of vec<float, 4>(x), a constructor call)
             nm = self.text(node.child_by_field_name("name"))
@@ -200,7 +204,9 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         if isinstance(sym, _TypeName):
             return sym.t, False
         if txt in self.template and not isinstance(self.template[txt], (bool, int)):
-            return self.template[txt], False
+            return complex_of(self.template[txt]), False
+        if txt in _COMPLEX_NAMES:
+            return complex_of(T.complex64), False       # MLX's complex64_t (complex64.py)
         if txt in ("auto",):
             return "auto", False
         if matrix_type_named(txt) is not None:
@@ -236,18 +242,28 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         params = []
         syms = {}
         for nm, t, nd in inputs:
+            if nm in scalars and t is T.complex64:
+                self.complex_param(nm, t, 0, False)          # (raises: not supported)
             if nm in scalars:
                 params.append(ir.Param(nm, "scalar", t, 0))
                 syms[nm] = ir.Var(nm, t)
             else:
                 u = shape_use.get(nm, (False, False, False))
-                params.append(ir.Param(nm, "buffer", t, nd, uses_shape=u[0], uses_strides=u[1],
-                                       uses_ndim=u[2]))
-                syms[nm] = Buf(nm, t, "constant" if nm in constant else "device", const=True, ndim=nd)
+                if t is T.complex64:        # float32 pairs under complex64_t views (complex64.py)
+                    p, syms[nm] = self.complex_param(nm, t, nd, False)
+                    params.append(_r(p, uses_shape=u[0], uses_strides=u[1], uses_ndim=u[2]))
+                else:
+                    params.append(ir.Param(nm, "buffer", t, nd, uses_shape=u[0], uses_strides=u[1],
+                                           uses_ndim=u[2]))
+                    syms[nm] = Buf(nm, t, "constant" if nm in constant else "device", const=True, ndim=nd)
                 syms[nm + "_shape"] = ShapeArr(nm, nd, "shape")
                 syms[nm + "_strides"] = ShapeArr(nm, nd, "strides")
                 syms[nm + "_ndim"] = ir.Const(nd, T.int32)
         for nm, t, nd in outputs:
+            if t is T.complex64:
+                p, syms[nm] = self.complex_param(nm, t, nd, True)
+                params.append(p)
+                continue
             params.append(ir.Param(nm, "buffer", t, nd, is_output=True, atomic=self.atomic_outputs))
             syms[nm] = Buf(nm, t, "device", atomic=self.atomic_outputs, ndim=nd)
         self.used_names.update(syms)

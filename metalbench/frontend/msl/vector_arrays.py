@@ -1,6 +1,7 @@
 """MSL arrays of vectors: ``float4 acc[N][M] = {...};`` (thread and threadgroup) and
 ``constant half2 LUT[16] = {...};`` (header or body) as scalar arrays with a vector view over
-them (a 3-vector takes 4 elements, as Metal lays it out)."""
+them (a 3-vector takes 4 elements, as Metal lays it out). Arrays of MLX's ``complex64_t``
+are laid out the same way, as float pairs (``complex64.py``)."""
 from __future__ import annotations
 
 from dataclasses import replace as _r
@@ -9,6 +10,12 @@ from ... import ir
 from ... import types as T
 from ...semantics.folding import coerce_value, const_value, fold
 from .symbols import Ptr
+from ...semantics.complexval import ComplexType, storage_elem
+
+
+def _width(t) -> int:
+    """Elements one array element takes: a vector's (a 3-vector 4), a complex number's 2."""
+    return 2 if isinstance(t, ComplexType) else (4 if t.n == 3 else t.n)
 
 
 class VectorArraysMixin:
@@ -27,7 +34,7 @@ class VectorArraysMixin:
             inner = inner.child_by_field_name("declarator")
         name = self.text(inner)
         sp_name = space or "thread"
-        step = 4 if t.n == 3 else t.n
+        step = _width(t)
         total = step
         for x in dims:
             total *= x
@@ -36,8 +43,8 @@ class VectorArraysMixin:
         if sp_name not in ("thread", "threadgroup"):
             self.unsupported(d, f"a {sp_name} array of vectors")
         irname = self.fresh(name)
-        a = ir.ArrayDecl(irname, sp_name, t.elem, (total,), None, span=sp)
-        view = self.sem.view_of(irname, t.elem, sp_name, span=sp)
+        a = ir.ArrayDecl(irname, sp_name, storage_elem(t), (total,), None, span=sp)
+        view = self.sem.view_of(irname, storage_elem(t), sp_name, span=sp)
         view = _r(view, type=t, inner=tuple(dims[1:]))
         self.scopes[-1][name] = Ptr(view, None)
         if sp_name == "threadgroup":
@@ -49,7 +56,7 @@ class VectorArraysMixin:
         if init is not None:
             if init.type != "initializer_list":
                 self.type_err(init, "array initialisers are {...} lists")
-            a.init = [coerce_value(0, t.elem)] * total       # the elements not listed are zero
+            a.init = [coerce_value(0, storage_elem(t))] * total       # the elements not listed are zero
             flat = view
             for _ in dims[1:]:
                 flat = _r(flat, inner=flat.inner[1:])
@@ -67,8 +74,8 @@ class VectorArraysMixin:
         as Metal lays it out), read through a vector view."""
         if init is None or init.type != "initializer_list":
             self.type_err(d, "a constant array needs an initialiser {...}")
-        step = 4 if t.n == 3 else t.n
-        values = [coerce_value(0, t.elem)] * total          # the elements not listed are zero
+        step = _width(t)
+        values = [coerce_value(0, storage_elem(t))] * total          # the elements not listed are zero
         leaves = []
 
         def collect(node, depth, at):
@@ -90,21 +97,26 @@ class VectorArraysMixin:
         for k, item in leaves:
             isp = self.sp(item)
             val = self.vector_item(item, t)
-            for c in range(t.n):
-                comp = fold(self.sem.component(val, "xyzw"[c], isp))
+            comps = val.items if isinstance(t, ComplexType) else \
+                [self.sem.component(val, "xyzw"[c], isp) for c in range(t.n)]
+            for c, comp in enumerate(comps):
+                comp = fold(comp)
                 if not isinstance(comp, ir.Const):
                     self.type_err(item, "constant array initialisers must be compile-time constants")
-                values[k * step + c] = coerce_value(comp.value, t.elem)
+                values[k * step + c] = coerce_value(comp.value, storage_elem(t))
         gname = self.fresh(name) if not top else name
-        self.globals.append(ir.ArrayDecl(gname, "constant", t.elem, (total,), values, span=sp))
+        self.globals.append(ir.ArrayDecl(gname, "constant", storage_elem(t), (total,), values, span=sp))
         self.used_names.add(gname)
-        view = _r(self.sem.view_of(gname, t.elem, "constant", const=True, span=sp), type=t, inner=tuple(dims[1:]))
+        view = _r(self.sem.view_of(gname, storage_elem(t), "constant", const=True, span=sp), type=t,
+                  inner=tuple(dims[1:]))
         self.scopes[-1][name] = Ptr(view, None)
         return []
 
     def vector_item(self, item, t):
         """One element of a vector array's initialiser: a braced ``{a, b}`` or an expression
         converted to the vector type ``t``."""
+        if item.type == "initializer_list" and isinstance(t, ComplexType):
+            return self.complex_construct([self.expr(c) for c in item.named_children], item)
         if item.type == "initializer_list":
             return self.sem.vector(t, [self.expr(c) for c in item.named_children], self.sp(item))
         return self.sem.convert(self.expr(item), t, self.sp(item))
