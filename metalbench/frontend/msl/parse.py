@@ -106,6 +106,20 @@ def _respell_conversion_calls(text: str, out: list) -> None:
 _SCOPE_TEMPLATE_RE = re.compile(r"::\s*(template)(?=\s+[A-Za-z_])")
 
 
+# C++'s alternative tokens (``i < n and x[i] > 0``, ``not p``, ``a bitand m``, ``v xor_eq k``):
+# keywords for the operators they spell, respelled as those operators padded with blanks (same
+# length), so ``and``/``or`` are the short-circuit ``&&``/``||`` everywhere the translator reads them.
+_ALT_TOKENS = {"and": "&&", "or": "||", "not": "!", "bitand": "&", "bitor": "|", "xor": "^", "compl": "~",
+               "not_eq": "!=", "and_eq": "&=", "or_eq": "|=", "xor_eq": "^="}
+_ALT_TOKEN_RE = re.compile(r"(?<![\w.$])(" + "|".join(sorted(_ALT_TOKENS, key=len, reverse=True)) + r")(?![\w$])")
+
+
+def _respell_alternative_tokens(text: str, out: list) -> None:
+    for m in _ALT_TOKEN_RE.finditer(text):
+        op = _ALT_TOKENS[m.group(1)]
+        out[m.start():m.end()] = op + " " * (m.end() - m.start() - len(op))
+
+
 def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]:
     """Blank out Metal qualifiers (same length, so positions stay) and remember them
     by byte offset; also disambiguate ``<`` (see :func:`_swap_less`), remembered
@@ -121,6 +135,7 @@ def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]
             quals["{}"].add(m.start(1))
     _respell_keyword_casts(text, out)
     _respell_conversion_calls(text, out)
+    _respell_alternative_tokens(text, out)
     for m in _SCOPE_TEMPLATE_RE.finditer(text):
         out[m.start(1):m.end(1)] = " " * len("template")
 
