@@ -323,6 +323,9 @@ _FORMS = [
     ("bool b = x[i]; float s = x[i]; out[i] = b ? s + static_cast<float>(x[i]) + (float)x[i] : -1.0f;", "",
      mx.float32, np.where(X16.real != 0, 3 * X16.real, -1)),
     ("if (i == 0) { for (int j = 0; j < 16; j++) { out[j] = *x; x++; } }", "", mx.complex64, X16),
+    ("out[i] = getc(x, i) * getc(x, i); put(out, i);",
+     "inline complex64_t getc(const device complex64_t* p, uint k) { return p[k]; }\n"
+     "inline void put(device complex64_t* o, uint k) { o[k].imag += 1.0f; }", mx.complex64, X16 * X16 + 1j),
 ]
 
 
