@@ -9,6 +9,7 @@ their limits, and the choice of backend.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 
 from .errors import BackendUnavailableError, KernelLaunchError
@@ -21,7 +22,7 @@ BACKENDS = ("metal", "cuda", "sim")
 
 def _dims(value, what: str) -> tuple[int, int, int]:
     if isinstance(value, (int,)) or (hasattr(value, "__index__") and not isinstance(value, (tuple, list))):
-        dims = (int(value),)
+        dims = (value,)
     elif isinstance(value, (tuple, list)):
         dims = tuple(value)
     else:
@@ -34,7 +35,13 @@ def _dims(value, what: str) -> tuple[int, int, int]:
         if not hasattr(d, "__index__"):
             raise KernelLaunchError(f"{what} must contain ints, got {d!r} in {value!r}",
                                     hint="sizes count threads; convert with int(...)")
-        d = int(d)
+        try:
+            # operator.index, as MLX's int parameters take them: a 0-d integer array is a size, a
+            # float array (mx.divide of two uint32 arrays) or a 1-element vector is not (int() truncated)
+            d = operator.index(d)
+        except TypeError as e:
+            raise KernelLaunchError(f"{what} must contain ints, got {d!r} in {value!r}: {e}",
+                                    hint="sizes count threads; an integer division is //") from None
         if d <= 0:
             raise KernelLaunchError(f"{what} sizes must be positive, got {value!r}",
                                     hint="an empty input has nothing to launch; check the sizes")

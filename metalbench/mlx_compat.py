@@ -288,7 +288,7 @@ class MetalKernel(KernelBase):
                                             hint="pass output_shapes=[(n,)], output_dtypes=[mx.float32]")
             output_shapes = output_shapes or [tuple(first.shape)] * len(self.output_names)
             output_dtypes = output_dtypes or [first.dtype] * len(self.output_names)
-        output_shapes = [tuple(int(d) for d in s) for s in output_shapes]
+        output_shapes = _output_shapes(output_shapes)
         output_dtypes = list(output_dtypes)
         if len(output_shapes) != len(self.output_names):
             raise MetalKernelValueError(
@@ -398,6 +398,24 @@ class MetalKernel(KernelBase):
 
 
 # ----------------------------------------------------------------------------- helpers
+
+def _output_shapes(shapes) -> list[tuple]:
+    """MLX's ``output_shapes``: a list of shapes of ints (``operator.index``, as MLX's int
+    parameters take them: a 0-d integer array is a size; a float, a float array or a
+    1-element vector is not, where ``int()`` truncated silently).
+
+    >>> _output_shapes([(2, 3), [4]])
+    [(2, 3), (4,)]
+    """
+    import operator
+    out = []
+    for s in shapes:
+        try:
+            out.append(tuple(operator.index(d) for d in s))
+        except TypeError as e:
+            raise MetalKernelValueError(f"[metal_kernel] output_shapes must be a list of shapes of ints, got {s!r} "
+                                        f"in {shapes!r}: {e}", hint="sizes are ints: an integer division is //") from None
+    return out
 
 def _launch_dims(grid, threadgroup):
     try:

@@ -1,5 +1,7 @@
 """mb.metal_kernel's errors: MLX-compatible launch errors, body-line syntax errors."""
 import mlx.core as mx
+import numpy as np
+import metalbench as mb
 import pytest
 
 from metalbench.errors import KernelNameError, KernelSyntaxError, MetalbenchError
@@ -106,3 +108,25 @@ def test_a_kernel_name_metal_cannot_compile_is_an_error_naming_it():
           output_dtypes=[mx.float32], backend="sim")
     msg = str(ei.value)
     assert "scale_0.5_eps_1e-08" in msg and "'.'" in msg and "'-'" in msg and "custom_kernel_" in msg
+
+
+@pytest.mark.parametrize("bad", [(mx.array(420.0), 1, 1), (mx.divide(mx.array(840, dtype=mx.uint32), mx.array(2, dtype=mx.uint32)), 1, 1),
+                                 (mx.array([420]), 1, 1), (420.0, 1, 1)])
+def test_a_grid_of_floats_is_refused_as_mlx_refuses_it(bad):
+    # int() truncated a float mx.array (mx.divide of two uint32 arrays): a real wrapper ran
+    # 2 threads instead of 420 and gave a wrong answer without an error
+    k = mb.metal_kernel("grid_floats", ["x"], ["out"], "uint i = thread_position_in_grid.x; out[i] = x[i] + 1;")
+    x = mx.arange(420, dtype=mx.float32)
+    with pytest.raises(Exception, match="grid must contain ints"):
+        k(inputs=[x], grid=bad, threadgroup=(32, 1, 1), output_shapes=[(420,)], output_dtypes=[mx.float32], backend="sim")
+    out, = k(inputs=[x], grid=(mx.array(420), 1, 1), threadgroup=(32, 1, 1), output_shapes=[(420,)],
+             output_dtypes=[mx.float32], backend="sim")      # a 0-d integer array is a size, as in MLX
+    np.testing.assert_array_equal(np.asarray(out), np.arange(420) + 1)
+
+
+@pytest.mark.parametrize("bad", [[(4.0,)], [(mx.array(4.0),)], [(mx.array([4]),)], [4]])
+def test_output_shapes_of_floats_are_refused_as_mlx_refuses_them(bad):
+    k = mb.metal_kernel("shape_floats", ["x"], ["out"], "uint i = thread_position_in_grid.x; out[i] = x[i];")
+    with pytest.raises(Exception, match="output_shapes must be a list of shapes of ints"):
+        k(inputs=[mx.zeros(4)], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=bad,
+          output_dtypes=[mx.float32], backend="sim")
