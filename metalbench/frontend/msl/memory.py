@@ -13,7 +13,7 @@ from ... import ir
 from ... import types as T
 from ...semantics.folding import fold
 from ...semantics.views import View
-from ...errors import KernelSyntaxError, KernelTypeError
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from .metal_matrices import MetalMatrixType
 from .symbols import METAL_ONLY, SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES
 from .complex64 import CplxVar
@@ -327,6 +327,12 @@ class MemoryMixin:
             if r is None:
                 if base.type == "identifier" and isinstance(self.lookup(self.text(base)), ir.Var):
                     self.type_err(base, f"'{self.text(base)}' is a value, not an array or buffer")
+                if base.type == "identifier" and self.lookup(self.text(base)) is None:
+                    # a name declared nowhere (a misspelt or missing input, also one a header
+                    # macro indexes): say so, as for any other use of it
+                    name = self.text(base)
+                    raise KernelNameError(f"use of undeclared identifier '{name}'", self.sp(base),
+                                          hint=self._template_hint(name) or "declare it, or add it to input_names")
                 self.type_err(base, f"'{self.text(base)}' is not an array or buffer")
             if r > 0:
                 self.type_err(node, "a partial index of a multi-dimensional array is not a value")
