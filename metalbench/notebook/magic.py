@@ -84,15 +84,25 @@ _ATOMIC_RE = re.compile(r"&\s*([A-Za-z_]\w*)\s*\[")
 _IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
-def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
-    """Guess an MSL body's inputs (notebook arrays it mentions) and outputs (what it
-    stores to that is not an input).
+def _header_macros(header: str) -> str:
+    """The replacement text of the header's ``#define``s: a macro expands in the body, so the
+    arrays it names (``#define AT(i) src[i]``) are the body's inputs."""
+    text = re.sub(r"\\\n", " ", re.sub(r"//[^\n]*|/\*.*?\*/", " ", header or "", flags=re.S))
+    return "\n".join(m.group(1) for m in re.finditer(r"^\s*#\s*define\s+\w+(?:\([^)]*\))?(.*)$", text, re.M))
+
+
+def infer_msl_names(cell: str, ns: dict, header: str = "") -> tuple[list, list]:
+    """Guess an MSL body's inputs (notebook arrays it mentions, also through the header's
+    macros) and outputs (what it stores to that is not an input).
 
     >>> infer_msl_names("uint i = thread_position_in_grid.x; out[i] = 2 * inp[i];",
     ...                 {"inp": np.zeros(3)})
     (['inp'], ['out'])
+    >>> infer_msl_names("uint i = thread_position_in_grid.x; out[i] = AT(i);",
+    ...                 {"inp": np.zeros(3)}, header="#define AT(i) (2 * inp[(i)])")
+    (['inp'], ['out'])
     """
-    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S) + "\n" + _header_macros(header)
     # Member names (thread_position_in_grid.x, p->y, metal::exp) are not variables.
     idents = re.findall(r"(?<![\w.])(?<!::)(?<!->)[A-Za-z_]\w*", body)
     # x_shape / x_strides / x_ndim exist only for an input x: they mention x (its place in
@@ -117,6 +127,35 @@ def infer_msl_names(cell: str, ns: dict) -> tuple[list, list]:
     outputs = outs    # a stored-to name is an output even if a notebook array has that name
     inputs = [n for n in inputs if n not in outputs]
     return inputs, (outputs or ["out"])
+
+
+_ATOMIC_CALL_RE = re.compile(r"\batomic_(?:fetch_\w+|store|load|exchange|compare_exchange_\w+)\s*\(")
+_ATOMIC_PTR_RE = re.compile(r"\batomic(?:_\w+|\s*<[^;>]*>)\s*\*\s*\w+\s*=([^;]*);")
+
+
+def uses_atomic_outputs(cell: str, outputs: list) -> bool:
+    """Whether the body updates an output atomically, so that it needs MLX's
+    ``atomic_outputs=True``: an atomic function applied to an output (``&hist[i]``,
+    ``out + k``) or a pointer to atomics taken from one. Atomics on threadgroup memory
+    (``threadgroup atomic_uint bins[256];``) leave the outputs plain.
+
+    >>> uses_atomic_outputs("atomic_fetch_add_explicit(&hist[k], 1, memory_order_relaxed);", ["hist"])
+    True
+    >>> uses_atomic_outputs("threadgroup atomic_uint c[4]; atomic_fetch_add_explicit(&c[0], 1u, "
+    ...                     "memory_order_relaxed); out[0] = 1;", ["out"])
+    False
+    """
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
+    names = set(outputs)
+    firsts = [m.group(1) for m in _ATOMIC_PTR_RE.finditer(body)]
+    for m in _ATOMIC_CALL_RE.finditer(body):
+        depth, j = 0, m.end()
+        while j < len(body) and (depth or body[j] not in ",)"):
+            depth += body[j] in "([{"
+            depth -= body[j] in ")]}"
+            j += 1
+        firsts.append(body[m.end():j])
+    return any(names & set(_IDENT_RE.findall(a)) for a in firsts)
 
 
 def _order_note(res) -> str:
@@ -192,7 +231,14 @@ def _hint_scalar_input(e: MetalbenchError, ns: dict, inputs: list):
     the notebook's arrays only, so say how to pass it (MLX takes scalars as 0-d inputs)."""
     m = re.search(r"undeclared identifier '([A-Za-z_]\w*)'", str(e.args[0]) if e.args else "")
     v = ns.get(m.group(1)) if m else None
-    if isinstance(v, (bool, int, float, np.generic)):
+    if m and _is_data_array(v) and m.group(1) not in inputs:
+        # a notebook array the body reaches only where the inference does not look (a header
+        # function, a misspelt --inputs)
+        n = m.group(1)
+        e.hint = (f"'{n}' is a notebook array but not one of the inputs ({', '.join(inputs) or 'none'}): "
+                  f"list it with --inputs {','.join([*inputs, n])}")
+        e.args = (str(e),)
+    elif isinstance(v, (bool, int, float, np.generic)):
         n = m.group(1)
         e.hint = (f"'{n}' is a notebook number, and the inputs default to the notebook arrays the body "
                   f"mentions: pass it as an input with --inputs {','.join([*inputs, n])} (a 0-d input, as "
@@ -460,16 +506,20 @@ class MetalMagics(Magics):
             raise MagicError(f"kernel name {name!r} is not an identifier")
         _msl_syntax_check(cell)
         header = _eval(opts.header, ns, "--header") if opts.header else ""
+        # a template argument (--template T=float32,D=64) is never an input, even where the
+        # notebook has an array of that name
+        tmpl = parse_template(opts.template, ns)
+        ns_in = {n: v for n, v in ns.items() if n not in dict(tmpl)} if tmpl else ns
         if opts.inputs is not None or opts.outputs is not None:
-            g_in, g_out = infer_msl_names(cell, ns)
+            g_in, g_out = infer_msl_names(cell, ns_in, header)
             inputs = [s.strip() for s in opts.inputs.split(",") if s.strip()] if opts.inputs is not None else g_in
             outputs = [s.strip() for s in opts.outputs.split(",") if s.strip()] if opts.outputs else g_out
         else:
-            inputs, outputs = infer_msl_names(cell, ns)
+            inputs, outputs = infer_msl_names(cell, ns_in, header)
         res.guessed = {what: names for what, names, given in (("inputs", inputs, opts.inputs),
                                                                ("outputs", outputs, opts.outputs))
                        if given is None and len(names) > 1}
-        atomic = opts.atomic or bool(re.search(r"atomic_(fetch|store|load|exchange|compare)", cell))
+        atomic = opts.atomic or uses_atomic_outputs(cell, outputs)
         key = self._key("msl", opts, cell, ns) + repr((inputs, outputs, atomic))
         k = self.cache.get(key)
         res.cached = k is not None
@@ -490,7 +540,6 @@ class MetalMagics(Magics):
                                      hint="define them, or name the inputs with --inputs a,b")
                 return k, None, None
             values = [over[n] if n in over else ns[n] for n in inputs]
-        tmpl = parse_template(opts.template, ns)
         launch = self._launch_options(opts, ns)
         first = next((v for v in values if runtime.is_array(v)), None)
         if opts.output_shapes:

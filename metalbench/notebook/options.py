@@ -49,7 +49,8 @@ OPTIONS = [
      "in order",
      "--args 'dict(x=xs[0], a=0.5)'      --args '(2.0, x, y)'"),
     ("--inputs", "a,b", {},
-     "MSL body: its input names, in order (default: the notebook arrays the body mentions)",
+     "MSL body: its input names, in order (default: the notebook arrays the body mentions, also through "
+     "the header's #define macros, except --template names); a notebook number is passed only when listed here",
      "--inputs x,y"),
     ("--outputs", "out", {},
      "MSL body: its output names (default: the names the body stores to that are not inputs)",
@@ -74,7 +75,8 @@ OPTIONS = [
      "fill the outputs with V before the launch (they are uninitialised otherwise)",
      "--init-value 0"),
     ("--atomic", None, {"action": "store_true"},
-     "MSL body: the outputs are atomic (MLX's atomic_outputs=True; detected from atomic_* calls)",
+     "MSL body: the outputs are atomic (MLX's atomic_outputs=True; detected from atomic_* calls on an "
+     "output -- atomics on threadgroup memory leave the outputs plain)",
      "--atomic"),
     ("--backend", "auto|metal|cuda|sim", {"default": "auto", "choices": ["auto", "metal", "cuda", "sim"]},
      "where it runs: metal (Apple GPU), cuda (NVIDIA through MLX), sim (CPU simulator); auto picks "
