@@ -16,6 +16,8 @@ printed as CUDA for ``mx.fast.cuda_kernel``::
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import ir
@@ -407,7 +409,6 @@ def _output_shapes(shapes) -> list[tuple]:
     >>> _output_shapes([(2, 3), [4]])
     [(2, 3), (4,)]
     """
-    import operator
     out = []
     for s in shapes:
         try:
@@ -416,6 +417,7 @@ def _output_shapes(shapes) -> list[tuple]:
             raise MetalKernelValueError(f"[metal_kernel] output_shapes must be a list of shapes of ints, got {s!r} "
                                         f"in {shapes!r}: {e}", hint="sizes are ints: an integer division is //") from None
     return out
+
 
 def _launch_dims(grid, threadgroup):
     try:

@@ -84,10 +84,19 @@ _ATOMIC_RE = re.compile(r"&\s*([A-Za-z_]\w*)\s*\[")
 _IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
+def _uncommented(text: str) -> str:
+    """``text`` with its C comments blanked (names in comments are not uses).
+
+    >>> _uncommented("a // b\\n/* c */ d")
+    'a  \\n  d'
+    """
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+
+
 def _header_macros(header: str) -> str:
     """The replacement text of the header's ``#define``s: a macro expands in the body, so the
     arrays it names (``#define AT(i) src[i]``) are the body's inputs."""
-    text = re.sub(r"\\\n", " ", re.sub(r"//[^\n]*|/\*.*?\*/", " ", header or "", flags=re.S))
+    text = re.sub(r"\\\n", " ", _uncommented(header or ""))
     return "\n".join(m.group(1) for m in re.finditer(r"^\s*#\s*define\s+\w+(?:\([^)]*\))?(.*)$", text, re.M))
 
 
@@ -102,7 +111,7 @@ def infer_msl_names(cell: str, ns: dict, header: str = "") -> tuple[list, list]:
     ...                 {"inp": np.zeros(3)}, header="#define AT(i) (2 * inp[(i)])")
     (['inp'], ['out'])
     """
-    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S) + "\n" + _header_macros(header)
+    body = _uncommented(cell) + "\n" + _header_macros(header)
     # Member names (thread_position_in_grid.x, p->y, metal::exp) are not variables.
     idents = re.findall(r"(?<![\w.])(?<!::)(?<!->)[A-Za-z_]\w*", body)
     # x_shape / x_strides / x_ndim exist only for an input x: they mention x (its place in
@@ -145,7 +154,7 @@ def uses_atomic_outputs(cell: str, outputs: list) -> bool:
     ...                     "memory_order_relaxed); out[0] = 1;", ["out"])
     False
     """
-    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
+    body = _uncommented(cell)
     names = set(outputs)
     firsts = [m.group(1) for m in _ATOMIC_PTR_RE.finditer(body)]
     for m in _ATOMIC_CALL_RE.finditer(body):
@@ -179,7 +188,7 @@ def _unknown_arrays(cell: str, ns: dict, outputs: list) -> list:
     >>> _unknown_arrays("float t[2]; t[0] = inpt[i]; out[i] = t[0];", {}, ["out"])
     ['inpt']
     """
-    body = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cell, flags=re.S)
+    body = _uncommented(cell)
     try:    # from the syntax tree, as infer_msl_names excludes locals
         from ..frontend.msl.memory import declared_names
         declared = declared_names(cell)
