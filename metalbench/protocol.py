@@ -38,7 +38,7 @@ from . import types as T
 from .codegen.c_like import compact
 from .errors import user_facing
 # The thin path lives in thin.py; its names stay importable from here.
-from .thin import (_ENV_KEY, _SIGNATURES, MISS, MLX_SMALL_POOL_BYTES, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
+from .thin import (_ENV_KEY, mlx_passes_shape, _SIGNATURES, MISS, MLX_SMALL_POOL_BYTES, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
                    arg_signature, backend_token, launch_guard, mlx_array_type, padded_length, scalar_array, signatures,
                    thin_gpu_call)
 
@@ -371,7 +371,11 @@ class MLXLaunch:
         self.backend = backend
         self.spec_inputs = spec.launch_inputs(backend)
         self.names = [n for n, _, _ in self.spec_inputs]
-        self.converters = [_converter(kind, t, backend) for _, kind, t in self.spec_inputs]
+        # which inputs MLX passes shape arguments for (a 0-d scalar of those crosses as a vector)
+        body = getattr(r, "body", None)
+        self.shaped = [body is None or mlx_passes_shape(n, body) for n in self.names]
+        self.converters = [_converter(kind, t, backend, shaped)
+                           for (_, kind, t), shaped in zip(self.spec_inputs, self.shaped)]
         self.kwargs = dict(grid=tuple(grid), threadgroup=tuple(threadgroup),
                            output_shapes=[tuple(s) for _, s, _ in outputs],
                            output_dtypes=[T.to_mlx(runtime.carrier(t, backend)) for _, _, t in outputs])

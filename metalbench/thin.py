@@ -23,9 +23,11 @@ from . import runtime
 from . import scalar
 from . import types as T
 
-def _converter(kind: str, t: T.ScalarType, backend: str = ""):
+def _converter(kind: str, t: T.ScalarType, backend: str = "", shaped: bool = True):
     """value -> what MLX receives for an input of ``kind`` and type ``t`` on ``backend``
-    (float64 on cuda: its bits, ``runtime.carrier``)."""
+    (float64 on cuda: its bits, ``runtime.carrier``). ``shaped``: whether MLX passes this
+    input's shape arguments (:func:`mlx_passes_shape`; a 0-d ``mx.array`` scalar must
+    then cross as a vector on cuda)."""
     mx_array = mlx_array_type()
     if runtime.carrier(t, backend) is not t:
         if kind != "scalar":
@@ -57,9 +59,21 @@ def _converter(kind: str, t: T.ScalarType, backend: str = ""):
             # pass its shape argument whenever the body holds ``<name>_shape`` anywhere, also
             # inside another input's (``k`` and ``codebook_shape``): every later argument
             # shifts (an illegal address in vmlx's codebook kernels). A vector has both.
-            return v.reshape(1) if vector and v.ndim == 0 else v
+            # Only then: the reshape is an MLX op per launch (~3 us a call on the H200)
+            return v.reshape(1) if shaped and vector and v.ndim == 0 else v
         return scalar_array(v, t, vector)
     return scalar if kind == "scalar" else buffer
+
+
+def mlx_passes_shape(name: str, body: str) -> bool:
+    """Whether MLX's CUDA kernel passes input ``name``'s shape, strides or ndim argument:
+    MLX decides by a plain substring search of the body (``custom_kernel.cpp``), so
+    ``k`` counts as shaped when the body names ``codebook_shape``.
+
+    >>> mlx_passes_shape("k", "n = codebook_shape[0];"), mlx_passes_shape("a", "out[i] = a[0];")
+    (True, False)
+    """
+    return any(name + s in body for s in ("_shape", "_strides", "_ndim"))
 
 
 _SCALARS: dict = {}
@@ -321,7 +335,8 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     for j, ((name, kind, t), c, v, i) in enumerate(zip(plan.spec_inputs, plan.converters, first_values, sources)):
         a = where[i] if i < len(where) else f"fixed[{i - len(where)}]"
         if (type(v) is mx_array and v.dtype == T.to_mlx(t) and c is not runtime.float64_bits
-                and not (kind == "scalar" and plan.backend == "cuda" and v.ndim == 0)):   # (_converter)
+                and not (kind == "scalar" and plan.backend == "cuda" and v.ndim == 0
+                         and plan.shaped[j])):   # (_converter)
             items.append(f"vec[{i}]")
             gitems.append(a)
         elif kind == "scalar" and not runtime.is_array(v):

@@ -46,7 +46,8 @@ class FakeCudaKernel:
         assert len(inputs) == len(self.kw["input_names"])
         self.calls.append(list(inputs))
         by = dict(zip(self.kw["input_names"], inputs))
-        out = by["a"].reshape(-1)[0] * by["x"] + by["y"]     # (a kernel reads a scalar's element 0)
+        a, x, y = (by.get(n, inputs[j]) for j, n in enumerate("axy"))    # (or by position)
+        out = a.reshape(-1)[0] * x + y     # (a kernel reads a scalar's element 0)
         return [out.astype(output_dtypes[0]).reshape(output_shapes[0])]
 
 
@@ -139,17 +140,29 @@ def test_mx_export_function_traces_through(fake_cuda, kind, tmp_path):
 
 def test_scalar_inputs_follow_mlx_rules(fake_cuda):
     """Python scalars become int32/float32/bool arrays, as MLX converts them; a 0-d
-    mx.array keeps its dtype and value. On cuda both cross as one-element vectors (MLX
-    0.32's CUDA kernels mismatch a 0-d input's shape parameter: thin._converter)."""
+    mx.array keeps its dtype and value and reaches MLX untouched (the very object), unless
+    MLX would pass that input's shape argument (its name + ``_shape`` in the CUDA body):
+    MLX 0.32's CUDA kernels mismatch a 0-d input's shape parameter, so such an input
+    crosses as a one-element vector (thin._converter, thin.mlx_passes_shape)."""
     k = mb.metal_kernel("sc", ["a", "x", "y"], ["out"], SAXPY_MSL)
     x = mx.array(rand(32))
     call_msl(k, 2, x, x, backend="cuda")
     assert fake_cuda[-1].calls[-1][0].dtype == mx.int32
     s = mx.array(1.5, dtype=mx.float16)
-    for _ in range(2):                              # the binding call, then the thin path
+    for _ in range(3):                              # the binding call, then the thin path
         call_msl(k, s, x, x, backend="cuda")
         a = fake_cuda[-1].calls[-1][0]
-        assert a.dtype == mx.float16 and a.shape == (1,) and a.item() == 1.5   # the user's own array, reshaped
+        assert a is s                                # no reshape: an MLX op per launch
+    body = fake_cuda[-1].kw["source"]
+    assert "a_shape" not in body and "x_shape" in body
+    # a scalar whose name ends another input's shape name in the body ("ka" in "xka_shape")
+    src = "uint i = thread_position_in_grid.x;\nif (i < xka_shape[0]) { out[i] = ka * xka[i] + y[i]; }"
+    k2 = mb.metal_kernel("sc2", ["ka", "xka", "y"], ["out"], src)
+    for _ in range(3):
+        out = k2(inputs=[s, x, x], grid=(32, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(32,)],
+                 output_dtypes=[mx.float32], backend="cuda")
+        a = fake_cuda[-1].calls[-1][0]
+        assert a.dtype == mx.float16 and a.shape == (1,) and a.item() == 1.5   # the user's array, reshaped
 
 
 def test_launch_guard_input_is_prepared_once(fake_cuda):
@@ -243,3 +256,26 @@ def test_a_0d_input_named_like_the_end_of_another_inputs_shape():
         out = kern(inputs=[mx.array(cb), mx.array(idx), mx.array(3, dtype=mx.uint32)], grid=(32, 1, 1),
                    threadgroup=(32, 1, 1), output_shapes=[(32,)], output_dtypes=[mx.float32], backend="cuda")[0]
         np.testing.assert_allclose(np.asarray(out), cb[idx.astype(np.int64) * 3 + 1] * 3, rtol=1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.int32])
+def test_a_0d_scalar_crosses_untouched_on_cuda(dtype):
+    """A 0-d ``mx.array`` scalar whose name MLX finds with no ``_shape`` in the body goes to
+    the CUDA kernel as the user's 0-d array (no reshape): MLX's signature and arguments
+    agree for it, and the kernel reads its element; eager, repeated (the thin path) and
+    under ``mx.compile``."""
+    src = "uint i = thread_position_in_grid.x;\nif (i < x_shape[0]) { out[i] = float(a) * x[i] + y[i]; }"
+    k = mb.metal_kernel("scalar0d", ["a", "x", "y"], ["out"], src)
+    n = 1000
+    x, y = mx.array(rand(n)), mx.array(rand(n))
+    for v in (3, -2, 5):
+        a = mx.array(v, dtype=dtype)
+
+        def f(x, y):
+            return k(inputs=[a, x, y], grid=(n, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(n,)],
+                     output_dtypes=[mx.float32], backend="cuda")[0]
+        want = v * np.asarray(x) + np.asarray(y)
+        for _ in range(2):
+            np.testing.assert_allclose(np.asarray(f(x, y)), want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(mx.compile(f)(x, y)), want, rtol=1e-6, atol=1e-6)
