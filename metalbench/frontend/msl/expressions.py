@@ -119,6 +119,44 @@ class ExpressionsMixin:
             stack.extend(n.named_children)
         return False
 
+    def value_parens(self, stmt):
+        """``stmt`` parsed again where tree-sitter read a parenthesised value as a C cast:
+        ``s * (ODIM) + i % 4`` (``ODIM`` a template value or a variable) comes back as
+        ``s * cast<ODIM>(+i) % 4``, whose operators bind wrongly, so rewriting the cast alone
+        cannot fix it. Such parentheses -- around a single name that is no type, before a
+        unary ``+ - * &`` -- are blanked (same length, so spans stay) and the whole text is
+        parsed again; the statement's node in the new tree is returned (``stmt`` itself when
+        there are none). Nested statements are left to their own turn, when their scope's
+        names are known."""
+        spots, stack = [], list(stmt.named_children)
+        while stack:
+            n = stack.pop()
+            if n.type.endswith("statement") or n.type == "declaration" and n is not stmt:
+                continue
+            if n.type == "cast_expression":
+                tn, val = n.child_by_field_name("type"), n.child_by_field_name("value")
+                inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
+                if (tn.type != "type_descriptor" or tn.named_child_count == 1) and inner is not None \
+                        and inner.type in ("type_identifier", "identifier") and not self.is_type_name(inner) \
+                        and val.type in ("unary_expression", "pointer_expression"):
+                    spots += [n.start_byte, self.code.index(")", tn.end_byte)]
+            stack.extend(n.named_children)
+        if not spots:
+            return stmt
+        from .parse import _PARSER
+        code = list(self.code)
+        for p in spots:
+            code[p] = " "
+        code = "".join(code)
+        found = _PARSER.parse(code.encode()).root_node.descendant_for_byte_range(stmt.start_byte, stmt.end_byte)
+        while found is not None and (found.start_byte, found.end_byte, found.type) != \
+                (stmt.start_byte, stmt.end_byte, stmt.type):
+            found = found.parent
+        if found is None or found.has_error:
+            return stmt
+        self.code = code           # the text the new nodes index (only those parentheses differ)
+        return found
+
     def reparse_expression(self, cast, tn):
         """The parenthesised part of a ``cast_expression`` tree-sitter misread (``(a & (a * a))
         * b``, where ``a`` is a variable), parsed again as an expression. The text is parsed
