@@ -162,24 +162,83 @@ class ExpressionsMixin:
         * b``, where ``a`` is a variable), parsed again as an expression. The text is parsed
         alone, at its own byte offsets (everything else blanked, newlines kept), so the new
         nodes' spans and ``self.text`` stay those of the kernel source."""
-        from .parse import _PARSER
         start, end = cast.start_byte, tn.end_byte
         while end < len(self.code) and self.code[end] != ")":
             end += 1
+        found = self._reparse(start, end + 1, tn)
+        if found is None or found.type != "parenthesized_expression" or found.has_error:
+            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'")
+        return found
+
+    def _reparse(self, start, end, tn, hole=None):
+        """The node spanning bytes [start, end) of the source, parsed alone as an expression
+        (``hole``: a byte range written as one identifier of its length); None if no node
+        spans exactly that range."""
+        from .parse import _PARSER
         lead = "int x="             # written into the blanks of any earlier line long enough
         before = "".join(c if c == "\n" else " " for c in self.code[:start])
         at = before.find(" " * len(lead))
         if at < 0:
-            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'",
+            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type') or tn)}'",
                           hint="write the operator's left side without parentheses")
-        text = before[:at] + lead + before[at + len(lead):] + self.code[start:end + 1] + ";"
-        root = _PARSER.parse(text.encode()).root_node
-        found = root.named_descendant_for_byte_range(start, end + 1)
-        while found is not None and (found.start_byte, found.end_byte) != (start, end + 1):
+        body = self.code[start:end]
+        if hole is not None:
+            body = body[:hole[0] - start] + "_" * (hole[1] - hole[0]) + body[hole[1] - start:]
+        root = _PARSER.parse((before[:at] + lead + before[at + len(lead):] + body + ";").encode()).root_node
+        found = root.named_descendant_for_byte_range(start, end)
+        while found is not None and (found.start_byte, found.end_byte) != (start, end):
             found = found.parent
-        if found is None or found.type != "parenthesized_expression" or found.has_error:
-            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'")
         return found
+
+    def misread_cast(self, node) -> bool:
+        """Is ``node`` a ``cast_expression`` whose "type" is an expression: ``(a) - b`` read as a
+        cast of ``-b`` to a type ``a`` (``a`` a variable), ``(a & (a * a)) * b`` as a cast of
+        ``*b`` to a function type whose "parameters" are variables? No type-id names a variable."""
+        if node.type != "cast_expression":
+            return False
+        tn, val = node.child_by_field_name("type"), node.child_by_field_name("value")
+        if val is None or val.type not in ("unary_expression", "pointer_expression"):
+            return False
+        inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
+        if tn.type == "type_descriptor" and self.names_a_non_type(tn.child_by_field_name("declarator")):
+            return True
+        return inner is not None and inner.type in ("type_identifier", "identifier") and not self.is_type_name(inner)
+
+    def misread_chain(self, node):
+        """``(a) + b * c``, ``a`` a variable: tree-sitter reads ``(a) + b`` as a cast of ``+b``,
+        which binds tighter than every binary operator, so the tree is ``((a) + b) * c``. When
+        the leftmost operand of the binary chain ``node`` heads is such a cast, ``node`` parsed
+        again with the parentheses written as one identifier (they hold an expression; see
+        ``paren_group``), so C++'s precedence holds: ``a + (b * c)``. None when it is not."""
+        p = node.parent
+        if p is not None and p.type == "binary_expression" and p.child_by_field_name("left") == node:
+            return None                 # the chain's head decides
+        leaf = node
+        while leaf.type == "binary_expression":
+            leaf = leaf.child_by_field_name("left")
+        return self.reparse_misread(node, leaf) if self.misread_cast(leaf) else None
+
+    def reparse_misread(self, top, cast):
+        """``top`` (a misread cast, or the binary chain it heads) parsed again with the cast's
+        parenthesised "type" as a hole: an identifier standing for that parenthesised expression."""
+        group = self.reparse_expression(cast, cast.child_by_field_name("type"))
+        if "\n" in self.code[group.start_byte:group.end_byte]:
+            self.unsupported(group, f"'{self.text(top)[:40]}' (a parenthesised expression over several "
+                             "lines, followed by + - * or &, that C++'s grammar also reads as a cast); "
+                             "write it on one line")
+        found = self._reparse(top.start_byte, top.end_byte, cast.child_by_field_name("type"),
+                              hole=(group.start_byte, group.end_byte))
+        if found is None or found.has_error:
+            self.type_err(cast, f"unknown type '{self.text(cast.child_by_field_name('type'))}'")
+        if not hasattr(self, "paren_groups"):
+            self.paren_groups = {}
+        self.paren_groups[group.start_byte] = group
+        return found
+
+    def paren_group(self, node):
+        """The parenthesised expression a hole left by ``reparse_misread`` stands for, or None."""
+        g = getattr(self, "paren_groups", {}).get(node.start_byte)
+        return g if g is not None and g.end_byte == node.end_byte and self.code[node.start_byte] == "(" else None
 
     def constant_select(self, cond: bool, node, sp):
         """``c ? a : b`` with a compile-time constant ``c``: only the side taken runs (MLX's
@@ -213,6 +272,10 @@ class ExpressionsMixin:
             if inner.type == "compound_statement":
                 return self.statement_expression(inner)
             return self.expr(inner)
+        if k == "binary_expression":
+            again = self.misread_chain(node)       # (a) + b * c, `a` a variable
+            if again is not None:
+                return self.expr(again)
         if self.has_matrices:
             m = self.matrix_expr(node)                  # m * v, determinant(m) (metal_matrices)
             if m is not None:
@@ -228,7 +291,8 @@ class ExpressionsMixin:
         if k == "char_literal":
             return ir.Const(_char_value(self.text(node), self, node), T.int8, span=sp)
         if k in ("identifier", "qualified_identifier"):
-            return self.name_expr(node)
+            g = self.paren_group(node) if k == "identifier" else None
+            return self.expr(g) if g is not None else self.name_expr(node)
         if k == "field_expression":
             m = self.complex_member(node)        # z.real, p->imag of complex64_t (complex64.py)
             if m is not None:
@@ -323,22 +387,9 @@ class ExpressionsMixin:
             if self.ptr_rank(node) is not None:
                 self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
                               hint="index it (p[i]) or dereference it (*p)")
-            inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
-            if val.type in ("unary_expression", "pointer_expression") and tn.type == "type_descriptor" \
-                    and self.names_a_non_type(tn.child_by_field_name("declarator")):
-                # `(int(a) & (a * a)) * b`: read as a cast of `*b` to a function type whose
-                # "parameters" are variables; no type-id names a variable: an expression
-                op = self.text(val.child_by_field_name("operator"))
-                return self.binop(op, self.expr(self.reparse_expression(node, tn)),
-                                  self.expr(val.child_by_field_name("argument")), node)
-            if inner is not None and inner.type in ("type_identifier", "identifier") \
-                    and not self.is_type_name(inner) and val.type in ("unary_expression", "pointer_expression"):
-                # `(a) - b` parsed as a cast of `-b` to type `a`; `(a & (a * a)) * a` as a cast
-                # of `*a` to the abstract type `a& (a*)`: the parentheses hold an expression
-                op = self.text(val.child_by_field_name("operator"))
-                left = inner if tn.type != "type_descriptor" or tn.named_child_count == 1 \
-                    else self.reparse_expression(node, tn)
-                return self.binop(op, self.expr(left), self.expr(val.child_by_field_name("argument")), node)
+            if self.misread_cast(node):
+                # `(a) - b`, `(a & (a * a)) * b`: the parentheses hold an expression
+                return self.expr(self.reparse_misread(node, node))
             t, _ = self.resolve_type(tn)
             v = self.value_as(val, t)
             return self.cast_to(t, [v], node)

@@ -1,0 +1,65 @@
+"""A parenthesised variable before + - * &: tree-sitter reads `(a) + b` as a cast of `+b` to a
+type `a`, which binds tighter than every binary operator, so `(a) + b * c` came out as
+`((a) + b) * c`. The MSL front end parses such a chain again with C++'s precedence. Found in
+natten-mlx's window macros: `int _end = (START) + (K) * (DIL);` with START a variable."""
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+
+CHAINS = ["(A) + A * 3", "(A) - A * A + 1", "(A) & A + 1", "(A) - 2 << 1", "(A) + (B) * (A)",
+          "(A) * B + A", "(A) - B * 2 - A % 5", "((A & (A * A)) - A * 2)", "(int(A) & A) + A * 2",
+          "(A) + B * 2 > A ? 1 : 0", "(B) - A * B * 2"]
+
+
+@pytest.mark.parametrize("expr", CHAINS)
+def test_chain_after_parenthesised_variable_keeps_cpp_precedence(expr):
+    a = np.array([3, -5, 7, 1000, -77, 12], np.int32)
+    src = f"uint i = thread_position_in_grid.x;\nint A = a[i];\nint B = A / 2 + 1;\nauto r = {expr};\nout[i] = r;\n"
+    k = mb.metal_kernel("chain", ["a"], ["out"], src)
+    out = k(inputs=[mx.array(a)], grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1), output_shapes=[a.shape],
+            output_dtypes=[mx.int32], backend="sim")[0]
+    A = a.astype(np.int64)
+    B = np.trunc(A / 2).astype(np.int64) + 1            # C++ division truncates
+    py = expr.replace("int(A)", "A")
+    if "?" in py:                                       # c ? x : y
+        cond, rest = py.split("?")
+        py = f"np.where({cond}, {rest.split(':')[0]}, {rest.split(':')[1]})"
+    want = eval(py.replace("A % 5", "np.fmod(A, 5)"), {"A": A, "B": B, "np": np})
+    np.testing.assert_array_equal(np.array(out), np.asarray(want, np.int64).astype(np.int32))
+
+
+def test_window_macro_with_parenthesised_parameters():
+    """A do/while(0) macro writing `(OUT) = ...` and reading `(START) + (K) * (DIL)`, its
+    arguments variables: the shape of neighbourhood-attention window helpers."""
+    src = r"""
+#define WIN_END(OUT, START, LEN, K, DIL) do { \
+    int _end = (START) + (K) * (DIL);         \
+    if (_end > (LEN)) _end = (LEN);           \
+    (OUT) = _end;                             \
+} while(0)
+uint i = thread_position_in_grid.x;
+int start = int(i) - 1;
+int len = 40;
+int k = 5;
+int dil = int(d[i]);
+int e = 0;
+WIN_END(e, start, len, k, dil);
+out[i] = e;
+"""
+    d = np.array([1, 2, 3, 4, 1, 7, 2, 9], np.int32)
+    kern = mb.metal_kernel("win", ["d"], ["out"], src)
+    out = kern(inputs=[mx.array(d)], grid=(d.size, 1, 1), threadgroup=(d.size, 1, 1),
+               output_shapes=[d.shape], output_dtypes=[mx.int32], backend="sim")[0]
+    i = np.arange(d.size)
+    np.testing.assert_array_equal(np.array(out), np.minimum(i - 1 + 5 * d, 40))
+
+
+def test_float_chain_after_parenthesised_variable():
+    x = np.linspace(-2, 3, 7).astype(np.float32)
+    src = "uint i = thread_position_in_grid.x;\nfloat v = x[i];\nfloat w = 0.5f;\nout[i] = (v) - w * v * 2.0f;\n"
+    k = mb.metal_kernel("fchain", ["x"], ["out"], src)
+    out = k(inputs=[mx.array(x)], grid=(x.size, 1, 1), threadgroup=(x.size, 1, 1), output_shapes=[x.shape],
+            output_dtypes=[mx.float32], backend="sim")[0]
+    np.testing.assert_allclose(np.array(out), x - 0.5 * x * 2.0, rtol=1e-6)
