@@ -253,7 +253,7 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, threadgroup=None, lengths=
             ins.append(np.ascontiguousarray(a) if spec.ensure_row_contiguous else a)   # MLX copies then
         outs = []
         for s, d in zip(output_shapes, output_dtypes):
-            t = T.from_mlx(d)
+            t = T.from_mlx(d, complex_ok=True)      # complex64: MLX's complex64_t (two floats)
             o = np.zeros(tuple(s), np.uint16 if t is T.bfloat16 else t.np)
             if init_value is not None:
                 o[...] = np.asarray(init_value, np.float32).astype(t.np).view(o.dtype) if t is T.bfloat16 \

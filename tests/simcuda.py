@@ -54,15 +54,15 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, *args, **kwargs):
         assert len(inputs) == len(r.input_names), (r.input_names, len(inputs))
         values = {}
         for p, v in zip(ins, inputs):                      # the user's inputs come first, in order
-            assert v.dtype == T.to_mlx(runtime.carrier(p.type, "cuda")), (p.name, v.dtype, p.type)
+            assert v.dtype == T.to_mlx(_mlx_type(p)), (p.name, v.dtype, p.type)
             a = runtime.to_numpy(v)
             if p.type is T.float64:
                 a = a.view(np.float64)
             values[p.name] = a.reshape(-1)[0] if p.kind == "scalar" else a
         outs = []
         for p, s, d in zip(outs_ir, output_shapes, output_dtypes):
-            assert d == T.to_mlx(runtime.carrier(p.type, "cuda")), (p.name, d, p.type)
-            outs.append((p.name, tuple(s), p.type))
+            assert d == T.to_mlx(_mlx_type(p)), (p.name, d, p.type)
+            outs.append((p.name, tuple(s), T.complex64 if p.complex else p.type))
         iv = init_value
         if iv and any(t is T.float64 for _, _, t in outs):
             # MLX fills the uint64 it holds a float64 output as with the float32 init_value
@@ -73,6 +73,14 @@ def _fake_mlx_kernel(self, backend, exact_grid=False, *args, **kwargs):
         return [mx.array(runtime.to_numpy(o).view(np.uint64)) if t is T.float64 else o
                 for (_, _, t), o in zip(outs, res)]
     return call
+
+
+def _mlx_type(p):
+    """The type MLX holds parameter ``p`` as on cuda: float64 as its bits, a complex64 buffer
+    (``ir.Param.complex``, float32 storage in the IR) as complex64."""
+    from metalbench import runtime
+    from metalbench import types as T
+    return T.complex64 if p.complex else runtime.carrier(p.type, "cuda")
 
 
 NVRTC_FAILED: dict = {}

@@ -75,6 +75,7 @@ class Dialect:
     cast_buffer_args: bool = False
     nan: str = "NAN"
     half_suffix: str | None = None         # MSL: 1.0h
+    complex_buffers: bool = False          # prints complex64 buffers (CUDA: CUDAPrinter.param_aliases)
     indent: str = "    "
 
 
@@ -89,7 +90,7 @@ class CPrinter:
         if dialect is not None:
             self.dialect = dialect
         self.d = self.dialect
-        for p in (p for p in kernel.params if p.complex):     # MLX declares complex64_t*: not aliased yet
+        for p in (p for p in kernel.params if p.complex and not self.d.complex_buffers):   # MLX declares complex64_t*
             raise KernelTypeError(f"'{p.name}' is a complex64 buffer (complex64_t): metalbench does not print kernels "
                                   f"with complex64 inputs or outputs as {'CUDA' if self.d.name == 'CUDA' else 'MSL'} "
                                   "yet; they run on backend='sim', and on backend='metal' MLX compiles the body as "

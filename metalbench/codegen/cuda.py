@@ -80,7 +80,7 @@ threadIdx blockIdx blockDim gridDim warpSize dim3 uint3 int3 float2 float3 float
 uint4 make_uint3 half bfloat __half __nv_bfloat16 inf cg cooperative_groups mlx Shape Strides
 MAX_NDIM min max abs fabsf expf logf sqrtf powf atomicAdd atomicSub atomicMin atomicMax atomicAnd
 atomicOr atomicXor atomicExch atomicCAS int8_t uint8_t int16_t uint16_t int32_t uint32_t int64_t
-uint64_t size_t cuda std elem_to_loc device constant thread threadgroup kernel uint ushort uchar
+uint64_t size_t cuda std complex64_t complex_t elem_to_loc device constant thread threadgroup kernel uint ushort uchar
 ulong
 """.split()
 
@@ -99,7 +99,7 @@ CUDA = Dialect(
     # CUDA fences order every memory space; there is no warp-scope one (the block's is stronger)
     fence={"device": "__threadfence();", "threadgroup": "__threadfence_block();",
            "simdgroup": "__threadfence_block();"},
-    inf="INFINITY", nan="NAN", half_suffix=None, cast_buffer_args=True,
+    inf="INFINITY", nan="NAN", half_suffix=None, cast_buffer_args=True, complex_buffers=True,
 )
 
 # ----------------------------------------------------------------------------- header helpers
@@ -508,21 +508,34 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
             return f"{self.name(s.var.name)} = {self.float64_product(v.a, v.b)}"   # not *=
         return super().assign_text(s)
 
-    def float64_aliases(self, lines: list[str]) -> list[str]:
-        """``lines`` (the kernel body) with the float64 parameters read as double: MLX
-        refuses float64 arrays on the GPU, so they arrive as uint64 (their bits;
-        MLX declares ``const uint64_t* x``). A nested block declares ``double* x`` over
-        the bits under the parameter's own name, so the body prints unchanged and
-        ``x_shape``/``x_strides`` stay MLX's."""
-        params = [p for p in self.k.params if p.type is T.float64]
+    def param_aliases(self, lines: list[str]) -> list[str]:
+        """``lines`` (the kernel body) with the parameters MLX declares with another type
+        than the IR reads them as, under their own names in a nested block (so the body
+        prints unchanged and ``x_shape``/``x_strides`` stay MLX's):
+
+        - float64 as double: MLX refuses float64 arrays on the GPU, so they arrive as
+          uint64 (their bits; MLX declares ``const uint64_t* x``);
+        - complex64 as float: MLX declares ``const mlx::core::cu::complex64_t* x``
+          (``cuda::std::complex<float>``, ``mlx/backend/cuda/device/complex.cuh``), two
+          floats (real, imaginary) per element, which is the storage the IR reads
+          (``ir.Param.complex``): the complex arithmetic of the MSL body (MLX's Metal
+          ``complex64_t``) is already real arithmetic in the IR, as on the simulator."""
+        params = [p for p in self.k.params if p.type is T.float64 or p.complex]
         if not params:
             return lines
-        out = ["// MLX carries float64 as its bits (uint64_t): read them as double"]
-        inner = []
+        out, inner = [], []
+        if any(p.type is T.float64 for p in params):
+            out.append("// MLX carries float64 as its bits (uint64_t): read them as double")
+        if any(p.complex for p in params):
+            out.append("// MLX passes complex64 as complex64_t (cuda::std::complex<float>): read its parts as floats")
         for p in params:
             n, c = self.name(p.name), "" if p.is_output else "const "
-            out.append(f"{c}uint64_t* mb_bits_{n} = {n};")
-            inner.append(f"{c}double* {n} = reinterpret_cast<{c}double*>(mb_bits_{n});")
+            if p.complex:
+                out.append(f"{c}complex64_t* mb_cplx_{n} = {n};")
+                inner.append(f"{c}float* {n} = reinterpret_cast<{c}float*>(mb_cplx_{n});")
+            else:
+                out.append(f"{c}uint64_t* mb_bits_{n} = {n};")
+                inner.append(f"{c}double* {n} = reinterpret_cast<{c}double*>(mb_bits_{n});")
         ind = self.d.indent
         return out + ["{"] + [ind + x for x in inner] + [ind + x if x else x for x in lines] + ["}"]
 
@@ -743,10 +756,10 @@ def render(kernel: ir.KernelIR, exact_grid: bool = False, threadgroup=None, leng
     p = CUDAPrinter(kernel, exact_grid, facts)
     p.setup_guard(kernel, guard)
     lines = p.body_lines()    # printing decides the helpers and extra inputs
-    r = render_with(p, kernel, p.float64_aliases(p.prelude() + p.guard_prelude() + lines),
+    r = render_with(p, kernel, p.param_aliases(p.prelude() + p.guard_prelude() + lines),
                     extra_items=[] if exact_grid else [(GRID_INPUT, "grid", "")])
     r.header = base_prelude(r.header + r.body) + "\n\n" + r.header      # first: the rest uses it
     if facts.threadgroup is not None:
         r.header += launch_bounds(facts.group_threads)
-    return mlx_facing_types(r)
+    return mlx_facing_types(r, kernel)
 

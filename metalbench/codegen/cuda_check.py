@@ -34,7 +34,7 @@ def _includes() -> str:
     if _inc is None or not os.path.isdir(_inc):
         d = tempfile.mkdtemp(prefix="metalbench_cuda_")
         for rel in ("mlx/backend/cuda/device/utils.cuh", "cooperative_groups.h", "cuda_fp16.h", "cuda_bf16.h",
-                    "cuda/std/array", "cuda/std/limits"):
+                    "cuda/std/array", "cuda/std/limits", "cuda/std/complex"):
             p = Path(d, rel)
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(f'#include "{_SHIM}"\n')

@@ -215,12 +215,14 @@ class ReadGuardMixin:
         wide = self._wide | {self._views[v][0] for v in self._wide if v in self._views}
         for r in roots:
             n, nd = self.name(r), self.k.param(r).ndim
+            # a complex64 input is read as floats (CUDAPrinter.param_aliases): two per element
+            two = "2ull * " if self.k.param(r).complex else ""
             if rows:
                 lo = f"const long long mb_lo_{n} = 0; " if r in wide else ""
-                out.append(f"{lo}const unsigned long long mb_n_{n} = mb_extent_rows({n}_shape, {nd});")
+                out.append(f"{lo}const unsigned long long mb_n_{n} = {two}mb_extent_rows({n}_shape, {nd});")
             else:
-                out.append(f"long long mb_lo_{n}; "
-                           f"const unsigned long long mb_n_{n} = mb_extent({n}_shape, {n}_strides, {nd}, mb_lo_{n});")
+                out.append(f"long long mb_lo_{n}; const unsigned long long mb_n_{n} = "
+                           f"{two}mb_extent({n}_shape, {n}_strides, {nd}, mb_lo_{n});" + (f" mb_lo_{n} *= 2;" if two else ""))
         for v in sorted(x for x in self.guarded if x in self._views):
             root, elem = self._views[v]
             r, vn = self.name(root), self.name(v)

@@ -120,9 +120,13 @@ unsigned long long atomicCAS(unsigned long long*, unsigned long long, unsigned l
 namespace cuda { namespace std {
 template <class T, int N> struct array { T _v[N]; T& operator[](int); const T& operator[](int) const; };
 template <class T> struct numeric_limits { static T infinity(); static T max(); static T lowest(); };
+// MLX's complex64_t (mlx/backend/cuda/device/complex.cuh): the type of a complex64 argument
+template <class T> struct complex { T _re, _im; T real() const; T imag() const; };
 } }
 namespace cooperative_groups {}
 namespace mlx { namespace core { namespace cu {
 using Shape = cuda::std::array<int32_t, 10>;
 using Strides = cuda::std::array<int64_t, 10>;
+template <class T> using complex_t = cuda::std::complex<T>;
+using complex64_t = complex_t<float>;
 } } }

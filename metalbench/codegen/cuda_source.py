@@ -9,11 +9,14 @@ from .. import types as T
 from .c_like import Rendered
 
 CUDA_TYPES = {t.name: t.cuda for t in T.ALL_SCALARS}
+# MLX's spelling in the signature (dtype_to_cuda_type): cuda::std::complex<float>
+CUDA_TYPES["complex64"] = "mlx::core::cu::complex64_t"
 
 
-def mlx_facing_types(r: Rendered) -> Rendered:
+def mlx_facing_types(r: Rendered, kernel=None) -> Rendered:
     """``r`` with its input and output types as MLX declares them: float64 as uint64
-    (``runtime.carrier``), so ``full_source`` prints MLX's signature.
+    (``runtime.carrier``), the complex64 buffers of ``kernel`` (``ir.Param.complex``,
+    float32 in the IR) as complex64, so ``full_source`` prints MLX's signature.
 
     >>> from metalbench import ir, types as T
     >>> k = ir.KernelIR("k", [ir.Param("x", "buffer", T.float64), ir.Param("o", "buffer", T.float64,
@@ -25,6 +28,11 @@ def mlx_facing_types(r: Rendered) -> Rendered:
     True
     """
     from ..runtime import carrier
+    if kernel is not None:
+        cplx = [p.complex for p in kernel.inputs]
+        r.input_types = [(T.complex64, nd) if k < len(cplx) and cplx[k] else (t, nd)
+                         for k, (t, nd) in enumerate(r.input_types)]
+        r.output_types = [T.complex64 if p.complex else t for p, t in zip(kernel.outputs, r.output_types)]
     r.input_types = [(carrier(t, "cuda"), nd) for t, nd in r.input_types]
     r.output_types = [carrier(t, "cuda") for t in r.output_types]
     return r
@@ -114,10 +122,11 @@ def _scalar(v) -> T.ScalarType:
     if isinstance(v, T.ScalarType):
         return v
     if isinstance(v, str):
-        return T.lookup(v)
-    return T.from_mlx(v)
+        return T.complex64 if v == "complex64" else T.lookup(v)
+    return T.from_mlx(v, complex_ok=True)     # a template type may be complex64 (using T = complex64_t)
 
 
 def _mlx_type_string(v) -> str:
     from ..mlx_signature import type_string
-    return type_string(_scalar(v))
+    t = _scalar(v)
+    return "complex64_t" if t is T.complex64 else type_string(t)     # MLX's get_type_string
