@@ -138,7 +138,7 @@ class Specialization:
     def inputs(self) -> list[tuple[str, str, T.ScalarType]]:
         """``[(name, "buffer"|"scalar", ScalarType)]``: the user's inputs in MLX order."""
         if self._inputs is None:
-            self._inputs = [(p.name, p.kind, p.type) for p in self.ir.inputs]
+            self._inputs = [(p.name, p.kind, T.complex64 if p.complex else p.type) for p in self.ir.inputs]
         return self._inputs
 
     def merge_plans(self):

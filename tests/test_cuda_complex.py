@@ -313,21 +313,15 @@ def test_the_printed_msl_still_refuses_complex64():
 
 
 # -- backend="cuda" end to end (converters, launch plan, thin calls) --------------------------
-def _complex_reaches_mlx() -> bool:
-    """Whether a launch hands complex64 inputs to MLX as complex64 (``Specialization.inputs``
-    giving the MLX type of an ``ir.Param.complex``), not converted to the IR's float32."""
+def test_complex_inputs_reach_mlx_as_complex64():
+    """A launch hands complex64 inputs to MLX as complex64 (``Specialization.inputs`` gives
+    the MLX type of an ``ir.Param.complex``), not converted to the IR's float32 storage."""
     c = CASES[0]
     k = _kernel(c)
     sp = k.specialization(k.bind(**_launch_kw(c, "sim")))
-    return sp.launch_inputs("cuda")[0][2] is T.complex64
+    assert sp.launch_inputs("cuda")[0][2] is T.complex64
 
 
-NEEDS_LAUNCH = pytest.mark.skipif(not _complex_reaches_mlx(), reason=(
-    "the launch converts complex64 inputs to the IR's float32 storage type: protocol.Specialization.inputs "
-    "must give T.complex64 for an ir.Param.complex"))
-
-
-@NEEDS_LAUNCH
 @pytest.mark.skipif(not hostcuda.HAVE_GXX, reason="needs g++")
 @pytest.mark.parametrize("c", CASES[:3] + CASES[-2:], ids=[c.name for c in CASES[:3] + CASES[-2:]])
 def test_backend_cuda_on_the_host(c, monkeypatch):
@@ -338,7 +332,6 @@ def test_backend_cuda_on_the_host(c, monkeypatch):
         _close({n: np.array(o) for n, o in zip(c.outputs, outs)}, c.ref(c.inputs), c.rtol)
 
 
-@NEEDS_LAUNCH
 def test_backend_cuda_with_numpy_inputs_and_init_value(monkeypatch):
     hostcuda.install(monkeypatch)
     k = mb.metal_kernel(name="cplx_init", input_names=["a"], output_names=["out"],
