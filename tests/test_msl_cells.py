@@ -59,13 +59,16 @@ if (i < xe_shape[0]) { out[i] = xe[i] * scale_e + eps_e; }
 """
 
 
-def test_a_notebook_number_the_body_uses_is_named_as_an_input_to_pass(ip):  # noqa: F811
-    # model kernels take eps/scale as 0-d inputs; the inputs are guessed from the notebook's
-    # arrays, so a plain number needs --inputs: the error says so, and then the cell runs
+def test_a_notebook_number_the_body_uses_is_an_input(ip):  # noqa: F811
+    # model kernels take eps/scale as 0-d inputs (a Python number in inputs=[x, scale, eps]);
+    # before, such a number needed --inputs: now the front end's 'undeclared identifier' makes
+    # it an input, 0-d, in the order the body names it
     ip.user_ns.update(xe=np.arange(40, dtype=np.float32), scale_e=0.5, eps_e=np.float32(1e-3))
-    r = cell(ip, "scaled_e --grid (64, 1, 1) --threadgroup (32, 1, 1) --no-widget", SCALED)
+    r = cell(ip, "scaled_e --grid (64, 1, 1) --threadgroup (32, 1, 1) --ref 'lambda x, s, e: x * s + e' "
+                 "--no-widget", SCALED)
+    assert r.error is None and r.check.ok, r.error or r.check
+    assert ip.user_ns["scaled_e"].input_names == ["xe", "scale_e", "eps_e"]
+    # a number named in --inputs is left to it: a body that names one not listed still fails
+    r = cell(ip, "scaled_e --grid (64, 1, 1) --threadgroup (32, 1, 1) --inputs xe,scale_e --no-widget", SCALED)
     msg = str(r.error)
-    assert "undeclared identifier 'scale_e'" in msg and "--inputs xe,scale_e" in msg, msg
-    r = cell(ip, "scaled_e --grid (64, 1, 1) --threadgroup (32, 1, 1) --inputs xe,scale_e,eps_e "
-                 "--ref 'lambda x, s, e: x * s + e' --no-widget", SCALED)
-    assert r.error is None and r.check.ok
+    assert "undeclared identifier 'eps_e'" in msg and "--inputs xe,scale_e,eps_e" in msg, msg

@@ -47,8 +47,11 @@ def test_threadgroup_atomics_leave_the_outputs_plain(ip):  # noqa: F811
     ("// atomic_fetch_add_explicit(&hist[k], 1, memory_order_relaxed);\nhist[k] = 1;", False),
 ])
 def test_which_bodies_update_an_output_atomically(body, atomic):
-    from metalbench.notebook.magic import uses_atomic_outputs
-    assert uses_atomic_outputs(body, ["hist"]) is atomic
+    # (the front end decides it now: tests/test_atomic_outputs.py has the rest)
+    from metalbench import types as T
+    from metalbench.frontend.msl.atomic_outputs import atomic_outputs_needed
+    body = "uint k = thread_position_in_grid.x % 2;\n" + body
+    assert atomic_outputs_needed("k", body, inputs=[], outputs=[("hist", T.int32, 1)]) is atomic
 
 
 CMUL = """

@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 from .. import runtime
-from ..errors import KernelCheckError, KernelInternalError, MetalbenchError, Source, Span
+from ..errors import KernelCheckError, KernelInternalError, KernelNameError, MetalbenchError, Source, Span
 from .options import MagicError, evaluate as _eval, help_text, parse_line, parse_template  # noqa: F401
 
 _PY_START = re.compile(r"(?:async\s+)?def\s|@")
@@ -61,26 +61,33 @@ def detect_lang(cell: str) -> str:
 
 
 def _remap_msl_error(e: MetalbenchError, kname: str, cell: str) -> MetalbenchError:
-    """MSL errors count body lines from 1; in a cell the body starts at line 2."""
-    sp = e.span
-    if sp is not None and sp.source is not None and sp.source.name == f"{kname} source" \
-            and sp.source.first_line == 1:
-        src = Source("cell", sp.source.text, 2)
-        e.span = Span(src, sp.line + 1, sp.col, None if sp.end_line is None else sp.end_line + 1, sp.end_col)
+    """MSL errors count body lines from 1; in a cell the body starts at line 2 (a translation
+    that counted from 2 only needs the name). The lines that called a header function too."""
+    def remap(sp):
+        if sp is None or sp.source is None or sp.source.name != f"{kname} source" or sp.source.first_line > 2:
+            return sp
+        d = 2 - sp.source.first_line
+        return Span(Source("cell", sp.source.text, 2), sp.line + d, sp.col,
+                    None if sp.end_line is None else sp.end_line + d, sp.end_col)
+    spans = [e.span, *e.call_sites]
+    new = [remap(sp) for sp in spans]
+    if any(a is not b for a, b in zip(spans, new)):
+        e.span, e.call_sites = new[0], new[1:]
         e.args = (str(e),)
     return e
 
 
-def _msl_syntax_check(cell: str):
+def _msl_syntax_check(cell: str, header: str = ""):
     try:
-        from ..frontend.msl import _parse
+        from ..frontend.msl.translator import parse_body
     except ImportError:
         return
-    _parse(cell, Source("cell", cell, 2), 1, True)
+    # read as the translation reads it: the header's macros and templates (f<N>(x) is a call)
+    parse_body(cell, Source("cell", cell, 2), header)
 
 
 _ASSIGN_RE = re.compile(r"\b([A-Za-z_]\w*)\s*\[[^;]*?\]\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
-_ATOMIC_RE = re.compile(r"&\s*([A-Za-z_]\w*)\s*\[")
+_ATOMIC_RE = re.compile(r"&\s*([A-Za-z_]\w*)\s*\[")     # (a store's target, in a body that does not parse)
 _IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
@@ -120,9 +127,9 @@ def infer_msl_names(cell: str, ns: dict, header: str = "") -> tuple[list, list]:
     inputs = [n for n in idents if n in ns and _is_data_array(ns[n]) and not n.startswith("_")]
     try:    # what the body stores through, from its syntax tree (stores under `if` too)
         from ..frontend.msl.memory import declared_names, written_names
-        outs = written_names(cell)
+        outs = written_names(cell, header)
         # a local (float v[4]; auto k_ = ...) is not the notebook array of that name
-        local = declared_names(cell)
+        local = declared_names(cell, header)
         inputs = [n for n in inputs if n not in local]
     except MetalbenchError:       # not MSL that parses: a guess from the text
         outs = []
@@ -136,35 +143,6 @@ def infer_msl_names(cell: str, ns: dict, header: str = "") -> tuple[list, list]:
     outputs = outs    # a stored-to name is an output even if a notebook array has that name
     inputs = [n for n in inputs if n not in outputs]
     return inputs, (outputs or ["out"])
-
-
-_ATOMIC_CALL_RE = re.compile(r"\batomic_(?:fetch_\w+|store|load|exchange|compare_exchange_\w+)\s*\(")
-_ATOMIC_PTR_RE = re.compile(r"\batomic(?:_\w+|\s*<[^;>]*>)\s*\*\s*\w+\s*=([^;]*);")
-
-
-def uses_atomic_outputs(cell: str, outputs: list) -> bool:
-    """Whether the body updates an output atomically, so that it needs MLX's
-    ``atomic_outputs=True``: an atomic function applied to an output (``&hist[i]``,
-    ``out + k``) or a pointer to atomics taken from one. Atomics on threadgroup memory
-    (``threadgroup atomic_uint bins[256];``) leave the outputs plain.
-
-    >>> uses_atomic_outputs("atomic_fetch_add_explicit(&hist[k], 1, memory_order_relaxed);", ["hist"])
-    True
-    >>> uses_atomic_outputs("threadgroup atomic_uint c[4]; atomic_fetch_add_explicit(&c[0], 1u, "
-    ...                     "memory_order_relaxed); out[0] = 1;", ["out"])
-    False
-    """
-    body = _uncommented(cell)
-    names = set(outputs)
-    firsts = [m.group(1) for m in _ATOMIC_PTR_RE.finditer(body)]
-    for m in _ATOMIC_CALL_RE.finditer(body):
-        depth, j = 0, m.end()
-        while j < len(body) and (depth or body[j] not in ",)"):
-            depth += body[j] in "([{"
-            depth -= body[j] in ")]}"
-            j += 1
-        firsts.append(body[m.end():j])
-    return any(names & set(_IDENT_RE.findall(a)) for a in firsts)
 
 
 def _order_note(res) -> str:
@@ -181,7 +159,7 @@ def _order_note(res) -> str:
             f"order (this one is {flags})")
 
 
-def _unknown_arrays(cell: str, ns: dict, outputs: list) -> list:
+def _unknown_arrays(cell: str, ns: dict, outputs: list, header: str = "") -> list:
     """Names the body indexes (``inpt[i]``) that are neither notebook variables, outputs,
     nor arrays it declares (``float tmp[4];``, ``threadgroup T buf[N];``).
 
@@ -191,7 +169,7 @@ def _unknown_arrays(cell: str, ns: dict, outputs: list) -> list:
     body = _uncommented(cell)
     try:    # from the syntax tree, as infer_msl_names excludes locals
         from ..frontend.msl.memory import declared_names
-        declared = declared_names(cell)
+        declared = declared_names(cell, header)
     except MetalbenchError:       # not MSL that parses: a guess from the text
         declared = set(re.findall(r"\b[A-Za-z_]\w*[\s*&]+([A-Za-z_]\w*)\s*\[", body))
     found = []
@@ -254,6 +232,31 @@ def _hint_scalar_input(e: MetalbenchError, ns: dict, inputs: list):
                   f"MLX passes scalars), or make it an array ({n} = mx.array({n})), or a template value "
                   f"(--template {n}=...)")
         e.args = (str(e),)
+
+
+def _number_input(e: MetalbenchError, ns: dict, inputs: list, tmpl) -> str | None:
+    """The notebook number (bool, int, float) that ``e`` says is undeclared in the body, if any
+    and not a --template name or already an input."""
+    m = re.search(r"undeclared identifier '([A-Za-z_]\w*)'", e.message)
+    n = m.group(1) if m else None
+    if n is None or n.startswith("_") or n in inputs or n in dict(tmpl or ()):
+        return None
+    return n if isinstance(ns.get(n), (bool, int, float, np.generic)) else None
+
+
+def _by_mention(names: list, cell: str, header: str = "") -> list:
+    """``names`` in the order the body (then the header's macros) first names them; ``x_shape``
+    & co. name ``x``.
+
+    >>> _by_mention(["x", "T"], "for (int t = 0; t < T; ++t) out[t] = x[t];")
+    ['T', 'x']
+    """
+    text = _uncommented(cell) + "\n" + _header_macros(header)
+
+    def first(n):
+        m = re.search(rf"(?<![\w.])(?<!::)(?<!->){n}(?:_shape|_strides|_ndim)?\b", text)
+        return m.start() if m else len(text)
+    return sorted(names, key=first)
 
 
 def _is_data_array(v) -> bool:
@@ -435,7 +438,7 @@ class MetalMagics(Magics):
         consts = sorted((n, repr(ns[n])) for n in set(_IDENT_RE.findall(cell))
                         if n in ns and isinstance(ns[n], (bool, int, float, str, np.generic)))
         extra = (opts.name, opts.inputs, opts.outputs, opts.header and repr(_eval(opts.header, ns, "--header")),
-                 opts.atomic, opts.template if lang == "msl" else None,
+                 opts.atomic, opts.no_row_contiguous, opts.template if lang == "msl" else None,
                  opts.compile_options and repr(_eval(opts.compile_options, ns, "--compile-options")))
         h = hashlib.sha256(repr((lang, cell, extra, consts)).encode()).hexdigest()
         return h
@@ -509,12 +512,11 @@ class MetalMagics(Magics):
 
     # ----------------------------------------------------------------------------- MSL
     def _msl(self, opts, cell, ns, res):
-        from ..mlx_compat import metal_kernel
         name = opts.name or "kernel"
         if not name.isidentifier():
             raise MagicError(f"kernel name {name!r} is not an identifier")
-        _msl_syntax_check(cell)
         header = _eval(opts.header, ns, "--header") if opts.header else ""
+        _msl_syntax_check(cell, header)
         # a template argument (--template T=float32,D=64) is never an input, even where the
         # notebook has an array of that name
         tmpl = parse_template(opts.template, ns)
@@ -525,18 +527,35 @@ class MetalMagics(Magics):
             outputs = [s.strip() for s in opts.outputs.split(",") if s.strip()] if opts.outputs else g_out
         else:
             inputs, outputs = infer_msl_names(cell, ns_in, header)
-        res.guessed = {what: names for what, names, given in (("inputs", inputs, opts.inputs),
-                                                               ("outputs", outputs, opts.outputs))
-                       if given is None and len(names) > 1}
-        atomic = opts.atomic or uses_atomic_outputs(cell, outputs)
-        key = self._key("msl", opts, cell, ns) + repr((inputs, outputs, atomic))
-        k = self.cache.get(key)
-        res.cached = k is not None
-        if k is None:
-            copts = _eval(opts.compile_options, ns, "--compile-options") if opts.compile_options else None
-            k = metal_kernel(name=name, input_names=inputs, output_names=outputs, source=cell, header=header,
-                             ensure_row_contiguous=True, atomic_outputs=atomic, compile_options=copts)
-        self.cache[key] = k
+        for _ in range(16):
+            res.guessed = {what: names for what, names, given in (("inputs", inputs, opts.inputs),
+                                                                   ("outputs", outputs, opts.outputs))
+                           if given is None and len(names) > 1}
+            try:
+                return self._msl_kernel(name, cell, header, inputs, outputs, tmpl, opts, ns, res)
+            except KernelNameError as e:
+                # a notebook number the body names (T in the repository's inputs=[q, k, T]) is
+                # an input, as MLX passes a Python number: 0-d, in the order the body names it
+                n = _number_input(e, ns, inputs, tmpl) if opts.inputs is None else None
+                if n is None:
+                    raise
+                inputs = _by_mention([*inputs, n], cell, header)
+        raise MagicError(f"{name}: too many notebook numbers taken as inputs", hint="list them with --inputs")
+
+    def _msl_kernel(self, name, cell, header, inputs, outputs, tmpl, opts, ns, res):
+        from ..mlx_compat import metal_kernel
+        copts = _eval(opts.compile_options, ns, "--compile-options") if opts.compile_options else None
+        key = self._key("msl", opts, cell, ns) + repr((inputs, outputs))
+
+        def kernel(atomic):
+            k = self.cache.get((key, atomic))
+            res.cached = k is not None
+            if k is None:
+                k = metal_kernel(name=name, input_names=inputs, output_names=outputs, source=cell, header=header,
+                                 ensure_row_contiguous=not opts.no_row_contiguous, atomic_outputs=atomic,
+                                 compile_options=copts)
+            self.cache[(key, atomic)] = k
+            return k
         over = _eval(opts.args, ns, "--args") if opts.args else None
         if isinstance(over, (list, tuple)):
             values = list(over)
@@ -547,7 +566,9 @@ class MetalMagics(Magics):
                 if opts.grid:
                     raise MagicError(f"{name}: input(s) {', '.join(missing)} are not defined in the notebook",
                                      hint="define them, or name the inputs with --inputs a,b")
-                return k, None, None
+                # no launch here: which outputs are atomic, from a float32 reading of the inputs
+                return kernel(opts.atomic or self._atomic(name, cell, header, inputs, outputs, None, tmpl, copts)), \
+                    None, None
             values = [over[n] if n in over else ns[n] for n in inputs]
         launch = self._launch_options(opts, ns)
         first = next((v for v in values if runtime.is_array(v)), None)
@@ -564,7 +585,7 @@ class MetalMagics(Magics):
         else:
             dtypes = None
         if shapes is None or dtypes is None:
-            unknown = _unknown_arrays(cell, ns, outputs) if not inputs else []
+            unknown = _unknown_arrays(cell, ns, outputs, header) if not inputs else []
             if unknown:
                 # the usual reason for no input: the array's name is misspelt or not yet defined
                 raise MagicError(f"{name}: the body reads {', '.join(u + '[...]' for u in unknown)}, which "
@@ -586,11 +607,47 @@ class MetalMagics(Magics):
         if tmpl:
             launch["template"] = tmpl
         try:
+            # which outputs are atomic: from the front end's reading of this launch (its types)
+            atomic = opts.atomic or self._atomic(name, cell, header, inputs, outputs,
+                                                 (values, list(shapes), list(dtypes)), tmpl, copts)
+            k = kernel(atomic)
             k.ir(values, list(shapes), list(dtypes), tmpl or None)
         except MetalbenchError as e:
             _hint_scalar_input(e, ns, inputs)
             raise _remap_msl_error(e, name, cell) from None
         return k, (), launch
+
+    def _atomic(self, name, cell, header, inputs, outputs, launch, tmpl, copts) -> bool:
+        """Whether the body needs MLX's ``atomic_outputs=True``: decided by the MSL front end
+        from one translation (``frontend/msl/atomic_outputs.py``: an atomic function applied to an
+        output, directly, through a pointer or a header function, or an output passed to a
+        header function's atomic pointer parameter). ``launch``: ``(inputs, shapes, dtypes)``,
+        or None where the inputs are not defined (float32 arrays assumed; a body that does not
+        translate so is taken as plain). Its errors (an output used both atomically and
+        plainly) count cell lines."""
+        from .. import types as T
+        from ..frontend.msl.atomic_outputs import atomic_outputs_needed
+        from ..mlx_compat import _math_mode, metal_kernel
+        if launch is None:
+            facts = [(n, T.float32, 1) for n in inputs]
+            outs, small, tk = [(n, T.float32, 1) for n in outputs], (), tuple(tmpl)
+        else:
+            b = metal_kernel(name, inputs, outputs, cell, header).bind(
+                inputs=launch[0], output_shapes=launch[1], output_dtypes=launch[2], template=tmpl or None,
+                backend="sim")
+            facts, outs = b.specs, [(n, t, len(s)) for n, s, t in b.outputs]
+            small, tk = b.data or (), tuple(b.template)
+        key = ("atomic", name, cell, header, tuple(facts), tuple(outs), small, repr(tk), repr(copts))
+        if key not in self.cache:
+            try:
+                self.cache[key] = atomic_outputs_needed(
+                    name, cell, header, inputs=facts, outputs=outs, scalars=[n for n, _, nd in facts if nd == 0],
+                    template=list(tk), constant_inputs=small, math_mode=_math_mode(copts), first_line=2)
+            except MetalbenchError:
+                if launch is not None:
+                    raise
+                return False
+        return self.cache[key]
 
     # ----------------------------------------------------------------------------- run
     def _execute(self, kernel, args, launch, ref, opts, res):

@@ -50,7 +50,8 @@ OPTIONS = [
      "--args 'dict(x=xs[0], a=0.5)'      --args '(2.0, x, y)'"),
     ("--inputs", "a,b", {},
      "MSL body: its input names, in order (default: the notebook arrays the body mentions, also through "
-     "the header's #define macros, except --template names); a notebook number is passed only when listed here",
+     "the header's #define macros, except --template names, and the notebook numbers it uses without declaring "
+     "them, 0-d as MLX passes a Python number)",
      "--inputs x,y"),
     ("--outputs", "out", {},
      "MSL body: its output names (default: the names the body stores to that are not inputs)",
@@ -75,9 +76,16 @@ OPTIONS = [
      "fill the outputs with V before the launch (they are uninitialised otherwise)",
      "--init-value 0"),
     ("--atomic", None, {"action": "store_true"},
-     "MSL body: the outputs are atomic (MLX's atomic_outputs=True; detected from atomic_* calls on an "
-     "output -- atomics on threadgroup memory leave the outputs plain)",
+     "MSL body: the outputs are atomic (MLX's atomic_outputs=True). Without it the front end decides: "
+     "atomic when the body applies an atomic function to an output (directly, through a pointer into it "
+     "or a header function) or passes one to a header function's atomic pointer parameter; atomics on "
+     "threadgroup memory leave the outputs plain, and an output used both atomically and plainly is an "
+     "error at its line",
      "--atomic"),
+    ("--no-row-contiguous", None, {"dest": "no_row_contiguous", "action": "store_true"},
+     "MSL body: MLX's ensure_row_contiguous=False: inputs reach the body as they are (a transposed or "
+     "sliced array is not copied first), so it indexes them through x_strides (elem_to_loc)",
+     "--no-row-contiguous"),
     ("--backend", "auto|metal|cuda|sim", {"default": "auto", "choices": ["auto", "metal", "cuda", "sim"]},
      "where it runs: metal (Apple GPU), cuda (NVIDIA through MLX), sim (CPU simulator); auto picks "
      "the first available",

@@ -144,6 +144,10 @@ class ViewSemantics(LocalViewSemantics):
     # first access of such a vector is marked (``ir.Load.vector``) unless its address is
     # provably aligned.
     vector_align = None
+    # A front end deciding which buffers must be atomic (the MSL front end's atomic_outputs.py)
+    # sets ``plain_access``: a callable ``(view, "read plainly" | "stored plainly", span)`` told of every plain
+    # load and store through a view of memory.
+    plain_access = None
 
     # -- building views --------------------------------------------------------------
     def view_of(self, buf: str, elem, space: str, shape=None, const=False, atomic=False, span=None) -> View:
@@ -317,6 +321,8 @@ class ViewSemantics(LocalViewSemantics):
             raise self.error("a row of a multi-dimensional array is not a value; index it", span)
         if v.atomic:
             raise self.error(f"'{v.buf}' is atomic; read it with atomic_load_explicit", span)
+        if self.plain_access is not None and v.local is None:
+            self.plain_access(v, "read plainly", span)
         buf, ats = self._component_addresses(v, i, span)
         if v.local is not None:
             loads = [self.local_load(v, a, span) for a in ats]
@@ -345,6 +351,8 @@ class ViewSemantics(LocalViewSemantics):
         """Statements storing ``value`` (converted to the element type) at ``v[i]``."""
         if v.inner:
             raise self.error("cannot assign to a row of a multi-dimensional array", span)
+        if self.plain_access is not None and v.local is None:
+            self.plain_access(v, "stored plainly", span)
         value = self.convert(value, v.type, span)
         buf, ats = self._component_addresses(v, i, span)
         if v.local is not None:

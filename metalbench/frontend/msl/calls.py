@@ -261,7 +261,7 @@ class CallsMixin:
         if self.ptr_rank(argn[0]) != 0:
             self.type_err(argn[0], f"{name} needs a pointer to an atomic element, e.g. &out[i]")
         view = self.pointer(argn[0])
-        if not view.atomic:
+        if not view.atomic and not (view.space == "device" and self.use_of_output(view.buf, "atomic", name, sp)):
             self.type_err(argn[0], f"'{view.buf}' is not atomic",
                           hint="pass atomic_outputs=True to metal_kernel" if view.space == "device"
                           else "declare it as threadgroup atomic<T>")

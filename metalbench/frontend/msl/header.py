@@ -153,6 +153,30 @@ class HeaderMixin:
                 errors.append(str(e))
         self.type_err(node, f"no matching overload of '{name}': " + "; ".join(errors))
 
+    def atomic_param(self, name, pname, deduced, atomic, a, sp, roots, sig):
+        """Whether pointer parameter ``pname`` (declared ``atomic`` or not) points to atomics
+        given the argument view ``a``; notes the output it points into in ``roots``. Metal
+        converts neither a plain pointer into an atomic one nor back, so a mismatch is not this
+        overload; a deduced ``device T*`` takes either. While deciding atomic_outputs
+        (:mod:`.atomic_outputs`) an output bound to it is recorded as used atomically or plainly."""
+        root = self.output_root(a.buf)
+        if root is not None:
+            roots[pname] = root
+            if self.atomic_uses is not None:          # one translation per output it points into
+                sig.append(("root", root))
+        if deduced or atomic == a.atomic:
+            if not deduced and not atomic and root is not None:     # with atomic outputs, no match
+                self.use_of_output(a.buf, "plain", f"passed to {name}'s plain pointer parameter '{pname}'", sp)
+            return atomic
+        what = f"passed to {name}'s {'atomic' if atomic else 'plain'} pointer parameter '{pname}'"
+        if self.use_of_output(a.buf, "atomic" if atomic else "plain", what, sp):
+            return atomic
+        if atomic:
+            hint = "; pass atomic_outputs=True to metal_kernel" if root is not None else ""
+            raise _NoMatch(f"'{pname}' points to atomics, got plain memory ('{root or a.buf}' is not "
+                           f"atomic{hint}, or cast it: (device atomic_...*))")
+        raise _NoMatch(f"'{pname}' points to plain memory, got atomics ('{root or a.buf}' is atomic)")
+
     def specialise(self, fd: FuncDef, name, args, explicit, node, lvals=None, extents=None):
         sp = self.sp(node)
         bad = [t for k, t in fd.tparams if k == "unsupported"]
@@ -196,6 +220,7 @@ class HeaderMixin:
             fparams = []
             sig = []
             scope = {}
+            roots = {}              # pointer/reference parameter -> the output it is (atomic_outputs.py)
             cprologue = []          # complex64_t value parameters as complex locals (complex64.py)
             for p, a, lv in zip(params, args, lvals):
                 tnode = p.child_by_field_name("type")
@@ -255,6 +280,10 @@ class HeaderMixin:
                     # copied back after the call (no other function can see the variable)
                     r_space = lv[1].space if lv[0] == "loc" else "thread"
                     r_atomic = lv[0] == "loc" and lv[1].atomic
+                    if lv[0] == "loc" and self.output_root(lv[1].buf) is not None:
+                        roots[pname] = self.output_root(lv[1].buf)
+                        if self.atomic_uses is not None:      # one translation per output
+                            sig.append(("root", roots[pname]))
                     # the parameter points to scalars (a vector reference: its components, which
                     # the function reads and writes through a view of the vector type)
                     fparams.append(ir.FuncParam(pname, storage_elem(pt), r_space, const))
@@ -279,6 +308,7 @@ class HeaderMixin:
                         raise _NoMatch(f"'{pname}' is not a const pointer; the argument points at "
                                        "read-only memory")
                     sp_name = space or a.space
+                    atomic = self.atomic_param(name, pname, tname in tnames, atomic, a, sp, roots, sig)
                     # a vector pointer's storage is its components (as for a vector reference)
                     fparams.append(ir.FuncParam(pname, storage_elem(pt), sp_name, const))
                     scope[pname] = Buf(pname, pt, sp_name, atomic=atomic or a.atomic, const=const)
@@ -322,11 +352,16 @@ class HeaderMixin:
                 self.used_names |= set(scope) | {v.name for d in cprologue for v in [d.var]}
                 self.view_decls, self.alias_names = [], {}
                 body_node = fd.node.child_by_field_name("body")
+                saved_roots, self.out_roots = self.out_roots, roots
+                self.call_sites.append(sp)
                 try:
                     prologue = cprologue + self.advance_params(body_node, scope)
                     body = prologue + self.block(body_node)
                 except MetalbenchError as e:
                     raise e.add_call_site(sp)        # show the body line that called it too
+                finally:
+                    self.out_roots = saved_roots
+                    self.call_sites.pop()
                 body = self.view_decls + body
                 self.used_names = used_before | {fname}
                 f = ir.Function(fname, fparams, self.complex_carrier(ret), body, span=self.sp(fd.node))

@@ -13,7 +13,7 @@ from ... import ir
 from ... import types as T
 from ...semantics.folding import fold
 from ...semantics.views import View
-from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError
 from .metal_matrices import MetalMatrixType
 from .symbols import METAL_ONLY, SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES
 from .complex64 import CplxVar
@@ -252,6 +252,8 @@ class MemoryMixin:
             v = self.sem.view_cast(self.pointer(val), t, space, const, packed, sp)
             if tn.type == "type_descriptor" and self.resolve_type(tn.child_by_field_name("type"))[1]:
                 # (device atomic_uint*)&out[i]: plain memory used through atomic operations
+                if not v.atomic:
+                    self.use_of_output(v.buf, "cast", f"({self.text(tn).strip()})", sp)
                 v = replace(v, atomic=True)
             return v
         if k == "pointer_expression":          # &a[i], &p[i], &*p
@@ -446,21 +448,24 @@ class MemoryMixin:
 _CASTS = ("reinterpret_cast", "static_cast", "const_cast")
 
 
-def written_names(source: str) -> list[str]:
+def written_names(source: str, header: str = "") -> list[str]:
     """The names an MSL body stores through, in order of first store: the buffer under
     each assigned element (``out[i] = ...``, ``*(out + k) += ...``, ``o[j] = ...`` where
     ``o`` points into ``out``), each atomic's first argument; arrays declared in the body
-    are not included. Used to guess a cell's outputs.
+    are not included. Used to guess a cell's outputs. The body is read with the header's
+    macros and templates (:func:`~.translator.parse_body`).
 
     >>> written_names("uint i = thread_position_in_grid.x;\\nif (i < x_shape[0]) { out[i] = 2.0f * x[i]; }")
     ['out']
     >>> written_names("device ushort* bits = reinterpret_cast<device ushort*>(out);\\nbits[0] = 1;")
     ['out']
     """
-    from .parse import _parse
+    from .translator import parse_body
     from ...errors import Source
-    tree, code, _ = _parse(source, Source("body", source), 1, True)
+    tree, code, _ = parse_body(source, Source("body", source), header)
     text = lambda n: code[n.start_byte:n.end_byte]  # noqa: E731
+    mutable = _mutable_params(header) if header else {}
+    local = declared_names(source, header) if mutable else set()
     alias: dict[str, str] = {}
     declared: set[str] = set()
     found: list[str] = []
@@ -519,6 +524,15 @@ def written_names(source: str) -> list[str]:
             add(n.child_by_field_name("left"), True)
         elif n.type == "update_expression":
             add(n.child_by_field_name("argument"), True)
+        elif n.type == "call_expression" and mutable and \
+                text(n.child_by_field_name("function")).split("::")[-1].split("<")[0].strip() in mutable:
+            # an output written in a header function: passed to its non-const pointer/reference
+            # (a local passed by reference is not one)
+            at = mutable[text(n.child_by_field_name("function")).split("::")[-1].split("<")[0].strip()]
+            for j, a in enumerate(n.child_by_field_name("arguments").named_children):
+                b = base(a) if j in at else None
+                if b is not None and b not in local:
+                    add(a, False)
         elif n.type == "call_expression" and text(n.child_by_field_name("function")).split("::")[-1].strip() \
                 .startswith("atomic_"):
             args = n.child_by_field_name("arguments").named_children
@@ -528,16 +542,57 @@ def written_names(source: str) -> list[str]:
     return found
 
 
-def declared_names(source: str) -> set[str]:
+def _mutable_params(header: str) -> dict[str, set[int]]:
+    """The header's functions (by name) and which of their parameters are non-const pointers or
+    references, through which a call writes its argument (MLX's inputs are const, so what is
+    passed there is an output or a local).
+
+    >>> _mutable_params("void put(const device float* a, device float* b, thread float& c, float d) {}")
+    {'put': {1, 2}}
+    """
+    from .parse import _parse
+    from .preprocess import Preprocessor
+    from .symbols import _params_of
+    from .translator import header_template_names
+    from ...errors import Source
+    try:
+        src = Source("header", header, 1)
+        tree, code, _ = _parse(Preprocessor().run(header, src), src, 0, False, templates=header_template_names(header))
+    except MetalbenchError:
+        return {}
+    out: dict[str, set[int]] = {}
+    stack = [tree.root_node]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.named_children)
+        if n.type != "function_definition":
+            continue
+        d = n.child_by_field_name("declarator")
+        while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+            d = d.child_by_field_name("declarator") or d.named_children[-1]
+        if d is None or d.type != "function_declarator":
+            continue
+        name = code[d.child_by_field_name("declarator").start_byte:d.child_by_field_name("declarator").end_byte]
+        at = out.setdefault(name.split("::")[-1].strip(), set())
+        for j, p in enumerate(_params_of(n)):
+            pd = p.child_by_field_name("declarator")
+            const = any(c.type == "type_qualifier" and code[c.start_byte:c.end_byte] == "const" for c in p.children)
+            if pd is not None and pd.type in ("pointer_declarator", "reference_declarator", "array_declarator") \
+                    and not const:
+                at.add(j)
+    return out
+
+
+def declared_names(source: str, header: str = "") -> set[str]:
     """The variables an MSL body declares (``float v[4];``, ``auto k_ = k + o;``, a ``for``
     loop's ``int j``): a cell does not take a notebook array of that name as an input.
 
     >>> sorted(declared_names("float v[4]; auto *p = x + 1; for (int k = 0; k < 4; ++k) v[k] = p[k];"))
     ['k', 'p', 'v']
     """
-    from .parse import _parse
+    from .translator import parse_body
     from ...errors import Source
-    tree, code, _ = _parse(source, Source("body", source), 1, True)
+    tree, code, _ = parse_body(source, Source("body", source), header)
     out: set[str] = set()
     stack = [tree.root_node]
     while stack:

@@ -51,6 +51,11 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.hsrc = hsrc
         self.template = dict(template)
         self.atomic_outputs = atomic_outputs
+        # (atomic_outputs.py) the uses of the outputs, while deciding atomic_outputs: a list,
+        # with the outputs left plain and atomic uses of them recorded instead of refused
+        self.atomic_uses = None
+        self.out_roots: dict[str, str] = {}         # buffer or pointer parameter -> the output it is
+        self.call_sites: list = []                  # the header calls being translated (their spans)
         self.functions: dict[str, ir.Function] = {}
         self.func_order: list[ir.Function] = []
         self.funcdefs: dict[str, list[FuncDef]] = {}
@@ -231,6 +236,23 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return self.named_type(txt) is not None
         return False
 
+    def output_root(self, buf):
+        """The output that buffer (or view, or pointer parameter) ``buf`` is, else None."""
+        return self.out_roots.get(self.alias_root.get(buf, (buf,))[0])
+
+    def use_of_output(self, buf, kind, what, span):
+        """Record a use of the output under ``buf`` while deciding atomic_outputs
+        (:mod:`.atomic_outputs`); True when recorded (the caller then lets it pass)."""
+        if self.atomic_uses is None:
+            return False
+        root = self.output_root(buf)
+        if root is None and kind != "atomic":
+            return False
+        from .atomic_outputs import AtomicUse
+        site = self.call_sites[0] if self.call_sites else None
+        self.atomic_uses.append(AtomicUse(root or buf, kind, what, span, site))
+        return True
+
     def quals_before(self, start, end):
         """Address-space qualifiers masked in the byte range [start, end), the range
         extended back over the blanks the masking left before ``start``."""
@@ -266,6 +288,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 continue
             params.append(ir.Param(nm, "buffer", t, nd, is_output=True, atomic=self.atomic_outputs))
             syms[nm] = Buf(nm, t, "device", atomic=self.atomic_outputs, ndim=nd)
+            self.out_roots[nm] = nm
         self.used_names.update(syms)
         for k, v in self.template.items():
             if isinstance(v, bool):
@@ -274,9 +297,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 syms.setdefault(k, self.sem.const(v, T.int32))
         self.kernel_syms = syms
         # (a function template's name: after its specifiers, METAL_FUNC's expansion included)
-        self.template_names = set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+|"
-                                             r"__attribute__\s*\(\([^()]*\)\)\s*)*"
-                                             r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header)) | template_names(header)
+        self.template_names = header_template_names(header)
         if header.strip():
             self.header(header)
         tree, code, quals = _parse(body, self.src, 1, wrap=True, templates=self.template_names)
@@ -297,8 +318,45 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         return k
 
 
+def header_template_names(header: str) -> set[str]:
+    """The header's function, class and alias templates: ``f<N>(x)`` in the body is a call,
+    not ``f < N > (x)``.
+
+    >>> sorted(header_template_names("template <uint N> void put(device float* p) {}") - template_names(""))
+    ['put']
+    """
+    # (a function template's name: after its specifiers, METAL_FUNC's expansion included)
+    return set(re.findall(r"template\s*<[^;{]*?>\s*(?:inline\s+|METAL_FUNC\s+|static\s+|"
+                          r"__attribute__\s*\(\([^()]*\)\)\s*)*"
+                          r"[\w:<>,\s*&]*?\b(\w+)\s*\(", header)) | template_names(header)
+
+
+def parse_body(source: str, src: Source, header: str = "", template_args=()):
+    """``(tree, code, quals)`` of a kernel body read as :func:`translate_kernel` reads it:
+    after the C preprocessor with the header's macros (``SMAT_UNROLL for (...)``), with the
+    header's templates (:func:`header_template_names`); a header the preprocessor refuses
+    is left out (the translation reports it). For what looks at a body alone (a ``%%metal``
+    cell's inputs and outputs, its syntax check).
+
+    >>> h = "#define UNROLL\\ntemplate <uint N> void put(device float* p) {}"
+    >>> tree, code, _ = parse_body("UNROLL for (int j = 0; j < 2; j++) put<2>(out);", Source("b", ""), h)
+    >>> tree.root_node.has_error
+    False
+    """
+    text = source
+    try:
+        pp = Preprocessor("safe", list(template_args))
+        if header:
+            pp.run(header, Source("header", header, 1))
+        text = pp.run(source, src)
+    except MetalbenchError:
+        pass
+    return _parse(text, src, 1, True, templates=header_template_names(header) if header else frozenset())
+
+
 def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), template=(),
-                     atomic_outputs=False, first_line=1, math_mode="safe", constant_inputs=()) -> ir.KernelIR:
+                     atomic_outputs=False, first_line=1, math_mode="safe", constant_inputs=(),
+                     atomic_uses=None) -> ir.KernelIR:
     """Translate an MSL kernel body (and header) into a :class:`~metalbench.ir.KernelIR`.
 
     ``inputs``: ``[(name, ScalarType, ndim)]`` in MLX order; names in ``scalars`` are
@@ -307,7 +365,8 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     ``outputs``: ``[(name, ScalarType, ndim)]``.
     ``template``: ``[(name, ScalarType | int | bool)]``. Errors point at body lines.
     ``math_mode``: MLX's ``compile_options["math_mode"]`` (``"fast"`` defines ``__FAST_MATH__``
-    for the preprocessor, :mod:`.preprocess`).
+    for the preprocessor, :mod:`.preprocess`). ``atomic_uses``: a list to record how the
+    outputs are used (:mod:`.atomic_outputs`), which decides ``atomic_outputs``.
 
     >>> k = translate_kernel("k", "out[0] = T(N);", inputs=[],
     ...                      outputs=[("out", T.float32, 1)],
@@ -330,7 +389,10 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
         if not isinstance(v, (bool, int, T.ScalarType)):
             raise KernelTypeError(f"template argument {k}={v!r} must be a dtype, an int or a bool")
         tmpl.append((k, v))
-    tr = Translator(name, src, hsrc, tmpl, atomic_outputs)
+    tr = Translator(name, src, hsrc, tmpl, atomic_outputs and atomic_uses is None)
+    if atomic_uses is not None:
+        tr.atomic_uses = atomic_uses
+        tr.sem.plain_access = lambda v, what, sp: tr.use_of_output(v.buf, "plain", what, sp)
     # MLX passes x_shape & co. when the text mentions them (a substring test on the raw body)
     shape_use = {n: (n + "_shape" in source, n + "_strides" in source, n + "_ndim" in source)
                  for n, _, _ in inputs}
