@@ -233,9 +233,12 @@ class HeaderMixin:
                 size = decl.child_by_field_name("size") if decl is not None and decl.type == "array_declarator" \
                     else None
                 # `thread T (&v)[N]`, an array passed by reference (MLX's sort.h): an array parameter
+                # `uint3 tid [[threadgroup_position_in_grid]]` (MLX's qmm_t_impl): the attribute only
+                # documents what the caller passes; the name is the declarator's first child
                 while decl is not None and decl.type in ("pointer_declarator", "reference_declarator", "array_declarator",
-                                                         "parenthesized_declarator"):
-                    decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
+                                                         "parenthesized_declarator", "attributed_declarator"):
+                    decl = decl.named_children[0] if decl.type == "attributed_declarator" \
+                        else decl.child_by_field_name("declarator") or decl.named_children[-1]
                 if size is not None and size.type == "identifier" and self.text(size) not in bind and \
                         ("value", self.text(size)) in fd.tparams:
                     ext = (extents or [None] * len(args))[len(fparams)] if len(fparams) < len(extents or []) else None
