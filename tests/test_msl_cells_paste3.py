@@ -108,3 +108,28 @@ def test_in_a_real_notebook(tmp_path):
     msg = error_text(nb.cells[5])
     assert "'sums' is used atomically" in msg and "'count' is also stored plainly at line 4" in msg, msg
     assert "Traceback" not in msg
+
+
+CLAMP_H = """
+#define WINDOW_START(OUT, IDX, LEN) do { (OUT) = max(0, min(int(IDX) - 1, int(LEN) - 3)); } while (0)
+"""
+WIN = """uint i = thread_position_in_grid.x;
+int lo;
+WINDOW_START(lo, i, sig_shape[0]);
+smooth[i] = (sig[lo] + sig[lo + 1] + sig[lo + 2]) / 3.0f;
+"""
+
+
+def test_a_local_set_by_a_macro_is_not_an_output(ip):  # noqa: F811
+    # before: the macro's (lo) = ... read as a store to a name the body did not declare as an
+    # array, so 'lo' was an output too: "--output-shapes gives 1 shape(s) for 2 output(s)"
+    sig = np.random.default_rng(3).standard_normal(20).astype(np.float32)
+
+    def ref(sig):
+        lo = np.clip(np.arange(20) - 1, 0, 17)
+        return (sig[lo] + sig[lo + 1] + sig[lo + 2]) / 3
+    ip.user_ns.update(sig=mx.array(sig), CLAMP_H=CLAMP_H, ref=ref)
+    r = cell(ip, "win --grid (20, 1, 1) --threadgroup (20, 1, 1) --header CLAMP_H --output-shapes '[(20,)]' "
+                 "--ref ref --atol 1e-6 --no-widget", WIN)
+    assert r.error is None and r.check.ok, r.error or r.check
+    assert ip.user_ns["win"].output_names == ["smooth"]

@@ -465,7 +465,9 @@ def written_names(source: str, header: str = "") -> list[str]:
     tree, code, _ = parse_body(source, Source("body", source), header)
     text = lambda n: code[n.start_byte:n.end_byte]  # noqa: E731
     mutable = _mutable_params(header) if header else {}
-    local = declared_names(source, header) if mutable else set()
+    # the body's own variables (int ni; -- set by a macro as (ni) = ...) are not outputs; a
+    # pointer into an output stands for it (alias, below)
+    local = declared_names(source, header)
     alias: dict[str, str] = {}
     declared: set[str] = set()
     found: list[str] = []
@@ -493,10 +495,12 @@ def written_names(source: str, header: str = "") -> list[str]:
                 return None
 
     def add(n, element):
+        while n.type == "parenthesized_expression" and n.named_children:
+            n = n.named_children[-1]   # (x) = ...: a macro's parenthesised argument
         if element and n.type == "identifier":
             return                     # `x = ...` assigns a variable (or moves a pointer)
         b = base(n)
-        if b is not None and b not in declared and b not in found:
+        if b is not None and b not in declared and b not in local and b not in found:
             found.append(b)
 
     stack = [tree.root_node]
