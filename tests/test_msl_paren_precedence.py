@@ -63,3 +63,77 @@ def test_float_chain_after_parenthesised_variable():
     out = k(inputs=[mx.array(x)], grid=(x.size, 1, 1), threadgroup=(x.size, 1, 1), output_shapes=[x.shape],
             output_dtypes=[mx.float32], backend="sim")[0]
     np.testing.assert_allclose(np.array(out), x - 0.5 * x * 2.0, rtol=1e-6)
+
+
+# the misread group in the middle of a chain (after `k *`, `k -`), compound groups, several
+# in one chain, one inside another's parentheses; `%` only where both sides are >= 0
+MIDDLE = ["k * (A & (A * A)) + A * 2", "k - (A & (A * A)) - A * 2", "k * (int(A) & A) + A * 2",
+          "k * ((A) - (B) * 2) + (A) * 3", "(A & (A * A)) - (B) * 2 + (A) * 5", "k * (A & (A * A)) * (B) + A",
+          "k * (A & (k * k)) + (k) - 2 * (A) + k % 2"]
+
+
+@pytest.mark.parametrize("expr", MIDDLE)
+def test_parenthesised_group_in_the_middle_of_a_chain(expr):
+    a = np.array([3, -5, 7, 1000, -77, 12], np.int32)
+    src = (f"uint i = thread_position_in_grid.x;\nint A = a[i];\nint B = A / 2 + 1;\nint k = 3;\n"
+           f"int r = {expr};\nout[i] = r;\n")
+    k = mb.metal_kernel("mid", ["a"], ["out"], src)
+    out = k(inputs=[mx.array(a)], grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1), output_shapes=[a.shape],
+            output_dtypes=[mx.int32], backend="sim")[0]
+    A = a.astype(np.int64)
+    want = eval(expr.replace("int(A)", "A"), {"A": A, "B": np.trunc(A / 2).astype(np.int64) + 1, "k": 3})
+    np.testing.assert_array_equal(np.array(out), np.asarray(want).astype(np.int32))
+
+
+def test_misread_groups_in_every_context():
+    """for / while / do-while conditions, ?:, switch, a header function's return and a
+    #define macro: each reads a parenthesised value before + - * that C++ also reads as a cast."""
+    header = "int mid(int s, int g) { return s * (g & (g * g)) + g * 2; }\n"
+    src = r"""
+#define MID(S, G, X) ((S) * (G & (G * G)) + (X) * 2)
+uint i = thread_position_in_grid.x;
+int A = a[i];
+int k = 3;
+int n_for = 0;
+for (int j = (A & 1) - 1; j < k * (A & (k * k)) + (k) - 2; ++j) n_for += 1;
+int w = 0;
+while (w * (A & (k * k)) + w * 2 < 20 && w < 50) ++w;
+int d = 0;
+do { ++d; } while ((d) - k * 2 < 0);
+int t = A > 0 ? k * (A & (k * k)) + A * 2 : (A) - k * 2;
+int sw = 0;
+switch ((k) - A * 0 + 1) { case 4: sw = 1; break; default: sw = 2; }
+out[i * 7 + 0] = n_for;
+out[i * 7 + 1] = w;
+out[i * 7 + 2] = d;
+out[i * 7 + 3] = t;
+out[i * 7 + 4] = sw;
+out[i * 7 + 5] = mid(k, A);
+out[i * 7 + 6] = MID(k, A, A);
+"""
+    a = np.array([3, -5, 7, 9, -77, 12, 0, 6], np.int32)
+    kern = mb.metal_kernel("ctx", ["a"], ["out"], src, header=header)
+    out = np.array(kern(inputs=[mx.array(a)], grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1),
+                        output_shapes=[(a.size * 7,)], output_dtypes=[mx.int32], backend="sim")[0]).reshape(-1, 7)
+    A, k = a.astype(np.int64), 3
+    want = np.zeros((a.size, 7), np.int64)
+    want[:, 0] = np.maximum(k * (A & (k * k)) + k - 2 - ((A & 1) - 1), 0)
+    want[:, 1] = [next(w for w in range(51) if not (w * (x & 9) + w * 2 < 20 and w < 50)) for x in A]
+    want[:, 2] = 2 * k
+    want[:, 3] = np.where(A > 0, k * (A & (k * k)) + A * 2, A - k * 2)
+    want[:, 4] = 1
+    want[:, 5] = want[:, 6] = k * (A & (A * A)) + A * 2
+    np.testing.assert_array_equal(out, want)
+
+
+def test_real_casts_before_parentheses_stay_casts():
+    # (float)(i) + 1 is float(i) + 1 and (uint)(n * m) casts the product: the type is a type
+    src = ("uint i = thread_position_in_grid.x;\nint n = a[i];\nint m = -3;\n"
+           "out[i] = (float)(n) / 2 + 1 + float((uint)(n * m) % 7u) + (float)(-n) * (float)(m);\n")
+    a = np.array([3, -5, 7, 1000, -77, 12], np.int32)
+    k = mb.metal_kernel("casts", ["a"], ["out"], src)
+    out = k(inputs=[mx.array(a)], grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1), output_shapes=[a.shape],
+            output_dtypes=[mx.float32], backend="sim")[0]
+    n = a.astype(np.int64)
+    want = n / 2 + 1 + ((n * -3) % 2**32 % 7) + (-n) * -3.0
+    np.testing.assert_allclose(np.array(out), want.astype(np.float32), rtol=1e-6)

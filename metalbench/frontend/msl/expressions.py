@@ -3,6 +3,8 @@ float constants), members and swizzles, subscripts, operators, ``?:``, casts,
 assignments and increments used as values, ``sizeof``, ``alignof``."""
 from __future__ import annotations
 
+import re
+
 from ... import ir
 from ... import types as T
 from ...builtins.attributes import CONSTANTS
@@ -48,6 +50,14 @@ def _char_value(text, tr, node) -> int:
     if len(b) != 1:
         tr.unsupported(node, f"the character literal {text}")
     return b[0] - 256 if b[0] > 127 else b[0]
+
+
+# An operator chain: the nodes a misread cast (``(a) + b`` as a cast of ``+b``) can regroup.
+_CHAIN = ("binary_expression", "unary_expression", "pointer_expression", "cast_expression")
+
+
+# The inside of ``(name)``: parentheses ``value_parens`` blanks rather than holes.
+_ONE_NAME = r"\s*[A-Za-z_]\w*\s*"
 
 
 class ExpressionsMixin:
@@ -119,81 +129,11 @@ class ExpressionsMixin:
             stack.extend(n.named_children)
         return False
 
-    def value_parens(self, stmt):
-        """``stmt`` parsed again where tree-sitter read a parenthesised value as a C cast:
-        ``s * (ODIM) + i % 4`` (``ODIM`` a template value or a variable) comes back as
-        ``s * cast<ODIM>(+i) % 4``, whose operators bind wrongly, so rewriting the cast alone
-        cannot fix it. Such parentheses -- around a single name that is no type, before a
-        unary ``+ - * &`` -- are blanked (same length, so spans stay) and the whole text is
-        parsed again; the statement's node in the new tree is returned (``stmt`` itself when
-        there are none). Nested statements are left to their own turn, when their scope's
-        names are known."""
-        spots, stack = [], list(stmt.named_children)
-        while stack:
-            n = stack.pop()
-            if n.type.endswith("statement") or n.type == "declaration" and n is not stmt:
-                continue
-            if n.type == "cast_expression":
-                tn, val = n.child_by_field_name("type"), n.child_by_field_name("value")
-                inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
-                if (tn.type != "type_descriptor" or tn.named_child_count == 1) and inner is not None \
-                        and inner.type in ("type_identifier", "identifier") and not self.is_type_name(inner) \
-                        and val.type in ("unary_expression", "pointer_expression"):
-                    spots += [n.start_byte, self.code.index(")", tn.end_byte)]
-            stack.extend(n.named_children)
-        if not spots:
-            return stmt
-        from .parse import _PARSER
-        code = list(self.code)
-        for p in spots:
-            code[p] = " "
-        code = "".join(code)
-        found = _PARSER.parse(code.encode()).root_node.descendant_for_byte_range(stmt.start_byte, stmt.end_byte)
-        while found is not None and (found.start_byte, found.end_byte, found.type) != \
-                (stmt.start_byte, stmt.end_byte, stmt.type):
-            found = found.parent
-        if found is None or found.has_error:
-            return stmt
-        self.code = code           # the text the new nodes index (only those parentheses differ)
-        return found
-
-    def reparse_expression(self, cast, tn):
-        """The parenthesised part of a ``cast_expression`` tree-sitter misread (``(a & (a * a))
-        * b``, where ``a`` is a variable), parsed again as an expression. The text is parsed
-        alone, at its own byte offsets (everything else blanked, newlines kept), so the new
-        nodes' spans and ``self.text`` stay those of the kernel source."""
-        start, end = cast.start_byte, tn.end_byte
-        while end < len(self.code) and self.code[end] != ")":
-            end += 1
-        found = self._reparse(start, end + 1, tn)
-        if found is None or found.type != "parenthesized_expression" or found.has_error:
-            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'")
-        return found
-
-    def _reparse(self, start, end, tn, hole=None):
-        """The node spanning bytes [start, end) of the source, parsed alone as an expression
-        (``hole``: a byte range written as one identifier of its length); None if no node
-        spans exactly that range."""
-        from .parse import _PARSER
-        lead = "int x="             # written into the blanks of any earlier line long enough
-        before = "".join(c if c == "\n" else " " for c in self.code[:start])
-        at = before.find(" " * len(lead))
-        if at < 0:
-            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type') or tn)}'",
-                          hint="write the operator's left side without parentheses")
-        body = self.code[start:end]
-        if hole is not None:
-            body = body[:hole[0] - start] + "_" * (hole[1] - hole[0]) + body[hole[1] - start:]
-        root = _PARSER.parse((before[:at] + lead + before[at + len(lead):] + body + ";").encode()).root_node
-        found = root.named_descendant_for_byte_range(start, end)
-        while found is not None and (found.start_byte, found.end_byte) != (start, end):
-            found = found.parent
-        return found
-
     def misread_cast(self, node) -> bool:
         """Is ``node`` a ``cast_expression`` whose "type" is an expression: ``(a) - b`` read as a
-        cast of ``-b`` to a type ``a`` (``a`` a variable), ``(a & (a * a)) * b`` as a cast of
-        ``*b`` to a function type whose "parameters" are variables? No type-id names a variable."""
+        cast of ``-b`` to a type ``a`` (``a`` a variable or template value), ``(a & (a * a)) * b``
+        as a cast of ``*b`` to a function type whose "parameters" are variables? No type-id
+        names a variable; ``(T) -x`` with ``T`` a type is a real cast."""
         if node.type != "cast_expression":
             return False
         tn, val = node.child_by_field_name("type"), node.child_by_field_name("value")
@@ -204,41 +144,103 @@ class ExpressionsMixin:
             return True
         return inner is not None and inner.type in ("type_identifier", "identifier") and not self.is_type_name(inner)
 
-    def misread_chain(self, node):
-        """``(a) + b * c``, ``a`` a variable: tree-sitter reads ``(a) + b`` as a cast of ``+b``,
-        which binds tighter than every binary operator, so the tree is ``((a) + b) * c``. When
-        the leftmost operand of the binary chain ``node`` heads is such a cast, ``node`` parsed
-        again with the parentheses written as one identifier (they hold an expression; see
-        ``paren_group``), so C++'s precedence holds: ``a + (b * c)``. None when it is not."""
-        p = node.parent
-        if p is not None and p.type == "binary_expression" and p.child_by_field_name("left") == node:
-            return None                 # the chain's head decides
-        leaf = node
-        while leaf.type == "binary_expression":
-            leaf = leaf.child_by_field_name("left")
-        return self.reparse_misread(node, leaf) if self.misread_cast(leaf) else None
+    def value_parens(self, node):
+        """``node`` -- a statement, or the head of an operator chain -- parsed again where
+        tree-sitter read parenthesised values before a unary ``+ - * &`` as C casts (see
+        ``misread_cast``). Such a cast binds tighter than every binary operator, so the
+        operators around it bind wrongly too: ``(a) + b * c`` comes back as ``((a) + b) * c``,
+        ``s * (K) + i % 4`` as ``s * ((K)(+i)) % 4``, ``k * (a & (a * a)) + a`` as
+        ``k * ((a & (a * a))(+a))``; rewriting the cast alone cannot fix that. Every such cast
+        in ``node`` (nested statements wait for their own turn, when their scope's names are
+        known) is undone in the text and ``node`` parsed again: parentheses around one name are
+        blanked (in ``self.code`` too; same length, so spans stay), a larger group becomes a
+        hole -- an identifier as long as the group, that ``paren_group`` maps to the group
+        parsed alone. Returns the node of the new tree, or ``node`` when nothing was misread.
 
-    def reparse_misread(self, top, cast):
-        """``top`` (a misread cast, or the binary chain it heads) parsed again with the cast's
-        parenthesised "type" as a hole: an identifier standing for that parenthesised expression."""
-        group = self.reparse_expression(cast, cast.child_by_field_name("type"))
-        if "\n" in self.code[group.start_byte:group.end_byte]:
-            self.unsupported(group, f"'{self.text(top)[:40]}' (a parenthesised expression over several "
-                             "lines, followed by + - * or &, that C++'s grammar also reads as a cast); "
-                             "write it on one line")
-        found = self._reparse(top.start_byte, top.end_byte, cast.child_by_field_name("type"),
-                              hole=(group.start_byte, group.end_byte))
-        if found is None or found.has_error:
-            self.type_err(cast, f"unknown type '{self.text(cast.child_by_field_name('type'))}'")
-        if not hasattr(self, "paren_groups"):
-            self.paren_groups = {}
-        self.paren_groups[group.start_byte] = group
+        >>> import re; bool(re.fullmatch(_ONE_NAME, " ODIM "))   # (ODIM): blanked, not a hole
+        True
+        """
+        casts, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            if n is not node and (n.type.endswith("statement") or n.type == "declaration"):
+                continue
+            if self.misread_cast(n):
+                casts.append(n)
+                stack.append(n.child_by_field_name("value"))    # not its "type": that is the group
+                continue
+            stack.extend(n.named_children)
+        if not casts:
+            return node
+        text, blanks, holes = list(self.code), [], {}
+        for c in casts:
+            close = self.code.index(")", c.child_by_field_name("type").end_byte)
+            if re.fullmatch(_ONE_NAME, self.code[c.start_byte + 1:close]):
+                blanks += [c.start_byte, close]
+                continue
+            group = self.reparse_expression(c, c.child_by_field_name("type"))
+            if "\n" in self.code[group.start_byte:group.end_byte]:   # a hole is one identifier
+                self.unsupported(group, f"'{self.text(node)[:40]}' (a parenthesised expression over "
+                                 "several lines, followed by + - * or &, that C++'s grammar also reads "
+                                 "as a cast); write it on one line")
+            holes[group.start_byte] = group
+            text[group.start_byte:group.end_byte] = "_" * (group.end_byte - group.start_byte)
+        for p in blanks:
+            text[p] = " "
+        text = "".join(text)
+        if node.type in _CHAIN:
+            found = self._reparse(node.start_byte, node.end_byte, casts[0], text)
+            if found is None or found.has_error:
+                self.type_err(casts[0], f"unknown type '{self.text(casts[0].child_by_field_name('type'))}'")
+        else:
+            from .parse import _PARSER
+            found = _PARSER.parse(text.encode()).root_node.descendant_for_byte_range(node.start_byte, node.end_byte)
+            while found is not None and (found.start_byte, found.end_byte, found.type) != \
+                    (node.start_byte, node.end_byte, node.type):
+                found = found.parent
+            if found is None or found.has_error:
+                return node             # its expressions try again, alone (expr)
+        code = list(self.code)
+        for p in blanks:
+            code[p] = " "
+        self.code = "".join(code)       # the text the new nodes index (only those parentheses differ)
+        self.__dict__.setdefault("paren_groups", {}).update(holes)
         return found
 
     def paren_group(self, node):
-        """The parenthesised expression a hole left by ``reparse_misread`` stands for, or None."""
+        """The parenthesised expression a hole left by ``value_parens`` stands for, or None."""
         g = getattr(self, "paren_groups", {}).get(node.start_byte)
         return g if g is not None and g.end_byte == node.end_byte and self.code[node.start_byte] == "(" else None
+
+    def reparse_expression(self, cast, tn):
+        """The parenthesised part of a ``cast_expression`` tree-sitter misread (``(a & (a * a))
+        * b``, where ``a`` is a variable), parsed again as an expression. The text is parsed
+        alone, at its own byte offsets (everything else blanked, newlines kept), so the new
+        nodes' spans and ``self.text`` stay those of the kernel source."""
+        start, end = cast.start_byte, tn.end_byte
+        while end < len(self.code) and self.code[end] != ")":
+            end += 1
+        found = self._reparse(start, end + 1, tn, self.code)
+        if found is None or found.type != "parenthesized_expression" or found.has_error:
+            self.type_err(tn, f"unknown type '{self.text(tn.child_by_field_name('type'))}'")
+        return found
+
+    def _reparse(self, start, end, at_node, text):
+        """The node spanning bytes [start, end) of ``text`` (the source, or the source with
+        some parentheses undone), parsed alone as an expression; None if no node spans
+        exactly that range."""
+        from .parse import _PARSER
+        lead = "int x="             # written into the blanks of any earlier line long enough
+        before = "".join(c if c == "\n" else " " for c in self.code[:start])
+        at = before.find(" " * len(lead))
+        if at < 0:
+            self.type_err(at_node, f"unknown type '{self.text(at_node.child_by_field_name('type') or at_node)}'",
+                          hint="write the operator's left side without parentheses")
+        root = _PARSER.parse((before[:at] + lead + before[at + len(lead):] + text[start:end] + ";").encode()).root_node
+        found = root.named_descendant_for_byte_range(start, end)
+        while found is not None and (found.start_byte, found.end_byte) != (start, end):
+            found = found.parent
+        return found
 
     def constant_select(self, cond: bool, node, sp):
         """``c ? a : b`` with a compile-time constant ``c``: only the side taken runs (MLX's
@@ -272,9 +274,9 @@ class ExpressionsMixin:
             if inner.type == "compound_statement":
                 return self.statement_expression(inner)
             return self.expr(inner)
-        if k == "binary_expression":
-            again = self.misread_chain(node)       # (a) + b * c, `a` a variable
-            if again is not None:
+        if k in _CHAIN and (node.parent is None or node.parent.type not in _CHAIN) or self.misread_cast(node):
+            again = self.value_parens(node)        # (a) + b * c, `a` a variable: no cast
+            if again is not node:
                 return self.expr(again)
         if self.has_matrices:
             m = self.matrix_expr(node)                  # m * v, determinant(m) (metal_matrices)
@@ -387,9 +389,6 @@ class ExpressionsMixin:
             if self.ptr_rank(node) is not None:
                 self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
                               hint="index it (p[i]) or dereference it (*p)")
-            if self.misread_cast(node):
-                # `(a) - b`, `(a & (a * a)) * b`: the parentheses hold an expression
-                return self.expr(self.reparse_misread(node, node))
             t, _ = self.resolve_type(tn)
             v = self.value_as(val, t)
             return self.cast_to(t, [v], node)

@@ -84,7 +84,8 @@ class StatementsMixin:
             return self.block(node)
         if self.local_type_definition(node):
             return []
-        if k in ("declaration", "expression_statement", "return_statement", "if_statement", "while_statement"):
+        if k in ("declaration", "expression_statement", "return_statement", "if_statement", "while_statement",
+                 "for_statement", "do_statement", "switch_statement"):
             node = self.value_parens(node)           # `s * (ODIM) + i` misread as a cast (expressions)
         if k == "declaration":
             tn = node.child_by_field_name("type")
