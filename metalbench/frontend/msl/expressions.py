@@ -142,6 +142,8 @@ class ExpressionsMixin:
         inner = tn.child_by_field_name("type") if tn.type == "type_descriptor" else tn
         if tn.type == "type_descriptor" and self.names_a_non_type(tn.child_by_field_name("declarator")):
             return True
+        if tn.type == "type_descriptor" and tn.named_child_count != 1:
+            return False                # `(atomic_uint*) &x`: a declarator or qualifier makes a type-id
         return inner is not None and inner.type in ("type_identifier", "identifier") and not self.is_type_name(inner)
 
     def value_parens(self, node):
