@@ -137,3 +137,15 @@ def test_real_casts_before_parentheses_stay_casts():
     n = a.astype(np.int64)
     want = n / 2 + 1 + ((n * -3) % 2**32 % 7) + (-n) * -3.0
     np.testing.assert_allclose(np.array(out), want.astype(np.float32), rtol=1e-6)
+
+
+def test_group_over_several_lines():
+    # the hole standing for the group is an identifier on its first line, then blanks
+    src = ("uint i = thread_position_in_grid.x;\nint A = a[i];\nint k = 3;\n"
+           "int r = k * (A &\n   (A * A)) + A * 2;\nout[i] = r;\n")
+    a = np.array([3, -5, 7, 1000, -77, 12], np.int32)
+    k = mb.metal_kernel("lines", ["a"], ["out"], src)
+    out = k(inputs=[mx.array(a)], grid=(a.size, 1, 1), threadgroup=(a.size, 1, 1), output_shapes=[a.shape],
+            output_dtypes=[mx.int32], backend="sim")[0]
+    A = a.astype(np.int64)
+    np.testing.assert_array_equal(np.array(out), (3 * (A & (A * A)) + A * 2).astype(np.int32))

@@ -156,8 +156,9 @@ class ExpressionsMixin:
         in ``node`` (nested statements wait for their own turn, when their scope's names are
         known) is undone in the text and ``node`` parsed again: parentheses around one name are
         blanked (in ``self.code`` too; same length, so spans stay), a larger group becomes a
-        hole -- an identifier as long as the group, that ``paren_group`` maps to the group
-        parsed alone. Returns the node of the new tree, or ``node`` when nothing was misread.
+        hole -- an identifier over the group's first line (blanks after), that ``paren_group``
+        maps to the group parsed alone. Returns the node of the new tree, or ``node`` when
+        nothing was misread.
 
         >>> import re; bool(re.fullmatch(_ONE_NAME, " ODIM "))   # (ODIM): blanked, not a hole
         True
@@ -181,12 +182,12 @@ class ExpressionsMixin:
                 blanks += [c.start_byte, close]
                 continue
             group = self.reparse_expression(c, c.child_by_field_name("type"))
-            if "\n" in self.code[group.start_byte:group.end_byte]:   # a hole is one identifier
-                self.unsupported(group, f"'{self.text(node)[:40]}' (a parenthesised expression over "
-                                 "several lines, followed by + - * or &, that C++'s grammar also reads "
-                                 "as a cast); write it on one line")
+            # the hole: an identifier as long as the group's first line (an identifier cannot
+            # span lines), then blanks that keep the group's newlines, so rows stay
+            span = self.code[group.start_byte:group.end_byte]
+            cut = span.find("\n") if "\n" in span else len(span)
             holes[group.start_byte] = group
-            text[group.start_byte:group.end_byte] = "_" * (group.end_byte - group.start_byte)
+            text[group.start_byte:group.end_byte] = "_" * cut + "".join(ch if ch == "\n" else " " for ch in span[cut:])
         for p in blanks:
             text[p] = " "
         text = "".join(text)
@@ -212,7 +213,7 @@ class ExpressionsMixin:
     def paren_group(self, node):
         """The parenthesised expression a hole left by ``value_parens`` stands for, or None."""
         g = getattr(self, "paren_groups", {}).get(node.start_byte)
-        return g if g is not None and g.end_byte == node.end_byte and self.code[node.start_byte] == "(" else None
+        return g if g is not None and node.end_byte <= g.end_byte and self.code[node.start_byte] == "(" else None
 
     def reparse_expression(self, cast, tn):
         """The parenthesised part of a ``cast_expression`` tree-sitter misread (``(a & (a * a))
