@@ -61,7 +61,8 @@ class VectorType:
 
     @property
     def name(self) -> str:
-        return f"{self.elem.msl}{self.n}"
+        # clang's ext vectors of 8 and 16 have no Metal type name: only the template spelling
+        return f"{self.elem.msl}{self.n}" if self.n <= 4 else f"vec<{self.elem.msl}, {self.n}>"
 
     @property
     def msl(self) -> str:
@@ -161,6 +162,13 @@ complex64 = ScalarType("complex64", "complex64_t", "complex64_t", np.dtype(np.co
 # no double vectors: Metal has none, and nothing needs them yet
 VECTOR_ELEMS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
 VECTORS = {f"{e.msl}{n}": VectorType(e, n) for e in VECTOR_ELEMS for n in (2, 3, 4)}
+# ``vec<T, 8>`` and ``vec<T, 16>`` (clang's ext_vector_type; real kernels load 8 halves at a
+# time): reachable only through ``vector_of``, since Metal has no ``float8`` names
+WIDE_VECTORS = {(e, n): VectorType(e, n) for e in VECTOR_ELEMS for n in (8, 16)}
+VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+# The IR's component letters (``ir.Swizzle``): x y z w, then 4..15 in hex digits for the wide
+# vectors (clang's .s4 .. .sF), upper case so that no letter is also one of rgba
+COMPONENTS = "xyzw456789ABCDEF"
 
 uint3 = VECTORS["uint3"]
 
@@ -283,7 +291,7 @@ def binary_result(a, b):
             e = vb.elem if not (a.is_float and not vb.elem.is_float) else binary_result(a, vb.elem)
         else:
             e = binary_result(ea, eb)
-        return VECTORS[f"{e.msl}{n}"]
+        return vector_of(e, n)
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
             if a == b:
@@ -296,9 +304,11 @@ def binary_result(a, b):
 def vector_of(elem: ScalarType, n: int) -> VectorType:
     """The vector type with ``n`` elements of ``elem``.
 
-    >>> vector_of(float32, 4).name
-    'float4'
+    >>> vector_of(float32, 4).name, vector_of(float16, 8).name
+    ('float4', 'vec<half, 8>')
     """
+    if n > 4:
+        return WIDE_VECTORS[(elem, n)]
     return VECTORS[f"{elem.msl}{n}"]
 
 

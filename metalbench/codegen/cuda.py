@@ -140,6 +140,20 @@ template <class T> struct mb_vec<T, 4> {
     MB_VEC_COMMON(4)
     __device__ mb_vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
 };
+// vec<T, 8> and vec<T, 16> (clang's ext vectors): components 4.. have no letter, only [k]
+template <class T> struct mb_vec<T, 8> {
+    T x, y, z, w, _4, _5, _6, _7;
+    MB_VEC_COMMON(8)
+    __device__ mb_vec(T a, T b, T c, T d, T e, T f, T g, T h)
+        : x(a), y(b), z(c), w(d), _4(e), _5(f), _6(g), _7(h) {}
+};
+template <class T> struct mb_vec<T, 16> {
+    T x, y, z, w, _4, _5, _6, _7, _8, _9, _A, _B, _C, _D, _E, _F;
+    MB_VEC_COMMON(16)
+    __device__ mb_vec(T a, T b, T c, T d, T e, T f, T g, T h, T i, T j, T k, T l, T m, T n, T o, T p)
+        : x(a), y(b), z(c), w(d), _4(e), _5(f), _6(g), _7(h), _8(i), _9(j), _A(k), _B(l), _C(m), _D(n),
+          _E(o), _F(p) {}
+};
 #define MB_VEC_BINOP(op, R)                                                                \\
     template <class T, int N>                                                              \\
     __device__ inline mb_vec<R, N> operator op(const mb_vec<T, N>& a, const mb_vec<T, N>& b) { \\
@@ -200,7 +214,7 @@ template <class V, class... A> __device__ inline V mb_make(const A&... a) {
 }"""
 
 _VEC_TYPES = "\n".join(
-    " ".join(f"typedef mb_vec<{CUDA_TYPES[e.name]}, {n}> mb_{e.msl}{n};" for n in (2, 3, 4))
+    " ".join(f"typedef mb_vec<{CUDA_TYPES[e.name]}, {n}> mb_{e.msl}{n};" for n in T.VECTOR_WIDTHS)
     for e in T.VECTOR_ELEMS)
 
 _FLOAT_ATOMIC = """\
@@ -444,6 +458,8 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
         return e.name, POSTFIX
 
     def e_Swizzle(self, e):
+        if len(e.components) == 1 and (e.components not in "xyzw" or e.value.type.n > 4):
+            return super().e_Swizzle(e)             # VectorAccessMixin: v[k] of a wide vector
         if len(e.components) == 1:
             self._parent_swizzle = isinstance(e.value, ir.ThreadAttr)
             try:
@@ -451,7 +467,7 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
             finally:
                 self._parent_swizzle = False
         self._vectors()
-        idx = ", ".join(str("xyzw".index(c)) for c in e.components)
+        idx = ", ".join(str(T.COMPONENTS.index(c)) for c in e.components)
         return f"mb_swizzle<{idx}>({self.expr(e.value, ASSIGN)})", POSTFIX
 
     def e_VecCons(self, e):

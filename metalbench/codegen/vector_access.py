@@ -31,6 +31,18 @@ class VectorAccessMixin:
     """Mixed into a printer that defines ``vector_load(buf, first, t)`` (an expression)
     and ``vector_store(buf, first, t, value)`` (a statement)."""
 
+    def tname(self, t) -> str:
+        # vec<half, 8> has no Metal name (half8); CUDA's mb_ prefix names its own structs
+        if isinstance(t, T.VectorType) and t.n > 4 and not self.d.vector_prefix:
+            return t.msl
+        return super().tname(t)
+
+    def e_Swizzle(self, e):
+        # a wide vector's component 4..15 has no letter in Metal or CUDA: index it
+        if len(e.components) == 1 and (e.components not in "xyzw" or e.value.type.n > 4):
+            return f"{self.expr(e.value, POSTFIX)}[{T.COMPONENTS.index(e.components)}]", POSTFIX
+        return super().e_Swizzle(e)
+
     def _vector_plain(self, buf: str) -> bool:
         is_atomic = getattr(self, "_is_atomic", None)
         if is_atomic is not None:
@@ -92,7 +104,7 @@ class VectorAccessMixin:
             return 0
         run = stmts[k:k + n]
         if not all(isinstance(s, ir.Store) and s.buf == s0.buf and isinstance(s.value, ir.Swizzle)
-                   and s.value.components == "xyzw"[j] and isinstance(s.value.value, ir.Var)
+                   and s.value.components == T.COMPONENTS[j] and isinstance(s.value.value, ir.Var)
                    and s.value.value.name == v.name for j, s in enumerate(run)):
             return 0
         return n if self._run_base(s0.buf, [s.index for s in run]) is not None else 0

@@ -70,7 +70,7 @@ class PrintBuilder:
             if component is None:
                 self.error(f"a {t.name} value cannot be printed here; print its components")
             self.lit("(")
-            for k, c in enumerate("xyzw"[:t.n]):
+            for k, c in enumerate(T.COMPONENTS[:t.n]):
                 if k:
                     self.lit(", ")
                 self.value(component(e, c), spec)

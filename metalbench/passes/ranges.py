@@ -296,7 +296,7 @@ class Ranges:
 
     def _Swizzle(self, e):
         if isinstance(e.value, ir.ThreadAttr) and len(e.components) == 1:
-            r = self.facts.attribute(e.value.name, "xyzw".index(e.components))
+            r = self.facts.attribute(e.value.name, T.COMPONENTS.index(e.components))
             if r is not None:
                 return r
         return type_range(e.type)

@@ -165,6 +165,7 @@ class CoreSemantics:
                              hint="components (.x, .y, ...) belong to vectors")
         norm = "".join(SWIZZLE.get(c, "?") for c in comps)
         if not comps or len(comps) > 4 or any(c not in "xyzw"[:vt.n] for c in norm):
+            # Metal documents xyzw/rgba only; clang's .lo/.hi/.s7 on wide vectors are refused here
             raise self.error(f"{vt.name} has no component {comps!r}", span,
                              hint="use .x, .y, .z (and .w for 4-vectors)")
         t = vt.elem if len(norm) == 1 else T.vector_of(vt.elem, len(norm))
@@ -174,7 +175,7 @@ class CoreSemantics:
         """``v[k]`` for a vector and a compile-time ``k`` in 0..n-1."""
         if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < v.type.n:
             raise self.error("vector components are indexed by a constant 0..n-1", span)
-        return ir.Swizzle(v, "xyzw"[k], v.type.elem, span=span)
+        return ir.Swizzle(v, T.COMPONENTS[k], v.type.elem, span=span)
 
     def to_bool(self, e: ir.Expr, span=None) -> ir.Expr:
         """``e`` as a condition (non-zero is true); vectors are not conditions."""

@@ -86,7 +86,7 @@ def const_value(e):
         parts = _vector_parts(e.value)              # float2(1, 2).y, LUT initialisers
         if parts is None:
             return None
-        part = parts["xyzw".index(e.components)]
+        part = parts[T.COMPONENTS.index(e.components)]
         v = const_value(part)
         return None if v is None else coerce_value(v, e.type, part.type)
     if isinstance(e, ir.Select):

@@ -345,7 +345,7 @@ class ViewSemantics(LocalViewSemantics):
         """The values of ``value``'s components (a vector's, a complex number's parts)."""
         if isinstance(value, ComplexValue):
             return [value.real, value.imag]
-        return [self.component(value, "xyzw"[c], span) for c in range(v.width)]
+        return [self.vector_index(value, c, span) for c in range(v.width)]
 
     def view_store(self, v: View, i: ir.Expr, value: ir.Expr, span=None) -> list:
         """Statements storing ``value`` (converted to the element type) at ``v[i]``."""

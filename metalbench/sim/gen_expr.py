@@ -11,7 +11,7 @@ from .. import types as T
 from ..builtins import registry
 from .gen_hoist import _HOISTABLE
 
-_SW = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
+_SW = {"r": 0, "g": 1, "b": 2, "a": 3, **{c: k for k, c in enumerate(T.COMPONENTS)}}
 
 
 def _is_vec(t):

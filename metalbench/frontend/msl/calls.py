@@ -122,8 +122,8 @@ class CallsMixin:
             if isinstance(v.type, T.VectorType):
                 v = self.sem.once(v, sp)
                 e = None
-                for c in "xyzw"[:v.type.n]:
-                    comp = self.sem.to_bool(self.sem.component(v, c, sp), sp)
+                for c in range(v.type.n):
+                    comp = self.sem.to_bool(self.sem.vector_index(v, c, sp), sp)
                     e = comp if e is None else self.sem.logical("and" if name == "all" else "or", e, comp, sp)
                 return e
             return self.sem.to_bool(v, sp)
@@ -134,8 +134,8 @@ class CallsMixin:
             t = self.sem.common_type(a.type, b.type, sp)
             a, b = self.sem.convert(a, t), self.sem.convert(b, t)
             e = None
-            for c in "xyzw"[:t.n]:
-                p = self.sem.binop("*", self.sem.component(a, c, sp), self.sem.component(b, c, sp), sp)
+            for c in range(t.n):
+                p = self.sem.binop("*", self.sem.vector_index(a, c, sp), self.sem.vector_index(b, c, sp), sp)
                 e = p if e is None else self.sem.binop("+", e, p, sp)
             return e
         b = registry.lookup(self.text(fn).replace(" ", "").removeprefix("::") if fn.type != "template_function"
@@ -225,8 +225,8 @@ class CallsMixin:
         if not isinstance(t, T.VectorType) or t.n != n:
             self.type_err(node, f"select(a, b, c) with a {c.type.name} condition needs {n}-vectors a and b")
         a, b, c = (self.sem.once(self.sem.convert(v, w, sp), sp) for v, w in ((a, t), (b, t), (c, c.type)))
-        comps = [self.sem.select(self.sem.component(c, k, sp), self.sem.component(b, k, sp),
-                                 self.sem.component(a, k, sp), sp) for k in "xyzw"[:n]]
+        comps = [self.sem.select(self.sem.vector_index(c, k, sp), self.sem.vector_index(b, k, sp),
+                                 self.sem.vector_index(a, k, sp), sp) for k in range(n)]
         return self.vec_cons(t, comps, node)
 
     def numeric_limits(self, fn, argn, node):

@@ -512,8 +512,8 @@ class StatementsMixin:
             if v.step != 1 else i
         out = []
         for j, c in enumerate(cur.components if isinstance(cur, ir.Swizzle) else comps):
-            k = "xyzw".index(c)
-            part = newv if len(comps) == 1 else self.sem.component(newv, "xyzw"[j], sp)
+            k = T.COMPONENTS.index(c)
+            part = newv if len(comps) == 1 else self.sem.vector_index(newv, j, sp)
             out.extend(self.sem.view_store(flat, self.sem.binop("+", at, ir.Const(k, T.int32), sp), part, sp))
         return out
 
@@ -552,7 +552,7 @@ class StatementsMixin:
         i = const_value(ie)
         comps = []
         for c in range(vt.n):
-            old = self.sem.component(var, "xyzw"[c], sp)
+            old = self.sem.vector_index(var, c, sp)
             if i is not None:
                 comps.append(newv if int(i) == c else old)
             else:
@@ -758,15 +758,15 @@ class StatementsMixin:
         ``value(current, type)`` (an assignment or compound assignment to a swizzle)."""
         vt = var.type
         cur = self.sem.component(var, comps, self.sp(lhs))
-        idxs = ["xyzw".index(c) for c in cur.components]
+        idxs = [T.COMPONENTS.index(c) for c in cur.components]
         ct = cur.type
         newv = value(cur, ct)
         if len(idxs) > 1:
             tmp = self.new_tmp(ct, newv, sp)
-            parts = {i: self.sem.component(tmp, "xyzw"[j], sp) for j, i in enumerate(idxs)}
+            parts = {i: self.sem.vector_index(tmp, j, sp) for j, i in enumerate(idxs)}
         else:
             parts = {idxs[0]: newv}
-        args = [parts.get(i) or self.sem.component(var, "xyzw"[i], sp) for i in range(vt.n)]
+        args = [parts.get(i) or self.sem.vector_index(var, i, sp) for i in range(vt.n)]
         return self.sem.vector(vt, args, sp)
 
 

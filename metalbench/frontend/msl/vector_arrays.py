@@ -98,7 +98,7 @@ class VectorArraysMixin:
             isp = self.sp(item)
             val = self.vector_item(item, t)
             comps = val.items if isinstance(t, ComplexType) else \
-                [self.sem.component(val, "xyzw"[c], isp) for c in range(t.n)]
+                [self.sem.vector_index(val, c, isp) for c in range(t.n)]
             for c, comp in enumerate(comps):
                 comp = fold(comp)
                 if not isinstance(comp, ir.Const):
