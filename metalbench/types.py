@@ -70,8 +70,8 @@ class VectorType:
 
     @property
     def cuda(self) -> str:
-        # The CUDA printer emits its own small vector structs with these names.
-        return f"mb_{self.elem.msl}{self.n}"
+        # The CUDA printer emits its own small vector structs with these names (wider ones: the template).
+        return f"mb_{self.elem.msl}{self.n}" if self.n <= 4 else f"mb_vec<{self.elem.cuda}, {self.n}>"
 
     @property
     def is_float(self) -> bool:
@@ -162,10 +162,11 @@ complex64 = ScalarType("complex64", "complex64_t", "complex64_t", np.dtype(np.co
 # no double vectors: Metal has none, and nothing needs them yet
 VECTOR_ELEMS = [bool_, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32]
 VECTORS = {f"{e.msl}{n}": VectorType(e, n) for e in VECTOR_ELEMS for n in (2, 3, 4)}
-# ``vec<T, 8>`` and ``vec<T, 16>`` (clang's ext_vector_type; real kernels load 8 halves at a
-# time): reachable only through ``vector_of``, since Metal has no ``float8`` names
-WIDE_VECTORS = {(e, n): VectorType(e, n) for e in VECTOR_ELEMS for n in (8, 16)}
-VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+# ``vec<T, n>`` for n of 5..16 (clang's ext_vector_type; real kernels load 8 halves at a time
+# and keep vec<float, NA> accumulators): reachable only through ``vector_of``, since Metal
+# has no ``float8`` names
+WIDE_VECTORS = {(e, n): VectorType(e, n) for e in VECTOR_ELEMS for n in range(5, 17)}
+VECTOR_WIDTHS = tuple(range(2, 17))
 # The IR's component letters (``ir.Swizzle``): x y z w, then 4..15 in hex digits for the wide
 # vectors (clang's .s4 .. .sF), upper case so that no letter is also one of rgba
 COMPONENTS = "xyzw456789ABCDEF"

@@ -55,7 +55,20 @@ def _mixed(x):
     return [d.sum(1) + 2 * c[:, 6] + loc[:, 8 + 5] + dot + pos.astype(np.float32)]
 
 
+def _five(x):
+    a = x.reshape(32, 8)[:, :5].astype(np.float32) * np.float32(2)
+    return [a[:, 0] + a[:, 2] + np.float32(3) * a[:, 4]]
+
+
 CASES = [
+    MSLCase("vec5_accumulator", """
+        uint i = thread_position_in_grid.x;
+        vec<float, 5> acc = vec<float, 5>(0.0f);
+        for (int j = 0; j < 5; ++j) acc[j] += float(x[i * 8 + j]) * 2.0f;
+        vec<float, 5> b = vec<float, 5>(float4(1.0f), 3.0f);
+        acc = acc * b;
+        out[i] = acc[0] + acc[4] + acc[2];
+    """, {"x": X16}, [("out", (32,), np.float32)], _five, atol=1e-5),
     MSLCase("vec8_half_dot", """
         using V8 = vec<half, 8>;
         const device V8* xv = (const device V8*)x;
@@ -143,7 +156,7 @@ def test_host_compiled_cuda_matches_numpy(c, monkeypatch):
 
 
 @pytest.mark.parametrize("src, words", [
-    ("vec<float, 5> v = vec<float, 5>(0.0f); out[0] = v[0];", "the type 'vec<float, 5>'"),
+    ("vec<float, 32> v = vec<float, 32>(0.0f); out[0] = v[0];", "the type 'vec<float, 32>'"),
     ("vec<float, 8> v = vec<float, 8>(x[0]); out[0] = v.lo.x;", "vec<float, 8> has no component 'lo'"),
     ("vec<float, 8> v = vec<float, 8>(x[0]); out[0] = v.s7;", "vec<float, 8> has no component 's7'"),
     ("vec<float, 8> v = vec<float, 8>(x[0], x[1]); out[0] = v[0];", "needs 8 components, got 2"),

@@ -235,11 +235,14 @@ def vec_spec(n: int) -> str:
             f"  _MB_VEC_COMMON({n})\n  {' '.join(ctors)}\n}};\n")
 
 
-def wide_vec_spec(n: int) -> str:
-    """``vec<T, 8>`` / ``vec<T, 16>`` (clang's ext vectors; Metal names none of them): the
-    printer indexes their components, so they need no swizzle members."""
-    return (f"template <class T> struct vec<T, {n}> {{\n  T _d[{n}];\n  _MB_VEC_COMMON({n})\n"
-            "  template <class A0, class A1, class... A> vec(A0, A1, A...);\n};\n")
+# vec<T, n> of 5..16 (clang's ext vectors; Metal names none of them): the primary template.
+# The printer indexes their components, so they need no swizzle members.
+WIDE_VEC = """template <class T, int N> struct vec {
+  T _d[N];
+  _MB_VEC_COMMON(N)
+  template <class A0, class A1, class... A> vec(A0, A1, A...);
+};
+"""
 
 
 _KINDS = {
@@ -305,7 +308,7 @@ def generate() -> str:
     head = HEAD.replace("{constants}", _constants())
     from ..builtins.simdgroup_matrix import shim_declarations
     tail = TAIL.replace("{math}", _math()).replace("{simd}", _simd()).replace("{matrix}", shim_declarations())
-    return head + "".join(vec_spec(n) for n in (2, 3, 4)) + "".join(wide_vec_spec(n) for n in (8, 16)) + tail
+    return head + "".join(vec_spec(n) for n in (2, 3, 4)) + WIDE_VEC + tail
 
 
 if __name__ == "__main__":

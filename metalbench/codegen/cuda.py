@@ -140,19 +140,11 @@ template <class T> struct mb_vec<T, 4> {
     MB_VEC_COMMON(4)
     __device__ mb_vec(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {}
 };
-// vec<T, 8> and vec<T, 16> (clang's ext vectors): components 4.. have no letter, only [k]
-template <class T> struct mb_vec<T, 8> {
-    T x, y, z, w, _4, _5, _6, _7;
-    MB_VEC_COMMON(8)
-    __device__ mb_vec(T a, T b, T c, T d, T e, T f, T g, T h)
-        : x(a), y(b), z(c), w(d), _4(e), _5(f), _6(g), _7(h) {}
-};
-template <class T> struct mb_vec<T, 16> {
-    T x, y, z, w, _4, _5, _6, _7, _8, _9, _A, _B, _C, _D, _E, _F;
-    MB_VEC_COMMON(16)
-    __device__ mb_vec(T a, T b, T c, T d, T e, T f, T g, T h, T i, T j, T k, T l, T m, T n, T o, T p)
-        : x(a), y(b), z(c), w(d), _4(e), _5(f), _6(g), _7(h), _8(i), _9(j), _A(k), _B(l), _C(m), _D(n),
-          _E(o), _F(p) {}
+// vec<T, n> of 5..16 (clang's ext vectors): components past w have no letter, only [k]
+template <class T, int N> struct mb_vec {
+    T x, _r[N - 1];
+    MB_VEC_COMMON(N)
+    template <class... A> __device__ mb_vec(T a, T b, A... r) : x(a), _r{b, static_cast<T>(r)...} {}
 };
 #define MB_VEC_BINOP(op, R)                                                                \\
     template <class T, int N>                                                              \\
@@ -214,7 +206,7 @@ template <class V, class... A> __device__ inline V mb_make(const A&... a) {
 }"""
 
 _VEC_TYPES = "\n".join(
-    " ".join(f"typedef mb_vec<{CUDA_TYPES[e.name]}, {n}> mb_{e.msl}{n};" for n in T.VECTOR_WIDTHS)
+    " ".join(f"typedef mb_vec<{CUDA_TYPES[e.name]}, {n}> mb_{e.msl}{n};" for n in (2, 3, 4))
     for e in T.VECTOR_ELEMS)
 
 _FLOAT_ATOMIC = """\

@@ -159,14 +159,9 @@ template <class T> struct vec<T, 4> {
   _MB_VEC_COMMON(4)
   vec(T, T, T, T); vec(vec<T, 2>, T, T); vec(T, vec<T, 2>, T); vec(T, T, vec<T, 2>); vec(vec<T, 2>, vec<T, 2>); vec(vec<T, 3>, T); vec(T, vec<T, 3>);
 };
-template <class T> struct vec<T, 8> {
-  T _d[8];
-  _MB_VEC_COMMON(8)
-  template <class A0, class A1, class... A> vec(A0, A1, A...);
-};
-template <class T> struct vec<T, 16> {
-  T _d[16];
-  _MB_VEC_COMMON(16)
+template <class T, int N> struct vec {
+  T _d[N];
+  _MB_VEC_COMMON(N)
   template <class A0, class A1, class... A> vec(A0, A1, A...);
 };
 

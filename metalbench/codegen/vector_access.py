@@ -32,8 +32,11 @@ class VectorAccessMixin:
     and ``vector_store(buf, first, t, value)`` (a statement)."""
 
     def tname(self, t) -> str:
-        # vec<half, 8> has no Metal name (half8); CUDA's mb_ prefix names its own structs
-        if isinstance(t, T.VectorType) and t.n > 4 and not self.d.vector_prefix:
+        # vec<half, 8> has no Metal name (half8), mb_vec<__half, 8> no CUDA typedef
+        if isinstance(t, T.VectorType) and t.n > 4:
+            if self.d.vector_prefix:
+                super().tname(t)                # the CUDA printer's header helpers
+                return f"mb_vec<{self.tname(t.elem)}, {t.n}>"
             return t.msl
         return super().tname(t)
 

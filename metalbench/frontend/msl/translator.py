@@ -182,9 +182,9 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 kind, n = self.template_args([targs[1]])[0]       # a constant the grammar may read as a type
                 if kind != "v":
                     self.type_err(targs[1], "vec<T, n> needs a number of components")
-                if int(n.value) not in T.VECTOR_WIDTHS:   # clang allows any n; real kernels use 8 (and 16)
+                if int(n.value) not in T.VECTOR_WIDTHS:   # clang allows any n; components are named to 16
                     self.unsupported(node, f"the type '{txt}' (a vector of {int(n.value)} components; "
-                                     "metalbench has vectors of 2, 3, 4, 8 or 16)")
+                                     "metalbench has vectors of 2 to 16)")
                 return T.vector_of(t, int(n.value)), False
             self.unsupported(node, f"the type '{txt}'")
         if k == "type_descriptor":
