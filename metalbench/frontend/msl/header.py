@@ -366,7 +366,9 @@ class HeaderMixin:
                     self.out_roots = saved_roots
                     self.call_sites.pop()
                 body = self.view_decls + body
-                self.used_names = used_before | {fname}
+                # drop the body's local names, keep every function name: one specialised inside
+                # this body (wide<IPG> in body<M, IPG>) must not be named again by the next
+                self.used_names = used_before | {fname} | set(self._spec_funcs)
                 f = ir.Function(fname, fparams, self.complex_carrier(ret), body, span=self.sp(fd.node))
                 self._spec_funcs[fname] = f
                 self.specialising.discard(key)
