@@ -302,6 +302,16 @@ def binary_result(a, b):
     return _int_pair(a, b)
 
 
+def padded(n: int) -> int:
+    """Elements an ``n``-vector takes in memory (its size and alignment): a 3-vector pads to 4,
+    clang's ext vectors past 4 to the next power of two (``vec<float, 5>`` is 32 bytes).
+
+    >>> [padded(n) for n in (2, 3, 4, 5, 8, 9, 16)]
+    [2, 4, 4, 8, 8, 16, 16]
+    """
+    return n if n in (1, 2, 4) else 4 if n == 3 else 1 << (n - 1).bit_length()
+
+
 def vector_of(elem: ScalarType, n: int) -> VectorType:
     """The vector type with ``n`` elements of ``elem``.
 

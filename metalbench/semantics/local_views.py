@@ -59,7 +59,7 @@ class LocalViewSemantics:
         src = v.local.type
         n = src.n if isinstance(src, T.VectorType) else 1
         c = T.elem_of(src).itemsize
-        if s_new > c and (n == 3 or (n * c) % s_new):
+        if s_new > c and (T.padded(n) != n or (n * c) % s_new):
             raise self.error(f"reading {e_new.msl} values from the local '{v.buf}' (a {src.msl}) through a "
                              "pointer is not supported: they do not tile it", span,
                              hint="read its components and combine them, or use as_type")

@@ -96,7 +96,7 @@ class View:
         4
         """
         w = self.width
-        n = 4 if w == 3 and not self.packed else w
+        n = w if self.packed or isinstance(self.type, ComplexType) else T.padded(w)
         for d in self.inner:
             n *= int(d)
         return n
@@ -404,13 +404,15 @@ class ViewSemantics(LocalViewSemantics):
             raise self.error("as_type of something without a value (void)", span)
 
         def size(x):
-            return x.itemsize if isinstance(x, T.ScalarType) else x.elem.itemsize * (4 if x.n == 3 else x.n)
+            return x.itemsize if isinstance(x, T.ScalarType) else x.elem.itemsize * T.padded(x.n)
         if T.elem_of(t).is_bool or T.elem_of(e.type).is_bool or size(t) != size(e.type):
             raise self.error(f"as_type<{t.msl}> of a {e.type.msl}: the types must have the same size "
                              f"({size(t)} and {size(e.type)} bytes) and not be bool", span,
                              hint="as_type reinterprets bits; to convert a value, cast it: T(x)")
-        if (isinstance(t, T.VectorType) and t.n == 3) != (isinstance(e.type, T.VectorType) and e.type.n == 3):
-            raise self.error("as_type between a 3-component vector and another type is not supported", span)
+        if (isinstance(t, T.VectorType) and T.padded(t.n) != t.n) != \
+                (isinstance(e.type, T.VectorType) and T.padded(e.type.n) != e.type.n):
+            raise self.error("as_type between a padded vector (3, 5, 6, 7, ... components) and another "
+                             "type is not supported", span)
         if e.type == t:
             return e
         if isinstance(e, ir.Const) and isinstance(e.type, T.ScalarType):

@@ -357,7 +357,7 @@ class CxxAssignMixin:
         if isinstance(t, T.VectorType):
             if packed:
                 return t.elem.itemsize * t.n, t.elem.itemsize
-            a = t.elem.itemsize * (4 if t.n == 3 else t.n)
+            a = t.elem.itemsize * T.padded(t.n)
             return a, a
         if isinstance(t, T.ScalarType):
             return t.itemsize, t.itemsize

@@ -168,7 +168,7 @@ class CxxObjectsMixin:
         if isinstance(elem, T.VectorType):
             if len(dims) != 1:
                 self.unsupported(node, "a multi-dimensional array of vectors")
-            step = 4 if elem.n == 3 else elem.n
+            step = T.padded(elem.n)
             a = ir.ArrayDecl(irname, space, elem.elem, (dims[0] * step,), values, span=sp)
         else:
             a = ir.ArrayDecl(irname, space, elem, tuple(dims), values, span=sp)

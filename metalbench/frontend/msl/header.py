@@ -392,7 +392,7 @@ class HeaderMixin:
                 arr = self.fresh(f"_{var.name}_ref")
                 # a one-element copy (a vector: its components, as Metal lays it out), read and
                 # written through a view of the variable's type
-                n = (4 if var.type.n == 3 else var.type.n) if isinstance(var.type, T.VectorType) else \
+                n = T.padded(var.type.n) if isinstance(var.type, T.VectorType) else \
                     2 if isinstance(var.type, ComplexType) else 1
                 self.emit_pre(ir.ArrayDecl(arr, "thread", storage_elem(var.type), (n,), span=sp), sp)
                 view = self.sem.view_of(arr, var.type, "thread", span=sp)

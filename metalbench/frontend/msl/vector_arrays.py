@@ -15,7 +15,7 @@ from ...semantics.complexval import ComplexType, storage_elem
 
 def _width(t) -> int:
     """Elements one array element takes: a vector's (a 3-vector 4), a complex number's 2."""
-    return 2 if isinstance(t, ComplexType) else (4 if t.n == 3 else t.n)
+    return 2 if isinstance(t, ComplexType) else T.padded(t.n)
 
 
 class VectorArraysMixin:
