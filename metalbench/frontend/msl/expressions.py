@@ -334,6 +334,12 @@ class ExpressionsMixin:
                 if isinstance(val.type, T.VectorType):
                     return self.vector_element(self.sem.once(val, sp),
                                                node.child_by_field_name("indices").named_children[0], sp)
+            elif base.type in ("call_expression", "binary_expression", "unary_expression",
+                               "parenthesized_expression", "conditional_expression") \
+                    and self.ptr_rank(base) is None and self.vector_probe(base):
+                # exp(a)[2], (a + b)[j], float4(x)[i]: a component of any vector-valued expression
+                return self.vector_element(self.sem.once(self.expr(base), sp),
+                                           node.child_by_field_name("indices").named_children[0], sp)
             return self.load_at(node)
         if k == "pointer_expression":
             if self.text(node).lstrip().startswith("*"):
@@ -500,6 +506,15 @@ class ExpressionsMixin:
             except MetalbenchError:
                 return False
         return False
+
+    def vector_probe(self, node) -> bool:
+        """Whether ``node`` translates to a vector value (probed: nothing it emits is kept; an
+        expression that does not translate is no vector, and its own error comes later)."""
+        try:
+            v = self.probe(lambda: self.expr(node))
+        except MetalbenchError:
+            return False
+        return isinstance(getattr(v, "type", None), T.VectorType)
 
     def vector_element(self, v, inode, sp):
         """``v[i]`` of a vector: a component, or for a run-time ``i`` a selection among them."""
