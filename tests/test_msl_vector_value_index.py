@@ -4,6 +4,7 @@ import mlx.core as mx
 import numpy as np
 import pytest
 
+import hostcuda
 import metalbench as mb
 from metalbench.errors import MetalbenchError
 
@@ -52,3 +53,15 @@ def test_a_scalar_expression_is_still_not_indexable():
     with pytest.raises(MetalbenchError, match="not an array or buffer"):
         k(inputs=[mx.array(np.ones(4, np.float32))], grid=(4, 1, 1), threadgroup=(4, 1, 1),
           output_shapes=[(4,)], output_dtypes=[mx.float32])
+
+
+@pytest.mark.skipif(not hostcuda.HAVE_GXX, reason="needs g++")
+def test_printed_cuda_agrees(monkeypatch):
+    """The printed CUDA (compiled for the host, tests/hostcuda) gives the same components."""
+    hostcuda.install(monkeypatch)
+    n = 37
+    x = RNG.standard_normal(4 * n).astype(np.float32)
+    k = mb.metal_kernel(name="vecidx_cuda", input_names=["x"], output_names=["out"], source=BODY)
+    out = k(inputs=[mx.array(x)], grid=(n, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(5 * n,)],
+            output_dtypes=[mx.float32], backend="cuda")[0]
+    np.testing.assert_allclose(np.asarray(out), reference(x), rtol=2e-6, atol=1e-6)
