@@ -37,8 +37,9 @@ from . import runtime
 from . import types as T
 from .codegen.c_like import compact
 from .errors import user_facing
+from .mlx_signature import shape_infos
 # The thin path lives in thin.py; its names stay importable from here.
-from .thin import (_ENV_KEY, mlx_passes_shape, _SIGNATURES, MISS, MLX_SMALL_POOL_BYTES, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
+from .thin import (_ENV_KEY, _SIGNATURES, MISS, MLX_SMALL_POOL_BYTES, FastCall, ThinCache, _cached_scalar, _converter,  # noqa: F401
                    arg_signature, backend_token, launch_guard, mlx_array_type, padded_length, scalar_array, signatures,
                    thin_gpu_call)
 
@@ -373,7 +374,8 @@ class MLXLaunch:
         self.names = [n for n, _, _ in self.spec_inputs]
         # which inputs MLX passes shape arguments for (a 0-d scalar of those crosses as a vector)
         body = getattr(r, "body", None)
-        self.shaped = [body is None or mlx_passes_shape(n, body) for n in self.names]
+        self.shaped = [True] * len(self.names) if body is None else \
+            [any(f) for f in shape_infos(body, self.names)]
         self.converters = [_converter(kind, t, backend, shaped)
                            for (_, kind, t), shaped in zip(self.spec_inputs, self.shaped)]
         self.kwargs = dict(grid=tuple(grid), threadgroup=tuple(threadgroup),

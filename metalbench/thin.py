@@ -26,7 +26,7 @@ from . import types as T
 def _converter(kind: str, t: T.ScalarType, backend: str = "", shaped: bool = True):
     """value -> what MLX receives for an input of ``kind`` and type ``t`` on ``backend``
     (float64 on cuda: its bits, ``runtime.carrier``). ``shaped``: whether MLX passes this
-    input's shape arguments (:func:`mlx_passes_shape`; a 0-d ``mx.array`` scalar must
+    input's shape arguments (``mlx_signature.shape_infos``; a 0-d ``mx.array`` scalar must
     then cross as a vector on cuda)."""
     mx_array = mlx_array_type()
     if runtime.carrier(t, backend) is not t:
@@ -63,17 +63,6 @@ def _converter(kind: str, t: T.ScalarType, backend: str = "", shaped: bool = Tru
             return v.reshape(1) if shaped and vector and v.ndim == 0 else v
         return scalar_array(v, t, vector)
     return scalar if kind == "scalar" else buffer
-
-
-def mlx_passes_shape(name: str, body: str) -> bool:
-    """Whether MLX's CUDA kernel passes input ``name``'s shape, strides or ndim argument:
-    MLX decides by a plain substring search of the body (``custom_kernel.cpp``), so
-    ``k`` counts as shaped when the body names ``codebook_shape``.
-
-    >>> mlx_passes_shape("k", "n = codebook_shape[0];"), mlx_passes_shape("a", "out[i] = a[0];")
-    (True, False)
-    """
-    return any(name + s in body for s in ("_shape", "_strides", "_ndim"))
 
 
 _SCALARS: dict = {}

@@ -143,7 +143,7 @@ def test_scalar_inputs_follow_mlx_rules(fake_cuda):
     mx.array keeps its dtype and value and reaches MLX untouched (the very object), unless
     MLX would pass that input's shape argument (its name + ``_shape`` in the CUDA body):
     MLX 0.32's CUDA kernels mismatch a 0-d input's shape parameter, so such an input
-    crosses as a one-element vector (thin._converter, thin.mlx_passes_shape)."""
+    crosses as a one-element vector (thin._converter, mlx_signature.shape_infos)."""
     k = mb.metal_kernel("sc", ["a", "x", "y"], ["out"], SAXPY_MSL)
     x = mx.array(rand(32))
     call_msl(k, 2, x, x, backend="cuda")

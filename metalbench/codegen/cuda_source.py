@@ -6,6 +6,7 @@ re-exports both.
 from __future__ import annotations
 
 from .. import types as T
+from ..mlx_signature import shape_infos
 from .c_like import Rendered
 
 CUDA_TYPES = {t.name: t.cuda for t in T.ALL_SCALARS}
@@ -95,14 +96,14 @@ def full_source(r: Rendered, template: list | None = None) -> str:
     src = _DEFAULT_HEADER + r.header + "namespace mlx::core::cu {\n\nnamespace cg = cooperative_groups;\n\n"
     src += f"__global__ void {name}(\n"
     types = r.input_types or [(T.float32, 1)] * len(r.input_names)
-    for n, (t, nd) in zip(r.input_names, types):
+    for n, (t, nd), (shape, strides, ndim) in zip(r.input_names, types, shape_infos(r.body, r.input_names)):
         src += f"    const {CUDA_TYPES[t.name]}* {n},\n"
         if nd > 0:
-            if f"{n}_shape" in r.body:
+            if shape:
                 src += f"    const __grid_constant__ Shape {n}_shape,\n"
-            if f"{n}_strides" in r.body:
+            if strides:
                 src += f"    const __grid_constant__ Strides {n}_strides,\n"
-            if f"{n}_ndim" in r.body:
+            if ndim:
                 src += f"    const __grid_constant__ int {n}_ndim,\n"
     otypes = r.output_types or [T.float32] * len(r.output_names)
     src += ",\n".join(f"    {CUDA_TYPES[t.name]}* {n}" for n, t in zip(r.output_names, otypes)) + ") {\n"

@@ -9,6 +9,7 @@ from ... import ir
 from ... import types as T
 from ...errors import (ControlFlow, KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError, Source, Span,
                         internal_error)
+from ...mlx_signature import shape_infos
 from ...semantics import MSL, Semantics
 from .buffer_choice import BufferChoiceMixin
 from .calls import CallsMixin
@@ -397,8 +398,7 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
         tr.atomic_uses = atomic_uses
         tr.sem.plain_access = lambda v, what, sp: tr.use_of_output(v.buf, "plain", what, sp)
     # MLX passes x_shape & co. when the text mentions them (a substring test on the raw body)
-    shape_use = {n: (n + "_shape" in source, n + "_strides" in source, n + "_ndim" in source)
-                 for n, _, _ in inputs}
+    shape_use = dict(zip([n for n, _, _ in inputs], shape_infos(source, [n for n, _, _ in inputs])))
     pp = Preprocessor(math_mode, [k for k, _ in template])   # the header's macros reach the body
     header = pp.run(header, hsrc) if header else header
     source = pp.run(source, src)
