@@ -450,7 +450,7 @@ class CUDAPrinter(ReadGuardMixin, VectorAccessMixin, CUDAMatrixMixin, IntegerVec
         return e.name, POSTFIX
 
     def e_Swizzle(self, e):
-        if len(e.components) == 1 and (e.components not in "xyzw" or e.value.type.n > 4):
+        if self.wide_component(e):
             return super().e_Swizzle(e)             # VectorAccessMixin: v[k] of a wide vector
         if len(e.components) == 1:
             self._parent_swizzle = isinstance(e.value, ir.ThreadAttr)

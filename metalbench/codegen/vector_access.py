@@ -40,9 +40,14 @@ class VectorAccessMixin:
             return t.msl
         return super().tname(t)
 
+    @staticmethod
+    def wide_component(e) -> bool:
+        """Is ``e`` (an ``ir.Swizzle``) one component of a vector past 4 (``vec<T, n>``)?"""
+        return len(e.components) == 1 and isinstance(e.value.type, T.VectorType) and e.value.type.n > 4
+
     def e_Swizzle(self, e):
-        # a wide vector's component 4..15 has no letter in Metal or CUDA: index it
-        if len(e.components) == 1 and (e.components not in "xyzw" or e.value.type.n > 4):
+        # a wide vector's components 4..15 have no letter in Metal or CUDA: index them all
+        if self.wide_component(e):
             return f"{self.expr(e.value, POSTFIX)}[{T.COMPONENTS.index(e.components)}]", POSTFIX
         return super().e_Swizzle(e)
 
