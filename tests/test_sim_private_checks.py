@@ -141,6 +141,12 @@ def test_private_array_read_before_write_is_an_error():
     ("uint i = thread_position_in_grid.x; S s; s.a[0] = x[i]; S t = s;\no[i] = t.a[1];",
      "struct S { float a[4]; };", 2),
     ("uint i = thread_position_in_grid.x; float4 acc[2]; acc[0] = float4(1); acc[1].x = x[i];\no[i] = acc[1].y;", "", 2),
+    # an insertion sort's shift: v[3] and v[2] are copies of elements never written (the copy's
+    # source index p - 1 is an expression, not a constant or a variable)
+    ("uint i = thread_position_in_grid.x; float v[4]; v[0] = x[i];\nfor (uint p = 3; p > 0; --p) v[p] = v[p - 1];\n"
+     "o[i] = v[3];", "", 3),
+    # a source index that loads: the copy's read is checked as a read
+    ("uint i = thread_position_in_grid.x; float v[4]; v[0] = x[i];\nv[2] = v[int(x[0]) + 1]; o[i] = v[0];", "", 2),
 ])
 def test_private_array_uninitialised_reads_found(source, header, line):
     _, errs, _ = launch(source, header)
@@ -168,6 +174,9 @@ def test_private_array_uninitialised_reads_found(source, header, line):
     ("float vals[4]; float2x2 m = float2x2(x[i]); for (int j = 0; j < 4; ++j) vals[j] = m[j / 2][j % 2];", ""),
     ("float vals[4]; for (int k = 0; k < 2; ++k) { float t[2]; t[0] = k; t[1] = x[i]; vals[2 * k] = t[0]; "
      "vals[2 * k + 1] = t[1]; }", ""),
+    ("float vals[4]; vals[0] = x[i]; for (uint p = 1; p < 4; ++p) vals[p] = vals[p - 1];", ""),
+    ("float vals[4]; vals[0] = x[i]; vals[1] = vals[int(x[0])]; vals[2] = vals[1]; vals[3] = vals[2 * int(x[0]) + 2];",
+     ""),
 ])
 def test_written_private_arrays_are_no_finding(source, header):
     body = ("uint i = thread_position_in_grid.x;\n" + source +

@@ -10,6 +10,7 @@ import numpy as np
 from .. import ir
 from .. import types as T
 from .debug import cov_lin, cov_store
+from .gen_expr import _pure
 
 
 class MemoryAccess:
@@ -44,18 +45,21 @@ class MemoryAccess:
 
     def _loc_copy(self, s, kind):
         """A store of an element of a thread-local array into one (an object's copy,
-        ``S t = s``): the source's load is not checked, the destination element is written
-        when the source element was (``"(array, index)"``), or simply written (None)."""
+        ``S t = s``, or ``a[p] = a[p - 1]``): the source's load is not checked, the destination
+        element is written when the source element was (``"(array, index)"``). A source index
+        that cannot be evaluated twice (a load, a call) leaves the load checked as a read (None):
+        marking the destination written without looking would hide an unwritten element
+        shifted along the array (an insertion sort's tail)."""
         e = s.value
         if not (self.checked and kind == "loc" and isinstance(e, ir.Load)):
             return None
         src = self.scope.bufs.get(e.buf)
         if src is None or src[0] != "loc":
             return None
+        if not _pure(e.index, True):
+            return None
         self.untracked.add(id(e))
-        if isinstance(e.index, (ir.Const, ir.Var)):
-            return f"({src[1]}, {self.ex(e.index)})"
-        return None
+        return f"({src[1]}, {self.ex(e.index)})"
 
     def _check_align(self, e, kind, py, elem, k):
         """Checked mode: a vector access Metal requires aligned (``e.vector``, see
