@@ -33,7 +33,7 @@ from .frontend import python as F
 from .frontend.python.structs import flatten_struct, is_struct
 from .protocol import (_SIGNATURES, MISS, BoundLaunch, KernelBase, ThinCache, arg_signature, backend_token,
                        launch_guard, thin_gpu_call, unwrap)
-from .thin import GridLaunch, grid_launch, named
+from .thin import Front, GridLaunch, grid_launch, keyword_front, named, named_keywords
 from .protocol import Specialization, unique_name  # noqa: F401  (their home before protocol.py)
 
 
@@ -516,10 +516,14 @@ class Kernel(KernelBase):
             guard = g and (params, *g, where)
             if g:
                 g[1]["miss"] = self._miss
-        front = ("*args, grid=None, threadgroup=None, backend='auto', **kwargs",
-                 f"miss(args, kwargs, grid, threadgroup, backend, {1 if kwnames else 0})", "Kernel.__call__",
-                 None if kwnames else "kwargs",
-                 "launch, grid, threadgroup, *args, backend='auto', **kwargs", "launch._miss(args, kwargs, backend)")
+        front = Front("*args, grid=None, threadgroup=None, backend='auto', **kwargs",
+                      f"miss(args, kwargs, grid, threadgroup, backend, {1 if kwnames else 0})", "Kernel.__call__",
+                      None if kwnames else "kwargs",
+                      "launch, grid, threadgroup, *args, backend='auto', **kwargs", "launch._miss(args, kwargs, backend)")
+        if g and kwnames and named_keywords(kwnames, g[1]):      # no kwargs dict per call
+            fl, fenv = launch_guard(bound.args[:nargs], *given, values=self._value_positions,
+                                    kwargs={n: bound.kwargs[n] for n in kwnames}, named=True)
+            front = keyword_front(kwnames, fl, g[1], fenv)
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names],
                              len(bound.outputs) == 1, self, last,
                              fixed if (kwnames or fixed_names) else None, guard, front)

@@ -29,7 +29,7 @@ from .mlx_signature import MAX_CONSTANT_ARRAY_SIZE
 from .errors import KernelLaunchError, KernelTypeError, MetalbenchError, trim_traceback, user_facing
 from .protocol import (_SIGNATURES, MISS, BoundLaunch, KernelBase, Specialization, ThinCache, _np_arg, backend_token,
                        launch_guard, thin_gpu_call)
-from .thin import named
+from .thin import Front, named, with_named
 
 
 class MetalKernelValueError(KernelLaunchError, ValueError):
@@ -255,9 +255,19 @@ class MetalKernel(KernelBase):
             guard = g and (params, *g, len(names))
             if g:
                 g[1]["miss"] = self._miss
-                front = ("*, inputs, output_shapes, output_dtypes, grid, threadgroup, backend='auto', **options",
-                         "miss(inputs, output_shapes, output_dtypes, grid, threadgroup, backend, options, "
-                         f"{1 if template else 0})", "MetalKernel.__call__", None if template else "options")
+                head = "*, inputs, output_shapes, output_dtypes, grid, threadgroup, backend='auto'"
+                front = Front(head + ", **options",
+                              "miss(inputs, output_shapes, output_dtypes, grid, threadgroup, backend, options, "
+                              f"{1 if template else 0})", "MetalKernel.__call__", None if template else "options")
+                if template:
+                    # template= as the front's own parameter: no options dict per call
+                    conds[-1] = "template == g_options['template']"
+                    fl, fenv = launch_guard(inputs, grid, tg, backend, "inputs", conds, genv)
+                    g[1].update(fenv, kwd=with_named)
+                    front = Front(head + ", template=MISS, **options",
+                                  "miss(inputs, output_shapes, output_dtypes, grid, threadgroup, backend, "
+                                  "kwd(options, template=template), 1)", "MetalKernel.__call__", "options",
+                                  lines=fl)
         return thin_gpu_call(plan, [pos[n] for n in plan.names], [bound.values[n] for n in plan.names], None,
                              self, last, None, guard, front)
 

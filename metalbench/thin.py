@@ -14,7 +14,9 @@ launches in one frame. Also here: the converters from user values to MLX inputs
 from __future__ import annotations
 
 import functools
+import keyword
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -286,8 +288,30 @@ class ThinCache(dict):
         self.last = self._NONE
 
 
+class Front(NamedTuple):
+    """How :func:`thin_gpu_call` writes a kernel object's own call (``f.front``): its
+    parameters (``params``, e.g. ``"*args, grid=None, ..., **kwargs"``), the expression a
+    call without the entry's key returns (``miss``), the ``__qualname__`` a TypeError
+    names, a parameter that must be empty (``empty``: the ``**`` one when the key holds no
+    keywords, or None), the same two for a ``k[grid, threadgroup]`` launcher
+    (``grid_params``, ``grid_miss``; grid and threadgroup its first parameters), and the
+    guard's lines for these signatures when they differ from the guard's (``lines``: the
+    key's keywords as named parameters, :func:`launch_guard`'s ``named``).
+
+    >>> Front("*args", "slow(args)", "K.__call__", None).grid_params is None
+    True
+    """
+    params: str
+    miss: str
+    qualname: str
+    empty: str | None
+    grid_params: str | None = None
+    grid_miss: str | None = None
+    lines: list | None = None
+
+
 def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: bool, owner=None,
-                  last=None, fixed: tuple | None = None, guard: tuple | None = None, front: tuple | None = None):
+                  last=None, fixed: tuple | None = None, guard: tuple | None = None, front: Front | None = None):
     """A function ``f(args, kwargs, init_value, checked, stream)`` launching ``plan``
     with the inputs taken by position from ``vec`` (``args``, or with ``fixed`` given,
     ``args + tuple(kwargs.values()) + fixed``), and setting ``owner.last_launch = last``
@@ -305,12 +329,10 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
     says where ``vec[i]`` is in the guard's frame: a list of expressions, or a number
     ``nargs`` (``a{i}`` below it, ``fixed[i - nargs]`` from it on).
 
-    With ``front = (params, miss, qualname, empty)`` too, ``f.front`` is the same check and
-    launch taking the kernel object's own call signature (``params``, e.g. ``"*args,
-    grid=None, ..., **kwargs"``; ``empty``: a parameter that must be empty, the ``**``
-    one when the key holds no keywords, or None): the function a :class:`FastCall`
+    With ``front`` (a :class:`Front`) too, ``f.front`` is the same check and launch
+    taking the kernel object's own call signature: the function a :class:`FastCall`
     kernel object hands its calls to (:func:`front_source`); a call without the entry's
-    key returns the expression ``miss`` (the kernel's general path).
+    key returns the expression ``front.miss`` (the kernel's general path).
     """
     mx_array = mlx_array_type()
     from .protocol import unpad
@@ -365,15 +387,17 @@ def thin_gpu_call(plan: "MLXLaunch", sources: list, first_values: list, single: 
         env.update(genv)
         src += f"def guarded({params}):\n" + "".join(lines) + body(gitems, False)
         if front is not None:
-            src += front_source(front[0], lines, body(gitems, False), front[1], env, front[3])
-            if len(front) > 4:      # a k[grid, threadgroup] launcher's: (params, miss), grid and tg its first
-                src += front_source(front[4], lines, body(gitems, False), front[5], env, front[3], "grid_front")
+            flines = front.lines if front.lines is not None else lines
+            src += front_source(front.params, flines, body(gitems, False), front.miss, env, front.empty)
+            if front.grid_params:      # a k[grid, threadgroup] launcher's
+                src += front_source(front.grid_params, flines, body(gitems, False), front.grid_miss, env,
+                                    front.empty, "grid_front")
     exec(compile(src, f"<metalbench thin call {plan.kernel_name}>", "exec"), env)
     if guard is not None:
         env["call"].guarded = env["guarded"]
         if front is not None:
-            env["call"].front = named(env["__call__"], front[2])
-            env["call"].grid_front = env.get("grid_front") and named(env["grid_front"], front[2])
+            env["call"].front = named(env["__call__"], front.qualname)
+            env["call"].grid_front = env.get("grid_front") and named(env["grid_front"], front.qualname)
     return env["call"]
 
 
@@ -474,7 +498,7 @@ MISS = object()     # what a thin-path guard returns for a call without its entr
 
 
 def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_env=None, values=(),
-                 kwargs=None):
+                 kwargs=None, named=False):
     """``(lines, env)``: source returning :data:`MISS` unless a call's arguments (``name``,
     unpacked to ``a0``..), grid, threadgroup and backend give the key these do and
     ``extra`` holds (None: no signature). Stricter than the key is fine; looser never.
@@ -482,7 +506,9 @@ def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_
     ``values``: positions whose scalar values (not only types) are in the key (constexprs,
     arguments an output shape is computed from). ``kwargs``: the keyword arguments the
     key holds (scalars by value, arrays by dtype and shape), read from a dict ``kwargs``
-    into ``k0``..; a call with other keywords (``init_value=`` ...) misses.
+    into ``k0``..; a call with other keywords (``init_value=`` ...) misses. With ``named``,
+    the keywords are the function's own parameters (default :data:`MISS`; see
+    :func:`named_keywords`), not a dict: the caller's ``**`` parameter must be empty.
 
     >>> lines, env = launch_guard((1.5,), 8, None, "sim")
     >>> print(lines[-1].strip())
@@ -519,11 +545,65 @@ def launch_guard(args, grid, threadgroup, backend, name="args", extra=(), extra_
     unpack = f"{', '.join(f'a{i}' for i in range(len(args)))}, = {name}\n"
     lines += [f"    if len({name}) != {len(args)}: return MISS\n"] + (["    " + unpack] if args else [])
     lines += [f"    if not ({' and '.join(conds)}): return MISS\n"] if args else []
-    if kwargs:
+    if kwargs and named:       # no dict built, no lookups: ~0.2 us a call less
+        lines += [f"    k{j} = {k}\n" for j, k in enumerate(kwargs)]
+        lines += [f"    if not ({' and '.join(kconds)}): return MISS\n"]
+    elif kwargs:
         lines += [f"    if len(kwargs) != {len(kwargs)}: return MISS\n"]
         lines += [f"    k{j} = kwargs.get({k!r}, MISS)\n" for j, k in enumerate(kwargs)]
         lines += [f"    if not ({' and '.join(kconds)}): return MISS\n"]
     return lines, env
+
+
+# names a generated front uses for itself: a keyword of the same name cannot be a parameter
+_FRONT_NAMES = frozenset({"args", "kwargs", "grid", "threadgroup", "backend", "launch", "inputs", "options",
+                          "output_shapes", "output_dtypes", "outs", "vec", "stream", "init_value", "checked",
+                          "kernel", "owner", "box", "last", "MISS", "unpad", "v64", "init64", "fixed", "miss",
+                          "MBError", "trim", "mxa", "dk", "sig", "envf", "kwd", "template", "e"})
+
+
+def named_keywords(names, env: dict) -> bool:
+    """Whether the keywords ``names`` can be a generated front's own parameters
+    (``launch_guard(..., named=True)``): identifiers that are no Python keyword and clash
+    with none of the front's names (its parameters, locals ``a0``/``k0``.., ``env``).
+
+    >>> named_keywords(["NC", "TG"], {}), named_keywords(["grid"], {}), named_keywords(["k0"], {})
+    (True, False, False)
+    """
+    import re
+    return all(n.isidentifier() and not keyword.iskeyword(n) and n not in _FRONT_NAMES and n not in env
+               and not re.fullmatch(r"[ake]\d+|c\d+|sc\d+|[kg]_\w*", n) for n in names)
+
+
+def with_named(kwargs: dict, **named) -> dict:
+    """``kwargs`` and those of ``named`` that were given (not :data:`MISS`): the keywords
+    of a call whose front took some of them as named parameters, for its general path.
+
+    >>> with_named({"x": 1}, NC=MISS, TG=256)
+    {'x': 1, 'TG': 256}
+    """
+    d = dict(kwargs)
+    d.update((k, v) for k, v in named.items() if v is not MISS)
+    return d
+
+
+def keyword_front(kwnames, lines: list, env: dict, line_env: dict) -> Front:
+    """The :class:`Front` of a DSL kernel entry whose key holds the keywords ``kwnames``
+    (constexprs by keyword: ``softmax(x, NC=1024, TG=256)``) as the front's own named
+    parameters, checked by ``lines`` (``launch_guard(..., named=True)``, constants in
+    ``line_env``, put in ``env``); a call that misses hands them back to the kernel's
+    general path as keywords (:func:`with_named`).
+
+    >>> keyword_front(["NC"], [], {}, {}).params
+    "*args, grid=None, threadgroup=None, backend='auto', NC=MISS, **kwargs"
+    """
+    env.update(line_env, kwd=with_named)
+    kw = ", ".join(f"{n}=MISS" for n in kwnames)
+    back = "kwd(kwargs, " + ", ".join(f"{n}={n}" for n in kwnames) + ")"
+    return Front(f"*args, grid=None, threadgroup=None, backend='auto', {kw}, **kwargs",
+                 f"miss(args, {back}, grid, threadgroup, backend, 1)", "Kernel.__call__", "kwargs",
+                 f"launch, grid, threadgroup, *args, backend='auto', {kw}, **kwargs",
+                 f"launch._miss(args, {back}, backend)", lines)
 
 
 def _arg_check(a: str, v, by_value: bool, env: dict):

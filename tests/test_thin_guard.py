@@ -368,6 +368,39 @@ def test_constexpr_keywords_take_the_guard_by_value(heads):
     np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:3])
 
 
+def test_constexpr_keywords_are_the_fronts_own_parameters(heads):
+    # the front takes the key's keywords as named parameters (no dict per call); a call
+    # that gives fewer, more, reordered or positional ones goes the general path, rightly
+    import inspect
+
+    @mb.kernel
+    def head(x, out: mb.Out(shape=lambda K, J, **_: (K + J,)), K: mb.constexpr = 4, J: mb.constexpr = 1):
+        i = thread_position_in_grid.x
+        if i < K + J:
+            out[i] = x[i]
+    x = arr(64)
+    for kw, n in ((dict(K=8, J=2), 10), (dict(K=8, J=2), 10), (dict(K=8), 9), (dict(J=2, K=8), 10),
+                  (dict(J=3), 7), (dict(K=8, J=2), 10), ({}, 5)):
+        out = head(x, grid=64, threadgroup=32, backend="cuda", **kw)
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:n])
+        if len(heads) == 1:     # the first entry's front, built at its first call
+            assert {"K", "J"} <= set(inspect.signature(head.func).parameters)
+    out = head(x, 8, 2, grid=64, threadgroup=32, backend="cuda")        # by position
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:10])
+    out = head(x, grid=64, threadgroup=32, backend="cuda", K=8, J=2, init_value=0.0)   # and an option
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x)[:10])
+
+    @mb.kernel
+    def clash(x, out: mb.Out(shape=lambda outs, **_: (outs,)), outs: mb.constexpr = 4):
+        i = thread_position_in_grid.x
+        if i < outs:
+            out[i] = x[i]
+    for n in (6, 6, 3, 6):      # a keyword named as the front's own local: the dict front
+        np.testing.assert_array_equal(np.asarray(clash(x, grid=64, threadgroup=32, backend="cuda", outs=n)),
+                                      np.asarray(x)[:n])
+    assert "outs" not in inspect.signature(clash.func).parameters
+
+
 def test_computed_output_shape_reads_positional_values_through_the_guard(heads):
     @mb.kernel
     def head(x, n: int, s: float, out: mb.Out(shape=lambda x, n, **_: (n,))):
