@@ -10,7 +10,12 @@ between ~20 and ~45 µs across machines):
                       ``mx.fast.cuda_kernel`` (no metalbench host code),
 - ``direct_compact``  the same, compacted as metalbench hands it to MLX (``c_like.compact``),
 - ``plan_kernel``     the prepared plan's own MLX kernel object, called with the plan's inputs,
-- ``mb``              the DSL kernel called as a user calls it.
+- ``mb``              the DSL kernel called as a user calls it,
+- ``raw_precompiled`` (with ``--precompiled``, needs CuPy's NVRTC) the raw body compiled to PTX
+                      once and launched by ``mx.fast.precompiled_cuda_kernel``: does MLX's
+                      precompiled path cost less per call than ``cuda_kernel``? (No: on the H200
+                      on 2026-12-03 it cost 1.0-2.4 µs more -- MLX hashes the PTX, larger than
+                      the CUDA source, at every launch -- so metalbench does not use it.)
 
 ``plan_kernel - raw`` is the generated code (and MLX's handling of it), ``mb - plan_kernel`` is
 metalbench's Python front. Then ``mb.metal_kernel`` on an MSL saxpy against its raw twin (1K,
@@ -133,6 +138,25 @@ def plan_variants(kern, bound, name) -> dict:
             "plan_kernel": lambda: plan.kernel(inputs=d_in, **d_kw)[0]}
 
 
+PRECOMPILED = False      # --precompiled
+
+
+def precompiled_raw(src: str, tmpl, inputs, out_shape, grid, tg):
+    """The raw body as ``extern "C" k(const float* x, float* out)`` with its template
+    constants, compiled to PTX by CuPy's NVRTC and launched by MLX's precompiled path."""
+    import cupy
+    from cupy.cuda import compiler
+    consts = "".join(f"constexpr int {k} = {v};\n" for k, v in tmpl)
+    code = (f'#define INFINITY __int_as_float(0x7f800000)\n{consts}'
+            f'extern "C" __global__ void k(const float* x, float* out) {{\n{src}\n}}\n')
+    ptx = compiler.compile_using_nvrtc(code, options=("--std=c++17",), arch=cupy.cuda.Device().compute_capability)
+    ptx = (ptx[0] if isinstance(ptx, tuple) else ptx)
+    ptx = ptx if isinstance(ptx, bytes) else ptx.encode()
+    return lambda: mx.fast.precompiled_cuda_kernel(
+        name="k", compiled_source=ptx, inputs=inputs, output_shapes=[out_shape], output_dtypes=[mx.float32],
+        scalars=[], grid=grid, threadgroup=tg)[0]
+
+
 def dsl_row(name, kern, args, grid, tg, tmpl, out_shape, turns, kw=None) -> dict:
     kw = kw or {}
     bound = kern.bind(*args, grid=grid, threadgroup=tg, backend="cuda", **kw)
@@ -142,6 +166,8 @@ def dsl_row(name, kern, args, grid, tg, tmpl, out_shape, turns, kw=None) -> dict
     t = ab({"raw": lambda: raw(inputs=raw_in, template=tmpl, grid=bound.grid, threadgroup=bound.threadgroup,
                                 output_shapes=[out_shape], output_dtypes=[mx.float32])[0],
             **plan_variants(kern, bound, name),
+            **({"raw_precompiled": precompiled_raw(src, tmpl, raw_in, out_shape, bound.grid, bound.threadgroup)}
+               if PRECOMPILED and len(raw_in) == 1 else {}),
             "mb": lambda: kern(*args, grid=grid, threadgroup=tg, backend="cuda", **kw)}, turns)
     return {"row": f"{name} {out_shape}", **{k: round(v, 2) for k, v in t.items()}, "raw/mb": round(t["raw"] / t["mb"], 3)}
 
@@ -203,7 +229,10 @@ def main(argv=None):
     ap.add_argument("--turns", type=int, default=150)
     ap.add_argument("--json", default="")
     ap.add_argument("--standin", action="store_true", help="a null MLX kernel: host plumbing only (no GPU)")
+    ap.add_argument("--precompiled", action="store_true", help="also the raw body through precompiled_cuda_kernel")
     args = ap.parse_args(argv)
+    global PRECOMPILED
+    PRECOMPILED = args.precompiled
     if args.standin:
         standin()
     rows = run(args.turns)
