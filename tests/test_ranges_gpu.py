@@ -37,3 +37,28 @@ def test_full_warp_and_signed_loops_on_cuda_match_sim(tg, groups, extra):
     got = np.asarray(_warp_mix(x, backend="cuda", **kw))
     exp = np.asarray(_warp_mix(x, backend="sim", **kw))
     np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5)
+
+
+@mb.kernel
+def _warp_reduce_typed(x, out: mb.Out):
+    # one full-warp simd_sum/simd_max per lane of x's dtype (the scalar butterfly on cuda
+    # for 32/64-bit, half and bfloat; small integers through mb_shfl_xor_full)
+    i = thread_position_in_grid.x
+    out[i] = simd_sum(x[i]) + simd_max(x[i])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
+                                   "int16", "uint8"])
+def test_full_warp_reductions_of_every_shuffle_type_match_sim(dtype):
+    import mlx.core as mx
+    rng = np.random.default_rng(7)
+    vals = rng.integers(0, 5, 256).astype(np.float32)      # small integers: exact in every dtype
+    x = mx.array(vals).astype(getattr(mx, dtype))
+    got = _warp_reduce_typed(x, grid=256, threadgroup=64, backend="cuda")
+    exp = _warp_reduce_typed(x, grid=256, threadgroup=64, backend="sim")
+    assert got.dtype == exp.dtype
+    np.testing.assert_array_equal(np.asarray(got.astype(mx.float32)), np.asarray(exp.astype(mx.float32)))
+    w = vals.reshape(-1, 32)
+    np.testing.assert_array_equal(np.asarray(exp.astype(mx.float32)).reshape(-1, 32),
+                                  np.broadcast_to(w.sum(1, keepdims=True) + w.max(1, keepdims=True), w.shape))

@@ -82,6 +82,26 @@ template <class T, class Op> __device__ inline T mb_simd_reduce_full(T v, Op op)
     return v;
 }"""
 
+_SIMD_REDUCE_FULL_SCALAR = """\
+// The same for a scalar __shfl_xor_sync takes as it is (32/64-bit, half, bfloat): no
+// per-type dispatch to print (MLX rebuilds and hashes a kernel's source at every launch).
+template <class T, class Op> __device__ inline T mb_simd_reduce_full1(T v, Op op) {
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}"""
+
+
+def shuffles_as_is(t) -> bool:
+    """Whether CUDA's ``__shfl_*_sync`` takes a value of type ``t`` as it is: a scalar of
+    4 or 8 bytes, or a half/bfloat (not a vector, bool or small integer, which
+    ``mb_shfl`` moves as an int or per component).
+
+    >>> shuffles_as_is(T.float32), shuffles_as_is(T.uint8), shuffles_as_is(T.bfloat16)
+    (True, False, True)
+    """
+    return isinstance(t, T.ScalarType) and (t.itemsize >= 4 or t.name in ("float16", "bfloat16"))
+
+
 _SIMD_SCAN = """\
 // SIMD-group prefix scan over the active lanes (in lane order); partial warps loop.
 template <class T, class Op> __device__ inline T mb_simd_scan(T v, Op op, T identity, bool inclusive) {
@@ -184,6 +204,9 @@ def _reduction(op, doc, int_only=False, float_tol=False, grad=None, prefix="simd
     def simd_cuda(p, args, t):
         tn = p.tname(t)
         lam = f"[]({tn} a, {tn} b) {{ return {_cuda_op(p, op, t)}; }}"
+        if getattr(p, "full_warp", False) and shuffles_as_is(t):
+            p.need("mb_simd_reduce_full1", _SIMD_REDUCE_FULL_SCALAR)
+            return f"mb_simd_reduce_full1({p.expr(args[0], ASSIGN)}, {lam})"
         if getattr(p, "full_warp", False):     # all 32 lanes active (codegen/cuda.py, passes/warps.py)
             p.need("mb_shfl_xor_full", _SHFL_XOR_FULL)
             p.need("mb_simd_reduce_full", _SIMD_REDUCE_FULL)
