@@ -172,6 +172,24 @@ def dsl_row(name, kern, args, grid, tg, tmpl, out_shape, turns, kw=None) -> dict
     return {"row": f"{name} {out_shape}", **{k: round(v, 2) for k, v in t.items()}, "raw/mb": round(t["raw"] / t["mb"], 3)}
 
 
+def pad_rows(turns: int) -> list:
+    """gpu.py's raw block_sum (1M) with 0, 2, 8 and 32 KB of comments appended to its
+    source: MLX rebuilds a ``cuda_kernel``'s source at every call and hashes it at every
+    launch, so its length is paid per launch (the reason ``c_like.compact`` exists)."""
+    n = 1 << 20
+    x = mx.random.normal((n,))
+    mx.eval(x)
+    src, names = gpu.RAW_CUDA["block_sum"]
+    fns = {}
+    for kb in (0, 2, 8, 32):
+        text = src + "\n" + "\n".join("// " + "p" * 60 for _ in range(kb * 1024 // 64))
+        k = mx.fast.cuda_kernel(name=f"ab_pad{kb}", input_names=names, output_names=["out"], source=text)
+        fns[f"pad{kb}k"] = (lambda k=k: k(inputs=[x], template=[("N", n)], grid=(n, 1, 1), threadgroup=(1024, 1, 1),
+                                          output_shapes=[(n // 1024,)], output_dtypes=[mx.float32])[0])
+    t = ab(fns, turns)
+    return [{"row": "raw block_sum 1M, source padded", **{k: round(v, 2) for k, v in t.items()}}]
+
+
 def run(turns: int) -> list:
     rows = []
     n = 1 << 20
@@ -230,12 +248,13 @@ def main(argv=None):
     ap.add_argument("--json", default="")
     ap.add_argument("--standin", action="store_true", help="a null MLX kernel: host plumbing only (no GPU)")
     ap.add_argument("--precompiled", action="store_true", help="also the raw body through precompiled_cuda_kernel")
+    ap.add_argument("--pad", action="store_true", help="only the per-launch cost of a longer source")
     args = ap.parse_args(argv)
     global PRECOMPILED
     PRECOMPILED = args.precompiled
     if args.standin:
         standin()
-    rows = run(args.turns)
+    rows = pad_rows(args.turns) if args.pad else run(args.turns)
     for r in rows:
         print(json.dumps(r), flush=True)
     if args.json:
