@@ -22,6 +22,17 @@ class MemoryAccess:
             raise NotImplementedError(f"simulator: unknown buffer or array {name!r}")
         return b
 
+    @staticmethod
+    def _tg_index(index):
+        """A threadgroup array's index as the simulator adds it to each lane's group base
+        (``_gb``, int64): a 64-bit unsigned index (``(size_t)sg * N + i``) read as int64.
+        NumPy turns int64 + uint64 into float64, which no array takes as an address; an
+        index past 2**63 becomes negative, outside the array either way."""
+        t = index.type
+        if isinstance(t, T.ScalarType) and t.is_int and t.bits == 64 and not t.is_signed:
+            return ir.Cast(T.int64, index)
+        return index
+
     def _check(self, kind, py, size, idx, k, val=None):
         if not self.checked:
             return
@@ -146,8 +157,9 @@ class MemoryAccess:
                 self._check_lin(f, py, size, e.index, k)
                 return self.tmp(f"_mem.ld_lin({py}, {f[0]}, _L, {self.m}) if {self._lin_cond(f, size)} "
                                 f"else _mem.ld({py}, {self.ex(e.index)}, {self.m}, {k}, _ob)")
+        index = self._tg_index(e.index) if kind == "tg" else e.index
         if kind == "tg" and not self.checked:
-            rel, fast = self._tg_rel(e.index, size)
+            rel, fast = self._tg_rel(index, size)
             general = f"_mem.ld_tg({py}, _gb{size}, {rel}, {size}, {self.m}, {k}, _ob)"
             if fast is None:
                 return self.tmp(general)
@@ -155,7 +167,7 @@ class MemoryAccess:
                 f"_mem.ld_seg({py}, {o}, _L, {self.m}, lambda: "
                 + (f"{py}.take({addr}))" if addr is not None else f"{general})")))
             return self.tmp(f"({proven} if {ok} else {active})")
-        idx = self._index(e.index)
+        idx = self._index(index)
         a = self._check("loc_bounds" if kind == "loc" and id(e) in self.untracked else kind, py, size, idx, k)
         if kind in ("dev", "glob"):
             return self.tmp(f"_mem.ld({py}, {idx}, {self.m}, {k}, _ob)")
@@ -182,8 +194,9 @@ class MemoryAccess:
                 self.emit(f"    _mem.st({py}, {idx}, {v}, {self.m}, {k}, _ob)")
                 cov_store(self, s.buf, kind, space, 1)
                 return
+        index = self._tg_index(s.index) if kind == "tg" else s.index
         if kind == "tg" and not self.checked:
-            rel, fast = self._tg_rel(s.index, size)
+            rel, fast = self._tg_rel(index, size)
             if fast is None:
                 self.emit(f"_mem.st_tg({py}, _gb{size}, {rel}, {size}, {self.ex(s.value)}, {self.m}, {k}, _ob)")
                 return
@@ -197,7 +210,7 @@ class MemoryAccess:
             self.emit("else:")
             self.emit(f"    {active}")
             return
-        idx = self._index(s.index)
+        idx = self._index(index)
         copy = self._loc_copy(s, kind)
         v = self.ex(s.value)
         if self.checked and isinstance(v, str):
@@ -216,7 +229,7 @@ class MemoryAccess:
     def atomic(self, e, used=True):
         kind, py, size, space, _ = self._buf(e.buf)
         k = self.node(e, e.buf, space, "atomic")
-        idx = self._index(e.index)
+        idx = self._index(self._tg_index(e.index) if kind == "tg" else e.index)
         if not idx.isidentifier():
             idx = self.tmp(idx, "x")
         args = [self.ex(a) for a in e.args]
@@ -240,7 +253,9 @@ class MemoryAccess:
 
     def bufarg(self, a: ir.BufArg):
         kind, py, size, space, _ = self._buf(a.buf)
-        off = self.ex(a.offset) if a.offset is not None else None
+        off = None
+        if a.offset is not None:
+            off = self.ex(self._tg_index(a.offset) if kind == "tg" else a.offset)
         if kind == "ref":
             return f"{py}.shifted({off})" if off is not None else py
         o = off if off is not None else "0"
