@@ -187,6 +187,23 @@ class MemoryMixin:
             return replace(v, offset=ir.Var(v.offset.name, v.offset.type, span=sp))
         return v
 
+    def const_ref_copy(self, d, name, init, base, sp, is_const):
+        """``const T& r = e`` where ``e`` is no variable or element: a temporary (C++ keeps it
+        alive as long as ``r``) or a thread attribute's component never changes, so a const
+        copy reads the same. A component of a local (``v.y``) may change later: refused."""
+        what = "a reference to something that is not a variable or an array element"
+        if not is_const:
+            self.unsupported(init, what)
+        val = self.expr(init) if base == "auto" else self.value_as(init, base)
+        lvalue_form = init.type in ("field_expression", "subscript_expression", "pointer_expression",
+                                    "parenthesized_expression", "identifier")
+        if lvalue_form and any(isinstance(n, ir.Var) for n in ir.walk(val)):
+            self.unsupported(init, what)
+        t = val.type if base == "auto" else base
+        v = ir.Var(self.fresh(name), t, span=sp)
+        self.scopes[-1][name] = v
+        return [ir.Decl(v, self.sem.convert(val, t), span=sp)]
+
     def lvalue(self, node):
         """For an argument bound to a reference parameter: ``("loc", view, index)`` for an
         element (``a[i]``, ``*p``, a reference), ``("var", var)`` for a local variable, or None."""

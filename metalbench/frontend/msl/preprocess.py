@@ -177,9 +177,12 @@ class Preprocessor:
             if name == "if":
                 v = self._eval(rest)
             else:
-                if not re.fullmatch(r"[A-Za-z_]\w*", rest):
+                # clang takes the first name and only warns about extra tokens after it
+                # ("#ifdef A || B" tests A): do the same rather than refuse real code
+                m = re.match(r"[A-Za-z_]\w*", rest)
+                if not m:
                     raise _Err(f"#{name} needs a macro name")
-                v = (rest in self.macros) == (name == "ifdef")
+                v = (m.group() in self.macros) == (name == "ifdef")
             stack.append([bool(v), bool(v), False])
             return
         if name in ("elif", "else", "endif"):

@@ -416,7 +416,7 @@ class StatementsMixin:
                 return self.pending_pointer(self.text(name_n), base, space, is_const, sp)
             return self.pointer_decl(self.text(name_n), init, base, space, is_const, sp, d)
         if d.type == "reference_declarator":
-            return self.reference_decl(d, init, base, sp)
+            return self.reference_decl(d, init, base, sp, is_const)
         if d.type != "identifier":
             self.unsupported(d, f"the declaration '{self.text(d)}'")
         name = self.text(d)
@@ -470,9 +470,10 @@ class StatementsMixin:
         self.scopes[-1][name] = v
         return [ir.Decl(v, val, span=sp)]
 
-    def reference_decl(self, d, init, base, sp):
-        """``device float& r = out[i];`` (an element: its position fixed now) or
-        ``float& r = a;`` (another name for a local variable)."""
+    def reference_decl(self, d, init, base, sp, is_const=False):
+        """``device float& r = out[i];`` (an element: its position fixed now),
+        ``float& r = a;`` (another name for a local variable) or ``const uint& n =
+        threads_per_threadgroup.y;`` (a const reference to a value nothing changes: a copy)."""
         name_n = d.named_children[-1]
         if name_n.type != "identifier" or init is None:
             self.unsupported(d, "this reference declaration")
@@ -481,7 +482,7 @@ class StatementsMixin:
             return self.elements_ref_decl(name, init, sp)
         lv = self.lvalue(init)
         if lv is None:
-            self.unsupported(init, "a reference to something that is not a variable or an array element")
+            return self.const_ref_copy(d, name, init, base, sp, is_const)
         if lv[0] == "var":
             if base != "auto" and lv[1].type != base:
                 self.type_err(d, f"a {getattr(base, 'name', base)}& cannot refer to a {lv[1].type.name}")
