@@ -204,7 +204,7 @@ VOTES = MSLCase(
     uint i = thread_position_in_grid.x;
     uint lane = thread_index_in_simdgroup;
     simd_vote vote = simd_ballot(x[i] > 0.0f);                 // a simd_vote variable
-    ballot[i] = uint(static_cast<simd_vote::vote_t>(vote));
+    ballot[i] = uint(ulong(simd_vote::vote_t(vote)));          // Metal's functional-style conversion
     count[i] = popcount(as_type<uint2>((metal::simd_vote::vote_t)simd_ballot(x[i] > 0.0f)).x);
     active[i] = 0.0f;
     if (lane < 20) {

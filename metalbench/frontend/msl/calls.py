@@ -14,6 +14,16 @@ from .complex64 import NAMES as COMPLEX_NAMES
 from ...semantics import ComplexType, is_complex
 
 
+def _is_vote_t(text: str) -> bool:
+    """Whether ``text`` names ``simd_vote::vote_t`` (the 64 bits of a ballot; Metal code
+    converts a ``simd_vote`` to them functional-style: ``ulong(simd_vote::vote_t(b))``).
+
+    >>> _is_vote_t("metal::simd_vote::vote_t"), _is_vote_t("simd_vote :: vote_t"), _is_vote_t("S::vote_t")
+    (True, True, False)
+    """
+    return text.replace(" ", "").removeprefix("::").removeprefix("metal::") == "simd_vote::vote_t"
+
+
 class CallsMixin:
     """Calls, casts and atomics: a part of :class:`~metalbench.frontend.msl.Translator`."""
 
@@ -77,7 +87,8 @@ class CallsMixin:
         if limits is not None:
             return limits
         if fn.type in ("primitive_type", "identifier", "type_identifier", "sized_type_specifier") \
-                and self.is_type_name(fn) and self.lookup(name) is None or isinstance(self.lookup(name), _TypeName):
+                and self.is_type_name(fn) and self.lookup(name) is None or isinstance(self.lookup(name), _TypeName) \
+                or fn.type == "qualified_identifier" and _is_vote_t(self.text(fn)):   # simd_vote::vote_t(v)
             t, _ = self.resolve_type(fn)
             if not argn and isinstance(t, ComplexType):
                 return self.complex_construct([], node)

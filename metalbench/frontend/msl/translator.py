@@ -12,7 +12,7 @@ from ...errors import (ControlFlow, KernelNameError, KernelSyntaxError, KernelTy
 from ...mlx_signature import shape_infos
 from ...semantics import MSL, Semantics
 from .buffer_choice import BufferChoiceMixin
-from .calls import CallsMixin
+from .calls import CallsMixin, _is_vote_t
 from .expressions import ExpressionsMixin
 from .header import HeaderMixin
 from .memory import MemoryMixin
@@ -143,7 +143,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         txt = self.text(node).strip()
         if k == "primitive_type" and txt == "void":
             return None, False
-        if txt.replace(" ", "").removeprefix("::").removeprefix("metal::") == "simd_vote::vote_t":
+        if _is_vote_t(txt):
             return T.uint64, False               # the bits of a simd_vote (named_type)
         if k in ("struct_specifier", "class_specifier") and node.child_by_field_name("name") is not None:
             return self.resolve_type(node.child_by_field_name("name"))   # struct S x; struct S {...} x;
