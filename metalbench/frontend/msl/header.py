@@ -153,6 +153,23 @@ class HeaderMixin:
                 errors.append(str(e))
         self.type_err(node, f"no matching overload of '{name}': " + "; ".join(errors))
 
+    def declared_return(self, fd, bind, scope):
+        """The return type a header function declares (None: void): its type, a trailing
+        ``-> R`` (resolved with its template arguments and parameters in scope, so
+        ``-> decltype(v * 2.0f)`` works), or ``"auto"``: deduced from the first return
+        statement while the body is translated (``statements.py``)."""
+        decl = fd.node.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        trailing = decl and next((c for c in decl.named_children if c.type == "trailing_return_type"), None)
+        if trailing is None:
+            return self.resolve_type(fd.node.child_by_field_name("type"))[0]
+        saved, self.scopes = self.scopes, [self.global_syms, bind, scope]
+        try:
+            return self.resolve_type(trailing.named_children[0])[0]
+        finally:
+            self.scopes = saved
+
     def atomic_param(self, name, pname, deduced, atomic, a, sp, roots, sig):
         """Whether pointer parameter ``pname`` (declared ``atomic`` or not) points to atomics
         given the argument view ``a``; notes the output it points into in ``roots``. Metal
@@ -330,8 +347,7 @@ class HeaderMixin:
             for kind, tn in fd.tparams:           # type parameters neither given nor deduced
                 if kind == "type" and tn not in bind and tn in defaults:
                     bind[tn] = _TypeName(self.resolve_type(defaults[tn])[0])
-            rnode = fd.node.child_by_field_name("type")
-            ret, _ = self.resolve_type(rnode)
+            ret = self.declared_return(fd, bind, scope)
             key = (name, id(fd.node), tuple(sig),
                    tuple((k, getattr(v, "t", getattr(v, "value", None))) for k, v in sorted(bind.items())))
             fname = self._spec_names.get(key)
@@ -369,6 +385,8 @@ class HeaderMixin:
                 # drop the body's local names, keep every function name: one specialised inside
                 # this body (wide<IPG> in body<M, IPG>) must not be named again by the next
                 self.used_names = used_before | {fname} | set(self._spec_funcs)
+                if ret == "auto":          # deduced from its return statements (statements.py)
+                    ret = None if self.ret_type == "auto" else self.ret_type
                 f = ir.Function(fname, fparams, self.complex_carrier(ret), body, span=self.sp(fd.node))
                 self._spec_funcs[fname] = f
                 self.specialising.discard(key)
@@ -377,6 +395,8 @@ class HeaderMixin:
             (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
              self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names,
              self.inline_stack, self.this_stack, self.global_syms.ns) = saved
+        if ret == "auto":                  # a specialisation translated before: its deduced type
+            ret = self._spec_funcs[fname].ret
         conv_args, copies = [], []
         for a, p, how in zip(args, fparams, passing):
             if how == "ptr":

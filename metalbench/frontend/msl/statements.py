@@ -155,6 +155,10 @@ class StatementsMixin:
                 if vals:
                     self.type_err(node, "a kernel (or void function) cannot return a value")
                 return [ir.Return(span=sp)]
+            if self.ret_type == "auto":      # a deduced return type (header.py): the first return's
+                pre, v = self.with_pre(lambda: self.expr(vals[0])) if vals else ([], None)
+                self.ret_type = v.type if vals else None
+                return pre + [ir.Return(v, span=sp)]
             if not vals:
                 self.type_err(node, "this function must return a value")
             if isinstance(self.ret_type, ComplexType):      # returned as its parts, a float2 (complex64.py)
