@@ -36,6 +36,10 @@ class Loops:
             if isinstance(s, ir.CFor):
                 for x in s.init:
                     self.stmt(x)
+                if self.lin_on:
+                    # the init just made ``t`` offset + lane (for (uint t = lane; ...)), but
+                    # the update and body reassign it: inside the loop it is not
+                    self._lin_forget(ir.CFor([], None, s.update, s.body))
             if simple:
                 self._simple_loop(s, lp)
             else:
