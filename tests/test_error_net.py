@@ -197,3 +197,19 @@ def test_msl_caret_after_non_ascii_comment():
     with pytest.raises(KernelNameError) as e:
         msl_translate("k", body, inputs=[("inp", T.float32, 1)], outputs=[("out", T.float32, 1)])
     caret_under(e.value, "/* l'élément */ float v = inp[i] + nope;", "nope")
+
+
+def test_a_simulator_code_generator_bug_is_an_internal_error_naming_the_kernel(monkeypatch):
+    # past the front ends: the simulator's own code generator raising must still reach the
+    # user as metalbench's internal error (a bug report), never a bare AttributeError
+    import mlx.core as mx
+    from metalbench.sim import kernel as sim_kernel
+
+    k = mb.metal_kernel(name="gen_bug", input_names=["x"], output_names=["out"],
+                        source="out[thread_position_in_grid.x] = x[thread_position_in_grid.x];")
+    monkeypatch.setattr(sim_kernel, "generate", _boom)
+    with pytest.raises(KernelInternalError) as e:
+        k(inputs=[mx.array(X)], grid=(8, 1, 1), threadgroup=(8, 1, 1), output_shapes=[(8,)],
+          output_dtypes=[mx.float32], backend="sim")
+    assert "gen_bug" in e.value.message and "ZeroDivisionError" in e.value.message
+    assert isinstance(e.value.__cause__, ZeroDivisionError)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ir
-from ..errors import KernelCheckError, KernelLaunchError
+from ..errors import KernelCheckError, KernelLaunchError, MetalbenchError, internal_error
 from . import atomics, memory, runtime, simd
 from ..builtins import registry
 from ..passes.simdgroup_matrix import lower as lower_matrices
@@ -95,11 +95,16 @@ class SimKernel:
         key = (checked, even, linear, variant)
         p = self._programs.get(key)
         if p is None:
-            prog: Program = generate(self.ir, checked=checked, even=even, linear=linear, variant=variant)
-            ns = dict(_NS)
-            ns.update(prog.namespace)
-            code = compile(prog.source, f"<sim:{self.ir.name}>", "exec")
-            exec(code, ns)
+            try:
+                prog: Program = generate(self.ir, checked=checked, even=even, linear=linear, variant=variant)
+                ns = dict(_NS)
+                ns.update(prog.namespace)
+                code = compile(prog.source, f"<sim:{self.ir.name}>", "exec")
+                exec(code, ns)
+            except MetalbenchError:
+                raise
+            except Exception as e:      # a bug of the simulator's code generator: say so, never a bare error
+                raise internal_error(e, None, f"kernel '{self.ir.name}' for the simulator") from e
             p = self._programs[key] = (ns["_chunk"], prog)
         return p
 
