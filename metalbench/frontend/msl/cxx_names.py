@@ -20,7 +20,7 @@ from ... import types as T
 from ...semantics.folding import fold
 from .cxx_decls import (TRAIT_NAMES, AliasTemplate, ClassInst, ClassScope, ClassTemplate, MethodSet, Namespace,
                         PtrType, VarTemplate)
-from .symbols import _TypeName
+from .symbols import VOID, _NoMatch, _TypeName
 
 
 class CxxNamesMixin:
@@ -49,12 +49,15 @@ class CxxNamesMixin:
 
     @contextmanager
     def _scoped_lookup(self, scope):
-        """Look names up inside ``scope`` (a namespace or class) for a nested qualified name."""
+        """Look names up inside ``scope`` (a namespace or class) for a nested qualified name,
+        then in the current scopes: a template argument in it is read where it is written
+        (``typename metal::enable_if<is_same_v<T, half>>::type`` inside a function template
+        sees its ``T``); code Metal accepts names members that exist, so they win."""
         saved = self.scopes
         if isinstance(scope, ClassInst):
-            self.scopes = [ClassScope(self, scope)]
+            self.scopes = saved + [ClassScope(self, scope)]
         else:
-            self.scopes = [scope.members]
+            self.scopes = saved + [scope.members]
         try:
             yield
         finally:
@@ -152,6 +155,9 @@ class CxxNamesMixin:
                 return self.trait_type(base, node)
             return None
         if k == "qualified_identifier":
+            t = self.trait_member_type(node)
+            if t is not None:
+                return t
             scope_n, name_n = node.child_by_field_name("scope"), node.child_by_field_name("name")
             if scope_n is not None and scope_n.type == "namespace_identifier" and \
                     self.text(scope_n).strip() in ("metal", "std") and name_n.type != "template_type" and \
@@ -196,6 +202,21 @@ class CxxNamesMixin:
                     ci = ci.outer
         return None
 
+    def trait_member_type(self, node):
+        """``[metal::]enable_if<c, T>::type`` & co., the pre-``_t`` spelling of a type trait:
+        ``trait_type`` of its ``_t`` form; None for any other qualified name."""
+        while node.type == "qualified_identifier" and node.child_by_field_name("scope") is not None and \
+                self.text(node.child_by_field_name("scope")).strip() in ("metal", "std"):
+            node = node.child_by_field_name("name")
+        scope_n = node.child_by_field_name("scope") if node.type == "qualified_identifier" else None
+        if scope_n is None or scope_n.type != "template_type" or \
+                self.text(node.child_by_field_name("name")).strip() != "type":
+            return None
+        nm = self.text(scope_n.child_by_field_name("name")).replace(" ", "").split("::")[-1]
+        if nm + "_t" not in TRAIT_NAMES or self.lookup(nm) is not None:
+            return None
+        return self.trait_type(nm + "_t", scope_n)
+
     def trait_type(self, name, node):
         """Metal's type traits that give types: ``pointer_element_t``, ``remove_cv_t`` & co."""
         args = self.template_args(node.child_by_field_name("arguments").named_children)
@@ -210,8 +231,10 @@ class CxxNamesMixin:
             return ts[0]
         if name == "enable_if_t" and args and args[0][0] == "v":
             if not args[0][1].value:
+                if getattr(self, "in_signature", False):   # SFINAE: this overload drops out
+                    raise _NoMatch(f"'{self.text(node)}' has no type for these arguments")
                 self.type_err(node, "enable_if_t<false, ...>: no such type")
-            return ts[0] if len(args) > 1 else None
+            return ts[0] if len(args) > 1 else VOID
         if name == "conditional_t" and len(args) == 3 and args[0][0] == "v":
             return args[1][1] if args[0][1].value else args[2][1]
         self.unsupported(node, f"the type trait '{self.text(node)}'")

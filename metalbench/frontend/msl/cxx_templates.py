@@ -22,7 +22,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelNameError, KernelTypeError, MetalbenchError
 from ...semantics.folding import fold
-from .cxx_decls import AliasTemplate, ClassInst, ClassTemplate, PtrType, _shown, _unwrap_declarator
+from .cxx_decls import TRAIT_NAMES, AliasTemplate, ClassInst, ClassTemplate, PtrType, _shown, _unwrap_declarator
 from .symbols import _TypeName
 
 
@@ -49,6 +49,13 @@ class CxxTemplatesMixin:
                     if v is not None:
                         out.append(("v", v))
                         continue
+                if decl is None and inner.type == "template_type":      # is_same_v<T, half>: a value
+                    nm = self.text(inner.child_by_field_name("name")).strip()
+                    if nm.endswith("_v") and nm in TRAIT_NAMES and self.lookup(nm) is None:
+                        v = self.trait_value(nm, inner)
+                        if v is not None:
+                            out.append(("v", v))
+                            continue
                 call = self.call_in_template_arg(inner, decl)
                 if call is not None:
                     out.append(("v", call))

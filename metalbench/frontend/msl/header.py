@@ -68,7 +68,7 @@ class HeaderMixin:
             self.add_funcdef(node, [])
             return
         if k == "template_declaration":
-            tps, defaults = [], {}
+            tps, defaults, sfinae = [], {}, []
             for p in node.child_by_field_name("parameters").named_children:
                 if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
                     nm = p.child_by_field_name("name") or p.named_children[0]
@@ -76,9 +76,12 @@ class HeaderMixin:
                     if p.child_by_field_name("default_type") is not None:
                         defaults[self.text(nm)] = p.child_by_field_name("default_type")
                 elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
-                    tps.append(("value", self.text(p.child_by_field_name("declarator"))))
+                    d = p.child_by_field_name("declarator")       # unnamed: enable_if_t<c, bool> = true
+                    tps.append(("value", self.text(d) if d is not None else f"_tparam{len(tps)}"))
                     if p.child_by_field_name("default_value") is not None:
                         defaults[tps[-1][1]] = p.child_by_field_name("default_value")
+                    if "enable_if" in self.text(p.child_by_field_name("type")):
+                        sfinae.append(p.child_by_field_name("type"))
                 else:       # variadic and template template parameters: an error where it is called
                     tps.append(("unsupported", self.text(p)))
             inner = [c for c in node.named_children if c.type == "function_definition"]
@@ -90,6 +93,7 @@ class HeaderMixin:
                 self.unsupported(node, "a template that is not a function")
             self.add_funcdef(inner[0], tps)
             self.funcdefs[self.funcdef_key(inner[0])][-1].tdefaults = defaults   # template <int N = 3>
+            self.funcdefs[self.funcdef_key(inner[0])][-1].sfinae = sfinae
             return
         if k == "declaration":
             decls = node.children_by_field_name("declarator")
@@ -203,6 +207,7 @@ class HeaderMixin:
         lvals = lvals or [None] * len(args)
         passing = []          # per parameter: "value", "ptr", ("ref", view) or ("copy", var)
         # switch to the header's text
+        sig_outer = getattr(self, "in_signature", False)     # (SFINAE, below) restored at the end
         saved = (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
                  self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names,
                  self.inline_stack, self.this_stack, self.global_syms.ns)
@@ -344,10 +349,18 @@ class HeaderMixin:
                     scope[pname] = ir.Var(pname, pt)
                     sig.append(pt.name)
                     passing.append("value")
-            for kind, tn in fd.tparams:           # type parameters neither given nor deduced
-                if kind == "type" and tn not in bind and tn in defaults:
-                    bind[tn] = _TypeName(self.resolve_type(defaults[tn])[0])
-            ret = self.declared_return(fd, bind, scope)
+            # the rest of the signature: a substitution failure there (enable_if_t<false>) drops
+            # this overload (SFINAE: _NoMatch, the next candidate), in the body it is an error
+            self.in_signature = True
+            try:
+                for kind, tn in fd.tparams:           # type parameters neither given nor deduced
+                    if kind == "type" and tn not in bind and tn in defaults:
+                        bind[tn] = _TypeName(self.resolve_type(defaults[tn])[0])
+                for tnode in getattr(fd, "sfinae", ()):     # template <.., enable_if_t<c, bool> = true>
+                    self.resolve_type(tnode)
+                ret = self.declared_return(fd, bind, scope)
+            finally:
+                self.in_signature = False       # the body (below) is no signature, whoever called
             key = (name, id(fd.node), tuple(sig),
                    tuple((k, getattr(v, "t", getattr(v, "value", None))) for k, v in sorted(bind.items())))
             fname = self._spec_names.get(key)
@@ -395,6 +408,7 @@ class HeaderMixin:
             (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
              self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names,
              self.inline_stack, self.this_stack, self.global_syms.ns) = saved
+            self.in_signature = sig_outer
         if ret == "auto":                  # a specialisation translated before: its deduced type
             ret = self._spec_funcs[fname].ret
         conv_args, copies = [], []

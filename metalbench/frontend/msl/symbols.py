@@ -105,6 +105,14 @@ class _NoMatch(ControlFlow):
     """This overload of a header function does not match the call's arguments."""
 
 
+class _Void:
+    """What a type trait names when it names ``void`` (``enable_if_t<true>``): a type,
+    unlike None, which says the node is no C++ type at all (``cxx_type``)."""
+
+
+VOID = _Void()
+
+
 def _params_of(fnode):
     decl = fnode.child_by_field_name("declarator")
     if decl is None and fnode.type == "lambda_expression":      # [&] { ... }

@@ -34,7 +34,7 @@ from .vector_arrays import VectorArraysMixin
 from .complex64 import NAMES as _COMPLEX_NAMES, ComplexMixin, complex_of
 from .array_pools import ArrayPoolsMixin
 from .metal_matrices import _TEMPLATES as _MATRIX_TYPE_TEMPLATES, MetalMatricesMixin, matrix_type_named
-from .symbols import _ATOMIC_TYPES, METAL_ONLY, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
+from .symbols import _ATOMIC_TYPES, METAL_ONLY, VOID, Buf, FuncDef, Ptr, Ref, ShapeArr, _type_of_descriptor, _TypeName
 
 
 _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "dependent_type", "decltype")
@@ -149,6 +149,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return self.resolve_type(node.child_by_field_name("name"))   # struct S x; struct S {...} x;
         if k in _CXX_TYPE_NODES:
             t = self.cxx_type(node)          # classes, templates, member types, decltype, traits
+            if t is VOID:
+                return None, False
             if t is not None:
                 return t, False
             if k == "dependent_type":        # typename metal::vec<U, 2>: the type it names
