@@ -305,8 +305,12 @@ class ExpressionsMixin:
             m = self.member_value(node)          # a member of an object (cxx_assign)
             if m is not None:
                 return m
-            base = self.expr(node.child_by_field_name("argument"))
-            comps = self.text(node.child_by_field_name("field"))
+            arg, comps = node.child_by_field_name("argument"), self.text(node.child_by_field_name("field"))
+            if self.text(node.child_by_field_name("operator")) == "->" and self.ptr_rank(arg) is not None:
+                base = self.sem.view_load(*self.deref(arg, node), sp)     # p->x of a vector pointer: (*p).x
+                if isinstance(base.type, T.VectorType):
+                    return self.sem.component(base, comps, sp)
+            base = self.expr(arg)
             if is_complex(base) and self.text(node.child_by_field_name("operator")) == ".":
                 return self.complex_part(base, comps.strip(), node)
             if self.text(node.child_by_field_name("operator")) != "." or \

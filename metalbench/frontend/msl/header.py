@@ -10,6 +10,7 @@ from ...semantics.folding import fold
 from ...semantics.complexval import ComplexType, storage_elem
 from ...semantics.views import View
 from .constexpr import call_value, is_constexpr
+from .cxx_decls import MethodSet
 from .parse import _PARSER, _parse
 from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
@@ -142,6 +143,9 @@ class HeaderMixin:
         # parameter would bind to (an element or a local variable)
         args, lvals = [], []
         for a in argn:
+            if a.type == "lambda_expression" or a.type == "identifier" and isinstance(self.lookup(self.text(a)), MethodSet):
+                self.unsupported(a, f"passing a lambda to the function '{name}' (call the lambda where it "
+                                    "is defined, or make it a header function)")
             args.append(self.pointer(a) if self.ptr_rank(a) is not None else self.expr(a))
             lvals.append(self.lvalue(a) if self.ptr_rank(a) is None else None)
         # the extent of an array argument, for a parameter `thread T (&v)[N]` to deduce N from

@@ -733,6 +733,8 @@ class StatementsMixin:
                 return r
             base = lhs.child_by_field_name("argument")
             comps = self.text(lhs.child_by_field_name("field"))
+            if self.text(lhs.child_by_field_name("operator")) == "->" and self.ptr_rank(base) is not None:
+                return self.members_store(*self.deref(base, lhs), base, comps, value, lhs, sp)   # q->y = v
             if base.type in ("subscript_expression", "pointer_expression") and not (
                     base.type == "subscript_expression"
                     and isinstance(self.lookup(self.text(base.child_by_field_name("argument"))), ir.Var)):
