@@ -9,6 +9,7 @@ from ...errors import KernelNameError
 from .mlx_utils import UTILS
 from .cxx_objects import NOT_MINE
 from .simdgroup import MATRIX_CALLS, MATRIX_TEMPLATES
+from ...semantics.float_parts import frexp_parts, modf_parts
 from .symbols import _ATOMIC_FNS, Buf, _NAMESPACES, _type_of_descriptor, _TypeName
 from .complex64 import NAMES as COMPLEX_NAMES
 from ...semantics import ComplexType, is_complex
@@ -99,7 +100,7 @@ class CallsMixin:
         if self.type_template_call(fn):     # vec<float, 4>(x), simdgroup_matrix<float, 8, 8>(0): constructors
             t, _ = self.resolve_type(fn)
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
-        if name in ("sincos", "modf") and len(argn) == 2:
+        if name in ("sincos", "modf", "frexp") and len(argn) == 2:
             return self.out_param_math(name, argn, node)
         if name in ("simd_shuffle_and_fill_down", "simd_shuffle_and_fill_up"):
             return self.shuffle_and_fill(name, argn, node)
@@ -211,19 +212,19 @@ class CallsMixin:
         return S.select(inside, a, b, sp)
 
     def out_param_math(self, name, argn, node):
-        """Metal's math functions with an out-parameter, as two builtins: ``sincos(x, c)``
-        (sin x, and c = cos x) and ``modf(x, ip)`` (the fraction, and ip = trunc x; an
-        infinite x gives a signed zero)."""
+        """Metal's math functions with an out-parameter: ``sincos(x, c)`` (sin x, and c =
+        cos x), ``modf(x, ip)`` (the fraction, and ip = trunc x) and ``frexp(x, e)`` (the
+        mantissa, and e the exponent), the last two from ``semantics.float_parts``."""
         sp = self.sp(node)
         x = self.sem.once(self.expr(argn[0]), sp)
         if name == "sincos":
             second, result = self.sem.builtin("cos", [x], sp), self.sem.builtin("sin", [x], sp)
+        elif name == "modf":
+            result, second = modf_parts(self.sem, x, sp)
         else:
-            t = self.sem.once(self.sem.builtin("trunc", [x], sp), sp)
-            frac = self.sem.binop("-", x, t, sp)
-            zero = self.sem.builtin("copysign", [self.sem.convert(self.sem.const(0.0, T.float32, sp), x.type, sp), x],
-                                    sp)
-            second, result = t, self.sem.select(self.sem.builtin("isinf", [x], sp), zero, frac, sp)
+            if not (isinstance(x.type, T.ScalarType) and x.type.is_float):
+                self.unsupported(node, f"frexp of a {x.type.name} (metalbench has it for one float)")
+            result, second = frexp_parts(self.sem, x, sp)
         for st in self.assign(argn[1], None, None, sp, rhs=second):
             self.emit_pre(st, sp)
         return result

@@ -21,6 +21,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelTypeError
 from ...semantics import TupleValue
+from ...semantics.float_parts import bit_op, frexp_parts, modf_parts
 
 _BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
            operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.and_: "&",
@@ -40,9 +41,7 @@ def _float_of(sem, x, span):
     return sem.convert(x, sem.rules.arith(x.type, T.float64) if sem.rules.name == "numba" else T.float32, span)
 
 
-def _op(sem, op, a, b, t, span):
-    """``a op b`` computed in type ``t`` whatever the language's promotion (bit fiddling)."""
-    return sem.fold(ir.BinOp(op, sem.convert(a, t, span), sem.convert(b, t, span), t, span=span))
+_op = bit_op        # (bit fiddling in a given type: semantics.float_parts)
 
 
 class PyFunctionsMixin:
@@ -83,44 +82,15 @@ class PyFunctionsMixin:
     def _modf(self, args, node):
         sem, sp = self.sem, self.span(node)
         (x,) = _arity(self, args, 1, "modf", node)
-        x = sem.once(_float_of(sem, x, sp), sp)
-        whole = sem.once(sem.builtin("trunc", [x], sp), sp)
-        zero = sem.const(0.0, x.type, sp)
-        frac = sem.select(sem.builtin("isinf", [x], sp), sem.builtin("copysign", [zero, x], sp),
-                          sem.builtin("copysign", [sem.binop("-", x, whole, sp), x], sp), sp)
+        frac, whole = modf_parts(sem, _float_of(sem, x, sp), sp)
         return TupleValue([frac, whole], span=sp)
 
     def _frexp(self, args, node):
-        """``(m, e)`` with ``x == m * 2**e`` and ``0.5 <= |m| < 1`` (int32 ``e``; ``(x, 0)``
-        for zeros, infinities and NaN), from the bits (subnormals scaled up first)."""
+        """``(m, e)`` with ``x == m * 2**e`` and ``0.5 <= |m| < 1`` (``semantics.float_parts``)."""
         sem, sp = self.sem, self.span(node)
         (x,) = _arity(self, args, 1, "frexp", node)
-        x = sem.once(_float_of(sem, x, sp), sp)
-        t = x.type
-        if t not in (T.float32, T.float64):
-            x = sem.once(sem.convert(x, T.float32, sp), sp)
-            t = T.float32
-        ut, _ = self._bits(x)
-        mant_bits, bias = (23, 127) if t == T.float32 else (52, 1023)
-        c = lambda v, tt=ut: ir.Const(v, tt, span=sp)                       # noqa: E731
-        sub = sem.binop("==", _op(sem, "&", sem.bitcast(ut, x, sp), c(((1 << (t.bits - 1 - mant_bits)) - 1)
-                                                                       << mant_bits), ut, sp), c(0), sp)
-        scale = 64
-        xs = sem.once(sem.select(sub, sem.binop("*", x, sem.const(2.0 ** scale, t, sp), sp), x, sp), sp)
-        bits = sem.once(sem.bitcast(ut, xs, sp), sp)
-        expf = _op(sem, "&", _op(sem, ">>", bits, c(mant_bits), ut, sp), c((1 << (t.bits - 1 - mant_bits)) - 1), ut,
-                   sp)
-        e = sem.binop("-", sem.convert(expf, T.int32, sp), ir.Const(bias - 1, T.int32, span=sp), sp)
-        e = sem.binop("-", e, sem.select(sub, ir.Const(scale, T.int32, span=sp), ir.Const(0, T.int32, span=sp),
-                                         sp), sp)
-        keep = c(~(((1 << (t.bits - 1 - mant_bits)) - 1) << mant_bits) & ((1 << t.bits) - 1))
-        m = sem.bitcast(t, _op(sem, "|", _op(sem, "&", bits, keep, ut, sp), c((bias - 1) << mant_bits), ut, sp), sp)
-        special = sem.logical("or", sem.binop("==", x, sem.const(0.0, t, sp), sp),
-                              sem.unop("!", sem.builtin("isfinite", [x], sp), sp), sp)
-        special = sem.once(special, sp)
-        return TupleValue([sem.select(special, x, m, sp),
-                           sem.select(special, ir.Const(0, T.int32, span=sp), sem.convert(e, T.int32, sp), sp)],
-                          span=sp)
+        m, e = frexp_parts(sem, _float_of(sem, x, sp), sp)
+        return TupleValue([m, e], span=sp)
 
     def _scale(self, factor: float, name: str):
         def fn(self, args, node):
