@@ -261,7 +261,8 @@ class MetalKernel(KernelBase):
                               f"{1 if template else 0})", "MetalKernel.__call__", None if template else "options")
                 if template:
                     # template= as the front's own parameter: no options dict per call
-                    conds[-1] = "template == g_options['template']"
+                    genv["g_template"] = template
+                    conds[-1] = "template == g_template"
                     fl, fenv = launch_guard(inputs, grid, tg, backend, "inputs", conds, genv)
                     g[1].update(fenv, kwd=with_named)
                     front = Front(head + ", template=MISS, **options",

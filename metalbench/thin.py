@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import keyword
 import math
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -570,7 +571,6 @@ def named_keywords(names, env: dict) -> bool:
     >>> named_keywords(["NC", "TG"], {}), named_keywords(["grid"], {}), named_keywords(["k0"], {})
     (True, False, False)
     """
-    import re
     return all(n.isidentifier() and not keyword.iskeyword(n) and n not in _FRONT_NAMES and n not in env
                and not re.fullmatch(r"[ake]\d+|c\d+|sc\d+|[kg]_\w*", n) for n in names)
 

@@ -99,7 +99,7 @@ def shuffles_as_is(t) -> bool:
     >>> shuffles_as_is(T.float32), shuffles_as_is(T.uint8), shuffles_as_is(T.bfloat16)
     (True, False, True)
     """
-    return isinstance(t, T.ScalarType) and (t.itemsize >= 4 or t.name in ("float16", "bfloat16"))
+    return isinstance(t, T.ScalarType) and (t.itemsize >= 4 or t in (T.float16, T.bfloat16))
 
 
 _SIMD_SCAN = """\

@@ -231,7 +231,7 @@ class CxxNamesMixin:
             return ts[0]
         if name == "enable_if_t" and args and args[0][0] == "v":
             if not args[0][1].value:
-                if getattr(self, "in_signature", False):   # SFINAE: this overload drops out
+                if self.in_signature:   # SFINAE: this overload drops out
                     raise _NoMatch(f"'{self.text(node)}' has no type for these arguments")
                 self.type_err(node, "enable_if_t<false, ...>: no such type")
             return ts[0] if len(args) > 1 else VOID

@@ -211,7 +211,7 @@ class HeaderMixin:
         lvals = lvals or [None] * len(args)
         passing = []          # per parameter: "value", "ptr", ("ref", view) or ("copy", var)
         # switch to the header's text
-        sig_outer = getattr(self, "in_signature", False)     # (SFINAE, below) restored at the end
+        sig_outer = self.in_signature     # (SFINAE, below) restored at the end
         saved = (self.code, self.quals, self.cur_src, self.line_offset, self.scopes, self.pre,
                  self.lazy, self.ret_type, self.in_kernel, self.view_decls, self.alias_names,
                  self.inline_stack, self.this_stack, self.global_syms.ns)

@@ -76,6 +76,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
         self.buffer_choice = {}      # (start, end) of a c ? A : B pointer -> the side taken (stmt_list)
         self.buffer_splits = []      # the blocks split on such a pointer (buffer_choice.py)
         self.ret_type = None
+        self.in_signature = False    # a header template's signature: enable_if fails softly (SFINAE)
         self.in_kernel = True
         self.code = ""
         self.quals: dict = {}

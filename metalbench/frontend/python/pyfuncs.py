@@ -41,9 +41,6 @@ def _float_of(sem, x, span):
     return sem.convert(x, sem.rules.arith(x.type, T.float64) if sem.rules.name == "numba" else T.float32, span)
 
 
-_op = bit_op        # (bit fiddling in a given type: semantics.float_parts)
-
-
 class PyFunctionsMixin:
     """Python functions composed from IR: a part of the translator."""
 
@@ -130,8 +127,8 @@ class PyFunctionsMixin:
         bits = sem.once(sem.bitcast(it, x, sp), sp)
         one = ir.Const(1, it, span=sp)
         away = sem.binop("==", sem.binop(">", y, x, sp), sem.binop(">", x, sem.const(0.0, t, sp), sp), sp)
-        stepped = sem.bitcast(t, sem.select(away, _op(sem, "+", bits, one, it, sp), _op(sem, "-", bits, one, it, sp),
-                                            sp), sp)
+        up, down = bit_op(sem, "+", bits, one, it, sp), bit_op(sem, "-", bits, one, it, sp)
+        stepped = sem.bitcast(t, sem.select(away, up, down, sp), sp)
         tiny = sem.builtin("copysign", [sem.bitcast(t, one, sp), y], sp)
         r = sem.select(sem.binop("==", x, sem.const(0.0, t, sp), sp), tiny, stepped, sp)
         r = sem.select(sem.binop("==", x, y, sp), y, r, sp)
