@@ -72,3 +72,12 @@ def test_enable_if_false_in_a_body_stays_an_error():
     with pytest.raises(MetalbenchError) as e:
         _launch(header, "uint i = thread_position_in_grid.x;\nout[i] = f(x[i]);")
     assert "enable_if_t<false" in str(e.value)
+
+
+def test_a_qualified_class_template_reads_its_arguments_where_it_is_written():
+    # typename ns::Id<T>::type inside a function template: T is the caller's (it used to
+    # be looked up inside ns: "unknown type 'T'")
+    header = """namespace ns { template <typename U> struct Id { using type = U; }; }
+    template <typename T> inline typename ns::Id<T>::type twice(T v) { typename ns::Id<T>::type w = v; return w + w; }"""
+    np.testing.assert_array_equal(np.asarray(_launch(header, "uint i = thread_position_in_grid.x;\nout[i] = twice(x[i]);")),
+                                  2 * X)
