@@ -121,8 +121,9 @@ class CallsMixin:
             return self.atomic(name, argn, node, stmt)
         if name in UTILS:
             return self.util(name, argn, node)
-        if name in self.funcdefs:
-            return self.user_call(name, argn, targs, node)
+        key = self.header_key(fn, name)
+        if key is not None and not self.builtin_wins(key, name, argn):
+            return self.user_call(key, argn, targs, node)
         if name == "select" and len(argn) == 3:
             a, b, c = (self.expr(x) for x in argn)
             if isinstance(c.type, T.VectorType):

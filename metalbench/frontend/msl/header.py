@@ -4,6 +4,7 @@ types, template arguments) like C++ template instantiation."""
 from __future__ import annotations
 
 from ... import ir
+from ...builtins import registry
 from ... import types as T
 from ...errors import MetalbenchError, error_net
 from ...semantics.folding import fold
@@ -160,6 +161,76 @@ class HeaderMixin:
             except _NoMatch as e:
                 errors.append(str(e))
         self.type_err(node, f"no matching overload of '{name}': " + "; ".join(errors))
+
+    def header_key(self, fn, name):
+        """The header functions a call to ``fn`` (callee name ``name``) may take: the key of
+        ``funcdefs``, or None. ``metal::f(x)`` (also ``metal::precise::f``) sees only what the
+        header declares in namespace metal (as MLX's bf16 math does), never a global ``f``."""
+        txt = self.text(fn).replace(" ", "").removeprefix("::").split("<")[0]
+        if fn.type == "qualified_identifier" and txt.split("::")[0] == "metal":
+            return txt if txt in self.funcdefs else None
+        return name if name in self.funcdefs else None
+
+    def builtin_wins(self, key, name, argn) -> bool:
+        """Whether a call that header functions ``funcdefs[key]`` overload with a Metal
+        builtin of the same ``name`` takes the builtin, as C++ overload resolution would
+        (kernels see both through ``using namespace metal``): when no header overload takes
+        that many arguments, or when the builtin matches the argument types exactly and no
+        non-template header overload does (a non-template exact match beats a template).
+        Only simple arguments are typed ahead (no calls but constructors, no assignments):
+        otherwise the header function is taken, as before.
+
+            float4 max(float4 a, float b);   // header
+            max(x[i], 0.0f)                  // metal::max(float, float)
+        """
+        b = registry.lookup(name)
+        if b is None or b.kind not in ("call", "simd"):
+            return False
+        cands = [f for f in self.funcdefs[key] if _arity_fits(_params_of(f.node), len(argn))]
+        if not cands:
+            return True
+        if not all(self._simple_arg(a) for a in argn) or any(self.ptr_rank(a) is not None for a in argn):
+            return False
+        types = [self.expr(a).type for a in argn]
+        try:
+            sig = b.typecheck(types)
+        except MetalbenchError:
+            return False
+        if any(p != t for p, t in zip(sig.params, types)):
+            return False
+        return not any(not fd.tparams and self._param_types(fd) == types for fd in cands)
+
+    def _simple_arg(self, node) -> bool:
+        """An argument typed twice without harm: no assignment, increment or call other
+        than a type's constructor (``float4(x[i])``) anywhere in it."""
+        if node.type in ("assignment_expression", "update_expression", "lambda_expression"):
+            return False
+        if node.type == "call_expression":
+            fn = node.child_by_field_name("function")
+            if not self.is_type_name(fn):
+                return False
+            node = node.child_by_field_name("arguments")
+        return all(self._simple_arg(c) for c in node.named_children)
+
+    def _param_types(self, fd):
+        """The parameter types of non-template header function ``fd`` (None for a pointer
+        parameter or a type it cannot name here)."""
+        saved = (self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns)
+        self.code, self.quals, self.cur_src, self.line_offset = (self.funcdef_code[id(fd.node)], fd.quals,
+                                                                  fd.src, fd.line_offset)
+        self.global_syms.ns = getattr(fd, "ns", None) or self.global_syms.root
+        try:
+            out = []
+            for p in _params_of(fd.node):
+                decl = p.child_by_field_name("declarator")
+                if decl is not None and decl.type in ("pointer_declarator", "array_declarator"):
+                    return None
+                out.append(self.resolve_type(p.child_by_field_name("type"))[0])
+            return out
+        except MetalbenchError:
+            return None
+        finally:
+            self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns = saved
 
     def declared_return(self, fd, bind, scope):
         """The return type a header function declares (None: void): its type, a trailing
