@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import statistics
 import sys
 import time
@@ -349,7 +350,7 @@ def _sim_raw(**kw):
     return lambda **call: k(backend="sim", **call)
 
 
-def run(backend: str, quick: bool, reps: int, device=None):
+def run(backend: str, quick: bool, reps: int, device=None, only=None):
     import mlx.core as mx
     from metalbench import devices
     rows = []
@@ -367,6 +368,8 @@ def run(backend: str, quick: bool, reps: int, device=None):
     if backend != "cuda":
         cp = None
     for name, size in cases(quick, sim):
+        if only and not re.search(only, f"{name}:{size}"):
+            continue
         mx.random.seed(0)
         tmpl, grid, tg, bytes_moved, flops = [], None, None, 0, 0
         if name in ("copy", "saxpy"):
@@ -579,6 +582,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--json", default=None, help="write the rows here")
+    ap.add_argument("--only", default=None, metavar="REGEX",
+                    help="only the rows whose 'kernel:size' this matches, e.g. ':1048576$|softmax:\\(1024,'")
     args = ap.parse_args(argv)
     backend = mb.resolve_backend(args.backend or "auto")
     import mlx.core as mx
@@ -587,7 +592,7 @@ def main(argv=None):
         print("# sim: each kernel once at a small size (simulator time, not a GPU's); raw MSL via mb.metal_kernel",
               flush=True)
     ov = overhead(backend) if backend != "sim" else {}
-    rows = run(backend, args.quick, args.reps, args.device)
+    rows = run(backend, args.quick, args.reps, args.device, args.only)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(overhead=ov, rows=rows), f, indent=1)
