@@ -119,8 +119,8 @@ class CallsMixin:
                 self.type_err(node, f"{name} is a statement, not a value")
         if name in _ATOMIC_FNS:
             return self.atomic(name, argn, node, stmt)
-        if name in UTILS:
-            return self.util(name, argn, node)
+        if name in UTILS and (name not in self.funcdefs or self.util_applies(name, argn)):
+            return self.util(name, argn, node, targs)
         key = self.header_key(fn, name)
         if key is not None and not self.builtin_wins(key, name, argn):
             return self.user_call(key, argn, targs, node)

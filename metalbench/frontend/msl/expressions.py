@@ -13,7 +13,7 @@ from ...literals import LiteralError
 from ...semantics.folding import const_value, fold
 from .literals import _literal
 from .metal_matrices import MatPtr
-from .symbols import Buf, ElemsRef, Ptr, Ref, ShapeArr
+from .symbols import Buf, ElemsRef, FunctionConstant, Ptr, Ref, ShapeArr
 from .complex64 import CplxVar
 from ...semantics import ComplexType, ComplexValue, is_complex
 
@@ -633,6 +633,9 @@ class ExpressionsMixin:
             self.type_err(node, f"'{name}' is an array; index it, e.g. {name}[i]")
         if isinstance(sym, ShapeArr):
             self.type_err(node, f"'{name}' is an array; index it, e.g. {name}[0]")
+        if isinstance(sym, FunctionConstant):
+            self.unsupported(node, f"reading the function constant '{name}' (mx.fast.metal_kernel gives "
+                                   "a kernel no function constant values)")
         if name in ir.THREAD_ATTRIBUTES and sym is None:
             if not self.in_kernel:
                 raise KernelNameError(

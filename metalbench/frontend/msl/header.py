@@ -13,15 +13,17 @@ from ...semantics.views import View
 from .constexpr import call_value, is_constexpr
 from .cxx_decls import MethodSet
 from .parse import _PARSER, _parse
-from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, Ref, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, FunctionConstant, Ref, _NoMatch, _params_of, _SPACES, _TypeName
 
 
 class HeaderMixin:
     """The header and its functions: a part of :class:`~metalbench.frontend.msl.Translator`."""
 
-    def header(self, header):
-        tree, code, quals = _parse(header, self.hsrc, 0, wrap=False, templates=self.template_names)
-        self.code, self.quals, self.cur_src, self.line_offset = code, quals, self.hsrc, 0
+    def header(self, header, src=None):
+        """Translate the top level of ``header`` (text of ``src``, default the kernel's header)."""
+        src = src or self.hsrc
+        tree, code, quals = _parse(header, src, 0, wrap=False, templates=self.template_names)
+        self.code, self.quals, self.cur_src, self.line_offset = code, quals, src, 0
         self.scopes = [self.global_syms]
         self.in_kernel = False
         for node in tree.root_node.named_children:
@@ -110,6 +112,16 @@ class HeaderMixin:
             self.static_assert(node)
             return
         self.unsupported(node, f"'{self.text(node).split(chr(10))[0][:40]}' in the header")
+
+    def function_constant(self, d, top):
+        """Declare a header's ``constant bool has_mask [[function_constant(20)]];`` (MLX's own
+        kernel headers declare them; MLX's metal_kernel gives them no values): a use of the
+        name is refused by name (``expressions.name_expr``). Any other declarator is refused."""
+        if not (top and d.type == "attributed_declarator" and "function_constant" in self.text(d)):
+            self.unsupported(d, f"the declaration '{self.text(d)}'")
+        name = self.text(d.named_children[0])
+        self.global_syms[name] = FunctionConstant(name)
+        return []
 
     def funcdef_key(self, node):
         """The name a function definition is called by (``operator+`` without spaces)."""

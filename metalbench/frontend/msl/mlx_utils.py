@@ -47,7 +47,25 @@ class MLXUtilsMixin:
                                 "finite_max, finite_min)")
         return self.sem.const(v, t, sp)
 
-    def util(self, name, argn, node):
+    def util_applies(self, name, argn) -> bool:
+        """Whether :meth:`util` expands this call: ``ceildiv`` always; the ``elem_to_loc``
+        family when its shape and strides arguments are an input's ``x_shape``/``x_strides``
+        (other constant pointers go to MLX's own definition, ``mlx_prelude.py``)."""
+        if name == "ceildiv" or name == "elem_to_loc_1":
+            return True
+        arrays = argn[1:3] if name == "elem_to_loc" else argn[1:2]
+        return all(a.type == "identifier" and isinstance(self.lookup(self.text(a)), ShapeArr) for a in arrays)
+
+    def util(self, name, argn, node, targs=()):
+        """MLX's utils.h helper ``name`` expanded in place; ``elem_to_loc<IdxT>(...)``
+        computes in int64 and converts to ``IdxT``."""
+        r = self._util(name, argn, node)
+        if targs and name.startswith("elem_to_loc"):
+            t, _ = self.resolve_type(_type_of_descriptor(targs[0]))
+            r = self.sem.convert(r, t)
+        return r
+
+    def _util(self, name, argn, node):
         sp = self.sp(node)
         S = self.sem
         if name == "ceildiv":

@@ -421,8 +421,8 @@ class StatementsMixin:
             return self.pointer_decl(self.text(name_n), init, base, space, is_const, sp, d)
         if d.type == "reference_declarator":
             return self.reference_decl(d, init, base, sp, is_const)
-        if d.type != "identifier":
-            self.unsupported(d, f"the declaration '{self.text(d)}'")
+        if d.type != "identifier":   # a header's function constant declares a name; the rest: refused
+            return self.function_constant(d, top)
         name = self.text(d)
         if space == "threadgroup" and not top:
             return self.threadgroup_scalar(name, base, init, atomic, sp, d)

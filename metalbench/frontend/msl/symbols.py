@@ -86,6 +86,13 @@ class ShapeArr:
 
 
 @dataclass
+class FunctionConstant:
+    """A header's ``constant T name [[function_constant(i)]]``: MLX's metal_kernel sets no
+    function constant values, so the name exists but a kernel cannot read it."""
+    name: str
+
+
+@dataclass
 class FuncDef:
     node: object            # function_definition
     tparams: list           # [(kind, name)] kind: "type" | "value"

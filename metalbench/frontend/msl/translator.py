@@ -20,6 +20,7 @@ from .simdgroup import MATRIX_TEMPLATES, SimdgroupMatrixMixin
 from .cxx_assign import CxxAssignMixin
 from .cxx_calls import CxxCallsMixin
 from .cxx_decls import CxxDeclsMixin, template_names
+from .mlx_prelude import prelude_for
 from .cxx_names import CxxNamesMixin
 from .cxx_templates import CxxTemplatesMixin
 from .cxx_objects import CxxObjectsMixin
@@ -267,7 +268,7 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             start -= 1
         return [q for p, q in self.quals.items() if isinstance(p, int) and start <= p < end]
 
-    def translate(self, body, header, inputs, outputs, scalars, shape_use, constant=()) -> ir.KernelIR:
+    def translate(self, body, header, inputs, outputs, scalars, shape_use, constant=(), prelude=None) -> ir.KernelIR:
         params = []
         syms = {}
         for nm, t, nd in inputs:
@@ -304,7 +305,9 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
                 syms.setdefault(k, self.sem.const(v, T.int32))
         self.kernel_syms = syms
         # (a function template's name: after its specifiers, METAL_FUNC's expansion included)
-        self.template_names = header_template_names(header)
+        self.template_names = header_template_names((prelude[0] if prelude else "") + "\n" + header)
+        if prelude:           # MLX's utils.h pieces the kernel names (mlx_prelude.py), first
+            self.header(*prelude)
         if header.strip():
             self.header(header)
         tree, code, quals = _parse(body, self.src, 1, wrap=True, templates=self.template_names)
@@ -351,6 +354,7 @@ def parse_body(source: str, src: Source, header: str = "", template_args=()):
     False
     """
     text = source
+    header = prelude_for(header, source) + header       # MLX's utils.h pieces it names
     try:
         pp = Preprocessor("safe", list(template_args))
         if header:
@@ -403,13 +407,16 @@ def translate_kernel(name, source, header="", *, inputs, outputs, scalars=(), te
     # MLX passes x_shape & co. when the text mentions them (a substring test on the raw body)
     shape_use = dict(zip([n for n, _, _ in inputs], shape_infos(source, [n for n, _, _ in inputs])))
     pp = Preprocessor(math_mode, [k for k, _ in template])   # the header's macros reach the body
+    pre = prelude_for(header, source)       # what MLX's utils.h would give them (mlx_prelude.py)
+    psrc = Source(f"{name}: MLX's utils.h as metalbench writes it", pre, 1)
+    prelude = (pp.run(pre, psrc), psrc) if pre else None
     header = pp.run(header, hsrc) if header else header
     source = pp.run(source, src)
     # Metal's matrices are translated by hooks that run only where the text names one
     tr.has_matrices = bool(re.search(r"\b(?:float|half|bfloat)[234]x[234]\b|\bmatrix\s*<", source + (header or "")))
     try:
         kir = tr.translate(source, header, list(inputs), list(outputs), set(scalars), shape_use,
-                           set(constant_inputs))
+                           set(constant_inputs), prelude)
         kir.read_guard = True     # reads past an input give 0 on CUDA too (codegen/cuda_guard.py)
         return kir
     except (MetalbenchError, ControlFlow):

@@ -1,0 +1,132 @@
+"""The rest of MLX's ``utils.h`` as MSL: the part of what MLX puts before every custom
+kernel (``mlx/backend/metal/kernels/utils.h``) that the translator does not expand itself
+(``mlx_utils.py``: ``elem_to_loc`` on an input's ``x_shape``/``x_strides``, ``ceildiv``,
+``Limits``).
+
+Real headers lean on it: MLX's ``quantized.h`` pasted into a header names
+``ConditionalType``; unary and copy code ``WorkPerThread`` and ``cast_to``; loops carry
+``MLX_MTL_PRAGMA_UNROLL``. Each piece here is metalbench's own MSL with the meaning MLX
+gives the name, translated like any header, and only when the kernel's text names it and
+does not define it itself (code written for an MLX that lacked a name defines its own).
+
+    >>> "ConditionalType" in prelude_for("using U = typename ConditionalType<B, int, uint>::type;", "")
+    True
+    >>> prelude_for("template <bool c, class A, class B> struct ConditionalType {};", "ConditionalType<1, int, int>")
+    ''
+"""
+from __future__ import annotations
+
+import re
+
+# name -> (MSL text, the names it needs first). Semantics follow MLX's utils.h of 0.2x-0.32.
+_PIECES: dict[str, tuple[str, tuple[str, ...]]] = {
+    # elements per thread of MLX's elementwise kernels: 8 bytes' worth
+    "WorkPerThread": ("""
+template <typename U>
+struct WorkPerThread {
+  static constexpr constant int n = 8 / sizeof(U);
+};
+""", ()),
+    # std::conditional, which Metal lacks
+    "ConditionalType": ("""
+template <bool Cond, typename A, typename B>
+struct ConditionalType { using type = B; };
+template <typename A, typename B>
+struct ConditionalType<true, A, B> { using type = A; };
+""", ()),
+    # MLX's bool specialisations test the bits without the sign: the same answer as a cast
+    "cast_to": ("""
+template <typename To, typename From>
+inline To cast_to(From v) { return static_cast<To>(v); }
+""", ()),
+    # a hint to unroll; the simulator and the printers decide that themselves
+    "MLX_MTL_PRAGMA_UNROLL": ("""
+#define MLX_MTL_PRAGMA_UNROLL
+""", ()),
+    # elem_to_loc on shapes and strides in constant buffers (an input MLX binds as constant,
+    # a header function's parameters); on x_shape/x_strides themselves mlx_utils.py expands it
+    "elem_to_loc": ("""
+template <typename IdxT = int64_t>
+inline IdxT elem_to_loc(IdxT elem, constant const int* shape, constant const int64_t* strides, int ndim) {
+  IdxT loc = 0;
+  for (int d = ndim - 1; d >= 0 && elem > 0; --d) {
+    loc += IdxT(elem % shape[d]) * IdxT(strides[d]);
+    elem /= shape[d];
+  }
+  return loc;
+}
+template <typename IdxT = int64_t>
+inline IdxT elem_to_loc(uint3 elem, constant const int* shape, constant const int64_t* strides, int ndim) {
+  IdxT loc = IdxT(elem.x) * IdxT(strides[ndim - 1]) + IdxT(elem.y) * IdxT(strides[ndim - 2]);
+  for (int d = ndim - 3; d >= 0; --d) {
+    loc += IdxT(elem.z % shape[d]) * IdxT(strides[d]);
+    elem.z /= shape[d];
+  }
+  return loc;
+}
+""", ()),
+    # gather_mm/gather_qmm's tile scheduler: which group (expert) and rows the tile-th tile of
+    # BM rows covers, given each group's first row in offsets (the last ends at M); false
+    # past the last tile. The SIMD-group scans 32 groups at a time.
+    "schedule_row_tile": ("""
+template <int BM>
+inline bool schedule_row_tile(const device int32_t* offsets, const int num_groups, const int M,
+                              const int tile, const uint simd_lane_id, thread int& row,
+                              thread int& group, thread short& rows) {
+  int tiles_done = 0;
+  for (int first = 0; first < num_groups; first += 32) {
+    const int g = first + int(simd_lane_id);
+    const int begin = g < num_groups ? offsets[g] : M;
+    const int stop = g < num_groups ? (g + 1 < num_groups ? offsets[g + 1] : M) : M;
+    const int my_tiles = (stop - begin + BM - 1) / BM;
+    const int through = tiles_done + simd_prefix_inclusive_sum(my_tiles);
+    const ushort owner = ushort(simd_sum(int(through <= tile)));
+    if (owner < 32) {
+      group = first + owner;
+      row = simd_shuffle(begin, owner) + (tile - simd_shuffle(through - my_tiles, owner)) * BM;
+      rows = short(min(BM, simd_shuffle(stop, owner) - row));
+      return true;
+    }
+    tiles_done = simd_shuffle(through, 31);
+  }
+  return false;
+}
+""", ()),
+}
+
+
+def _defines(text: str, name: str) -> bool:
+    """Whether ``text`` defines ``name`` itself: a macro, a class or alias, or a function
+    (a return type, then the name and its parameters, then a body)."""
+    n = re.escape(name)
+    return bool(re.search(rf"#\s*define\s+{n}\b|\b(?:struct|class|union|using|typedef)\s+{n}\b"
+                          rf"|\b[\w:<>,]+[\s*&]+{n}\s*(?:<[^;{{()]*>\s*)?\([^;{{]*\)\s*(?:const\s*)?\{{",
+                          text))
+
+
+def prelude_for(header: str, body: str) -> str:
+    """The pieces of MLX's utils.h that ``header`` and ``body`` name and do not define,
+    in dependency order ('' when none)."""
+    text = header + "\n" + body
+    want: list[str] = []
+
+    def add(name):
+        if name in want:
+            return
+        for dep in _PIECES[name][1]:
+            add(dep)
+        want.append(name)
+
+    for name in _PIECES:
+        if re.search(rf"\b{re.escape(name)}\b", text) and not _defines(header, name):
+            add(name)
+    return "".join(_PIECES[n][0] for n in want)
+
+
+def piece_names() -> list[str]:
+    """The names this prelude can supply.
+
+    >>> "WorkPerThread" in piece_names()
+    True
+    """
+    return list(_PIECES)

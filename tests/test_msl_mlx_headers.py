@@ -1,0 +1,193 @@
+"""MLX's own Metal kernel headers, as the installed ``mlx`` package ships them, pasted into a
+``metal_kernel`` header the way model code reuses them -- and what MLX's ``utils.h`` (which
+MLX puts before every custom kernel) gives a kernel: ``ConditionalType``, ``WorkPerThread``,
+``cast_to``, ``MLX_MTL_PRAGMA_UNROLL``, ``elem_to_loc<IdxT>`` and ``elem_to_loc`` on shapes
+in constant buffers (``metalbench/frontend/msl/mlx_prelude.py``).
+
+The strongest check: a kernel calling ``quantized.h``'s ``qmv_impl``/``qmv_fast_impl``/
+``qmm_t_impl`` unmodified matches ``mx.quantized_matmul`` on ``mx.quantize``'d weights.
+Before, ``quantized.h`` stopped at ``ConditionalType<...>::type`` (a syntax error) and at its
+``[[function_constant]]`` declarations."""
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+import pytest
+
+import metalbench as mb
+from metalbench.errors import KernelSyntaxError
+
+INCLUDE = Path(mx.__file__).parent / "include"
+KERNELS = "mlx/backend/metal/kernels"
+# what MLX itself puts before a custom kernel's header (utils.h and what it includes): a
+# pasted header relies on it rather than repeating it
+PRELUDED = {"utils.h", "bf16.h", "bf16_math.h", "complex.h", "defines.h", "logging.h"}
+
+needs_headers = pytest.mark.skipif(not (INCLUDE / KERNELS / "quantized.h").exists(),
+                                   reason="this mlx package does not ship the Metal kernel headers")
+
+
+def mlx_header(*files: str) -> str:
+    """The text of MLX headers ``files`` with their ``#include "mlx/..."`` lines replaced by
+    the files' text (each once), leaving out utils.h and what it includes."""
+    done: set = set()
+
+    def expand(rel):
+        if rel in done:
+            return ""
+        done.add(rel)
+        out = []
+        for line in (INCLUDE / rel).read_text().splitlines():
+            s = line.strip()
+            if s.startswith('#include "mlx/'):
+                inc = s.split('"')[1]
+                if not (inc.rsplit("/", 1)[-1] in PRELUDED and "/steel/" not in inc):
+                    out.append(expand(inc))
+            elif s != "#pragma once":
+                out.append(line)
+        return "\n".join(out)
+    return "\n".join(expand(f"{KERNELS}/{f}") for f in files)
+
+
+def _double(header: str, backend="sim"):
+    k = mb.metal_kernel(name="with_mlx_header", input_names=["x"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x; out[i] = 2.0f * x[i];", header=header)
+    x = np.arange(32, dtype=np.float32)
+    (out,) = k(inputs=[mx.array(x)], grid=(32, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(32,)],
+               output_dtypes=[mx.float32], backend=backend)
+    np.testing.assert_array_equal(np.asarray(out), 2 * x)
+
+
+@needs_headers
+@pytest.mark.parametrize("files", [("softmax.h",), ("sort.h",), ("reduce.h",), ("sdpa_vector.h",),
+                                   ("steel/gemm/gemm.h", "quantized.h")])
+def test_mlx_kernel_headers_are_accepted_as_a_header(files):
+    _double(mlx_header(*files))
+
+
+def _quantized(n, k, group_size, bits, rows=1, seed=0):
+    rng = np.random.default_rng(seed)
+    w = mx.array(rng.standard_normal((n, k)).astype(np.float32))
+    wq, scales, biases = mx.quantize(w, group_size=group_size, bits=bits)
+    x = mx.array(rng.standard_normal((rows, k)).astype(np.float32))
+    want = np.asarray(mx.quantized_matmul(x, wq, scales, biases, transpose=True, group_size=group_size, bits=bits))
+    return (wq, scales, biases, x), want
+
+
+QMV = """
+{fn}<T, GS, BITS>(w, scales, biases, x, y, K, N, threadgroup_position_in_grid,
+                  simdgroup_index_in_threadgroup, thread_index_in_simdgroup);
+"""
+
+
+@needs_headers
+@pytest.mark.parametrize("fn,k,n,group_size,bits", [("qmv_impl", 256, 40, 64, 4), ("qmv_impl", 128, 24, 32, 8),
+                                                    ("qmv_fast_impl", 512, 16, 64, 4)])
+def test_quantized_h_qmv_matches_mx_quantized_matmul(fn, k, n, group_size, bits):
+    (wq, s, b, x), want = _quantized(n, k, group_size, bits)
+    kern = mb.metal_kernel(name=fn, input_names=["w", "scales", "biases", "x", "K", "N"], output_names=["y"],
+                           source=QMV.format(fn=fn), header=mlx_header("steel/gemm/gemm.h", "quantized.h"))
+    (y,) = kern(inputs=[wq, s, b, x, mx.array(k, dtype=mx.int32), mx.array(n, dtype=mx.int32)],
+                template=[("T", mx.float32), ("GS", group_size), ("BITS", bits)],
+                grid=(32, 2 * ((n + 7) // 8), 1), threadgroup=(32, 2, 1), output_shapes=[(1, n)],
+                output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_headers
+@pytest.mark.parametrize("m,k,n,group_size,bits,aligned", [(40, 128, 64, 64, 4, True), (33, 64, 40, 32, 8, False)])
+def test_quantized_h_qmm_t_matches_mx_quantized_matmul(m, k, n, group_size, bits, aligned):
+    header = mlx_header("steel/gemm/gemm.h", "quantized.h")
+    # newer MLX gives qmm_t_impl the K extent of a split-K part (K_eff) after M
+    k_eff = "K_eff" in header.split("void qmm_t_impl")[1][:800]
+    body = """
+        constexpr int BK_padded = (32 + 16 / sizeof(T));
+        threadgroup T Xs[32 * BK_padded];
+        threadgroup T Ws[32 * BK_padded];
+        qmm_t_impl<T, GS, BITS, ALIGNED>(w, scales, biases, x, y, Xs, Ws, K, N, M, """ + "K, " * k_eff + """
+            threadgroup_position_in_grid, thread_index_in_threadgroup, simdgroup_index_in_threadgroup,
+            thread_index_in_simdgroup);
+    """
+    (wq, s, b, x), want = _quantized(n, k, group_size, bits, rows=m, seed=1)
+    kern = mb.metal_kernel(name="qmm_t", input_names=["w", "scales", "biases", "x", "K", "N", "M"],
+                           output_names=["y"], source=body, header=header)
+    (y,) = kern(inputs=[wq, s, b, x] + [mx.array(v, dtype=mx.int32) for v in (k, n, m)],
+                template=[("T", mx.float32), ("GS", group_size), ("BITS", bits), ("ALIGNED", aligned)],
+                grid=(32 * ((n + 31) // 32), 2 * ((m + 31) // 32), 2), threadgroup=(32, 2, 2),
+                output_shapes=[(m, n)], output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_headers
+@pytest.mark.gpu
+def test_quantized_h_qmv_on_cuda_matches_mx_quantized_matmul():
+    (wq, s, b, x), want = _quantized(40, 256, 64, 4)
+    kern = mb.metal_kernel(name="qmv_cuda", input_names=["w", "scales", "biases", "x", "K", "N"], output_names=["y"],
+                           source=QMV.format(fn="qmv_impl"), header=mlx_header("steel/gemm/gemm.h", "quantized.h"))
+    (y,) = kern(inputs=[wq, s, b, x, mx.array(256, dtype=mx.int32), mx.array(40, dtype=mx.int32)],
+                template=[("T", mx.float32), ("GS", 64), ("BITS", 4)], grid=(32, 10, 1), threadgroup=(32, 2, 1),
+                output_shapes=[(1, 40)], output_dtypes=[mx.float32], backend="cuda")
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+
+
+# --- what utils.h gives a kernel (MLX includes it before every custom kernel) -------------------
+
+X = np.random.default_rng(3).standard_normal(64).astype(np.float32)
+
+
+def _run(body, header="", inputs=None, **kw):
+    inputs = inputs or {"x": X}
+    k = mb.metal_kernel(name="utils_probe", input_names=list(inputs), output_names=["out"], source=body, header=header,
+                        **kw)
+    (out,) = k(inputs=[mx.array(v) if isinstance(v, np.ndarray) else v for v in inputs.values()], grid=(64, 1, 1),
+               threadgroup=(32, 1, 1), output_shapes=[(64,)], output_dtypes=[mx.float32], backend="sim")
+    return np.asarray(out)
+
+
+def test_conditional_type_work_per_thread_cast_to_and_unroll_pragma():
+    header = """
+    template <int B> inline float widen(float v) {
+        using U = typename ConditionalType<B == 4, uint32_t, uint8_t>::type;
+        return v + float(U(300));           // 300, or 300 mod 256 in a uint8_t
+    }"""
+    body = """
+    uint i = thread_position_in_grid.x;
+    float s = 0.0f;
+    MLX_MTL_PRAGMA_UNROLL
+    for (int j = 0; j < WorkPerThread<float>::n; j++) { s += x[i]; }        // 8 bytes: 2 floats
+    out[i] = s + widen<4>(0.0f) + widen<2>(0.0f) + cast_to<float>(cast_to<bool>(x[i] > 0.0f)) * 1000.0f
+             + float(WorkPerThread<half>::n);
+    """
+    np.testing.assert_allclose(_run(body, header), 2 * X + 300 + 44 + 1000 * (X > 0) + 4, rtol=1e-6)
+
+
+def test_a_header_defining_a_utils_name_keeps_its_own():
+    # code written for an MLX without ConditionalType defines it (here backwards, to tell)
+    header = """
+    template <bool c, typename A, typename B> struct ConditionalType { using type = A; };
+    template <typename A, typename B> struct ConditionalType<true, A, B> { using type = B; };"""
+    body = """uint i = thread_position_in_grid.x;
+    using U = typename ConditionalType<true, float, int>::type;
+    out[i] = float(U(x[i]));"""
+    np.testing.assert_array_equal(_run(body, header), np.trunc(X))
+
+
+def test_elem_to_loc_with_an_index_type_and_on_constant_buffers():
+    # a transposed (strided) input read through its own strides, and through shape and
+    # strides passed as small inputs (MLX binds those as constant buffers)
+    base = np.arange(64, dtype=np.float32).reshape(8, 8)
+    xt = mx.array(base).T
+    body = """
+    uint i = thread_position_in_grid.x;
+    out[i] = x[elem_to_loc<int>(i, x_shape, x_strides, x_ndim)] + 1000.0f * x[elem_to_loc(i, shp, strd, 2)];
+    """
+    got = _run(body, inputs={"x": xt, "shp": mx.array([8, 8], dtype=mx.int32),
+                             "strd": mx.array([1, 8], dtype=mx.int64)}, ensure_row_contiguous=False)
+    np.testing.assert_array_equal(got, 1001 * base.T.reshape(-1))
+
+
+def test_a_declared_function_constant_is_fine_until_read():
+    header = "constant bool has_mask [[function_constant(20)]];"
+    np.testing.assert_array_equal(_run("uint i = thread_position_in_grid.x; out[i] = x[i];", header), X)
+    with pytest.raises(KernelSyntaxError, match="function constant 'has_mask'"):
+        _run("uint i = thread_position_in_grid.x; out[i] = has_mask ? x[i] : 0.0f;", header)
