@@ -60,7 +60,7 @@ def _double(header: str, backend="sim"):
 
 @needs_headers
 @pytest.mark.parametrize("files", [("softmax.h",), ("sort.h",), ("reduce.h",), ("sdpa_vector.h",),
-                                   ("steel/gemm/gemm.h", "quantized.h")])
+                                   ("steel/gemm/gemm.h", "quantized.h"), ("atomic.h",), ("reduce_utils.h",)])
 def test_mlx_kernel_headers_are_accepted_as_a_header(files):
     _double(mlx_header(*files))
 
@@ -191,3 +191,22 @@ def test_a_declared_function_constant_is_fine_until_read():
     np.testing.assert_array_equal(_run("uint i = thread_position_in_grid.x; out[i] = x[i];", header), X)
     with pytest.raises(KernelSyntaxError, match="function constant 'has_mask'"):
         _run("uint i = thread_position_in_grid.x; out[i] = has_mask ? x[i] : 0.0f;", header)
+
+
+def test_trait_logic_and_variable_templates_as_atomic_h_writes_them():
+    # Metal's internal _disjunction (MLX's atomic.h: is_metal_atomic), conjunction, negation;
+    # a variable template named in the body and in another template's arguments
+    header = """
+    template <typename T>
+    constexpr constant bool plain_atomic = _disjunction<is_same<T, int>, is_same<T, uint>, is_same<T, float>>::value;
+    template <typename T>
+    constexpr constant bool real_float = conjunction_v<is_floating_point<T>, negation<is_same<T, half>>>;
+    template <typename T, typename = void> struct Kind { static constexpr constant int v = 1; };
+    template <typename T> struct Kind<T, enable_if_t<plain_atomic<T>>> { static constexpr constant int v = 2; };
+    """
+    body = """
+    uint i = thread_position_in_grid.x;
+    out[i] = x[i] + 10.0f * plain_atomic<float> + 100.0f * plain_atomic<half> + 1000.0f * real_float<float>
+             + 10000.0f * real_float<half> + 100000.0f * Kind<uint>::v + 1000000.0f * Kind<short>::v;
+    """
+    np.testing.assert_allclose(_run(body, header), X + 10 + 1000 + 200000 + 1000000, rtol=1e-6)

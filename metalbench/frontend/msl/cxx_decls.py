@@ -40,6 +40,7 @@ remove_cv_t remove_cv remove_const_t remove_volatile_t remove_reference_t remove
 enable_if_t enable_if is_same is_same_v is_integral is_integral_v is_floating_point is_floating_point_v
 is_signed is_signed_v is_unsigned is_unsigned_v is_arithmetic is_arithmetic_v conditional conditional_t
 integral_constant bool_constant pointer_element pointer_element_t decay_t make_signed_t make_unsigned_t
+_disjunction _conjunction disjunction disjunction_v conjunction conjunction_v negation negation_v
 """.split())
 
 # Class templates, alias templates and member function templates a header declares: a '<'
@@ -48,9 +49,20 @@ _TEMPLATE_DECL = re.compile(r"template\s*<(?:[^<>;{]|<[^<>;{]*>)*>\s*(?:struct|c
                             r"(?:alignas\s*\([^)]*\)\s*)?(\w+)")
 
 
+# Variable templates (``template <typename T> constexpr constant bool is_atomicish = ...;``)
+# and their specialisations (``... is_complex_v<complex_t<T>> = true;``)
+_VAR_TEMPLATE_DECL = re.compile(r"template\s*<(?:[^<>;{]|<[^<>;{]*>)*>\s*(?:(?:static|constexpr|constant|const|"
+                                r"inline)\s+)+[\w:]+\s+(\w+)\s*(?:=|<)")
+
+
 def template_names(header: str) -> set[str]:
-    """The names a header declares as class or alias templates (with the traits above)."""
-    return set(_TEMPLATE_DECL.findall(header)) | TRAIT_NAMES
+    """The names a header declares as class, alias or variable templates (with the traits
+    above).
+
+    >>> sorted(template_names("template <typename T> constexpr constant bool small = sizeof(T) < 4;") - TRAIT_NAMES)
+    ['small']
+    """
+    return set(_TEMPLATE_DECL.findall(header)) | set(_VAR_TEMPLATE_DECL.findall(header)) | TRAIT_NAMES
 
 
 @dataclass(eq=False)

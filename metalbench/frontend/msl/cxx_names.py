@@ -240,10 +240,25 @@ class CxxNamesMixin:
         self.unsupported(node, f"the type trait '{self.text(node)}'")
 
     def trait_value(self, name, node):
-        """``is_same_v<A, B>``, ``is_integral<T>::value`` & co. as constants."""
+        """``is_same_v<A, B>``, ``is_integral<T>::value`` & co. as constants; also the
+        logic over traits, ``[_]disjunction<is_same<T, int>, ...>`` (MLX's atomic.h),
+        ``conjunction``, ``negation``."""
+        base = name[:-2] if name.endswith("_v") else name
+        if base.lstrip("_") in ("disjunction", "conjunction", "negation"):
+            vals = []
+            for a in node.child_by_field_name("arguments").named_children:
+                a = a.child_by_field_name("type") if a.type == "type_descriptor" else a
+                nm = self.text(a.child_by_field_name("name")).replace(" ", "").split("::")[-1] \
+                    if a is not None and a.type in ("template_type", "template_function") else None
+                c = self.trait_value(nm, a) if nm in TRAIT_NAMES else None
+                if c is None:
+                    return None
+                vals.append(bool(c.value))
+            v = any(vals) if base.lstrip("_") == "disjunction" else all(vals) if base.lstrip("_") == "conjunction" \
+                else not vals[0]
+            return self.sem.bool_const(v, self.sp(node))
         args = self.template_args(node.child_by_field_name("arguments").named_children)
         ts = [v for k, v in args if k == "t"]
-        base = name[:-2] if name.endswith("_v") else name
         if base == "is_same" and len(ts) == 2:
             v = ts[0] == ts[1]
         elif base in ("is_integral", "is_floating_point", "is_signed", "is_unsigned", "is_arithmetic") \

@@ -22,7 +22,8 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelNameError, KernelTypeError, MetalbenchError
 from ...semantics.folding import fold
-from .cxx_decls import TRAIT_NAMES, AliasTemplate, ClassInst, ClassTemplate, PtrType, _shown, _unwrap_declarator
+from .cxx_decls import (TRAIT_NAMES, AliasTemplate, ClassInst, ClassTemplate, PtrType, VarTemplate, _shown,
+                        _unwrap_declarator)
 from .symbols import _TypeName
 
 
@@ -56,6 +57,9 @@ class CxxTemplatesMixin:
                         if v is not None:
                             out.append(("v", v))
                             continue
+                    if isinstance(self.lookup(nm), VarTemplate):        # a variable template's value
+                        out.append(("v", self.var_template(self.lookup(nm), inner)))
+                        continue
                 call = self.call_in_template_arg(inner, decl)
                 if call is not None:
                     out.append(("v", call))
