@@ -60,7 +60,8 @@ def _double(header: str, backend="sim"):
 
 @needs_headers
 @pytest.mark.parametrize("files", [("softmax.h",), ("sort.h",), ("reduce.h",), ("sdpa_vector.h",),
-                                   ("steel/gemm/gemm.h", "quantized.h"), ("atomic.h",), ("reduce_utils.h",)])
+                                   ("steel/gemm/gemm.h", "quantized.h"), ("atomic.h",), ("reduce_utils.h",),
+                                   ("gemv.h",)])
 def test_mlx_kernel_headers_are_accepted_as_a_header(files):
     _double(mlx_header(*files))
 
@@ -210,3 +211,37 @@ def test_trait_logic_and_variable_templates_as_atomic_h_writes_them():
              + 10000.0f * real_float<half> + 100000.0f * Kind<uint>::v + 1000000.0f * Kind<short>::v;
     """
     np.testing.assert_allclose(_run(body, header), X + 10 + 1000 + 200000 + 1000000, rtol=1e-6)
+
+
+def test_uniform_values():
+    # Metal's uniform<T> (gemv.h: constexpr const uniform<int> loop_stride = make_uniform(blockN)) is a T
+    body = """
+    uint i = thread_position_in_grid.x;
+    const uniform<int> step = make_uniform(3);
+    metal::uniform<float> scale = make_uniform(0.5f);
+    out[i] = x[i] * scale + float(step * 2);
+    """
+    np.testing.assert_allclose(_run(body), X * 0.5 + 6, rtol=1e-6)
+
+
+@needs_headers
+def test_quantized_h_qmv_round_trips_through_printed_metal_and_cuda():
+    from metalbench import msl_check
+    from metalbench import types as T
+    from metalbench.codegen import cuda, cuda_check, msl
+    from metalbench.frontend.msl import translate_kernel
+    header = mlx_header("steel/gemm/gemm.h", "quantized.h")
+    kir = translate_kernel("qmv", QMV.format(fn="qmv_impl"), header,
+                           inputs=[("w", T.uint32, 2), ("scales", T.float32, 2), ("biases", T.float32, 2),
+                                   ("x", T.float32, 2), ("K", T.int32, 0), ("N", T.int32, 0)],
+                           outputs=[("y", T.float32, 2)], scalars=("K", "N"),
+                           template=[("T", T.float32), ("GS", 64), ("BITS", 4)])
+    r = msl.render(kir)
+    assert msl_check.check(r) == []
+    assert cuda_check.check(cuda.render(kir), use_nvcc=False) == []
+    (wq, s, b, x), want = _quantized(40, 256, 64, 4)
+    again = mb.metal_kernel(name="qmv_again", input_names=r.input_names, output_names=r.output_names, source=r.body,
+                            header=r.header)
+    (y,) = again(inputs=[wq, s, b, x, mx.array(256, dtype=mx.int32), mx.array(40, dtype=mx.int32)], grid=(32, 10, 1),
+                 threadgroup=(32, 2, 1), output_shapes=[(1, 40)], output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)

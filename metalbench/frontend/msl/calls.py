@@ -104,6 +104,8 @@ class CallsMixin:
             return self.out_param_math(name, argn, node)
         if name in ("simd_shuffle_and_fill_down", "simd_shuffle_and_fill_up"):
             return self.shuffle_and_fill(name, argn, node)
+        if name == "make_uniform" and len(argn) == 1 and "make_uniform" not in self.funcdefs:
+            return self.expr(argn[0])           # Metal's uniform<T> is its T here (translator.resolve_type)
         if name == "simd_active_threads_mask" and not argn:
             # the lanes that run this call: a ballot every active lane votes for
             return self.sem.builtin("simd_ballot", [self.sem.const(True, T.bool_, sp)], sp)

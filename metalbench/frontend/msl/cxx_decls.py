@@ -40,7 +40,7 @@ remove_cv_t remove_cv remove_const_t remove_volatile_t remove_reference_t remove
 enable_if_t enable_if is_same is_same_v is_integral is_integral_v is_floating_point is_floating_point_v
 is_signed is_signed_v is_unsigned is_unsigned_v is_arithmetic is_arithmetic_v conditional conditional_t
 integral_constant bool_constant pointer_element pointer_element_t decay_t make_signed_t make_unsigned_t
-_disjunction _conjunction disjunction disjunction_v conjunction conjunction_v negation negation_v
+_disjunction _conjunction disjunction disjunction_v conjunction conjunction_v negation negation_v uniform
 """.split())
 
 # Class templates, alias templates and member function templates a header declares: a '<'

@@ -227,7 +227,7 @@ class CxxNamesMixin:
                 self.type_err(node, f"pointer_element_t of '{getattr(p, 'name', p)}', which is not a pointer")
             return p.elem
         if name in ("remove_cv_t", "remove_const_t", "remove_volatile_t", "remove_reference_t",
-                    "remove_addrspace_t", "decay_t") and len(ts) == 1:
+                    "remove_addrspace_t", "decay_t", "uniform") and len(ts) == 1:    # (uniform<T>: a hint)
             return ts[0]
         if name == "enable_if_t" and args and args[0][0] == "v":
             if not args[0][1].value:
