@@ -97,7 +97,7 @@ def test_quantized_h_qmv_matches_mx_quantized_matmul(fn, k, n, group_size, bits)
 
 @needs_headers
 @pytest.mark.parametrize("m,k,n,group_size,bits,aligned", [(40, 128, 64, 64, 4, True), (33, 64, 40, 32, 8, False)])
-def test_quantized_h_qmm_t_matches_mx_quantized_matmul(m, k, n, group_size, bits, aligned):
+def test_quantized_h_qmm_t_matches_mx_quantized_matmul(m, k, n, group_size, bits, aligned, backend="sim"):
     header = mlx_header("steel/gemm/gemm.h", "quantized.h")
     # newer MLX gives qmm_t_impl the K extent of a split-K part (K_eff) after M
     k_eff = "K_eff" in header.split("void qmm_t_impl")[1][:800]
@@ -115,7 +115,7 @@ def test_quantized_h_qmm_t_matches_mx_quantized_matmul(m, k, n, group_size, bits
     (y,) = kern(inputs=[wq, s, b, x] + [mx.array(v, dtype=mx.int32) for v in (k, n, m)],
                 template=[("T", mx.float32), ("GS", group_size), ("BITS", bits), ("ALIGNED", aligned)],
                 grid=(32 * ((n + 31) // 32), 2 * ((m + 31) // 32), 2), threadgroup=(32, 2, 2),
-                output_shapes=[(m, n)], output_dtypes=[mx.float32], backend="sim")
+                output_shapes=[(m, n)], output_dtypes=[mx.float32], backend=backend)
     np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
 
 
@@ -129,6 +129,12 @@ def test_quantized_h_qmv_on_cuda_matches_mx_quantized_matmul():
                 template=[("T", mx.float32), ("GS", 64), ("BITS", 4)], grid=(32, 10, 1), threadgroup=(32, 2, 1),
                 output_shapes=[(1, 40)], output_dtypes=[mx.float32], backend="cuda")
     np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_headers
+@pytest.mark.gpu
+def test_quantized_h_qmm_t_on_cuda_matches_mx_quantized_matmul():
+    test_quantized_h_qmm_t_matches_mx_quantized_matmul(33, 64, 40, 32, 8, False, backend="cuda")
 
 
 # --- what utils.h gives a kernel (MLX includes it before every custom kernel) -------------------
