@@ -37,13 +37,14 @@ from ... import ir
 from ... import types as T
 from ...errors import MetalbenchError
 from .cxx_decls import ClassInst, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
-from .cxx_objects import NOT_MINE, FixedView, InlineCtx
+from .cxx_objects import NOT_MINE, ArgVal, FixedView, InlineCtx
 from .complex64 import CplxVar
 from ...semantics import ComplexType
 from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
 from .struct_views import ObjPtr
-from .symbols import SMALL_INPUT_NOTE, NullPtr, Ptr, Ref, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import (SMALL_INPUT_NOTE, NullPtr, Ptr, Ref, ShapeArr, _NoMatch, _params_of, _SPACES,
+                      _TypeName)
 
 
 @dataclass(eq=False)
@@ -253,7 +254,7 @@ class CxxCallsMixin:
             name = self.callee_name(fn)
             if name in self.funcdefs and (any(self.is_object_node(a) or a.type == "initializer_list" or
                                               self.object_address(a) is not None or self.is_null_pointer(a)
-                                              for a in argn)
+                                              or self.shape_symbol(a) is not None for a in argn)
                                           or self._braced_defaults(name, len(argn))
                                           or self.has_matrices and self.metal_matrix_call(name, argn)):
                 explicit = fn.child_by_field_name("arguments").named_children if fn.type == "template_function" else []
@@ -290,10 +291,22 @@ class CxxCallsMixin:
         if tgt is None:
             tgt = self.resolve_callee(fn)
         ms, this, explicit_nodes = tgt
-        args = [self.eval_arg(a) for a in node.child_by_field_name("arguments").named_children]
+        args = [self.call_arg(a) for a in node.child_by_field_name("arguments").named_children]
         explicit = self.template_args(explicit_nodes) if explicit_nodes else []
         out, res, kind = self.call_overload(ms, this, args, explicit, node, with_kind=True)
         return (out, res, kind) if with_kind else (out, res)
+
+    def shape_symbol(self, node):
+        """The :class:`ShapeArr` an argument names (``x_shape``, ``x_strides``), else None."""
+        sym = self.lookup(self.text(node)) if node.type == "identifier" else None
+        return sym if isinstance(sym, ShapeArr) else None
+
+    def call_arg(self, node):
+        """An argument as :meth:`eval_arg` evaluates it; ``x_shape``/``x_strides`` (MLX's
+        ``const constant int*``/``int64_t*``) as ``lv=("shape", sym)``: a pointer parameter
+        of the inline-translated callee names the same shape (``bind_param``)."""
+        sym = self.shape_symbol(node)
+        return ArgVal(node, lv=("shape", sym)) if sym is not None else self.eval_arg(node)
 
     def call_overload(self, ms, this, args, explicit, node, ctor=False, with_kind=False):
         """Choose the overload of ``ms`` that matches ``args`` and translate it inline."""
@@ -352,7 +365,9 @@ class CxxCallsMixin:
         _, kinds = _unwrap_declarator(p.child_by_field_name("declarator"))
         if tn.type in ("type_identifier", "identifier") and self.text(tn).strip() in names:
             nm = self.text(tn).strip()
-            if "ptr" in kinds:
+            if "ptr" in kinds and _shape_arg(a):
+                got = _TypeName(_shape_type(a))
+            elif "ptr" in kinds:
                 if a.view is None:
                     raise _NoMatch(f"'{nm}*' needs a pointer")
                 got = _TypeName(a.view.type)
@@ -406,6 +421,12 @@ class CxxCallsMixin:
         if a.null:                  # nullptr: any pointer parameter
             if "ptr" not in s.kinds:
                 raise _NoMatch(f"'{s.name}' is not a pointer")
+            return 1
+        if _shape_arg(a):               # x_shape / x_strides: constant int / int64_t data
+            if "ptr" not in s.kinds or (s.type is not None and s.type != _shape_type(a)) or \
+                    s.space not in (None, "constant") or not s.const:
+                want = "int" if a.lv[1].kind == "shape" else "int64_t"
+                raise _NoMatch(f"'{s.name}' is not a 'constant const {want}*' for {a.lv[1].buf}_{a.lv[1].kind}")
             return 1
         if "ptr" in s.kinds and a.objptr is not None:     # &obj of a local object
             if s.type is not None and s.type is not a.objptr.cls and getattr(s.type, "name", None) != a.objptr.cls.name:
@@ -533,6 +554,11 @@ class CxxCallsMixin:
                 return
         if "ptr" in s.kinds and a.null:
             pscope[name] = NullPtr(name, sp)
+            return
+        if _shape_arg(a):
+            if moved:
+                self.unsupported(s.node, f"moving '{name}', which is {a.lv[1].buf}_{a.lv[1].kind}")
+            pscope[name] = a.lv[1]
             return
         if "ptr" in s.kinds and a.objptr is not None:
             if moved:
@@ -706,3 +732,13 @@ def _guard_loops(stmts, done):
                 isinstance(n, ir.Assign) and n.var.name == done for n in ir.walk(s.body)):
             out.append(ir.If(ir.Var(done, T.bool_), [ir.Break()]))
     return out
+
+
+def _shape_arg(a) -> bool:
+    """Whether call argument ``a`` is an input's ``x_shape``/``x_strides`` (``call_arg``)."""
+    return a is not None and a.lv is not None and a.lv[0] == "shape"
+
+
+def _shape_type(a):
+    """The element type MLX declares ``x_shape`` (int) or ``x_strides`` (int64_t) with."""
+    return T.int32 if a.lv[1].kind == "shape" else T.int64
