@@ -810,3 +810,20 @@ def test_a_converted_member_of_a_struct_in_memory_is_evaluated_once():
     w[:24] = np.frombuffer(np.array([1, 0, 0, 0, 2, 0, 0, 0, 0, 5, 0, 0], np.float16).tobytes(), np.uint8)
     o = run(header, body, [w], (4,))
     np.testing.assert_array_equal(o, [1, 2, w[16 + 2 + 1], 3])
+
+
+def test_class_template_names_itself_with_other_arguments():
+    # a member of type Self<N - 1> and Self<N - 1>::f() inside the template (the injected class
+    # name with arguments names the template), ended by a full specialisation
+    header = """
+    template <int N> struct Pow { static float of(float v) { return v * Pow<N - 1>::of(v); } };
+    template <> struct Pow<0> { static float of(float v) { return 1.0f; } };
+    template <int N> struct Chain { Chain<N - 1> rest; float w = float(N); float sum() thread { return w + rest.sum(); } };
+    template <> struct Chain<0> { float sum() thread { return 0.0f; } };
+    """
+    body = "uint i = thread_position_in_grid.x; Chain<4> c; out[i] = Pow<3>::of(x[i]) + c.sum();"
+    x = np.random.default_rng(2).standard_normal(32).astype(np.float32)
+    k = mb.metal_kernel(name="self_named", input_names=["x"], output_names=["out"], source=body, header=header)
+    (out,) = k(inputs=[mx.array(x)], grid=(32, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(32,)],
+               output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.asarray(out), x ** 3 + 10, rtol=1e-5)

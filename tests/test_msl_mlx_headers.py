@@ -251,3 +251,45 @@ def test_quantized_h_qmv_round_trips_through_printed_metal_and_cuda():
     (y,) = again(inputs=[wq, s, b, x, mx.array(256, dtype=mx.int32), mx.array(40, dtype=mx.int32)], grid=(32, 10, 1),
                  threadgroup=(32, 2, 1), output_shapes=[(1, 40)], output_dtypes=[mx.float32], backend="sim")
     np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+
+
+def test_elem_to_loc_2_nd_and_3_nd_on_two_strided_inputs():
+    # MLX's broadcasting binary/ternary helpers: one element's location in arrays of their own strides
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    b = np.arange(24, dtype=np.float32).reshape(4, 3, 2) * 10
+    body = """
+    uint n = thread_position_in_grid.x;
+    uint3 e = uint3(n % 4, (n / 4) % 3, n / 12);
+    auto l = elem_to_loc_2_nd<int64_t>(e, a_shape, a_strides, b_strides, a_ndim);
+    auto m = elem_to_loc_3_nd(e, a_shape, a_strides, b_strides, a_strides, a_ndim);
+    out[n] = a[l.x] + b[l.y] + 1000.0f * float(m.z == l.x && m.y == l.y);
+    """
+    k = mb.metal_kernel(name="nd_locs", input_names=["a", "b"], output_names=["out"], source=body,
+                        ensure_row_contiguous=False)
+    bt = mx.array(b).transpose(2, 1, 0)          # (2, 3, 4), strided
+    (out,) = k(inputs=[mx.array(a), bt], grid=(24, 1, 1), threadgroup=(24, 1, 1), output_shapes=[(24,)],
+               output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_array_equal(np.asarray(out), (a + np.asarray(bt)).reshape(-1) + 1000)
+
+
+def test_looped_elem_to_loc_walks_a_strided_array():
+    a = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    at = mx.array(a).transpose(2, 0, 1)          # (5, 3, 4), strides (1, 20, 5)
+    body = """
+    if (thread_position_in_grid.x == 0) {
+        LoopedElemToLoc<2, int64_t, true> step(3);
+        for (int j = 0; j < 60; j++) { out[j] = a[step.location()]; step.next(a_shape, a_strides); }
+        LoopedElemToLoc<2, int64_t, true> jump(3);
+        for (int j = 0; j < 20; j++) { every3[j] = a[jump.location()]; jump.next(3, a_shape, a_strides); }
+        LoopedElemToLoc<1, int64_t, false> flat(1);
+        for (int j = 0; j < 4; j++) { offs[j] = float(flat.location()); flat.next(2, a_shape, a_strides); }
+    }
+    """
+    k = mb.metal_kernel(name="looped", input_names=["a"], output_names=["out", "every3", "offs"], source=body,
+                        ensure_row_contiguous=False)
+    out, every3, offs = k(inputs=[at], grid=(1, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(60,), (20,), (4,)],
+                          output_dtypes=[mx.float32] * 3, backend="sim")
+    flat = np.asarray(at).reshape(-1)
+    np.testing.assert_array_equal(np.asarray(out), flat)
+    np.testing.assert_array_equal(np.asarray(every3), flat[::3])
+    np.testing.assert_array_equal(np.asarray(offs), [0, 2, 4, 6])

@@ -146,6 +146,12 @@ class CxxNamesMixin:
             if ent is None and "::" in nm:
                 ent = self.entity_named(name_n)
             base = nm.split("::")[-1]
+            # inside a class template, its name (the injected class name, or its constructors)
+            # with arguments names the template again: LoopedElemToLoc<DIM - 1, ...> as a member
+            inner = ent.cls if isinstance(ent, MethodSet) else ent.t if isinstance(ent, _TypeName) else ent
+            inner = inner if isinstance(inner, ClassInst) else None
+            if inner is not None and getattr(inner, "template", None) is not None and inner.template.name == base:
+                ent = inner.template
             if isinstance(ent, ClassTemplate):
                 return self.instantiate(ent, self.template_args(node.child_by_field_name("arguments").named_children),
                                         node)

@@ -65,6 +65,116 @@ inline IdxT elem_to_loc(uint3 elem, constant const int* shape, constant const in
   return loc;
 }
 """, ()),
+    # the locations of one element in two (three) arrays of the same shape and their own strides:
+    # x and y index the last two dimensions, z the rest (MLX's broadcasting binary/ternary ops)
+    "elem_to_loc_2_nd": ("""
+template <typename IdxT = int64_t>
+inline vec<IdxT, 2> elem_to_loc_2_nd(uint3 elem, constant const int* shape, constant const int64_t* a_strides,
+                                     constant const int64_t* b_strides, int ndim) {
+  vec<IdxT, 2> loc = {IdxT(elem.x * IdxT(a_strides[ndim - 1]) + IdxT(elem.y) * IdxT(a_strides[ndim - 2])),
+                      IdxT(elem.x * IdxT(b_strides[ndim - 1]) + elem.y * IdxT(b_strides[ndim - 2]))};
+  for (int d = ndim - 3; d >= 0; --d) {
+    uint at = elem.z % shape[d];
+    loc.x += at * IdxT(a_strides[d]);
+    loc.y += at * IdxT(b_strides[d]);
+    elem.z /= shape[d];
+  }
+  return loc;
+}
+""", ()),
+    "elem_to_loc_3_nd": ("""
+template <typename IdxT = int64_t>
+inline vec<IdxT, 3> elem_to_loc_3_nd(uint3 elem, constant const int* shape, constant const int64_t* a_strides,
+                                     constant const int64_t* b_strides, constant const int64_t* c_strides,
+                                     int ndim) {
+  vec<IdxT, 3> loc = {IdxT(elem.x * IdxT(a_strides[ndim - 1])) + IdxT(elem.y * IdxT(a_strides[ndim - 2])),
+                      IdxT(elem.x * IdxT(b_strides[ndim - 1])) + IdxT(elem.y * IdxT(b_strides[ndim - 2])),
+                      IdxT(elem.x * IdxT(c_strides[ndim - 1])) + IdxT(elem.y * IdxT(c_strides[ndim - 2]))};
+  for (int d = ndim - 3; d >= 0; --d) {
+    uint at = elem.z % shape[d];
+    loc.x += at * IdxT(a_strides[d]);
+    loc.y += at * IdxT(b_strides[d]);
+    loc.z += at * IdxT(c_strides[d]);
+    elem.z /= shape[d];
+  }
+  return loc;
+}
+""", ()),
+    # walks the locations of consecutive elements of a strided array, one dimension per level
+    # (MLX's reductions): next() steps one element (or n), location() is the current offset
+    "LoopedElemToLoc": ("""
+template <int DIM, typename OffsetT = size_t, bool General = true>
+struct LoopedElemToLoc {
+  int dim;
+  LoopedElemToLoc<DIM - 1, OffsetT, General> outer;
+  OffsetT offset{0};
+  int index{0};
+  LoopedElemToLoc(int d) thread : dim(d), outer(d - 1) {}
+  void next(const constant int* shape, const constant int64_t* strides) thread {
+    if (dim == 0) {
+      return;
+    }
+    index++;
+    offset += OffsetT(strides[dim - 1]);
+    if (index >= shape[dim - 1]) {
+      index = 0;
+      outer.next(shape, strides);
+      offset = outer.offset;
+    }
+  }
+  void next(int n, const constant int* shape, const constant int64_t* strides) thread {
+    // steps past the end of this dimension carry into the outer one; what is left after the
+    // carry steps again (a loop here where MLX's own version calls itself)
+    while (dim != 0) {
+      index += n;
+      offset += n * OffsetT(strides[dim - 1]);
+      if (index < shape[dim - 1]) {
+        return;
+      }
+      int over = index - shape[dim - 1];
+      if (over >= shape[dim - 1]) {
+        outer.next(1 + over / shape[dim - 1], shape, strides);
+        over = over % shape[dim - 1];
+      } else {
+        outer.next(shape, strides);
+      }
+      index = 0;
+      offset = outer.offset;
+      if (over <= 0) {
+        return;
+      }
+      n = over;
+    }
+  }
+  OffsetT location() thread { return offset; }
+};
+template <typename OffsetT>
+struct LoopedElemToLoc<1, OffsetT, true> {
+  int dim;
+  OffsetT offset{0};
+  uint index{0};
+  LoopedElemToLoc(int d) thread : dim(d) {}
+  void next(const constant int* shape, const constant int64_t* strides) thread {
+    index++;
+    offset = dim > 1 ? elem_to_loc<OffsetT>(index, shape, strides, dim) : offset + OffsetT(strides[0]);
+  }
+  void next(int n, const constant int* shape, const constant int64_t* strides) thread {
+    index += n;
+    offset = dim > 1 ? elem_to_loc<OffsetT>(index, shape, strides, dim) : index * OffsetT(strides[0]);
+  }
+  OffsetT location() thread { return offset; }
+};
+template <typename OffsetT>
+struct LoopedElemToLoc<1, OffsetT, false> {
+  OffsetT offset{0};
+  LoopedElemToLoc(int) thread {}
+  void next(const constant int*, const constant int64_t* strides) thread { offset += OffsetT(strides[0]); }
+  void next(int n, const constant int*, const constant int64_t* strides) thread {
+    offset += n * OffsetT(strides[0]);
+  }
+  OffsetT location() thread { return offset; }
+};
+""", ("elem_to_loc",)),
     # gather_mm/gather_qmm's tile scheduler: which group (expert) and rows the tile-th tile of
     # BM rows covers, given each group's first row in offsets (the last ends at M); false
     # past the last tile. The SIMD-group scans 32 groups at a time.
