@@ -291,6 +291,22 @@ def interleaved_times(fns: dict, reps=30, rounds=3, inner=10, budget=0.3) -> dic
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def user_call(kernel, args, kw, grid, tg, backend):
+    """The call of ``kernel`` on ``args`` (and constexpr keywords ``kw``) as a user writes it
+    for one kernel, arguments and keywords spelled out -- ``block_sum_k(x, grid=..,
+    threadgroup=.., backend=..)`` -- not through ``*args, **kw``, which costs Python ~0.2 µs a
+    call more (a dict built and unpacked) on a path measured at 1 µs.
+
+    >>> user_call(lambda *a, **k: (a, sorted(k)), (1, 2), {"NC": 3}, 8, 4, "sim")()
+    ((1, 2), ['NC', 'backend', 'grid', 'threadgroup'])
+    """
+    names = [f"a{i}" for i in range(len(args))]
+    call = ", ".join(names + [f"{k}={k}" for k in kw] + ["grid=grid", "threadgroup=tg", "backend=backend"])
+    env = dict(zip(names, args), **kw, kernel=kernel, grid=grid, tg=tg, backend=backend)
+    exec(f"def mb_fn():\n    return kernel({call})\n", env)     # noqa: S102 - our own text
+    return env["mb_fn"]
+
+
 def batch_times(fn, warmup=5, reps=30, inner=10) -> list:
     """Per-launch time of each of ``reps`` batches (see ``median_time``)."""
     import mlx.core as mx
@@ -436,8 +452,7 @@ def run(backend: str, quick: bool, reps: int, device=None, only=None):
             mb_kernel, mb_kw = matmul_k, {"KD": n, "ND": n, "TILE": 16}
             ref = np.array(a_) @ np.array(b_)
 
-        def mb_fn():
-            return mb_kernel(*mb_args, grid=grid, threadgroup=tg, backend=backend, **mb_kw)
+        mb_fn = user_call(mb_kernel, mb_args, mb_kw, grid, tg, backend)
 
         got = np.array(mb_fn())
         ok = bool(np.allclose(got, ref, rtol=1e-3, atol=1e-3 * max(1.0, float(np.abs(ref).max()))))
