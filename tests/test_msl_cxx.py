@@ -827,3 +827,14 @@ def test_class_template_names_itself_with_other_arguments():
     (out,) = k(inputs=[mx.array(x)], grid=(32, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(32,)],
                output_dtypes=[mx.float32], backend="sim")
     np.testing.assert_allclose(np.asarray(out), x ** 3 + 10, rtol=1e-5)
+
+
+def test_a_syntax_error_in_a_struct_names_the_struct_without_calling_structs_unsupported():
+    header = "struct Acc {\n  float s;\n  float add(float v) { return s + + ; }\n};\n"
+    k = mb.metal_kernel(name="bad_struct", input_names=["x"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x; out[i] = x[i];", header=header)
+    with pytest.raises(KernelSyntaxError) as e:
+        k(inputs=[mx.zeros((4,))], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
+          output_dtypes=[mx.float32], backend="sim")
+    msg = str(e.value)
+    assert "struct 'Acc'" in msg and "line 3" in msg and "not supported" not in msg.split("hint")[0]

@@ -212,9 +212,8 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
         what = _enclosing_class(tree.root_node, err, code)
         if what is not None:
             kind, name, cline = what
-            msg += (f", inside the {kind} '{name}' (line {cline - line_offset + src.first_line}): C++ {kind}s "
-                    f"are not supported by the simulator yet; {_METAL_ONLY}")
-            hint = None
+            msg += f", in the {kind} '{name}' (line {cline - line_offset + src.first_line})"
+            hint = f"metalbench's C++ grammar stopped here; if Metal compiles it, {_METAL_ONLY}"
         raise KernelSyntaxError(msg, Span(src, line, col, line, end), hint=hint)
     return tree, code, quals
 
@@ -254,7 +253,7 @@ def _enclosing_class(root, err, code):
         if n.start_byte <= err.start_byte < max(n.end_byte, err.start_byte + 1):
             m = n
             break
-    if m is None:
+    if m is None or m.type == "ERROR":   # (the parser gave up across several declarations: no one class)
         return None
     head = code[m.start_byte:min(m.end_byte, m.start_byte + 400)]
     hit = re.search(r"\b(struct|class|union)\s+(?:alignas\s*\([^)]*\)\s*)?([A-Za-z_]\w*)", head)
