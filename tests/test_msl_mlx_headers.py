@@ -293,3 +293,66 @@ def test_looped_elem_to_loc_walks_a_strided_array():
     np.testing.assert_array_equal(np.asarray(out), flat)
     np.testing.assert_array_equal(np.asarray(every3), flat[::3])
     np.testing.assert_array_equal(np.asarray(offs), [0, 2, 4, 6])
+
+
+FP_QMV = """
+fp_qmv_impl<T, GS, BITS>(w, scales, nullptr, x, y, K, N, threadgroup_position_in_grid,
+                         simdgroup_index_in_threadgroup, thread_index_in_simdgroup);
+"""
+
+
+def _fp_quantized(mode, n, k, group_size, bits, rows, seed):
+    rng = np.random.default_rng(seed)
+    w = mx.array(rng.standard_normal((n, k)).astype(np.float32))
+    wq, scales = mx.quantize(w, group_size=group_size, bits=bits, mode=mode)
+    x = mx.array(rng.standard_normal((rows, k)).astype(np.float32))
+    want = np.asarray(mx.quantized_matmul(x, wq, scales, transpose=True, group_size=group_size, bits=bits, mode=mode))
+    return (wq, scales, x), want
+
+
+@needs_headers
+@pytest.mark.skipif(not (INCLUDE / KERNELS / "fp_quantized.h").exists(), reason="no fp_quantized.h in this mlx")
+@pytest.mark.parametrize("mode,group_size,bits", [("mxfp4", 32, 4), ("mxfp8", 32, 8), ("nvfp4", 16, 4)])
+def test_fp_quantized_h_qmv_matches_mx_quantized_matmul(mode, group_size, bits):
+    # MLX's microscaling formats through its own fp_qmv_impl (a null global scale passed on;
+    # `const device auto* sl = scales + ...` inside)
+    (wq, s, x), want = _fp_quantized(mode, 40, 256, group_size, bits, 1, 4)
+    kern = mb.metal_kernel(name="fp_qmv", input_names=["w", "scales", "x", "K", "N"], output_names=["y"],
+                           source=FP_QMV, header=mlx_header("steel/gemm/gemm.h", "fp_quantized.h"))
+    (y,) = kern(inputs=[wq, s, x, mx.array(256, dtype=mx.int32), mx.array(40, dtype=mx.int32)],
+                template=[("T", mx.float32), ("GS", group_size), ("BITS", bits)], grid=(32, 10, 1),
+                threadgroup=(32, 2, 1), output_shapes=[(1, 40)], output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_headers
+@pytest.mark.skipif(not (INCLUDE / KERNELS / "fp_quantized.h").exists(), reason="no fp_quantized.h in this mlx")
+def test_fp_quantized_h_qmm_t_matches_mx_quantized_matmul():
+    header = mlx_header("steel/gemm/gemm.h", "fp_quantized.h")
+    k_eff = "K_eff" in header.split("void fp_qmm_t_impl")[1][:900]
+    body = """
+        constexpr int BK_padded = (32 + 16 / sizeof(T));
+        threadgroup T Xs[32 * BK_padded];
+        threadgroup T Ws[32 * BK_padded];
+        fp_qmm_t_impl<T, 16, 4, false>(w, scales, nullptr, x, y, Xs, Ws, K, N, M, """ + "K, " * k_eff + """
+            threadgroup_position_in_grid, thread_index_in_threadgroup, simdgroup_index_in_threadgroup,
+            thread_index_in_simdgroup);
+    """
+    (wq, s, x), want = _fp_quantized("nvfp4", 40, 128, 16, 4, 33, 5)
+    kern = mb.metal_kernel(name="fp_qmm_t", input_names=["w", "scales", "x", "K", "N", "M"], output_names=["y"],
+                           source=body, header=header)
+    (y,) = kern(inputs=[wq, s, x] + [mx.array(v, dtype=mx.int32) for v in (128, 40, 33)],
+                template=[("T", mx.float32)], grid=(64, 4, 2), threadgroup=(32, 2, 2), output_shapes=[(33, 40)],
+                output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+
+
+def test_auto_pointer_with_an_address_space():
+    body = """
+    uint i = thread_position_in_grid.x;
+    const device auto* row = x + (i / 8) * 8;
+    device auto* dst = out + i;
+    *dst = row[i % 8] + row[0];
+    """
+    base = X.reshape(8, 8)
+    np.testing.assert_allclose(_run(body), (base + base[:, :1]).reshape(-1), rtol=1e-6)

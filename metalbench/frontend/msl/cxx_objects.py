@@ -40,7 +40,7 @@ from ...semantics.folding import const_value
 from ...semantics.complexval import ComplexType
 from ...semantics.views import View
 from .cxx_decls import ClassInst, MethodSet, PtrType, _unwrap_declarator
-from .symbols import Buf, Ptr, Ref, _params_of, _SPACES, _TypeName
+from .symbols import Buf, NullPtr, Ptr, Ref, _params_of, _SPACES, _TypeName
 
 NOT_MINE = object()
 
@@ -487,6 +487,8 @@ class CxxObjectsMixin:
         if isinstance(sym, Ref):
             lv = ("loc", self.ref_view(sym, sp), ir.Const(0, T.int32))
             return ArgVal(n, lv=lv, expr=self.lvalue_load(lv, sp))
+        if isinstance(sym, NullPtr):            # a null pointer parameter passed on
+            return ArgVal(n, null=True)
         if isinstance(sym, ir.Const):
             return ArgVal(n, expr=ir.Const(sym.value, sym.type, span=sp))
         if sym is None and name in ir.THREAD_ATTRIBUTES:

@@ -436,6 +436,7 @@ class MemoryMixin:
         a new int64 variable (a null pointer, also as the side a constant ``?:`` takes: a
         :class:`NullPtr`, an error where it is used)."""
         init = self.constant_branch(init) or init
+        base = None if base == "auto" else base     # const device auto* p = x + k: x's element type
         if self.is_null_pointer(init):
             self.scopes[-1][name] = NullPtr(name, sp)
             return []
