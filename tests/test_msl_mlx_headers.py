@@ -356,3 +356,48 @@ def test_auto_pointer_with_an_address_space():
     """
     base = X.reshape(8, 8)
     np.testing.assert_allclose(_run(body), (base + base[:, :1]).reshape(-1), rtol=1e-6)
+
+
+@needs_headers
+@pytest.mark.parametrize("arg", [False, True])
+def test_sort_h_kernel_merge_sort_sorts_rows(arg):
+    # MLX's own block merge sort (KernelMergeSort::block_sort): values, or their stable argsort
+    body = """
+    using sort_t = KernelMergeSort<float, OUT_T, ARG, 32, 4>;
+    threadgroup float vals[sort_t::N_PER_BLOCK];
+    threadgroup uint idxs[sort_t::N_PER_BLOCK];
+    sort_t::block_sort(x, out, n, one, one, n, n, vals, idxs, threadgroup_position_in_grid,
+                       thread_position_in_threadgroup);
+    """
+    x = np.random.default_rng(6).standard_normal((3, 100)).astype(np.float32)
+    x[1, 10:20] = x[1, 30]                      # ties: the argsort is stable
+    out_t = mx.uint32 if arg else mx.float32
+    k = mb.metal_kernel(name="merge_sort", input_names=["x", "n", "one"], output_names=["out"], source=body,
+                        header=mlx_header("sort.h"))
+    (out,) = k(inputs=[mx.array(x), mx.array(100, dtype=mx.int32), mx.array(1, dtype=mx.int32)],
+               template=[("OUT_T", out_t), ("ARG", arg)], grid=(32, 3, 1), threadgroup=(32, 1, 1),
+               output_shapes=[(3, 100)], output_dtypes=[out_t], backend="sim")
+    want = np.argsort(x, axis=1, kind="stable") if arg else np.sort(x, axis=1)
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+@needs_headers
+def test_hadamard_h_radix_func_with_clang_bit_builtins():
+    # radix_func<R> sizes its loop with constexpr short logR = __builtin_ctz(R)
+    body = """
+    uint r = thread_position_in_grid.x;
+    float v[16];
+    for (int j = 0; j < 16; j++) { v[j] = x[r * 16 + j]; }
+    radix_func<16>(v);
+    for (int j = 0; j < 16; j++) { out[r * 16 + j] = v[j] + float(__builtin_popcount(r) * 1000 + __builtin_clz(1u)); }
+    """
+    x = np.random.default_rng(7).standard_normal((4, 16)).astype(np.float32)
+    h = np.array([[1.0]])
+    while h.shape[0] < 16:
+        h = np.block([[h, h], [h, -h]])
+    k = mb.metal_kernel(name="hadamard16", input_names=["x"], output_names=["out"], source=body,
+                        header=mlx_header("hadamard.h"))
+    (out,) = k(inputs=[mx.array(x)], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4, 16)],
+               output_dtypes=[mx.float32], backend="sim")
+    extra = np.array([bin(r).count("1") * 1000 + 31 for r in range(4)])[:, None]
+    np.testing.assert_allclose(np.asarray(out), x @ h.T + extra, rtol=1e-5, atol=1e-4)

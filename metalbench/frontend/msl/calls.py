@@ -104,6 +104,12 @@ class CallsMixin:
             return self.out_param_math(name, argn, node)
         if name in ("simd_shuffle_and_fill_down", "simd_shuffle_and_fill_up"):
             return self.shuffle_and_fill(name, argn, node)
+        if name in _CLANG_BIT_BUILTINS and len(argn) == 1 and name not in self.funcdefs:
+            # clang's __builtin_ctz & co. (MLX's hadamard.h: constexpr short logR = __builtin_ctz(R)):
+            # Metal's ctz/clz/popcount of the unsigned argument, as an int
+            fn_name, width = _CLANG_BIT_BUILTINS[name]
+            v = self.sem.convert(self.expr(argn[0]), width, self.sp(node))
+            return self.sem.convert(self.sem.builtin(fn_name, [v], self.sp(node)), T.int32, self.sp(node))
         if name == "make_uniform" and len(argn) == 1 and "make_uniform" not in self.funcdefs:
             return self.expr(argn[0])           # Metal's uniform<T> is its T here (translator.resolve_type)
         if name == "simd_active_threads_mask" and not argn:
@@ -307,6 +313,9 @@ class CallsMixin:
 
 
 # Metal library functions the simulator does not have: named as such, not as undeclared
+_CLANG_BIT_BUILTINS = {f"__builtin_{f}{sfx}": (f, t) for f in ("ctz", "clz", "popcount")
+                       for sfx, t in (("", T.uint32), ("l", T.uint64), ("ll", T.uint64))}
+
 _METAL_UNSUPPORTED = frozenset({"abs_diff", "hadd", "rhadd", "addsat", "subsat", "madhi", "madsat", "mad24",
                                 "mul24", "determinant", "transpose", "pack_float_to_unorm4x8",
                                 "unpack_unorm4x8_to_float", "pack_half_to_unorm2x16", "get_num_samples",
