@@ -401,3 +401,32 @@ def test_hadamard_h_radix_func_with_clang_bit_builtins():
                output_dtypes=[mx.float32], backend="sim")
     extra = np.array([bin(r).count("1") * 1000 + 31 for r in range(4)])[:, None]
     np.testing.assert_allclose(np.asarray(out), x @ h.T + extra, rtol=1e-5, atol=1e-4)
+
+
+@needs_headers
+def test_reduction_ops_h_simd_reduce_with_nan_and_64_bit_values():
+    # MLX's Sum/Max/Min ops (reduction/ops.h): float Max/Min return NaN when a lane holds one
+    # (the overload chosen by enable_if on the return type), 64-bit values reduce by shuffles
+    # (chosen by enable_if_t<sizeof(T) == 8, bool>, calling operator() by name)
+    body = """
+    uint i = thread_position_in_grid.x;
+    Sum<float> sum; Max<float> hi; Min<float> lo; Sum<int64_t> wide;
+    float s = sum.simd_reduce(x[i]), h = hi.simd_reduce(x[i]), l = lo.simd_reduce(x[i]);
+    int64_t w = wide.simd_reduce(int64_t(i) << 33);
+    if (thread_index_in_simdgroup == 0) {
+        uint g = i / 32;
+        out[g * 4 + 0] = s; out[g * 4 + 1] = h; out[g * 4 + 2] = l; out[g * 4 + 3] = float(w >> 33);
+    }
+    """
+    x = np.random.default_rng(8).standard_normal(64).astype(np.float32)
+    x[40] = np.nan
+    k = mb.metal_kernel(name="reduce_ops", input_names=["x"], output_names=["out"], source=body,
+                        header=mlx_header("atomic.h", "reduction/ops.h"))
+    (out,) = k(inputs=[mx.array(x)], grid=(64, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(8,)],
+               output_dtypes=[mx.float32], backend="sim")
+    got = np.asarray(out).reshape(2, 4)
+    for g in range(2):
+        seg = x[32 * g:32 * g + 32]
+        np.testing.assert_allclose(got[g], [seg.sum(), seg.max(), seg.min(), sum(range(32 * g, 32 * g + 32))],
+                                   rtol=1e-5)
+    assert np.isnan(got[1, :3]).all()

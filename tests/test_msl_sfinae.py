@@ -81,3 +81,38 @@ def test_a_qualified_class_template_reads_its_arguments_where_it_is_written():
     template <typename T> inline typename ns::Id<T>::type twice(T v) { typename ns::Id<T>::type w = v; return w + w; }"""
     np.testing.assert_array_equal(np.asarray(_launch(header, "uint i = thread_position_in_grid.x;\nout[i] = twice(x[i]);")),
                                   2 * X)
+
+
+MEMBER_HEADER = """
+struct Pick {
+  // return type
+  template <typename T>
+  metal::enable_if_t<metal::is_integral_v<T>, T> by_return(T v) thread { return v * T(100); }
+  template <typename T>
+  metal::enable_if_t<!metal::is_integral_v<T>, T> by_return(T v) thread { return v + v; }
+  // a defaulted type parameter
+  template <typename T, typename = metal::enable_if_t<metal::is_integral_v<T>>>
+  T by_default(T v) thread { return v * T(100); }
+  template <typename T, typename = metal::enable_if_t<!metal::is_integral_v<T>>, typename = void>
+  T by_default(T v) thread { return v + v; }
+  // a value parameter of an enable_if type (MLX's DEFINE_SIMD_REDUCE), calling operator() by name
+  template <typename T, metal::enable_if_t<sizeof(T) < 8, bool> = true>
+  T by_size(T v) thread { return operator()(v, v); }
+  template <typename T, metal::enable_if_t<sizeof(T) == 8, bool> = true>
+  T by_size(T v) thread { return v * T(1000); }
+  template <typename T> T operator()(T a, T b) thread { return a + b + T(1); }
+};
+"""
+
+MEMBER_BODY = """
+uint i = thread_position_in_grid.x;
+Pick p;
+f[i] = p.by_return(x[i]) + p.by_default(x[i]) + p.by_size(x[i]);
+n[i] = p.by_return(k[i]) + p.by_default(k[i]) + int(p.by_size(int64_t(k[i])));
+"""
+
+MEMBERS = MSLCase("sfinae_members", MEMBER_BODY, {"x": X, "k": K},
+                  [("f", (32,), np.float32), ("n", (32,), np.int32)],
+                  lambda x, k: [6 * x + 1, 1200 * k], header=MEMBER_HEADER, atol=1e-5)
+
+test_members_sim, test_members_round_trip, test_members_printed_cuda = three_ways([MEMBERS])

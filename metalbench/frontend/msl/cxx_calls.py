@@ -142,6 +142,12 @@ class CxxCallsMixin:
                     self.type_err(fn, f"'{name}' is not a member function of {obj.cls.name}")
                 self.type_err(fn, f"{obj.cls.name} has no member function '{name}'")
             return ms, obj, explicit
+        if k == "call_expression" and self.text(fn).replace(" ", "") == "operator()" and self.this_stack \
+                and self.this_stack[-1] is not None:
+            # operator()(a, b) inside a member function (MLX's reduction ops): this object's operator()
+            ms = self.class_member(self.this_stack[-1].cls, "operator()")
+            if isinstance(ms, MethodSet):
+                return ms, self.this_stack[-1], explicit
         if k in ("identifier", "call_expression", "parenthesized_expression", "subscript_expression",
                  "compound_literal_expression") and self.is_object_node(fn):
             # a function object called: its operator() (op(a, b), Add()(a, b))
@@ -344,21 +350,38 @@ class CxxCallsMixin:
         with self.in_ctx(ctx, scopes + [tbind], ns):
             for p, a in zip(params, args):
                 self.deduce_param(p, a, tbind, names)
-            for p in tps:
-                if p.name in tbind:
-                    continue
-                if p.default is None:
-                    raise _NoMatch(f"cannot deduce the template parameter '{p.name}'")
-                if p.kind == "type":
-                    tbind[p.name] = _TypeName(self.type_of_descriptor(p.default))
-                else:
-                    tbind[p.name] = self.template_args([p.default])[0][1]
+            self.in_signature, outer = True, self.in_signature   # enable_if fails softly here (SFINAE)
+            try:
+                for p in tps:
+                    if p.name in tbind:
+                        continue
+                    if p.default is None:
+                        raise _NoMatch(f"cannot deduce the template parameter '{p.name}'")
+                    if p.kind == "type":
+                        tbind[p.name] = _TypeName(self.type_of_descriptor(p.default))
+                    else:
+                        tbind[p.name] = self.template_args([p.default])[0][1]
+                self.sfinae_checks(m, tps)
+            finally:
+                self.in_signature = outer
             specs = [self.param_spec(p, i) for i, p in enumerate(params)]
         score = 0
         for s, a in zip(specs, args):
             score += self.arg_fits(s, a)
         return Binding(m, this, args + [None] * (len(params) - len(args)), specs, tbind, ctx, ns, scopes,
                        score, ctor)
+
+    def sfinae_checks(self, m, tps):
+        """The parts of a member template's signature that may name a failing ``enable_if``:
+        a value parameter's type (``enable_if_t<sizeof(T) < 8, bool> = true``) and the
+        return type (``enable_if_t<is_integral_v<T>, T> f(T v)``); resolved with the
+        template's arguments bound, a failure drops this overload (``_NoMatch``)."""
+        for p in tps:
+            if p.kind == "value" and p.vtype is not None and "enable_if" in self.text(p.vtype):
+                self.resolve_type(p.vtype)
+        ret = m.node.child_by_field_name("type")
+        if ret is not None and "enable_if" in self.text(ret):
+            self.resolve_type(ret)
 
     def deduce_param(self, p, a, bind, names):
         tn = p.child_by_field_name("type")
