@@ -430,3 +430,33 @@ def test_reduction_ops_h_simd_reduce_with_nan_and_64_bit_values():
         np.testing.assert_allclose(got[g], [seg.sum(), seg.max(), seg.min(), sum(range(32 * g, 32 * g + 32))],
                                    rtol=1e-5)
     assert np.isnan(got[1, :3]).all()
+
+
+@needs_headers
+@pytest.mark.skipif(not (INCLUDE / KERNELS / "fp8.h").exists() or not hasattr(mx, "to_fp8"),
+                    reason="no fp8.h / mx.to_fp8 in this mlx")
+def test_fp8_and_fp4_structs_round_like_mlx_and_ml_dtypes():
+    # fp8_e4m3(float) (bit manipulation through as_type, saturation), its float conversion
+    # through half, and fp4_e2m1: bit for bit against mx.to_fp8/mx.from_fp8 and ml_dtypes
+    import ml_dtypes
+    body = """
+    uint i = thread_position_in_grid.x;
+    fp8_e4m3 v(x[i]);
+    bits[i] = v.bits;
+    back[i] = float(v);
+    fp4_e2m1 f(x[i]);
+    back4[i] = float(f);
+    """
+    rng = np.random.default_rng(9)
+    x = np.concatenate([rng.standard_normal(200) * 50, rng.standard_normal(50) * 0.01,
+                        [0.0, -0.0, 448, 500, -1000, 1e-9, 0.0019, 240.5, 5.5, -2.75]]).astype(np.float32)
+    n = x.size
+    k = mb.metal_kernel(name="fp8_fp4", input_names=["x"], output_names=["bits", "back", "back4"], source=body,
+                        header=mlx_header("fp8.h", "fp4.h"))
+    bits, back, back4 = k(inputs=[mx.array(x)], grid=(n, 1, 1), threadgroup=(1, 1, 1), output_shapes=[(n,)] * 3,
+                          output_dtypes=[mx.uint8, mx.float32, mx.float32], backend="sim")
+    want = np.asarray(mx.to_fp8(mx.array(x)))
+    np.testing.assert_array_equal(np.asarray(bits), want)
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(mx.from_fp8(mx.array(want), dtype=mx.float32)))
+    if hasattr(ml_dtypes, "float4_e2m1fn"):
+        np.testing.assert_array_equal(np.asarray(back4), x.astype(ml_dtypes.float4_e2m1fn).astype(np.float32))
