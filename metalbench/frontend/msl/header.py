@@ -3,6 +3,8 @@ arrays, and device functions and function templates, specialised per call (argum
 types, template arguments) like C++ template instantiation."""
 from __future__ import annotations
 
+import re
+
 from ... import ir
 from ...builtins import registry
 from ... import types as T
@@ -167,7 +169,7 @@ class HeaderMixin:
             sym = self.lookup(self.text(a)) if a.type == "identifier" else None
             extents.append(sym.shape[0] if isinstance(sym, Buf) and sym.shape else None)
         errors = []
-        for fd in cands:
+        for fd in self.ranked(cands, args):
             try:
                 return self.specialise(fd, name, args, explicit, node, lvals, extents)
             except _NoMatch as e:
@@ -227,22 +229,71 @@ class HeaderMixin:
     def _param_types(self, fd):
         """The parameter types of non-template header function ``fd`` (None for a pointer
         parameter or a type it cannot name here)."""
-        saved = (self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns)
+        specs = self._param_specs(fd)
+        if any(k != "value" for k, _ in specs):
+            return None
+        return [t for _, t in specs]
+
+    def _param_specs(self, fd):
+        """Per parameter of header function ``fd``: ``("ptr", elem type or None)``,
+        ``("value", type)``, ``("deduced", None)`` (a template type parameter's name) or
+        ``("unknown", None)`` (a type it cannot name before the call binds the template)."""
+        saved = (self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns, self.in_signature)
         self.code, self.quals, self.cur_src, self.line_offset = (self.funcdef_code[id(fd.node)], fd.quals,
                                                                   fd.src, fd.line_offset)
         self.global_syms.ns = getattr(fd, "ns", None) or self.global_syms.root
+        self.in_signature = True
+        tnames = {tn for k, tn in fd.tparams}
+        out = []
         try:
-            out = []
             for p in _params_of(fd.node):
-                decl = p.child_by_field_name("declarator")
-                if decl is not None and decl.type in ("pointer_declarator", "array_declarator"):
-                    return None
-                out.append(self.resolve_type(p.child_by_field_name("type"))[0])
+                decl, tnode = p.child_by_field_name("declarator"), p.child_by_field_name("type")
+                ptr = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
+                if self.text(tnode).strip() in tnames or any(n in tnames for n in re.findall(r"\w+", self.text(tnode))):
+                    out.append(("ptr" if ptr else "deduced", None))
+                    continue
+                try:
+                    t = self.resolve_type(tnode)[0]
+                except (MetalbenchError, _NoMatch):
+                    t = None
+                out.append(("ptr", t) if ptr else ("value", t) if t is not None else ("unknown", None))
             return out
-        except MetalbenchError:
-            return None
         finally:
-            self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns = saved
+            (self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns,
+             self.in_signature) = saved
+
+    def ranked(self, cands, args):
+        """``cands`` (header overloads of a call) best first, as C++ overload resolution
+        ranks them: per argument an exact type match over a conversion (int to float, half to
+        float), a non-template over a template on a tie; an overload that cannot take an
+        argument (a vector for a scalar, a value for a pointer) last. The order in the header
+        breaks ties. Before, the first overload that could be specialised was taken:
+        ``h(float)`` for ``h(int(i))`` though ``h(int)`` was declared next."""
+        if len(cands) < 2:
+            return cands
+
+        def score(fd):
+            total = 0
+            for (kind, pt), a in zip(self._param_specs(fd), args):
+                is_view = isinstance(a, View)
+                if (kind == "ptr") != is_view:
+                    return (-1, 0)
+                at = a.type
+                if kind == "ptr":
+                    total += 3 if pt is None or pt == at else -100
+                elif kind in ("deduced", "unknown"):
+                    total += 2
+                elif pt == at:
+                    total += 3
+                elif isinstance(pt, T.VectorType) != isinstance(at, T.VectorType) or \
+                        isinstance(pt, T.VectorType) and pt.n != at.n:
+                    if isinstance(at, T.VectorType) or not isinstance(pt, T.VectorType):
+                        return (-1, 0)            # a vector for a scalar, other widths: not viable
+                    total += 0                    # a scalar for a vector: its broadcast
+                else:
+                    total += 1
+            return (0 if total < 0 else 1, total * 2 + (0 if fd.tparams else 1))
+        return sorted(cands, key=lambda fd: score(fd), reverse=True)
 
     def declared_return(self, fd, bind, scope):
         """The return type a header function declares (None: void): its type, a trailing

@@ -1,0 +1,45 @@
+"""Header overloads chosen as C++ chooses them: an exact argument type over a conversion,
+a non-template over a template on a tie, a vector overload for a vector. Before, the
+first overload that could take the arguments was taken -- a silent wrong answer when
+``h(float)`` came before ``h(int)`` and the call was ``h(int(i))``. Against NumPy, round
+trip, printed CUDA on a GPU."""
+import numpy as np
+
+from msl_cases import MSLCase, three_ways
+
+HEADER = """
+inline float h(float v) { return v * 2.0f; }
+inline int h(int v) { return v * 3; }
+inline half h(half v) { return v * 4.0h; }
+inline float2 h(float2 v) { return v * 5.0f; }
+template <typename T> inline T g(T v) { return v * T(7); }
+inline float g(float v) { return v * 8.0f; }
+inline float k(float v) { return v + 0.5f; }
+inline uint k(uint v) { return v + 1u; }
+inline float p(float a, int j) { return a * float(j); }
+inline float p(const device float* a, int j) { return a[j]; }
+"""
+
+BODY = """
+uint i = thread_position_in_grid.x;
+a[i] = float(h(int(i)));               // h(int): 3 i
+b[i] = h(x[i]);                        // h(float): 2 x
+c[i] = float(h(half(x[i])));           // h(half): 4 x (in half)
+d[i] = h(float2(x[i], 1.0f)).x;        // h(float2): 5 x
+e[i] = g(x[i]) + float(g(int(i)));     // g(float) non-template 8 x; g<int> 7 i
+f[i] = float(k(i)) + p(x, 1) + p(x[i], 2);   // k(uint): i + 1; p(pointer): x[1]; p(float): 2 x
+"""
+
+X = np.random.default_rng(11).uniform(-4, 4, 64).astype(np.float32)
+
+
+def _ref(x):
+    i = np.arange(64)
+    return [3.0 * i, 2 * x, (x.astype(np.float16) * np.float16(4)).astype(np.float32), 5 * x, 8 * x + 7.0 * i,
+            i + 1.0 + x[1] + 2 * x]
+
+
+CASE = MSLCase("overload_ranking", BODY, {"x": X}, [(n, (64,), np.float32) for n in "abcdef"], _ref,
+               grid=(64, 1, 1), header=HEADER, atol=1e-5)
+
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways([CASE])
