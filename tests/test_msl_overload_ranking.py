@@ -43,3 +43,38 @@ CASE = MSLCase("overload_ranking", BODY, {"x": X}, [(n, (64,), np.float32) for n
                grid=(64, 1, 1), header=HEADER, atol=1e-5)
 
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways([CASE])
+
+
+MEMBER_HEADER = """
+struct S {
+  float h(float v) thread { return v * 2.0f; }
+  int h(int v) thread { return v * 3; }
+  half h(half v) thread { return v * 4.0h; }
+  template <typename T> T g(T v) thread { return v * T(7); }
+  float g(float v) thread { return v * 8.0f; }
+  static float st(float v) { return v + 1.0f; }
+  static int st(int v) { return v + 2; }
+};
+"""
+
+MEMBER_BODY = """
+uint i = thread_position_in_grid.x;
+S s;
+a[i] = float(s.h(int(i)));
+b[i] = s.h(x[i]);
+c[i] = float(s.h(half(x[i])));
+d[i] = s.g(x[i]) + float(s.g(int(i)));     // the non-template g(float) on a tie with g<float>
+e[i] = S::st(x[i]) + float(S::st(int(i)));
+"""
+
+
+def _member_ref(x):
+    i = np.arange(64)
+    return [3.0 * i, 2 * x, (x.astype(np.float16) * np.float16(4)).astype(np.float32), 8 * x + 7.0 * i,
+            x + 1 + i + 2]
+
+
+MEMBERS = MSLCase("member_overload_ranking", MEMBER_BODY, {"x": X}, [(n, (64,), np.float32) for n in "abcde"],
+                  _member_ref, grid=(64, 1, 1), header=MEMBER_HEADER, atol=1e-5)
+
+test_members_sim, test_members_round_trip, test_members_printed_cuda = three_ways([MEMBERS])

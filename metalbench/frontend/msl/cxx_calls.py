@@ -326,7 +326,7 @@ class CxxCallsMixin:
             what = ms.name if ms.cls is None else f"{ms.cls.name}::{ms.name if ms.name != 'ctor' else ms.cls.name}"
             self.type_err(node, f"no overload of '{what}' matches these arguments" +
                           (": " + "; ".join(e for e in errors if e) if any(errors) else ""))
-        b = max(found, key=lambda x: x.score)
+        b = max(found, key=lambda x: (x.score, not x.method.tparams))    # a tie: the non-template (C++)
         out, res, kind = self.inline(b, node)
         return (out, res, kind) if with_kind else (out, res)
 
