@@ -78,3 +78,23 @@ MEMBERS = MSLCase("member_overload_ranking", MEMBER_BODY, {"x": X}, [(n, (64,), 
                   _member_ref, grid=(64, 1, 1), header=MEMBER_HEADER, atol=1e-5)
 
 test_members_sim, test_members_round_trip, test_members_printed_cuda = three_ways([MEMBERS])
+
+
+TEMPLATE_HEADER = """
+template <typename T> inline T f(T v) { return v * T(2); }
+template <typename T> inline vec<T, 4> f(vec<T, 4> v) { return v * T(3); }
+template <typename T, typename U> inline float m(T a, U b) { return float(a) + float(b) * 10.0f; }
+template <typename T> inline float m(T a, T b) { return 999.0f; }
+"""
+
+TEMPLATE_BODY = """
+uint i = thread_position_in_grid.x;
+a[i] = f(float4(x[i])).x + f(x[i]) * 100.0f;     // the vec<T, 4> overload is more specialised
+b[i] = m(1, x[i]) + m(x[i], x[i]) * 1000.0f;     // m(T, T) cannot take (int, float); takes (float, float)
+"""
+
+TEMPLATES = MSLCase("template_partial_ordering", TEMPLATE_BODY, {"x": X}, [("a", (64,), np.float32),
+                                                                         ("b", (64,), np.float32)],
+                    lambda x: [203 * x, 1 + 10 * x + 999000], grid=(64, 1, 1), header=TEMPLATE_HEADER, atol=1e-3)
+
+test_templates_sim, test_templates_round_trip, test_templates_printed_cuda = three_ways([TEMPLATES])

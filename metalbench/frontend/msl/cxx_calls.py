@@ -44,7 +44,7 @@ from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
 from .struct_views import ObjPtr
 from .symbols import (SMALL_INPUT_NOTE, NullPtr, Ptr, Ref, ShapeArr, _NoMatch, _params_of, _SPACES,
-                      _TypeName)
+                      _TypeName, specialization)
 
 
 @dataclass(eq=False)
@@ -326,7 +326,8 @@ class CxxCallsMixin:
             what = ms.name if ms.cls is None else f"{ms.cls.name}::{ms.name if ms.name != 'ctor' else ms.cls.name}"
             self.type_err(node, f"no overload of '{what}' matches these arguments" +
                           (": " + "; ".join(e for e in errors if e) if any(errors) else ""))
-        b = max(found, key=lambda x: (x.score, not x.method.tparams))    # a tie: the non-template (C++)
+        # a tie: the non-template, then the more specialised template (C++'s partial ordering)
+        b = max(found, key=lambda x: (x.score, not x.method.tparams, self._specialization(x.method)))
         out, res, kind = self.inline(b, node)
         return (out, res, kind) if with_kind else (out, res)
 
@@ -370,6 +371,11 @@ class CxxCallsMixin:
             score += self.arg_fits(s, a)
         return Binding(m, this, args + [None] * (len(params) - len(args)), specs, tbind, ctx, ns, scopes,
                        score, ctor)
+
+    def _specialization(self, m):
+        """:func:`~.symbols.specialization` of method (or inline header function) ``m``."""
+        with self.in_ctx(self.method_ctx(m)[0], self.scopes):
+            return specialization(_params_of(m.node), {p.name for p in m.tparams}, self.text)
 
     def sfinae_checks(self, m, tps):
         """The parts of a member template's signature that may name a failing ``enable_if``:

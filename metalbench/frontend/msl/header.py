@@ -15,7 +15,7 @@ from ...semantics.views import View
 from .constexpr import call_value, is_constexpr
 from .cxx_decls import MethodSet
 from .parse import _PARSER, _parse
-from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, FunctionConstant, Ref, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, FunctionConstant, Ref, specialization, _NoMatch, _params_of, _SPACES, _TypeName
 
 
 class HeaderMixin:
@@ -292,7 +292,9 @@ class HeaderMixin:
                     total += 0                    # a scalar for a vector: its broadcast
                 else:
                     total += 1
-            return (0 if total < 0 else 1, total * 2 + (0 if fd.tparams else 1))
+            return (0 if total < 0 else 1, total, 0 if fd.tparams else 1,
+                    specialization(_params_of(fd.node), {tn for _, tn in fd.tparams},
+                                   lambda n: self.funcdef_code[id(fd.node)][n.start_byte:n.end_byte]))
         return sorted(cands, key=lambda fd: score(fd), reverse=True)
 
     def declared_return(self, fd, bind, scope):
@@ -380,6 +382,7 @@ class HeaderMixin:
             fparams = []
             sig = []
             scope = {}
+            deduced = set()         # template parameters deduced from an argument (not given)
             roots = {}              # pointer/reference parameter -> the output it is (atomic_outputs.py)
             cprologue = []          # complex64_t value parameters as complex locals (complex64.py)
             for p, a, lv in zip(params, args, lvals):
@@ -408,8 +411,12 @@ class HeaderMixin:
                     bind[self.text(size)] = ir.Const(ext, T.int32)
                 pname = self.text(decl) if decl is not None else f"_p{len(fparams)}"
                 tname = self.text(tnode).strip()
-                # deduce T from the argument
+                # deduce T from the argument; deduced from two arguments as two types: no match (C++)
+                if tname in deduced and not is_ptr and not isinstance(a, View) and \
+                        getattr(bind[tname], "t", None) != a.type:
+                    raise _NoMatch(f"'{tname}' deduced as {bind[tname].t.name} and as {a.type.name}")
                 if tname in tnames and tname not in bind:
+                    deduced.add(tname)
                     if is_ptr:
                         if not isinstance(a, View):
                             raise _NoMatch(f"argument for '{pname}' must be a buffer")
@@ -427,6 +434,9 @@ class HeaderMixin:
                         {n for _, n in fd.tparams} - set(bind):   # vec<U, K> v of a vector (cxx_templates)
                     if not self.deduce(tnode, _TypeName(a.type), bind, {n for _, n in fd.tparams}):
                         raise _NoMatch(f"'{pname}' is a {tname}, got a {a.type.name}")
+                if set(re.findall(r"\w+", tname)) & ({n for _, n in fd.tparams} - set(bind)):
+                    raise _NoMatch(f"cannot deduce the template arguments of '{tname}' from the argument "
+                                   f"for '{pname}'")
                 pt, atomic = self.resolve_type(tnode)
                 if is_ref:
                     if isinstance(a, View):

@@ -3,6 +3,8 @@
 (:class:`ShapeArr`), header functions (:class:`FuncDef`) and template type parameters."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from ... import ir
@@ -145,3 +147,22 @@ def _span_all(e, sp):
         if n.span is None:
             n.span = sp
     return e
+
+
+def specialization(params, tnames, text) -> tuple:
+    """How specialised a function template's parameters are, for C++'s partial ordering of
+    overloads that match a call equally well: ``(compound, -distinct)`` where a parameter
+    typed by a bare template parameter (``T v``) counts 0, one whose type builds on it
+    (``vec<T, 4> v``, ``const device T* p``) 1 and a concrete type 2, and ``distinct`` is
+    the number of template parameters the types name (``f(T, T)`` is more specialised than
+    ``f(T, U)``). ``text`` gives a node's text. (An approximation of the partial ordering's
+    deduction test, enough for the overloads real headers write.)"""
+    compound, used = 0, set()
+    for p in params:
+        t = p.child_by_field_name("type")
+        decl = p.child_by_field_name("declarator")
+        words = set(re.findall(r"\w+", text(t))) & set(tnames)
+        used |= words
+        bare = text(t).strip() in tnames and (decl is None or decl.type == "identifier")
+        compound += 0 if bare else 1 if words else 2
+    return compound, -len(used)
