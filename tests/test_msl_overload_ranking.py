@@ -98,3 +98,31 @@ TEMPLATES = MSLCase("template_partial_ordering", TEMPLATE_BODY, {"x": X}, [("a",
                     lambda x: [203 * x, 1 + 10 * x + 999000], grid=(64, 1, 1), header=TEMPLATE_HEADER, atol=1e-3)
 
 test_templates_sim, test_templates_round_trip, test_templates_printed_cuda = three_ways([TEMPLATES])
+
+
+SPEC_HEADER = """
+template <typename T> inline float f(T v) { return 1.0f; }
+template <> inline float f<float>(float v) { return 2.0f; }
+template <> inline float f(int v) { return 3.0f; }
+template <typename U, typename T> inline U cv(T v) { return static_cast<U>(v); }
+template <> inline bool cv<bool, float>(float v) { return v > 0.5f; }
+template <typename T> struct S { static constexpr constant int v = 1; };
+template <typename T> struct S<vec<T, 4>> { static constexpr constant int v = 2; };
+template <> struct S<float4> { static constexpr constant int v = 3; };
+template <typename T, int N> struct W { static constexpr constant int v = 1; };
+template <typename T> struct W<T, 4> { static constexpr constant int v = 2; };
+template <> struct W<float, 4> { static constexpr constant int v = 4; };
+"""
+
+SPEC_BODY = """
+uint i = thread_position_in_grid.x;
+a[i] = f(x[i]) * 100.0f + f(int(i)) * 10.0f + f(half(1.0h));     // the specialisations, then the primary
+b[i] = float(cv<bool>(x[i])) + float(cv<bool>(int(i))) * 10.0f;   // cv<bool, float>: x > 0.5
+c[i] = float(S<float4>::v * 100 + S<half4>::v * 10 + S<float>::v + W<float, 4>::v * 1000 + W<half, 4>::v * 10000);
+"""
+
+SPECS = MSLCase("explicit_specialisations", SPEC_BODY, {"x": X}, [(n, (64,), np.float32) for n in "abc"],
+                lambda x: [np.full(64, 231.0), (x > 0.5) + 10.0 * (np.arange(64) != 0), np.full(64, 24321.0)],
+                grid=(64, 1, 1), header=SPEC_HEADER, atol=1e-5)
+
+test_specs_sim, test_specs_round_trip, test_specs_printed_cuda = three_ways([SPECS])

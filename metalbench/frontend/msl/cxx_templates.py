@@ -167,11 +167,16 @@ class CxxTemplatesMixin:
         shown = ", ".join(getattr(v.t, "name", str(v.t)) if isinstance(v, _TypeName) else str(_shown(v.value))
                           for v in (bind[p.name] for p in tmpl.tparams))
         body, ctx, final = tmpl.node, tmpl.ctx, bind
+        # of the specialisations that match, the most specialised: an explicit one
+        # (template <>) first, then the one with fewer parameters of its own (C++'s partial
+        # ordering, approximately); declaration order breaks ties
+        best = None
         for ptps, pargs, pnode, pctx in tmpl.partials:
             m = self.match_partial(tmpl, ptps, pargs, pctx, [bind[p.name] for p in tmpl.tparams])
-            if m is not None:
-                body, ctx, final = pnode, pctx, m
-                break
+            if m is not None and (best is None or len(ptps) < best[0]):
+                best = (len(ptps), pnode, pctx, m)
+        if best is not None:
+            _, body, ctx, final = best
         ci = ClassInst(f"{tmpl.name}<{shown}>", body, ctx, tmpl.ns, tmpl.outer, final, tmpl, key)
         tmpl.instances[key] = ci
         site = self.sp(node)

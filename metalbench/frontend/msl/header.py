@@ -130,14 +130,26 @@ class HeaderMixin:
         decl = node.child_by_field_name("declarator")
         while decl.type in ("pointer_declarator", "reference_declarator"):
             decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
-        nm = self.text(decl.child_by_field_name("declarator"))
-        if decl.child_by_field_name("declarator").type == "operator_name":
+        name_n = decl.child_by_field_name("declarator")
+        if name_n.type == "template_function":      # template <> f<float>(float): an explicit specialisation of f
+            name_n = name_n.child_by_field_name("name")
+        nm = self.text(name_n)
+        if name_n.type == "operator_name":
             nm = nm.replace(" ", "")                # operator + -> operator+ (operators.py)
         return nm.split("::")[-1].strip()
+
+    def _spec_args(self, node):
+        """The template argument nodes of an explicit specialisation's name (``f<float>``), or None."""
+        decl = node.child_by_field_name("declarator")
+        while decl.type in ("pointer_declarator", "reference_declarator"):
+            decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
+        name_n = decl.child_by_field_name("declarator")
+        return name_n.child_by_field_name("arguments").named_children if name_n.type == "template_function" else None
 
     def add_funcdef(self, node, tps):
         fd = FuncDef(node, tps, self.cur_src, self.line_offset, self.quals)
         fd.ns = self.global_syms.ns                 # the namespace it is declared in
+        fd.spec_args = self._spec_args(node) if not tps else None
         short = self.funcdef_key(node)
         self.funcdefs.setdefault(short, []).append(fd)
         qual = [n.name for n in fd.ns.chain() if n.name][::-1]
@@ -168,6 +180,7 @@ class HeaderMixin:
         for a in argn:
             sym = self.lookup(self.text(a)) if a.type == "identifier" else None
             extents.append(sym.shape[0] if isinstance(sym, Buf) and sym.shape else None)
+        cands = self.explicit_specialisations(cands, explicit, args)
         errors = []
         for fd in self.ranked(cands, args):
             try:
@@ -261,6 +274,32 @@ class HeaderMixin:
         finally:
             (self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns,
              self.in_signature) = saved
+
+    def explicit_specialisations(self, cands, explicit, args):
+        """``cands`` with each explicit specialisation (``template <> bool cv<bool, float>(float)``)
+        first when it is the one the call names -- the call's template arguments a prefix of
+        its own, its parameters the arguments' types exactly -- and left out otherwise (C++
+        chooses among the primary templates, then takes the specialisation of the one chosen)."""
+        specs, rest = [], []
+        for fd in cands:
+            if getattr(fd, "spec_args", None) is None:
+                rest.append(fd)
+                continue
+            saved = (self.code, self.quals, self.cur_src, self.line_offset)
+            self.code, self.quals = self.funcdef_code[id(fd.node)], fd.quals
+            try:
+                own = self.template_args(fd.spec_args)
+            except MetalbenchError:
+                continue
+            finally:
+                self.code, self.quals, self.cur_src, self.line_offset = saved
+            given = [v for _, v in explicit]
+            named = len(given) <= len(own) and all(
+                (a.value == b.value if isinstance(a, ir.Const) and isinstance(b, ir.Const) else a == b)
+                for (_, a), b in zip(own, given))
+            if named and self._param_types(fd) == [getattr(a, "type", None) for a in args]:
+                specs.append(fd)
+        return specs + rest
 
     def ranked(self, cands, args):
         """``cands`` (header overloads of a call) best first, as C++ overload resolution
