@@ -838,3 +838,27 @@ def test_a_syntax_error_in_a_struct_names_the_struct_without_calling_structs_uns
           output_dtypes=[mx.float32], backend="sim")
     msg = str(e.value)
     assert "struct 'Acc'" in msg and "line 3" in msg and "not supported" not in msg.split("hint")[0]
+
+
+def test_a_value_converts_to_a_class_parameter_through_its_constructor():
+    # C++'s converting constructor: use(x) with 'float use(F f)' builds F(x); an explicit
+    # constructor does not convert
+    header = """
+    struct F { float v; F(float a) : v(a * 2.0f) {} };
+    inline float use(F f) { return f.v; }
+    struct E { float v; explicit E(float a) : v(a) {} };
+    inline float take(E e) { return e.v; }
+    """
+    x = np.random.default_rng(3).standard_normal(16).astype(np.float32)
+
+    def run(body):
+        k = mb.metal_kernel(name="converting_ctor", input_names=["x"], output_names=["out"], source=body,
+                            header=header)
+        (out,) = k(inputs=[mx.array(x)], grid=(16, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(16,)],
+                   output_dtypes=[mx.float32], backend="sim")
+        return np.asarray(out)
+    np.testing.assert_allclose(run("uint i = thread_position_in_grid.x; out[i] = use(x[i]) + use(F(1.0f));"),
+                               2 * x + 2, rtol=1e-6)
+    np.testing.assert_allclose(run("uint i = thread_position_in_grid.x; out[i] = take(E(x[i]));"), x, rtol=1e-6)
+    with pytest.raises(KernelTypeError, match="no overload of 'take'"):
+        run("uint i = thread_position_in_grid.x; out[i] = take(x[i]);")

@@ -261,6 +261,7 @@ class CxxCallsMixin:
             if name in self.funcdefs and (any(self.is_object_node(a) or a.type == "initializer_list" or
                                               self.object_address(a) is not None or self.is_null_pointer(a)
                                               or self.shape_symbol(a) is not None for a in argn)
+                                          or self.takes_class_value(name)
                                           or self._braced_defaults(name, len(argn))
                                           or self.has_matrices and self.metal_matrix_call(name, argn)):
                 explicit = fn.child_by_field_name("arguments").named_children if fn.type == "template_function" else []
@@ -301,6 +302,19 @@ class CxxCallsMixin:
         explicit = self.template_args(explicit_nodes) if explicit_nodes else []
         out, res, kind = self.call_overload(ms, this, args, explicit, node, with_kind=True)
         return (out, res, kind) if with_kind else (out, res)
+
+    def _converts_to(self, cls) -> bool:
+        """Whether ``cls`` has a constructor callable with one argument (not ``explicit``)."""
+        return any(1 <= len(_params_of(m.node)) and sum(p.type != "optional_parameter_declaration"
+                                                        for p in _params_of(m.node)) <= 1
+                   and "explicit" not in self.method_ctx(m)[0].code[m.node.start_byte:m.node.end_byte].split("(")[0]
+                   for m in self.ctors(cls))
+
+    def takes_class_value(self, name) -> bool:
+        """Whether a header overload of ``name`` takes a class by value (a call may convert its
+        argument through the class's constructor: translated inline, where that is done)."""
+        return any(k == "value" and isinstance(t, ClassInst) for fd in self.funcdefs.get(name, ())
+                   for k, t in self._param_specs(fd))
 
     def shape_symbol(self, node):
         """The :class:`ShapeArr` an argument names (``x_shape``, ``x_strides``), else None."""
@@ -482,6 +496,8 @@ class CxxCallsMixin:
         if isinstance(s.type, ClassInst):
             if braced:
                 return 0            # a braced list initialises the parameter's class
+            if a.obj is None and a.expr is not None and "ref" not in s.kinds and self._converts_to(s.type):
+                return 0            # through a one-argument constructor (C++'s converting constructor)
             if a.obj is None or a.obj.cls is not s.type:
                 raise _NoMatch(f"'{s.name}' is a {s.type.name}")
             return 1
@@ -610,8 +626,13 @@ class CxxCallsMixin:
         items = self.braced_items(a)
         if isinstance(s.type, ClassInst):
             obj = self.alloc_object(s.type, name, out, s.node)
-            out.extend(self.construct(obj, ("list", None), s.node) if items is not None     # `{}`: value-initialised
-                       else self.copy_object(obj, a.obj, s.node))
+            if items is not None:                               # `{}`: value-initialised
+                out.extend(self.construct(obj, ("list", None), s.node))
+            elif a.obj is None:                                 # a value through a converting constructor
+                out.extend(self.call_overload(MethodSet(s.type, "ctor", self.ctors(s.type)), obj, [a], [], s.node,
+                                              ctor=True)[0])
+            else:
+                out.extend(self.copy_object(obj, a.obj, s.node))
             pscope[name] = obj
             return
         if isinstance(s.type, ComplexType):         # complex64_t: two float locals (complex64.py)
