@@ -3,7 +3,6 @@ includes, as the installed ``mlx`` package ships them) used as a ``metal_kernel`
 the way model code pastes them: GEMMs built on ``GEMMKernel``/``BlockLoader``/``BlockMMA``
 run unmodified on the simulator and match NumPy; printed back they pass the Metal check
 and compile as CUDA; on a GPU, CUDA matches the simulator."""
-from pathlib import Path
 
 import mlx.core as mx
 import numpy as np
@@ -14,8 +13,8 @@ from metalbench import msl_check
 from metalbench import types as T
 from metalbench.codegen import cuda, cuda_check, msl
 from metalbench.frontend.msl import translate_kernel
+from mlx_headers import INCLUDE, mlx_header
 
-INCLUDE = Path(mx.__file__).parent / "include"
 GEMM_H = "mlx/backend/metal/kernels/steel/gemm/gemm.h"
 
 pytestmark = pytest.mark.skipif(not (INCLUDE / GEMM_H).exists(),
@@ -24,21 +23,7 @@ pytestmark = pytest.mark.skipif(not (INCLUDE / GEMM_H).exists(),
 
 def steel_header() -> str:
     """gemm.h with its ``#include "mlx/..."`` lines replaced by the files' text (each once)."""
-    done = set()
-
-    def expand(rel):
-        if rel in done:
-            return ""
-        done.add(rel)
-        out = []
-        for line in (INCLUDE / rel).read_text().splitlines():
-            s = line.strip()
-            if s.startswith('#include "mlx/'):
-                out.append(expand(s.split('"')[1]))
-            elif s != "#pragma once":
-                out.append(line)
-        return "\n".join(out)
-    return expand(GEMM_H) + "\nusing namespace metal;\nusing namespace mlx::steel;\n"
+    return mlx_header("steel/gemm/gemm.h") + "\nusing namespace metal;\nusing namespace mlx::steel;\n"
 
 
 # A tile of C = A @ B (B given as (N, K) when TB, else (K, N)) per threadgroup, the steel way.

@@ -8,45 +8,16 @@ The strongest check: a kernel calling ``quantized.h``'s ``qmv_impl``/``qmv_fast_
 ``qmm_t_impl`` unmodified matches ``mx.quantized_matmul`` on ``mx.quantize``'d weights.
 Before, ``quantized.h`` stopped at ``ConditionalType<...>::type`` (a syntax error) and at its
 ``[[function_constant]]`` declarations."""
-from pathlib import Path
-
 import mlx.core as mx
 import numpy as np
 import pytest
 
 import metalbench as mb
 from metalbench.errors import KernelSyntaxError
-
-INCLUDE = Path(mx.__file__).parent / "include"
-KERNELS = "mlx/backend/metal/kernels"
-# what MLX itself puts before a custom kernel's header (utils.h and what it includes): a
-# pasted header relies on it rather than repeating it
-PRELUDED = {"utils.h", "bf16.h", "bf16_math.h", "complex.h", "defines.h", "logging.h"}
+from mlx_headers import INCLUDE, KERNELS, mlx_header
 
 needs_headers = pytest.mark.skipif(not (INCLUDE / KERNELS / "quantized.h").exists(),
                                    reason="this mlx package does not ship the Metal kernel headers")
-
-
-def mlx_header(*files: str) -> str:
-    """The text of MLX headers ``files`` with their ``#include "mlx/..."`` lines replaced by
-    the files' text (each once), leaving out utils.h and what it includes."""
-    done: set = set()
-
-    def expand(rel):
-        if rel in done:
-            return ""
-        done.add(rel)
-        out = []
-        for line in (INCLUDE / rel).read_text().splitlines():
-            s = line.strip()
-            if s.startswith('#include "mlx/'):
-                inc = s.split('"')[1]
-                if not (inc.rsplit("/", 1)[-1] in PRELUDED and "/steel/" not in inc):
-                    out.append(expand(inc))
-            elif s != "#pragma once":
-                out.append(line)
-        return "\n".join(out)
-    return "\n".join(expand(f"{KERNELS}/{f}") for f in files)
 
 
 def _double(header: str, backend="sim"):
@@ -95,20 +66,27 @@ def test_quantized_h_qmv_matches_mx_quantized_matmul(fn, k, n, group_size, bits)
     np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
 
 
+def _qmm_t_body(header, call, biases):
+    """A body calling MLX's ``qmm_t_impl``/``fp_qmm_t_impl`` (``call``: its name and template
+    arguments) on 32x32x32 tiles in threadgroup memory; newer MLX gives it the K extent of a
+    split-K part (K_eff) after M."""
+    name = call.split("<")[0]
+    k_eff = "K_eff" in header.split(f"void {name}")[1][:900]
+    return f"""
+        constexpr int BK_padded = (32 + 16 / sizeof(T));
+        threadgroup T Xs[32 * BK_padded];
+        threadgroup T Ws[32 * BK_padded];
+        {call}(w, scales, {biases}, x, y, Xs, Ws, K, N, M, {"K, " * k_eff}
+            threadgroup_position_in_grid, thread_index_in_threadgroup, simdgroup_index_in_threadgroup,
+            thread_index_in_simdgroup);
+    """
+
+
 @needs_headers
 @pytest.mark.parametrize("m,k,n,group_size,bits,aligned", [(40, 128, 64, 64, 4, True), (33, 64, 40, 32, 8, False)])
 def test_quantized_h_qmm_t_matches_mx_quantized_matmul(m, k, n, group_size, bits, aligned, backend="sim"):
     header = mlx_header("steel/gemm/gemm.h", "quantized.h")
-    # newer MLX gives qmm_t_impl the K extent of a split-K part (K_eff) after M
-    k_eff = "K_eff" in header.split("void qmm_t_impl")[1][:800]
-    body = """
-        constexpr int BK_padded = (32 + 16 / sizeof(T));
-        threadgroup T Xs[32 * BK_padded];
-        threadgroup T Ws[32 * BK_padded];
-        qmm_t_impl<T, GS, BITS, ALIGNED>(w, scales, biases, x, y, Xs, Ws, K, N, M, """ + "K, " * k_eff + """
-            threadgroup_position_in_grid, thread_index_in_threadgroup, simdgroup_index_in_threadgroup,
-            thread_index_in_simdgroup);
-    """
+    body = _qmm_t_body(header, "qmm_t_impl<T, GS, BITS, ALIGNED>", "biases")
     (wq, s, b, x), want = _quantized(n, k, group_size, bits, rows=m, seed=1)
     kern = mb.metal_kernel(name="qmm_t", input_names=["w", "scales", "biases", "x", "K", "N", "M"],
                            output_names=["y"], source=body, header=header)
@@ -329,15 +307,7 @@ def test_fp_quantized_h_qmv_matches_mx_quantized_matmul(mode, group_size, bits):
 @pytest.mark.skipif(not (INCLUDE / KERNELS / "fp_quantized.h").exists(), reason="no fp_quantized.h in this mlx")
 def test_fp_quantized_h_qmm_t_matches_mx_quantized_matmul():
     header = mlx_header("steel/gemm/gemm.h", "fp_quantized.h")
-    k_eff = "K_eff" in header.split("void fp_qmm_t_impl")[1][:900]
-    body = """
-        constexpr int BK_padded = (32 + 16 / sizeof(T));
-        threadgroup T Xs[32 * BK_padded];
-        threadgroup T Ws[32 * BK_padded];
-        fp_qmm_t_impl<T, 16, 4, false>(w, scales, nullptr, x, y, Xs, Ws, K, N, M, """ + "K, " * k_eff + """
-            threadgroup_position_in_grid, thread_index_in_threadgroup, simdgroup_index_in_threadgroup,
-            thread_index_in_simdgroup);
-    """
+    body = _qmm_t_body(header, "fp_qmm_t_impl<T, 16, 4, false>", "nullptr")
     (wq, s, x), want = _fp_quantized("nvfp4", 40, 128, 16, 4, 33, 5)
     kern = mb.metal_kernel(name="fp_qmm_t", input_names=["w", "scales", "x", "K", "N", "M"], output_names=["y"],
                            source=body, header=header)
