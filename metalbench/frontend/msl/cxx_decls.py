@@ -543,7 +543,8 @@ class CxxDeclsMixin:
         m = {"fields": [], "statics": {}, "types": {}, "methods": {}, "bases": [], "asserts": [], "consts": {}}
         ci.members = m
         if ci.node.type == "union_specifier":
-            self.unsupported(ci.node, f"the union '{ci.name}'")
+            self.unsupported(ci.node, f"the union '{ci.name}' (to read a value's bits as another type, use "
+                                      "as_type<T>(v))")
         body = ci.node.child_by_field_name("body")
         with self.in_ctx(ci.ctx, self.class_scopes(ci), ci.ns):
             for c in ci.node.named_children:

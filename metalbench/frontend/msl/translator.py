@@ -147,6 +147,8 @@ class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, Hea
             return None, False
         if _is_vote_t(txt):
             return T.uint64, False               # the bits of a simd_vote (named_type)
+        if k == "union_specifier" and node.child_by_field_name("name") is None:   # using U = union {...}
+            self.unsupported(node, "an unnamed union (to read a value's bits as another type, use as_type<T>(v))")
         if k in ("struct_specifier", "class_specifier") and node.child_by_field_name("name") is not None:
             return self.resolve_type(node.child_by_field_name("name"))   # struct S x; struct S {...} x;
         if k in _CXX_TYPE_NODES:
