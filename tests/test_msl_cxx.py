@@ -863,3 +863,20 @@ def test_a_value_converts_to_a_class_parameter_through_its_constructor():
     np.testing.assert_allclose(run("uint i = thread_position_in_grid.x; out[i] = take(E(x[i]));"), x, rtol=1e-6)
     with pytest.raises(KernelTypeError, match="no overload of 'take'"):
         run("uint i = thread_position_in_grid.x; out[i] = take(x[i]);")
+
+
+def test_free_operator_templates_on_a_class_template():
+    # template <typename T> V<T> operator+(V<T>, V<T>): registered as the header's operator
+    # (it was dropped), its result an object before T is bound
+    header = """
+    template <typename T> struct V { T a; };
+    template <typename T> V<T> operator+(V<T> l, V<T> r) { return V<T>{l.a + r.a}; }
+    template <typename T> V<T> operator*(V<T> l, T s) { return V<T>{l.a * s}; }
+    """
+    x = np.random.default_rng(4).standard_normal(16).astype(np.float32)
+    k = mb.metal_kernel(name="op_templates", input_names=["x"], output_names=["out"], header=header,
+                        source="uint i = thread_position_in_grid.x; V<float> p{x[i]}; V<float> q{1.0f};\n"
+                               "V<float> s = (p + q) * 3.0f; out[i] = s.a + ((p + p) * 0.5f).a;")
+    (out,) = k(inputs=[mx.array(x)], grid=(16, 1, 1), threadgroup=(16, 1, 1), output_shapes=[(16,)],
+               output_dtypes=[mx.float32], backend="sim")
+    np.testing.assert_allclose(np.asarray(out), (x + 1) * 3 + x, rtol=1e-6)

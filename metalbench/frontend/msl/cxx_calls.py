@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from ... import ir
 from ... import types as T
 from ...errors import MetalbenchError
-from .cxx_decls import ClassInst, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
+from .cxx_decls import ClassInst, ClassTemplate, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
 from .cxx_objects import NOT_MINE, ArgVal, FixedView, InlineCtx
 from .complex64 import CplxVar
 from ...semantics import ComplexType
@@ -212,11 +212,14 @@ class CxxCallsMixin:
         if m.kind == "conv":
             tn = d.child_by_field_name("type")
         ctx, ns, sc = self.method_ctx(m)
-        try:
-            with self.in_ctx(ctx, scopes or sc, ns):
+        with self.in_ctx(ctx, scopes or sc, ns):
+            try:
                 t, _ = self.resolve_type(tn)
-        except MetalbenchError:
-            t = "unknown"
+            except MetalbenchError:
+                t = "unknown"
+                if tn is not None and tn.type == "template_type" and not kinds and isinstance(
+                        self.lookup(self.text(tn.child_by_field_name("name")).strip()), ClassTemplate):
+                    return "object", None   # V<T> before T is bound (an operator template): an object
         if "ref" in kinds:
             return "ref", t
         if "ptr" in kinds:

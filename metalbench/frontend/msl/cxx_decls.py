@@ -454,9 +454,9 @@ class CxxDeclsMixin:
                 nm = self.text(x.child_by_field_name("declarator"))
                 self.declare_name(nm, VarTemplate(nm, tps, d, ctx, g.ns, outer), outer)
             return True
-        if d.type == "function_definition" and self.is_operator(d):
+        if d.type == "function_definition" and self.is_operator(d) and (outer is not None or self.is_conversion(d)):
             return True
-        return False            # function templates and prototypes: the header's own handling
+        return False            # function (and free operator) templates, prototypes: the header's own handling
 
     def declare_enum(self, node, consts, types):
         """``enum E { A, B = 4 };`` / ``enum class E : uint { ... }``: its enumerators are int

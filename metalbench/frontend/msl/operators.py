@@ -19,6 +19,7 @@ from __future__ import annotations
 from ... import ir
 from ...errors import MetalbenchError
 from .cxx_decls import MethodSet
+from .symbols import _NoMatch
 
 # binary operators C++ lets a class overload, that the expression grammar reads as binary_expression
 _BINARY = {"+", "-", "*", "/", "%", "==", "!=", "<", ">", "<=", ">=", "&", "|", "^", "<<", ">>", "&&", "||"}
@@ -55,9 +56,31 @@ class OperatorsMixin:
             ms = self.class_member(obj.cls, name)
             if isinstance(ms, MethodSet):
                 return ms, obj, operands[1:]
-        if name in self.funcdefs:
-            return self.funcdef_methods(name), None, operands
+        # a free operator function only where an operand is an object (C++ considers overloaded
+        # operators for class operands only: i * str_x stays arithmetic beside operator templates)
+        if name in self.funcdefs and any(self.is_object_node(o) for o in operands):
+            ms = self.funcdef_methods(name)
+            if self._viable(ms, operands):
+                return ms, None, operands
         return None     # no operator function: the objects' conversion operators (integral_constant)
+
+    def _viable(self, ms, operands) -> bool:
+        """Whether a free operator overload of ``ms`` takes ``operands`` (a template whose
+        deduction fails is no candidate: ``i * Int<1>{}`` beside steel's operator template on
+        two integral_constants is the built-in product, through the conversion operator)."""
+        def any_match():
+            args = [self.call_arg(o) for o in operands]
+            for m in ms.methods:
+                try:
+                    self.match(m, None, args, [], operands[0], False)
+                    return True
+                except _NoMatch:
+                    continue
+            return False
+        try:
+            return bool(self.probe(any_match))
+        except MetalbenchError:
+            return False
 
     def operator_returns(self, node):
         """What an overloaded operator gives ("object", "value", "ref", ...), or None when
