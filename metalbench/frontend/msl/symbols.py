@@ -156,7 +156,15 @@ def specialization(params, tnames, text) -> tuple:
     (``vec<T, 4> v``, ``const device T* p``) 1 and a concrete type 2, and ``distinct`` is
     the number of template parameters the types name (``f(T, T)`` is more specialised than
     ``f(T, U)``). ``text`` gives a node's text. (An approximation of the partial ordering's
-    deduction test, enough for the overloads real headers write.)"""
+    deduction test, enough for the overloads real headers write.)
+
+    >>> from .parse import _PARSER
+    >>> code = b"template <typename T> T f(vec<T, 4> v, T w);"
+    >>> fn = _PARSER.parse(code).root_node.named_children[0].named_children[1]
+    >>> params = fn.child_by_field_name("declarator").child_by_field_name("parameters").named_children
+    >>> specialization(params, {"T"}, lambda n: code[n.start_byte:n.end_byte].decode())
+    (1, -1)
+    """
     compound, used = 0, set()
     for p in params:
         t = p.child_by_field_name("type")
