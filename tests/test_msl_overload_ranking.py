@@ -126,3 +126,26 @@ SPECS = MSLCase("explicit_specialisations", SPEC_BODY, {"x": X}, [(n, (64,), np.
                 grid=(64, 1, 1), header=SPEC_HEADER, atol=1e-5)
 
 test_specs_sim, test_specs_round_trip, test_specs_printed_cuda = three_ways([SPECS])
+
+
+CONST_HEADER = """
+struct C {
+  float v;
+  float get() thread { return v * 2.0f; }
+  float get() const thread { return v * 3.0f; }
+  float only_const() const thread { return v + 1.0f; }
+};
+"""
+
+CONST_BODY = """
+uint i = thread_position_in_grid.x;
+C c{x[i]};
+const C d{x[i]};
+a[i] = c.get() + d.get() * 10.0f;                 // the const object calls the const overload
+b[i] = c.only_const() + d.only_const();
+"""
+
+CONSTS = MSLCase("const_member_overloads", CONST_BODY, {"x": X}, [("a", (64,), np.float32), ("b", (64,), np.float32)],
+                 lambda x: [2 * x + 30 * x, 2 * x + 2], grid=(64, 1, 1), header=CONST_HEADER, atol=1e-4)
+
+test_const_sim, test_const_round_trip, test_const_printed_cuda = three_ways([CONSTS])

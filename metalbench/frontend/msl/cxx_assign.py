@@ -120,6 +120,8 @@ class CxxAssignMixin:
                                   f"'{self.text(init)[:40]}'")
             obj = self.alloc_object(cls, name, out, d)
             out += self.construct(obj, how, d)
+            # a const object calls its const members (cxx_calls.call_overload)
+            obj.const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in node.children)
             self.scopes[-1][name] = obj
         return out
 

@@ -44,7 +44,7 @@ from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
 from .struct_views import ObjPtr
 from .symbols import (SMALL_INPUT_NOTE, NullPtr, Ptr, Ref, ShapeArr, _NoMatch, _params_of, _SPACES,
-                      _TypeName, specialization)
+                      _TypeName, shape_arg as _shape_arg, shape_type as _shape_type, specialization)
 
 
 @dataclass(eq=False)
@@ -343,8 +343,12 @@ class CxxCallsMixin:
             what = ms.name if ms.cls is None else f"{ms.cls.name}::{ms.name if ms.name != 'ctor' else ms.cls.name}"
             self.type_err(node, f"no overload of '{what}' matches these arguments" +
                           (": " + "; ".join(e for e in errors if e) if any(errors) else ""))
-        # a tie: the non-template, then the more specialised template (C++'s partial ordering)
-        b = max(found, key=lambda x: (x.score, not x.method.tparams, self._specialization(x.method)))
+        if getattr(this, "const", False) and any(self._const_method(x.method) for x in found):
+            found = [x for x in found if self._const_method(x.method)]    # a const object: const members only
+        # a tie: the non-template, then the more specialised template (C++'s partial ordering),
+        # then the member whose const-ness is the object's
+        b = max(found, key=lambda x: (x.score, not x.method.tparams, self._specialization(x.method),
+                                      self._const_method(x.method) == getattr(this, "const", False)))
         out, res, kind = self.inline(b, node)
         return (out, res, kind) if with_kind else (out, res)
 
@@ -388,6 +392,13 @@ class CxxCallsMixin:
             score += self.arg_fits(s, a)
         return Binding(m, this, args + [None] * (len(params) - len(args)), specs, tbind, ctx, ns, scopes,
                        score, ctor)
+
+    def _const_method(self, m) -> bool:
+        """Whether member function ``m`` is declared ``const`` (``float get() const``)."""
+        d = m.node.child_by_field_name("declarator")
+        code = self.method_ctx(m)[0].code if m.cls is not None else ""
+        return d is not None and any(c.type == "type_qualifier" and code[c.start_byte:c.end_byte] == "const"
+                                     for c in d.children)
 
     def _specialization(self, m):
         """:func:`~.symbols.specialization` of method (or inline header function) ``m``."""
@@ -786,12 +797,3 @@ def _guard_loops(stmts, done):
             out.append(ir.If(ir.Var(done, T.bool_), [ir.Break()]))
     return out
 
-
-def _shape_arg(a) -> bool:
-    """Whether call argument ``a`` is an input's ``x_shape``/``x_strides`` (``call_arg``)."""
-    return a is not None and a.lv is not None and a.lv[0] == "shape"
-
-
-def _shape_type(a):
-    """The element type MLX declares ``x_shape`` (int) or ``x_strides`` (int64_t) with."""
-    return T.int32 if a.lv[1].kind == "shape" else T.int64

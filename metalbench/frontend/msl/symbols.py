@@ -174,3 +174,19 @@ def specialization(params, tnames, text) -> tuple:
         bare = text(t).strip() in tnames and (decl is None or decl.type == "identifier")
         compound += 0 if bare else 1 if words else 2
     return compound, -len(used)
+
+
+def shape_arg(a) -> bool:
+    """Whether call argument ``a`` (a ``cxx_objects.ArgVal``) is an input's ``x_shape`` or
+    ``x_strides`` (``cxx_calls.call_arg`` marks those ``lv=("shape", ShapeArr)``)."""
+    return a is not None and a.lv is not None and a.lv[0] == "shape"
+
+
+def shape_type(a):
+    """The element type MLX declares ``x_shape`` (int) or ``x_strides`` (int64_t) with.
+
+    >>> class A: lv = ("shape", ShapeArr("x", 2, "strides"))
+    >>> shape_type(A()).name
+    'int64'
+    """
+    return T.int32 if a.lv[1].kind == "shape" else T.int64
