@@ -239,7 +239,7 @@ class CxxCallsMixin:
         if m.kind == "lambda":                  # the text and scopes where it was written (lambdas.py)
             return m.lambda_ctx
         fd = m.fd
-        return (Ctx(self.funcdef_code[id(fd.node)], fd.quals, fd.src, fd.line_offset),
+        return (self.funcdef_ctx(fd),
                 getattr(fd, "ns", None) or self.global_syms.root, [self.global_syms])
 
     def funcdef_methods(self, name):
@@ -796,4 +796,3 @@ def _guard_loops(stmts, done):
                 isinstance(n, ir.Assign) and n.var.name == done for n in ir.walk(s.body)):
             out.append(ir.If(ir.Var(done, T.bool_), [ir.Break()]))
     return out
-

@@ -13,9 +13,10 @@ from ...semantics.folding import fold
 from ...semantics.complexval import ComplexType, storage_elem
 from ...semantics.views import View
 from .constexpr import call_value, is_constexpr
-from .cxx_decls import MethodSet
+from .cxx_decls import Ctx, MethodSet
 from .parse import _PARSER, _parse
-from .symbols import SMALL_INPUT_NOTE, Buf, FuncDef, FunctionConstant, Ref, specialization, _NoMatch, _params_of, _SPACES, _TypeName
+from .symbols import (SMALL_INPUT_NOTE, Buf, FuncDef, FunctionConstant, Ref, specialization, _NoMatch, _params_of,
+                      _SPACES, _TypeName)
 
 
 class HeaderMixin:
@@ -251,29 +252,29 @@ class HeaderMixin:
         """Per parameter of header function ``fd``: ``("ptr", elem type or None)``,
         ``("value", type)``, ``("deduced", None)`` (a template type parameter's name) or
         ``("unknown", None)`` (a type it cannot name before the call binds the template)."""
-        saved = (self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns, self.in_signature)
-        self.code, self.quals, self.cur_src, self.line_offset = (self.funcdef_code[id(fd.node)], fd.quals,
-                                                                  fd.src, fd.line_offset)
-        self.global_syms.ns = getattr(fd, "ns", None) or self.global_syms.root
-        self.in_signature = True
+        saved_sig, self.in_signature = self.in_signature, True
         tnames = {tn for k, tn in fd.tparams}
         out = []
         try:
-            for p in _params_of(fd.node):
-                decl, tnode = p.child_by_field_name("declarator"), p.child_by_field_name("type")
-                ptr = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
-                if self.text(tnode).strip() in tnames or any(n in tnames for n in re.findall(r"\w+", self.text(tnode))):
-                    out.append(("ptr" if ptr else "deduced", None))
-                    continue
-                try:
-                    t = self.resolve_type(tnode)[0]
-                except (MetalbenchError, _NoMatch):
-                    t = None
-                out.append(("ptr", t) if ptr else ("value", t) if t is not None else ("unknown", None))
+            with self.in_ctx(self.funcdef_ctx(fd), self.scopes, getattr(fd, "ns", None) or self.global_syms.root):
+                for p in _params_of(fd.node):
+                    decl, tnode = p.child_by_field_name("declarator"), p.child_by_field_name("type")
+                    ptr = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
+                    if set(re.findall(r"\w+", self.text(tnode))) & tnames:
+                        out.append(("ptr" if ptr else "deduced", None))
+                        continue
+                    try:
+                        t = self.resolve_type(tnode)[0]
+                    except (MetalbenchError, _NoMatch):
+                        t = None
+                    out.append(("ptr", t) if ptr else ("value", t) if t is not None else ("unknown", None))
             return out
         finally:
-            (self.code, self.quals, self.cur_src, self.line_offset, self.global_syms.ns,
-             self.in_signature) = saved
+            self.in_signature = saved_sig
+
+    def funcdef_ctx(self, fd) -> Ctx:
+        """Where header function ``fd``'s text is (code, masked qualifiers, source, line offset)."""
+        return Ctx(self.funcdef_code[id(fd.node)], fd.quals, fd.src, fd.line_offset)
 
     def explicit_specialisations(self, cands, explicit, args):
         """``cands`` with each explicit specialisation (``template <> bool cv<bool, float>(float)``)
@@ -285,14 +286,11 @@ class HeaderMixin:
             if getattr(fd, "spec_args", None) is None:
                 rest.append(fd)
                 continue
-            saved = (self.code, self.quals, self.cur_src, self.line_offset)
-            self.code, self.quals = self.funcdef_code[id(fd.node)], fd.quals
             try:
-                own = self.template_args(fd.spec_args)
+                with self.in_ctx(self.funcdef_ctx(fd), self.scopes):
+                    own = self.template_args(fd.spec_args)
             except MetalbenchError:
                 continue
-            finally:
-                self.code, self.quals, self.cur_src, self.line_offset = saved
             given = [v for _, v in explicit]
             named = len(given) <= len(own) and all(
                 (a.value == b.value if isinstance(a, ir.Const) and isinstance(b, ir.Const) else a == b)
@@ -333,7 +331,7 @@ class HeaderMixin:
                     total += 1
             return (0 if total < 0 else 1, total, 0 if fd.tparams else 1,
                     specialization(_params_of(fd.node), {tn for _, tn in fd.tparams},
-                                   lambda n: self.funcdef_code[id(fd.node)][n.start_byte:n.end_byte]))
+                                   lambda n: self.funcdef_ctx(fd).code[n.start_byte:n.end_byte]))
         return sorted(cands, key=lambda fd: score(fd), reverse=True)
 
     def declared_return(self, fd, bind, scope):
