@@ -52,6 +52,7 @@ class Ptr:
     in the int64 variable ``off``, so ``p += n`` assigns ``off``."""
     view: object            # semantics.views.View
     off: ir.Var
+    extent: int | None = None   # an array of vectors: its first dimension (a range-based for's count)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from .preprocess import Preprocessor
 from .statements import StatementsMixin
 from .struct_views import StructViewsMixin
 from .lambdas import LambdasMixin
+from .loops import LoopsMixin
 from .operators import OperatorsMixin
 from .vector_arrays import VectorArraysMixin
 from .complex64 import NAMES as _COMPLEX_NAMES, ComplexMixin, complex_of
@@ -41,7 +42,7 @@ from .symbols import _ATOMIC_TYPES, METAL_ONLY, VOID, Buf, FuncDef, Ptr, Ref, Sh
 _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "dependent_type", "decltype")
 
 
-class Translator(StatementsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
+class Translator(StatementsMixin, LoopsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
                  SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
                  CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin, BufferChoiceMixin,
                  MetalMatricesMixin, ArrayPoolsMixin, ComplexMixin):
