@@ -61,8 +61,47 @@ def call_value(f: ir.Function, args: list) -> ir.Const | None:
     return r
 
 
+def inlined_value(stmts: list, res) -> ir.Const | None:
+    """The constant that the statements of an inlined call (a member function, a function
+    taking objects) leave in ``res``, when they are straight-line code over constants writing
+    only variables they declare -- nothing is lost by not running them -- else None. So
+    ``static constexpr int n() { return 4; }`` gives a constant ``Cfg::n()`` (an array size).
+
+    >>> r = ir.Var("_n", T.int32)
+    >>> inlined_value([ir.Decl(r), ir.Assign(r, ir.Const(4, T.int32))], r)
+    Const(value=4, type=int32)
+    >>> inlined_value([ir.Assign(r, ir.Const(4, T.int32))], r) is None     # writes the caller's variable
+    True
+    """
+    if not isinstance(res, ir.Var) or not isinstance(res.type, T.ScalarType):
+        return None
+    declared, written = set(), set()
+
+    def scan(ss):
+        for st in ss:
+            if isinstance(st, ir.Decl):
+                declared.add(st.var.name)
+            elif isinstance(st, ir.Assign):
+                written.add(st.var.name)
+            elif isinstance(st, ir.If):
+                scan(st.then)
+                scan(st.orelse or [])
+    scan(stmts)
+    if not written <= declared or res.name not in declared:
+        return None
+    env: dict = {}
+    try:
+        if _run(stmts, env) is not _FALLS_THROUGH or res.name not in env:
+            return None
+    except _NotConstant:
+        return None
+    return env[res.name]
+
+
 def _run(stmts, env):
     for s in stmts:
+        if isinstance(s, ir.Decl) and s.init is None and isinstance(s.var.type, T.ScalarType):
+            continue                    # declared, not yet set: reading it is not constant (_subst)
         if isinstance(s, (ir.Decl, ir.Assign)):
             value = s.init if isinstance(s, ir.Decl) else s.value
             if value is None or not isinstance(s.var.type, T.ScalarType):

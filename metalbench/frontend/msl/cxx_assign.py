@@ -26,7 +26,7 @@ from ...semantics.complexval import ComplexType
 from ...semantics.folding import const_value
 from .cxx_decls import ClassInst, _unwrap_declarator
 from .cxx_objects import FixedView, PendingPtr, StructObj
-from .symbols import Buf, NullPtr, Ptr, Ref, _type_of_descriptor
+from .symbols import Buf, NullPtr, Ptr, Ref, _params_of, _type_of_descriptor
 
 
 class CxxAssignMixin:
@@ -124,6 +124,19 @@ class CxxAssignMixin:
             obj.const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in node.children)
             self.scopes[-1][name] = obj
         return out
+
+    def _converts_to(self, cls) -> bool:
+        """Whether ``cls`` has a constructor callable with one argument (not ``explicit``)."""
+        return any(1 <= len(_params_of(m.node)) and sum(p.type != "optional_parameter_declaration"
+                                                        for p in _params_of(m.node)) <= 1
+                   and "explicit" not in self.method_ctx(m)[0].code[m.node.start_byte:m.node.end_byte].split("(")[0]
+                   for m in self.ctors(cls))
+
+    def takes_class_value(self, name) -> bool:
+        """Whether a header overload of ``name`` takes a class by value (a call may convert its
+        argument through the class's constructor: translated inline, where that is done)."""
+        return any(k == "value" and isinstance(t, ClassInst) for fd in self.funcdefs.get(name, ())
+                   for k, t in self._param_specs(fd))
 
     def object_array(self, d, cls, space, init) -> list:
         """``T a[n];`` / ``T a[n] = {{...}, ...};`` / ``threadgroup T a[n];`` / ``threadgroup T x;``

@@ -39,6 +39,7 @@ from ...errors import MetalbenchError
 from .cxx_decls import ClassInst, ClassTemplate, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
 from .cxx_objects import NOT_MINE, ArgVal, FixedView, InlineCtx
 from .complex64 import CplxVar
+from .constexpr import inlined_value
 from ...semantics import ComplexType
 from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
@@ -124,10 +125,11 @@ class CxxCallsMixin:
             if name == "thread_elements":
                 return None
             base = fn.child_by_field_name("argument")
-            if syntactic and base.type not in ("identifier", "field_expression", "this",
-                                               "parenthesized_expression", "pointer_expression"):
+            if syntactic and base.type not in ("identifier", "field_expression", "this", "parenthesized_expression",
+                                               "pointer_expression") and not self.is_object_node(base):
                 return None
-            obj = self.object_of(base)
+            # a chained call's receiver (a.add(1).add(2)) is translated to be known: only probed here
+            obj = self.probe(lambda: self.object_of(base)) if syntactic else self.object_of(base)
             if obj is None:
                 return None
             if name.startswith(CONV_CALL + "_"):       # x.operator T() (respelled by parse.py)
@@ -273,6 +275,8 @@ class CxxCallsMixin:
                 return NOT_MINE
         sp = self.sp(node)
         out, res, kind = self.call_target(node, tgt, with_kind=True)
+        if kind == "value" and (c := inlined_value(out, res)) is not None:
+            return c                  # a constant: Cfg::n() sizes an array (constexpr.py)
         for s in out:
             self.emit_pre(s, sp)
         if kind == "void":
@@ -305,19 +309,6 @@ class CxxCallsMixin:
         explicit = self.template_args(explicit_nodes) if explicit_nodes else []
         out, res, kind = self.call_overload(ms, this, args, explicit, node, with_kind=True)
         return (out, res, kind) if with_kind else (out, res)
-
-    def _converts_to(self, cls) -> bool:
-        """Whether ``cls`` has a constructor callable with one argument (not ``explicit``)."""
-        return any(1 <= len(_params_of(m.node)) and sum(p.type != "optional_parameter_declaration"
-                                                        for p in _params_of(m.node)) <= 1
-                   and "explicit" not in self.method_ctx(m)[0].code[m.node.start_byte:m.node.end_byte].split("(")[0]
-                   for m in self.ctors(cls))
-
-    def takes_class_value(self, name) -> bool:
-        """Whether a header overload of ``name`` takes a class by value (a call may convert its
-        argument through the class's constructor: translated inline, where that is done)."""
-        return any(k == "value" and isinstance(t, ClassInst) for fd in self.funcdefs.get(name, ())
-                   for k, t in self._param_specs(fd))
 
     def shape_symbol(self, node):
         """The :class:`ShapeArr` an argument names (``x_shape``, ``x_strides``), else None."""

@@ -328,8 +328,8 @@ class CxxObjectsMixin:
             if not isinstance(t, ClassInst):
                 return None
             return self.temporary(t, ("list", node.child_by_field_name("value")), node)
-        if k in ("binary_expression", "unary_expression"):
-            return self.operator_object(node)           # a + b of objects (operators.py)
+        if k in ("binary_expression", "unary_expression", "conditional_expression"):
+            return self.operator_object(node)           # a + b, c ? a : b of objects (operators.py)
         if k == "call_expression":
             fn = node.child_by_field_name("function")
             if fn.type in ("type_identifier", "identifier", "template_type", "qualified_identifier") and \
@@ -342,11 +342,7 @@ class CxxObjectsMixin:
                         t = None
                 if isinstance(t, ClassInst):
                     return self.temporary(t, ("args", node.child_by_field_name("arguments").named_children), node)
-            if self.call_returns(node) == "object":
-                out, res = self.call_target(node)
-                for s in out:
-                    self.emit_pre(s, self.sp(node))
-                return res
+            return self.call_object(node)     # f() returning an object or a reference to one (operators.py)
         return None
 
     def names_type(self, fn) -> bool:
@@ -377,7 +373,7 @@ class CxxObjectsMixin:
                 return False
         if k == "compound_literal_expression":
             return isinstance(self.cxx_type(node.child_by_field_name("type")), ClassInst)
-        if k in ("binary_expression", "unary_expression"):
+        if k in ("binary_expression", "unary_expression", "conditional_expression"):
             return self.operator_returns(node) in ("object", "ref")
         if k == "call_expression":
             fn = node.child_by_field_name("function")
@@ -387,7 +383,7 @@ class CxxObjectsMixin:
                     return isinstance(self.cxx_type(fn), ClassInst)
                 except KernelTypeError:
                     return False
-            return self.call_returns(node) == "object"
+            return self.call_returns(node) == "object" or self.returns_object_ref(node)
         return False
 
     def temporary(self, cls, how, node):

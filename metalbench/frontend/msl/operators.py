@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ... import ir
 from ...errors import MetalbenchError
-from .cxx_decls import MethodSet
+from .cxx_decls import ClassInst, MethodSet
 from .symbols import _NoMatch
 
 # binary operators C++ lets a class overload, that the expression grammar reads as binary_expression
@@ -85,6 +85,9 @@ class OperatorsMixin:
     def operator_returns(self, node):
         """What an overloaded operator gives ("object", "value", "ref", ...), or None when
         ``node`` is not one (a query: nothing is translated for real)."""
+        if node.type == "conditional_expression":     # c ? a : b: an object when both sides are
+            return "object" if all(self.is_object_node(node.child_by_field_name(f))
+                                   for f in ("consequence", "alternative")) else None
         try:
             tgt = self.probe(lambda: self.operator_target(node))
             if tgt is None:
@@ -130,6 +133,8 @@ class OperatorsMixin:
         """The object an overloaded operator gives (``a + b`` of two Complex), or None."""
         if self.operator_returns(node) not in ("object", "ref"):
             return None
+        if node.type == "conditional_expression":
+            return self.selected_object(node)
         sp = self.sp(node)
         out, res, kind = self.operator_call(node)
         for s in out:
@@ -137,6 +142,44 @@ class OperatorsMixin:
         if kind == "ref":
             return res[1] if res[0] == "obj" else None
         return res if kind == "object" else None
+
+    def returns_object_ref(self, node) -> bool:
+        """Whether call ``node`` returns a reference to an object (``thread Acc& add(float v)
+        { ...; return *this; }``): its result is that object, so calls chain
+        (``acc.add(1.0f).add(2.0f)``). A query: nothing is translated."""
+        try:
+            tgt = self.resolve_callee(node.child_by_field_name("function"), syntactic=True)
+        except MetalbenchError:
+            return False
+        return tgt is not None and all(
+            k == "ref" and isinstance(t, ClassInst) for k, t in (self.return_kind(m) for m in tgt[0].methods))
+
+    def call_object(self, node):
+        """The object call ``node`` gives (its statements emitted): what a function returning an
+        object returns, or what a returned object reference refers to; None for other calls."""
+        kind = "object" if self.call_returns(node) == "object" else "ref" if self.returns_object_ref(node) else None
+        if kind is None:
+            return None
+        out, res = self.call_target(node)
+        for s in out:
+            self.emit_pre(s, self.sp(node))
+        return res if kind == "object" else res[1] if res[0] == "obj" else None
+
+    def selected_object(self, node):
+        """``c ? a : b`` of objects: a temporary copied from the side ``c`` picks; only that
+        side is evaluated, as in C++ (``a`` may be a call with effects)."""
+        sp = self.sp(node)
+        cond = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
+        pa, a = self.with_pre(lambda: self.object_value(node.child_by_field_name("consequence")))
+        pb, b = self.with_pre(lambda: self.object_value(node.child_by_field_name("alternative")))
+        if a is None or b is None or a.cls != b.cls:
+            self.type_err(node, "both sides of this ?: must be objects of one class")
+        out: list = []
+        tmp = self.alloc_object(a.cls, f"_{a.cls.name.split('<')[0]}", out, node)
+        out.append(ir.If(cond, pa + self.copy_object(tmp, a, node), pb + self.copy_object(tmp, b, node), span=sp))
+        for s in out:
+            self.emit_pre(s, sp)
+        return tmp
 
     def compound_operator(self, obj, lhs, op, rhs_node, sp):
         """``a op= b`` on an object: its member ``operator op=``, else a free one (statements)."""

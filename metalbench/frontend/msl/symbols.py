@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ... import ir
 from ... import types as T
@@ -52,7 +52,9 @@ class Ptr:
     in the int64 variable ``off``, so ``p += n`` assigns ``off``."""
     view: object            # semantics.views.View
     off: ir.Var
-    extent: int | None = None   # an array of vectors: its first dimension (a range-based for's count)
+    # an array of vectors: its first dimension (a range-based for's count); by keyword, as
+    # subclasses (metal_matrices.MatPtr) add positional fields
+    extent: int | None = field(default=None, kw_only=True)
 
 
 @dataclass

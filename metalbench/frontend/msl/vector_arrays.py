@@ -46,7 +46,7 @@ class VectorArraysMixin:
         a = ir.ArrayDecl(irname, sp_name, storage_elem(t), (total,), None, span=sp)
         view = self.sem.view_of(irname, storage_elem(t), sp_name, span=sp)
         view = _r(view, type=t, inner=tuple(dims[1:]))
-        self.scopes[-1][name] = Ptr(view, None, dims[0])
+        self.scopes[-1][name] = Ptr(view, None, extent=dims[0])
         if sp_name == "threadgroup":
             if init is not None:
                 self.type_err(d, "threadgroup arrays cannot have initialisers (Metal)")
@@ -109,7 +109,7 @@ class VectorArraysMixin:
         self.used_names.add(gname)
         view = _r(self.sem.view_of(gname, storage_elem(t), "constant", const=True, span=sp), type=t,
                   inner=tuple(dims[1:]))
-        self.scopes[-1][name] = Ptr(view, None, dims[0])
+        self.scopes[-1][name] = Ptr(view, None, extent=dims[0])
         return []
 
     def vector_item(self, item, t):
