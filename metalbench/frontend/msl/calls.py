@@ -74,7 +74,7 @@ class CallsMixin:
             if len(targs) != 1 or len(argn) != 1:
                 self.type_err(node, f"{name}<T>(x) takes one type and one value")
             if self.ptr_rank(node) is not None:
-                self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
+                self.type_err(node, f"'{self.quote(node)}' is a pointer, not a value",
                               hint="index it (p[i]) or dereference it (*p)")
             if self.reference_cast(targs[0]):            # reinterpret_cast<thread T&>(x) (cxx_assign)
                 return self.ref_cast_value(targs[0], argn[0], node)

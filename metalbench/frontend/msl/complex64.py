@@ -220,7 +220,7 @@ class ComplexMixin:
         if field not in _PARTS:
             self.type_err(lhs, f"complex64_t has no member '{field}' (it has real and imag)")
         if v.const:
-            self.type_err(lhs, f"'{self.text(lhs)[:40]}' is read-only (an input or constant)",
+            self.type_err(lhs, f"'{self.quote(lhs)}' is read-only (an input or constant)",
                           hint="write to one of the output_names" if v.space == "device" else None)
         flat = _r(v, type=v.elem, packed=True, inner=())
         at = self.sem.binop("*", self.sem.index(i, sp), ir.Const(2, T.int32), sp)

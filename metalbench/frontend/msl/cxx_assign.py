@@ -117,7 +117,7 @@ class CxxAssignMixin:
                     how = ("copy", src)
                 else:
                     self.type_err(init, f"a {getattr(cls, 'name', cls)} cannot be initialised from "
-                                  f"'{self.text(init)[:40]}'")
+                                  f"'{self.quote(init)}'")
             obj = self.alloc_object(cls, name, out, d)
             out += self.construct(obj, how, d)
             # a const object calls its const members (cxx_calls.call_overload)
@@ -214,7 +214,7 @@ class CxxAssignMixin:
                     self.is_object_node(base):           # obj[i] = v through operator[] (operators.py)
                 out, lv, kind = self.subscript_call(lhs)
                 if kind != "ref":
-                    self.type_err(lhs, f"'{self.text(lhs)[:40]}' is not assignable: its operator[] returns a value")
+                    self.type_err(lhs, f"'{self.quote(lhs)}' is not assignable: its operator[] returns a value")
                 for s in out:
                     self.emit_pre(s, sp)
                 return self.assign_lvalue(lv, lhs, op, rhs_node, sp, value)
@@ -458,7 +458,7 @@ class CxxAssignMixin:
                 return self.sem.vector(t, args, sp)
             if isinstance(t, T.ScalarType):
                 return self.sem.cast(t, self.expr(items[0]), sp) if items else self.sem.const(0, t, sp)
-            self.unsupported(node, f"the literal '{self.text(node)[:40]}'")
+            self.unsupported(node, f"the literal '{self.quote(node)}'")
         if k == "template_function":
             v = self.cxx_value(node)
             if v is not None:

@@ -156,7 +156,7 @@ class CxxCallsMixin:
             obj = self.probe(lambda: self.object_value(fn)) if syntactic else self.object_value(fn)
             ms = self.class_member(obj.cls, "operator()")
             if not isinstance(ms, MethodSet):
-                self.type_err(fn, f"'{self.text(fn)[:40]}' is a {obj.cls.name}, which has no operator()")
+                self.type_err(fn, f"'{self.quote(fn)}' is a {obj.cls.name}, which has no operator()")
             return ms, obj, explicit
         if k == "template_function":
             explicit = fn.child_by_field_name("arguments").named_children
@@ -296,7 +296,7 @@ class CxxCallsMixin:
         if kind == "matrix":
             self.unsupported(node, f"a {res.mt.name} value here (matrices are supported in declarations, "
                                    "assignments, function arguments, their operators and transpose/determinant)")
-        self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
+        self.type_err(node, f"'{self.quote(node)}' is a pointer, not a value",
                       hint="index it (p[i]) or dereference it (*p)")
 
     def call_target(self, node, tgt=None, with_kind=False):

@@ -379,7 +379,7 @@ class CxxDeclsMixin:
             # typedef struct [Tag] { ... } Name, *NamePtr;  (C style)
             names = [d for d in node.children_by_field_name("declarator") if d.type == "type_identifier"]
             if not names:
-                self.unsupported(node, f"the typedef '{self.text(node)[:40]}'")
+                self.unsupported(node, f"the typedef '{self.quote(node)}'")
             st = node.child_by_field_name("type")
             tag = st.child_by_field_name("name")
             self.declare_class(st, [], None, name=None if tag is not None else self.text(names[0]))
@@ -646,7 +646,7 @@ class CxxDeclsMixin:
             return
         if k == "friend_declaration":
             self.unsupported(c, "a friend declaration")
-        self.unsupported(c, f"the member '{self.text(c).splitlines()[0][:40]}'")
+        self.unsupported(c, f"the member '{self.quote(c)}'")
 
     @staticmethod
     def _short_name(ci):

@@ -688,7 +688,7 @@ class CxxObjectsMixin:
     # -- pointers held by objects --------------------------------------------------------
     def set_pointer(self, scope, name, value_node, op, sp) -> list:
         if self.ptr_rank(value_node) is None:
-            self.type_err(value_node, f"'{self.text(value_node)[:40]}' is not a pointer into a buffer or array")
+            self.type_err(value_node, f"'{self.quote(value_node)}' is not a pointer into a buffer or array")
         return self.bind_pointer(scope, name, self.pointer(value_node), sp)
 
     def bind_pointer(self, scope, name, v, sp) -> list:
@@ -785,10 +785,10 @@ class CxxObjectsMixin:
         if not convs:
             ops = [n for n in self.class_members(obj.cls)["methods"] if n.startswith("operator")]
             if ops:     # overloaded operators are calls (operators.py); none took this object here
-                self.type_err(node, f"'{self.text(node)[:40]}': no operator function takes a {obj.cls.name} "
+                self.type_err(node, f"'{self.quote(node)}': no operator function takes a {obj.cls.name} "
                                     f"here, and it has no conversion operator (it defines "
                                     f"{', '.join(obj.cls.name + '::' + o for o in ops)})")
-            self.type_err(node, f"'{self.text(node)[:40]}' is a {obj.cls.name}, not a value",
+            self.type_err(node, f"'{self.quote(node)}' is a {obj.cls.name}, not a value",
                           hint="use one of its members")
         out, r = self.call_overload(MethodSet(obj.cls, "operator_cast", convs[:1]), obj, [], [], node)
         for s in out:

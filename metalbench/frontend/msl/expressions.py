@@ -365,7 +365,7 @@ class ExpressionsMixin:
             if cast is not None and op in ("+", "-", "*"):
                 # `(T) - x`, `(uint) *p`: C reads a cast of a unary expression
                 if right.type == "binary_expression":
-                    self.unsupported(node, f"'{self.text(node)[:40]}' (a cast of a unary expression "
+                    self.unsupported(node, f"'{self.quote(node)}' (a cast of a unary expression "
                                      "followed by a binary operator); add parentheses: (T)(-x)")
                 if op == "*":
                     v = self.sem.view_load(*self.deref(right, node), sp)
@@ -400,7 +400,7 @@ class ExpressionsMixin:
             tn = node.child_by_field_name("type")
             val = node.child_by_field_name("value")
             if self.ptr_rank(node) is not None:
-                self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
+                self.type_err(node, f"'{self.quote(node)}' is a pointer, not a value",
                               hint="index it (p[i]) or dereference it (*p)")
             t, _ = self.resolve_type(tn)
             v = self.value_as(val, t)
@@ -439,7 +439,7 @@ class ExpressionsMixin:
             return ir.Const(self.alignof(node), T.uint64, span=sp)
         if k in ("lambda_expression", "new_expression", "delete_expression", "string_literal"):
             self.unsupported(node, f"'{k.replace('_', ' ')}'")
-        self.unsupported(node, f"the expression '{self.text(node)[:40]}'")
+        self.unsupported(node, f"the expression '{self.quote(node)}'")
 
     def alignof(self, node) -> int:
         """``alignof(T)`` in bytes, C++'s rule for Metal's types: a scalar its size, a vector
@@ -489,7 +489,7 @@ class ExpressionsMixin:
         if self.has_matrices and self.mat_type_of(v) is not None:
             return self.mat_type_of(v).size                   # sizeof(*M), sizeof(a * b)
         if self.ptr_rank(v) is not None:
-            self.unsupported(node, f"sizeof of '{self.text(v)[:40]}'")
+            self.unsupported(node, f"sizeof of '{self.quote(v)}'")
         pre, e = self.with_pre(lambda: self.expr(v))     # unevaluated: only its type counts
         return size_of(e.type)
 
@@ -559,13 +559,13 @@ class ExpressionsMixin:
                 return self.sem.view_difference(self.pointer(left), self.pointer(right), sp)
             if op in ir.COMPARE_OPS:
                 return self.sem.view_compare(op, self.pointer(left), self.pointer(right), sp)
-        self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value",
+        self.type_err(node, f"'{self.quote(node)}' is a pointer, not a value",
                       hint="index it (p[i]) or dereference it (*p)")
 
     def deref(self, arg, node):
         """``(view, 0)`` for ``*arg``."""
         if self.ptr_rank(arg) is None:
-            self.type_err(node, f"'{self.text(arg)[:40]}' is not a pointer; only pointers can be "
+            self.type_err(node, f"'{self.quote(arg)}' is not a pointer; only pointers can be "
                           "dereferenced with *")
         v = self.pointer(arg)
         if v.inner:

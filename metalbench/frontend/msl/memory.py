@@ -259,7 +259,7 @@ class MemoryMixin:
             else:
                 t, space, const, packed = self.pointer_cast_type(tn)
             if self.ptr_rank(val) is None:
-                self.type_err(val, f"'{self.text(val)[:40]}' is not a pointer into a buffer or array, "
+                self.type_err(val, f"'{self.quote(val)}' is not a pointer into a buffer or array, "
                               "so it cannot be cast to a pointer",
                               hint="metalbench follows pointers whose target buffer is known when the "
                                    "kernel is compiled")
@@ -326,7 +326,7 @@ class MemoryMixin:
             off = self.sem.select(c, self.sem.convert(a.offset, T.int64, sp),
                                   self.sem.convert(b.offset, T.int64, sp), sp)
             return replace(a, offset=off)
-        self.type_err(node, f"'{self.text(node)[:40]}' is not a pointer into a buffer or array")
+        self.type_err(node, f"'{self.quote(node)}' is not a pointer into a buffer or array")
 
     # -- locations ------------------------------------------------------------------------
     def location(self, node):
@@ -441,7 +441,7 @@ class MemoryMixin:
             self.scopes[-1][name] = NullPtr(name, sp)
             return []
         if self.ptr_rank(init) is None:
-            self.type_err(init, f"'{self.text(init)[:40]}' is not a pointer into a buffer or array",
+            self.type_err(init, f"'{self.quote(init)}' is not a pointer into a buffer or array",
                           hint="metalbench follows pointers whose target buffer is known when the "
                                "kernel is compiled: x + offset, &x[i], a row tile[r], (T*)x")
         v = self.pointer(init)

@@ -126,8 +126,8 @@ class OperatorsMixin:
         if value is not None:
             return value
         if kind == "void":
-            self.type_err(node, f"'{self.text(node)[:40]}' gives nothing")
-        self.type_err(node, f"'{self.text(node)[:40]}' is a pointer, not a value")
+            self.type_err(node, f"'{self.quote(node)}' gives nothing")
+        self.type_err(node, f"'{self.quote(node)}' is a pointer, not a value")
 
     def operator_object(self, node):
         """The object an overloaded operator gives (``a + b`` of two Complex), or None."""
@@ -200,7 +200,7 @@ class OperatorsMixin:
         obj = self.object_value(base)
         ms = self.class_member(obj.cls, "operator[]")
         if not isinstance(ms, MethodSet):
-            self.type_err(node, f"'{self.text(base)[:40]}' is a {obj.cls.name}, which has no operator[]")
+            self.type_err(node, f"'{self.quote(base)}' is a {obj.cls.name}, which has no operator[]")
         idx = node.child_by_field_name("indices").named_children
         return self.call_overload(ms, obj, [self.eval_arg(i) for i in idx], [], node, with_kind=True)
 
@@ -209,4 +209,4 @@ class OperatorsMixin:
         value, _ = self._call_value(node, self.subscript_call)
         if value is not None:
             return value
-        self.type_err(node, f"'{self.text(node)[:40]}' gives no value")
+        self.type_err(node, f"'{self.quote(node)}' gives no value")

@@ -178,7 +178,7 @@ class SimdgroupMatrixMixin:
     def matrix_arg(self, node, what):
         e = self.expr(node)
         if not _is_mat(e.type):
-            self.type_err(node, f"{what} takes simdgroup matrices; '{self.text(node)[:40]}' is "
+            self.type_err(node, f"{what} takes simdgroup matrices; '{self.quote(node)}' is "
                           f"{getattr(e.type, 'msl', 'not a value')}")
         return e
 
@@ -187,13 +187,13 @@ class SimdgroupMatrixMixin:
         sp = self.sp(node)
         if hasattr(self, "pointer") and hasattr(self, "ptr_rank"):      # pointers as views
             if self.ptr_rank(node) is None:
-                self.type_err(node, f"'{self.text(node)[:40]}' is not a pointer into a buffer or array")
+                self.type_err(node, f"'{self.quote(node)}' is not a pointer into a buffer or array")
             v = self.pointer(node)
             a = self.sem.view_arg(v, sp)
             return a.buf, a.offset, v.type
         a = self.bufarg(node)
         if a is None:
-            self.type_err(node, f"'{self.text(node)[:40]}' is not a pointer into a buffer or array")
+            self.type_err(node, f"'{self.quote(node)}' is not a pointer into a buffer or array")
         return a.buf, a.offset, self.buf_of(a.buf).elem
 
     def _addressing(self, name, argn, mtype, node):

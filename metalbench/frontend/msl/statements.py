@@ -82,6 +82,10 @@ class StatementsMixin:
             return self.inline_return(node)          # a member function translated inline (cxx_calls)
         if k == "compound_statement":
             return self.block(node)
+        if k == "attributed_statement" and node.named_children:
+            # [[unroll]], [[likely]], [[clang::...]] on a statement: hints (C++ ignores those it
+            # does not know); the statement runs as written
+            return self.stmt(node.named_children[-1])
         if self.local_type_definition(node):
             return []
         if k in ("declaration", "expression_statement", "return_statement", "if_statement", "while_statement",
@@ -192,7 +196,7 @@ class StatementsMixin:
             self.unsupported(node, f"'{k.replace('_statement', '')}'")
         if k == "function_definition":
             self.unsupported(node, "a function defined inside the body (put it in header=)")
-        self.unsupported(node, f"'{self.text(node).splitlines()[0][:40]}'")
+        self.unsupported(node, f"'{self.quote(node)}'")
 
     def static_assert(self, node):
         """``static_assert(cond, "message")``: checked now, as the compiler does."""
@@ -403,7 +407,7 @@ class StatementsMixin:
     def members_store(self, v, i, base, comps, value, lhs, sp):
         """Store to the components ``comps`` of the vector ``v[i]``."""
         if v.width == 1:
-            self.type_err(lhs, f"'{self.text(base)[:40]}' is a scalar; it has no member '{comps}'")
+            self.type_err(lhs, f"'{self.quote(base)}' is a scalar; it has no member '{comps}'")
         cur = self.sem.component(self.sem.view_load(v, i, sp), comps, sp)
         newv = self.sem.once(value(cur, cur.type), sp)
         from dataclasses import replace as _r
@@ -429,7 +433,7 @@ class StatementsMixin:
         """Store ``value(current, elem)`` to component ``lhs``'s index of the vector ``v[i]``."""
         inode = lhs.child_by_field_name("indices").named_children[0]
         if v.width == 1 or v.sub is not None:
-            self.type_err(base, f"'{self.text(base)[:40]}' is not a vector: it has no components to index")
+            self.type_err(base, f"'{self.quote(base)}' is not a vector: it has no components to index")
         ce = self.sem.index(self.expr(inode), sp)
         c = const_value(ce)
         if c is not None and not 0 <= int(c) < v.width:
@@ -468,7 +472,7 @@ class StatementsMixin:
             self.type_err(lhs, f"'{self.text(lhs)}' is an array; it cannot be assigned")
         if op is None:
             if self.ptr_rank(rhs_node) is None:
-                self.type_err(rhs_node, f"'{self.text(rhs_node)[:40]}' is not a pointer into a buffer or array")
+                self.type_err(rhs_node, f"'{self.quote(rhs_node)}' is not a pointer into a buffer or array")
             v = self.pointer(rhs_node)
             if v.buf != ptr.view.buf or v.type != ptr.view.type or v.inner != ptr.view.inner:
                 self.type_err(lhs, f"'{self.text(lhs)}' points into '{ptr.view.buf}'; it cannot be made to "
@@ -615,7 +619,7 @@ class StatementsMixin:
             v, idx = self.location(lhs)
             if v.const:
                 what = "an input or constant" if v.space in ("device", "constant") else "a const pointer"
-                self.type_err(lhs, f"'{self.text(lhs)[:40]}' is read-only ({what})",
+                self.type_err(lhs, f"'{self.quote(lhs)}' is read-only ({what})",
                               hint="write to one of the output_names" if v.space == "device" else None)
             if v.atomic:
                 self.type_err(lhs, f"'{v.buf}' is atomic; write it with atomic_store_explicit "

@@ -128,7 +128,7 @@ class StructViewsMixin:
             if inner is not None:
                 return cls, inner[1], inner[2]
             if self.ptr_rank(val) is None:
-                self.type_err(val, f"'{self.text(val)[:40]}' is not a pointer into a buffer or array")
+                self.type_err(val, f"'{self.quote(val)}' is not a pointer into a buffer or array")
             v = self.pointer(val)
             off = self.sem.binop("*", self.sem.convert(v.offset, T.int64, sp),
                                  ir.Const(v.elem.itemsize, T.int64, span=sp), sp)
@@ -263,7 +263,7 @@ class StructViewsMixin:
         p = self.struct_pointer(init)
         if p is None:
             self.unsupported(init, f"a pointer to a struct ({cls.name}) that does not point into a buffer "
-                                   f"('{self.text(init)[:40]}'; cast a buffer pointer: ({cls.name}*)x)")
+                                   f"('{self.quote(init)}'; cast a buffer pointer: ({cls.name}*)x)")
         if p[0] is not cls and p[0].name != cls.name:
             self.type_err(init, f"cannot point a {cls.name}* at {p[0].name} data")
         off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)

@@ -104,6 +104,16 @@ class Translator(StatementsMixin, LoopsMixin, ExpressionsMixin, MemoryMixin, Cal
     def text(self, node) -> str:
         return self.code[node.start_byte:node.end_byte]
 
+    def quote(self, node, n: int = 40) -> str:
+        """``node``'s text for a message, as written: its first line, at most ``n``
+        characters, with each ``<`` that the parser reads as ``>`` (``parse._swap_less``)
+        restored (``self.text`` is the masked text the parser reads)."""
+        t = list(self.code[node.start_byte:node.end_byte])
+        for p in self.quals.get("<", ()):
+            if node.start_byte <= p < node.end_byte:
+                t[p - node.start_byte] = "<"
+        return "".join(t).strip().splitlines()[0][:n] if t else ""
+
     def unsupported(self, node, what):
         raise KernelSyntaxError(f"{what} is not supported by the simulator; {METAL_ONLY}",
                                 self.sp(node))
