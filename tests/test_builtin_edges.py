@@ -9,7 +9,10 @@ cases, each against an oracle independent of the code under test:
 - simd_max/simd_min: NaN lanes drop out (Metal's max/min are fmax/fmin), one value on
   every lane;
 - integer clamp: Metal's min(max(x, lo), hi), also for lo > hi, and the printed CUDA helper
-  compiled by the machine's C++ compiler agrees.
+  compiled by the machine's C++ compiler agrees;
+- mul24, mad24, madhi, madsat on every integer width at the range's edges: the simulator and
+  the CUDA helpers (compiled by the machine's C++ compiler, 64-bit high products through
+  __int128 there) against exact Python integers.
 """
 from __future__ import annotations
 
@@ -158,3 +161,52 @@ def test_integer_clamp_cuda_helper_compiled_by_gcc_agrees(tmp_path):
     subprocess.run(["g++", "-std=c++17", "-O2", str(src), "-o", str(tmp_path / "c")], check=True)
     out = subprocess.run([str(tmp_path / "c")], capture_output=True, text=True, check=True).stdout.split()
     assert [int(v) for v in out] == [min(max(x, lo), hi) for x, lo, hi in _CLAMP_CASES]
+
+
+_WIDE = {"int8_t": T.int8, "uint8_t": T.uint8, "int16_t": T.int16, "uint16_t": T.uint16, "int32_t": T.int32,
+         "uint32_t": T.uint32, "int64_t": T.int64, "uint64_t": T.uint64}
+_HI64 = """#include <cstdio>
+#include <cstdint>
+#define __device__
+long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * (__int128)b) >> 64); }
+unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
+"""
+
+
+def _mad_cases():
+    import itertools
+    import random
+    for cname, t in _WIDE.items():
+        signed = t.np.kind == "i"
+        lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if signed else (0, (1 << t.bits) - 1)
+        r = random.Random(t.bits + signed)
+        vals = [lo, hi, 0, 1, -1 if signed else 2, min(hi, 0x7FFFFF), max(lo, -0x800000) if signed else min(hi, 0x800000)]
+        vals += [r.randint(lo, hi) for _ in range(4)]
+        for name in ("mul24", "mad24", "madhi", "madsat"):
+            for abc in itertools.islice(itertools.product(vals, repeat=3), 0, None, 5):
+                yield name, cname, t, abc[:2] if name == "mul24" else abc
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_24_bit_and_fused_integer_builtins_are_exact(tmp_path):
+    from metalbench.codegen.cuda import CUDAPrinter
+    helpers, rows, want = {}, [], []
+    for name, cname, t, args in _mad_cases():
+        p = CUDAPrinter(ir.KernelIR("k", [], []))
+        b = registry.get(name)
+        b.cuda(p, [ir.Var(n, t) for n in "xyz"[:len(args)]], t)
+        helpers.update(p.helpers)
+        w = int(b.ref(*[np.array([a], dtype=object) for a in args], dt=np.dtype(t.np))[0])
+        got = b.sim([np.array([a]).astype(t.np) for a in args], np.dtype(t.np))
+        assert int(np.asarray(got).reshape(-1)[0]) == w, (name, cname, args)
+        suffix = "ULL" if t == T.uint64 else "LL" if t == T.int64 else ""
+        call = f"mb_{name}(" + ", ".join(f"({cname}){a}{suffix}" for a in args) + ")"
+        fmt, cast = ("%lld", "long long") if t.np.kind == "i" else ("%llu", "unsigned long long")
+        rows.append(f'    std::printf("{fmt}\\n", ({cast})(({cname}){call}));')
+        want.append(w)
+    src = tmp_path / "mad.cpp"
+    src.write_text(_HI64 + "\n".join(helpers.values()) + "\nint main() {\n" + "\n".join(rows) + "\n}\n")
+    subprocess.run(["g++", "-std=c++17", "-O2", "-w", str(src), "-o", str(tmp_path / "mad")], check=True)
+    out = subprocess.run([str(tmp_path / "mad")], capture_output=True, text=True, check=True).stdout.split()
+    assert [int(v) for v in out] == want

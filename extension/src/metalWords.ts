@@ -8,17 +8,17 @@ export const METAL_BUILTINS =
   'round rint fract fmod divide copysign hypot fdim step fma mix smoothstep saturate fabs ' +
   'fmin fmax fmin3 fmax3 erf erfc lgamma tgamma isnan isinf isfinite isunordered signbit ' +
   'dot length distance length_squared distance_squared normalize cross abs min max clamp ' +
-  'sign max3 min3 median3 popcount clz ctz reverse_bits mulhi absdiff addsat subsat hadd ' +
-  'rhadd rotate extract_bits insert_bits simd_sum simd_product simd_max simd_min simd_and ' +
-  'simd_or simd_xor simd_prefix_inclusive_sum simd_prefix_exclusive_sum ' +
-  'simd_prefix_inclusive_product simd_prefix_exclusive_product simd_shuffle simd_broadcast ' +
-  'simd_shuffle_down simd_shuffle_up simd_shuffle_xor simd_shuffle_rotate_down ' +
-  'simd_shuffle_rotate_up simd_broadcast_first simd_all simd_any simd_ballot simd_is_first ' +
-  'quad_sum quad_product quad_max quad_min quad_and quad_or quad_xor ' +
-  'quad_prefix_inclusive_sum quad_prefix_exclusive_sum quad_prefix_inclusive_product ' +
-  'quad_prefix_exclusive_product quad_shuffle quad_broadcast quad_shuffle_xor ' +
-  'quad_shuffle_up quad_shuffle_down quad_shuffle_rotate_up quad_shuffle_rotate_down ' +
-  'make_filled_simdgroup_matrix simdgroup_load simdgroup_store ' +
+  'sign max3 min3 median3 popcount clz ctz reverse_bits mulhi absdiff addsat subsat mul24 ' +
+  'mad24 madhi madsat hadd rhadd rotate extract_bits insert_bits simd_sum simd_product ' +
+  'simd_max simd_min simd_and simd_or simd_xor simd_prefix_inclusive_sum ' +
+  'simd_prefix_exclusive_sum simd_prefix_inclusive_product simd_prefix_exclusive_product ' +
+  'simd_shuffle simd_broadcast simd_shuffle_down simd_shuffle_up simd_shuffle_xor ' +
+  'simd_shuffle_rotate_down simd_shuffle_rotate_up simd_broadcast_first simd_all simd_any ' +
+  'simd_ballot simd_is_first quad_sum quad_product quad_max quad_min quad_and quad_or ' +
+  'quad_xor quad_prefix_inclusive_sum quad_prefix_exclusive_sum ' +
+  'quad_prefix_inclusive_product quad_prefix_exclusive_product quad_shuffle quad_broadcast ' +
+  'quad_shuffle_xor quad_shuffle_up quad_shuffle_down quad_shuffle_rotate_up ' +
+  'quad_shuffle_rotate_down make_filled_simdgroup_matrix simdgroup_load simdgroup_store ' +
   'simdgroup_multiply_accumulate simdgroup_multiply atomic_add atomic_fetch_add_explicit ' +
   'atomic_sub atomic_fetch_sub_explicit atomic_min atomic_fetch_min_explicit ' +
   'atomic_min_explicit atomic_max atomic_fetch_max_explicit atomic_max_explicit atomic_and ' +
@@ -34,8 +34,8 @@ export const METAL_BUILTINS =
   'thread_scope_simdgroup thread_scope_thread memory_scope simd_shuffle_and_fill_up ' +
   'simd_shuffle_and_fill_down simd_active_threads_mask simd_is_helper_thread ' +
   'simdgroup_matrix simdgroup_float8x8 simdgroup_half8x8 simdgroup_bfloat8x8 ' +
-  'thread_elements frexp ilogb modf nextafter sincos fmedian3 mul24 mad24 madsat madhi all ' +
-  'any as_type metal fast precise std';
+  'thread_elements frexp ilogb modf nextafter sincos fmedian3 all any as_type metal fast ' +
+  'precise std';
 
 /** Metal thread attributes ([[thread_position_in_grid]] and friends). */
 export const METAL_THREAD_ATTRIBUTES =

@@ -234,6 +234,78 @@ template <class T> __device__ inline T mb_subsat(T a, T b) {
 }""", "x - y, saturated to the type's range.",
    lambda a, b, bits, signed: min(max(a - b, -(1 << (bits - 1)) if signed else 0),
                                   (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1))
+def _low24(v, signed):
+    """The low 24 bits of exact integers (object or int64 arrays, or ints), sign-extended
+    from bit 23 for a signed type: what Metal's ``mul24`` multiplies."""
+    v = v & 0xFFFFFF
+    return (v ^ 0x800000) - 0x800000 if signed else v
+
+
+def _exact(x, dt):
+    return np.asarray(x).astype(dt).astype(object)
+
+
+def _mul24_sim(a, b, dt):
+    s = dt.kind == "i"
+    return N.to_dt(_low24(_exact(a, dt), s) * _low24(_exact(b, dt), s), dt)
+
+
+_MUL24 = """\
+template <class T> __device__ inline T mb_mul24(T a, T b) {
+    long long x = static_cast<long long>(a) & 0xFFFFFF, y = static_cast<long long>(b) & 0xFFFFFF;
+    if constexpr (T(-1) < T(0)) { x = (x ^ 0x800000) - 0x800000; y = (y ^ 0x800000) - 0x800000; }
+    return static_cast<T>(static_cast<unsigned long long>(x * y));
+}"""
+_i("mul24", 2, _mul24_sim, _MUL24, "x * y of the low 24 bits of x and y (sign-extended for signed types).",
+   lambda a, b, bits, signed: _wrapped(_low24(a, signed) * _low24(b, signed), bits, signed),
+   details="Metal defines it for 32-bit integers whose values fit in 24 bits; beyond that the result is "
+           "the product of the low 24 bits, as here.")
+_i("mad24", 3, lambda a, b, c, dt: N.to_dt(_mul24_sim(a, b, dt).astype(object) + _exact(c, dt), dt),
+   _MUL24.replace("mb_mul24", "mb_mul24_m") + """
+template <class T> __device__ inline T mb_mad24(T a, T b, T c) {
+    return static_cast<T>(static_cast<unsigned long long>(mb_mul24_m(a, b)) + static_cast<unsigned long long>(c));
+}""", "mul24(x, y) + z (wrapping).",
+   lambda a, b, c, bits, signed: _wrapped(_low24(a, signed) * _low24(b, signed) + c, bits, signed))
+_i("madhi", 3, lambda a, b, c, dt: N.to_dt((_exact(a, dt) * _exact(b, dt) >> (8 * dt.itemsize)) + _exact(c, dt), dt),
+   """\
+template <class T> __device__ inline T mb_madhi(T a, T b, T c) {
+    T h;
+    if constexpr (sizeof(T) == 8) {
+        if constexpr (T(-1) < T(0)) h = __mul64hi(a, b);
+        else h = __umul64hi(a, b);
+    } else if constexpr (T(-1) < T(0)) {
+        h = static_cast<T>((static_cast<long long>(a) * static_cast<long long>(b)) >> (8 * sizeof(T)));
+    } else {
+        h = static_cast<T>((static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b)) >> (8 * sizeof(T)));
+    }
+    return static_cast<T>(static_cast<unsigned long long>(h) + static_cast<unsigned long long>(c));
+}""", "mulhi(x, y) + z (wrapping).",
+   lambda a, b, c, bits, signed: _wrapped(((a * b) >> bits) + c, bits, signed))
+_i("madsat", 3, lambda a, b, c, dt: N.saturate(_exact(a, dt) * _exact(b, dt) + _exact(c, dt), dt), """\
+template <class T> __device__ inline T mb_madsat(T a, T b, T c) {
+    typedef unsigned long long U;
+    if constexpr (sizeof(T) < 8 && T(-1) < T(0)) {           // exact in 64 bits, then clamped
+        long long v = static_cast<long long>(a) * static_cast<long long>(b) + static_cast<long long>(c);
+        const long long hi = static_cast<long long>((1ull << (8 * sizeof(T) - 1)) - 1ull);
+        return static_cast<T>(v > hi ? hi : v < -hi - 1 ? -hi - 1 : v);
+    } else if constexpr (sizeof(T) < 8) {
+        U v = static_cast<U>(a) * static_cast<U>(b) + static_cast<U>(c);
+        const U hi = (1ull << (8 * sizeof(T))) - 1ull;
+        return static_cast<T>(v > hi ? hi : v);
+    } else if constexpr (T(-1) < T(0)) {                       // the 128-bit sum as (high, low)
+        U lo = static_cast<U>(a) * static_cast<U>(b), s = lo + static_cast<U>(c);
+        long long h = __mul64hi(static_cast<long long>(a), static_cast<long long>(b))
+                      + (c < T(0) ? -1 : 0) + (s < lo ? 1 : 0);
+        if (h == (static_cast<long long>(s) < 0 ? -1 : 0)) return static_cast<T>(s);
+        return h < 0 ? static_cast<T>(1ull << 63) : static_cast<T>(~(1ull << 63));
+    } else {
+        U lo = static_cast<U>(a) * static_cast<U>(b), s = lo + static_cast<U>(c);
+        U h = __umul64hi(static_cast<U>(a), static_cast<U>(b)) + (s < lo ? 1 : 0);
+        return h != 0 ? static_cast<T>(~0ull) : static_cast<T>(s);
+    }
+}""", "x * y + z, saturated to the type's range.",
+   lambda a, b, c, bits, signed: min(max(a * b + c, -(1 << (bits - 1)) if signed else 0),
+                                     (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1))
 _i("hadd", 2, lambda a, b, dt: N.to_dt((N.wide(a, dt) + N.wide(b, dt)) >> 1, dt), """\
 template <class T> __device__ inline T mb_hadd(T a, T b) {
     return static_cast<T>((a >> 1) + (b >> 1) + (a & b & T(1)));

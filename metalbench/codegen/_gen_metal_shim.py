@@ -13,7 +13,7 @@ from ..builtins.attributes import CONSTANTS
 # Metal functions metalbench does not implement, declared so that user MSL calling
 # them still type-checks (the MSL front end then says what it does not support).
 METAL_ONLY_MATH = {"nextafter": "m2", "fmedian3": "m3", "isnormal": "p"}
-METAL_ONLY_INT = {"mul24": "i2", "mad24": "i3", "madsat": "i3", "madhi": "i3"}
+METAL_ONLY_INT: dict = {}
 METAL_ONLY_DECLS = """\
 template <class T> T sincos(T, thread T&); template <class T> T frexp(T, thread int&);
 template <class T> T modf(T, thread T&); template <class T> T cross(T, T);"""
