@@ -26,7 +26,6 @@ import pytest
 
 from metalbench import ir
 from metalbench import types as T
-from metalbench.builtins import numerics as N
 from metalbench.builtins import refs, registry
 from metalbench.builtins.floatmath import _trig_pi
 from metalbench.sim import Buffer, compile_kernel

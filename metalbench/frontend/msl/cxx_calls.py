@@ -361,8 +361,12 @@ class CxxCallsMixin:
             tbind[p.name] = _TypeName(v) if k == "t" else v
         names = {p.name for p in tps if p.name not in tbind}
         with self.in_ctx(ctx, scopes + [tbind], ns):
-            for p, a in zip(params, args):
-                self.deduce_param(p, a, tbind, names)
+            for i, (p, a) in enumerate(zip(params, args)):
+                if m.kind == "lambda" and self.auto_param(p):     # [](auto v): per call (lambdas.py)
+                    tbind[f"__auto{i}"] = self.arg_type_name(_unwrap_declarator(p.child_by_field_name(
+                        "declarator"))[1], a, "auto")
+                else:
+                    self.deduce_param(p, a, tbind, names)
             self.in_signature, outer = True, self.in_signature   # enable_if fails softly here (SFINAE)
             try:
                 for p in tps:
@@ -408,27 +412,31 @@ class CxxCallsMixin:
         if ret is not None and "enable_if" in self.text(ret):
             self.resolve_type(ret)
 
+    def arg_type_name(self, kinds, a, nm) -> _TypeName:
+        """What a parameter of type ``nm`` (a template type parameter, or a generic lambda's
+        ``auto``) with declarator ``kinds`` deduces from argument ``a``."""
+        if "ptr" in kinds and _shape_arg(a):
+            return _TypeName(_shape_type(a))
+        if "ptr" in kinds:
+            if a.view is None:
+                raise _NoMatch(f"'{nm}*' needs a pointer")
+            return _TypeName(a.view.type)
+        if a.view is not None:
+            return _TypeName(PtrType(a.view.type, a.view.space, a.view.const))
+        if a.obj is not None:
+            return _TypeName(a.obj.cls)
+        if a.mat is not None:
+            return _TypeName(a.mat[0])               # a Metal matrix (metal_matrices)
+        if a.expr is not None:
+            return _TypeName(a.expr.type)
+        raise _NoMatch("this argument has no type")
+
     def deduce_param(self, p, a, bind, names):
         tn = p.child_by_field_name("type")
         _, kinds = _unwrap_declarator(p.child_by_field_name("declarator"))
         if tn.type in ("type_identifier", "identifier") and self.text(tn).strip() in names:
             nm = self.text(tn).strip()
-            if "ptr" in kinds and _shape_arg(a):
-                got = _TypeName(_shape_type(a))
-            elif "ptr" in kinds:
-                if a.view is None:
-                    raise _NoMatch(f"'{nm}*' needs a pointer")
-                got = _TypeName(a.view.type)
-            elif a.view is not None:
-                got = _TypeName(PtrType(a.view.type, a.view.space, a.view.const))
-            elif a.obj is not None:
-                got = _TypeName(a.obj.cls)
-            elif a.mat is not None:
-                got = _TypeName(a.mat[0])               # a Metal matrix (metal_matrices)
-            elif a.expr is not None:
-                got = _TypeName(a.expr.type)
-            else:
-                raise _NoMatch("this argument has no type")
+            got = self.arg_type_name(kinds, a, nm)
             if nm in bind and not self._same(bind[nm], got):
                 raise _NoMatch(f"'{nm}' deduced as two different types")
             bind[nm] = got
@@ -453,6 +461,8 @@ class CxxCallsMixin:
         name_n, kinds = _unwrap_declarator(decl)
         name = self.text(name_n) if name_n is not None else f"_p{i}"
         t, _ = self.resolve_type(tn)
+        if t == "auto" and isinstance(self.lookup(f"__auto{i}"), _TypeName):
+            t = self.lookup(f"__auto{i}").t               # a generic lambda's parameter (match)
         if isinstance(t, PtrType):
             kinds = kinds + ["ptr"]
             space, const, t = t.space, t.const or const, t.elem

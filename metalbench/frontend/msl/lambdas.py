@@ -37,17 +37,20 @@ class LambdasMixin:
 
     def declare_lambda(self, name, node, sp) -> list:
         """``auto name = [captures](params) -> R { body };``: a one-overload function set."""
-        decl = node.child_by_field_name("declarator")
-        if decl is not None and any(p.type == "parameter_declaration" and
-                                    self.text(p.child_by_field_name("type")).strip() == "auto"
-                                    for p in decl.child_by_field_name("parameters").named_children):
-            self.unsupported(node, "a generic lambda (a parameter of type auto)")
         m = Method(name, node, [], True, "lambda", None)
         copies, decls = self.lambda_copies(node, sp)
         m.lambda_ctx = (self.ctx_here(), self.global_syms.ns, list(self.scopes) + ([copies] if copies else []))
         m.in_kernel = self.in_kernel
         self.scopes[-1][name] = MethodSet(None, name, [m])
         return decls
+
+    def auto_param(self, p) -> bool:
+        """Whether lambda parameter ``p`` has type ``auto`` (``[](auto v)``,
+        ``[](const thread auto& v)``): a generic lambda, whose call deduces the parameter's
+        type from the argument, as a template's (``cxx_calls.match``)."""
+        tn = p.child_by_field_name("type")
+        return p.type in ("parameter_declaration", "optional_parameter_declaration") and tn is not None \
+            and self.text(tn).strip() == "auto"
 
     def lambda_copies(self, node, sp):
         """The local variables a lambda captures by copy (``[=]`` for those its body names,
