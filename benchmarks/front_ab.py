@@ -24,7 +24,6 @@ checks, ``mb - checks`` the kernel object's call layer.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -142,11 +141,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.standin:
         launch_ab.standin()
-    rows = run(args.turns)
-    for r in rows:
-        print(json.dumps(r), flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+    launch_ab.emit(run(args.turns), args.json)
     return 0
 
 

@@ -254,12 +254,16 @@ def main(argv=None):
     PRECOMPILED = args.precompiled
     if args.standin:
         standin()
-    rows = pad_rows(args.turns) if args.pad else run(args.turns)
+    emit(pad_rows(args.turns) if args.pad else run(args.turns), args.json)
+    return 0
+
+
+def emit(rows: list, path: str) -> None:
+    """Print ``rows`` one JSON line each; with ``path``, also write them there as JSON."""
     for r in rows:
         print(json.dumps(r), flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-    return 0
+    if path:
+        Path(path).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
