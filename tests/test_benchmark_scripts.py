@@ -150,3 +150,17 @@ def test_launch_ab_runs_on_the_standin(tmp_path):
                                                    "new-user", "new-user"]
     assert {"raw", "direct_plain", "direct_compact", "plan_kernel", "mb"} <= set(rows[0])
     assert all(r["raw"] > 0 and r["mb"] > 0 for r in rows)
+
+
+def test_front_ab_runs_on_the_standin(tmp_path):
+    """benchmarks/front_ab.py (the front taken apart inside the launch loop) end to end on
+    a null MLX kernel: both rows, every variant, and the differences it reports."""
+    out = tmp_path / "front.json"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "front_ab.py"), "--standin", "--turns", "1",
+                        "--json", str(out)], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = json.loads(out.read_text())
+    assert [r["row"].split()[0] for r in rows] == ["block_sum", "metal_kernel"]
+    for r in rows:
+        assert all(r[k] > 0 for k in ("raw", "plan", "bare", "checks", "mb"))
+        assert abs(r["mb-raw"] - (r["mb"] - r["raw"])) <= 0.011     # (each rounded to 0.01)
