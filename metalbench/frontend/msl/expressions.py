@@ -406,7 +406,11 @@ class ExpressionsMixin:
             v = self.value_as(val, t)
             return self.cast_to(t, [v], node)
         if k == "call_expression":
-            return self.call(node, stmt)
+            v = self.call(node, stmt)
+            if v is None and not stmt:          # a void call where a value is needed: f(r) + 1.0f
+                self.type_err(node, f"'{self.quote(node.child_by_field_name('function'))}' returns nothing (void), "
+                                    "so it has no value here")
+            return v
         if k == "assignment_expression":
             lhs = node.child_by_field_name("left")
             stmts = self.expr_stmt(node)

@@ -515,6 +515,11 @@ class StatementsMixin:
                 self.expr_stmt(node.child_by_field_name("right"))
         if k == "parenthesized_expression":
             return self.expr_stmt(node.named_children[0])
+        if k == "conditional_expression":     # c ? f(a) : g(b); as a statement: an if (void sides too)
+            pre, c = self.with_pre(lambda: self.sem.to_bool(self.expr(node.child_by_field_name("condition"))))
+            sides = [self.with_pre(lambda f=f: self.expr_stmt(node.child_by_field_name(f)))
+                     for f in ("consequence", "alternative")]
+            return pre + [ir.If(c, sides[0][0] + sides[0][1], sides[1][0] + sides[1][1], span=sp)]
         if k == "assignment_expression":
             op = self.text(node.child_by_field_name("operator"))
             return self.assign(node.child_by_field_name("left"), op[:-1] or None,
