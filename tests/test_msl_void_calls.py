@@ -1,13 +1,15 @@
-"""Calls of functions returning nothing: a void call where a value is needed (``f(r) +
-1.0f``, ``x = f(r)``, ``f(r) > y``) is an error naming the function and its line -- it was an
-internal error -- and ``c ? f(a) : g(b);`` as a statement runs the side ``c`` picks, as an
-``if``. Found by mutating real kernels (a ``;`` turned into ``>``). Our own kernels vs NumPy."""
+"""Errors that were internal errors, found by mutating real kernels (a ``;`` turned into
+``>``, ``struct`` into ``uint``, a template parameter's name dropped): a void call where a
+value is needed (``f(r) + 1.0f``, ``x = f(r)``, ``f(r) > y``) is an error naming the function
+and its line, and ``c ? f(a) : g(b);`` as a statement runs the side ``c`` picks, as an ``if``;
+a header's ``uint win { ... };`` and an unnamed template parameter are named. Our own kernels
+vs NumPy."""
 import mlx.core as mx
 import numpy as np
 import pytest
 
 import metalbench as mb
-from metalbench.errors import KernelTypeError
+from metalbench.errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from msl_cases import MSLCase, three_ways
 
 HEADER = """
@@ -46,3 +48,27 @@ def test_a_void_call_used_as_a_value_is_named(use, line):
     msg = str(e.value)
     assert "'set_one' returns nothing (void)" in msg.splitlines()[0] and "internal" not in msg
     assert f"line {line}:" in msg
+
+
+@pytest.mark.parametrize("header, source, err, what", [
+    # found by mutating real kernels: each was an internal error
+    ("template <typename>\ninline T g(T x) { return x; }", "out[0] = g(x[0]);", KernelNameError,
+     "unknown type 'T'"),
+    ("uint win { uint i0; uint i1; };", "out[0] = 1.0f;", KernelSyntaxError,
+     "'uint win { uint i0; uint i1; }' is neither a function definition nor a struct"),
+])
+def test_malformed_header_declarations_are_named(header, source, err, what):
+    k = mb.metal_kernel(name="bad_header", input_names=["x"], output_names=["out"], source=source, header=header)
+    with pytest.raises(err) as e:
+        k(inputs=[mx.zeros(4)], output_shapes=[(1,)], output_dtypes=[mx.float32], grid=(1, 1, 1),
+          threadgroup=(1, 1, 1), backend="sim")
+    assert what in str(e.value).splitlines()[0] and "header, line" in str(e.value)
+
+
+def test_an_unnamed_template_parameter_is_a_parameter():
+    hdr = "template <typename, int N = 2>\ninline float twice(float v) { return v * N; }"
+    k = mb.metal_kernel(name="unnamed_tparam", input_names=["x"], output_names=["out"],
+                        source="out[0] = twice<int>(x[0]);", header=hdr)
+    out = k(inputs=[mx.array([1.5])], output_shapes=[(1,)], output_dtypes=[mx.float32], grid=(1, 1, 1),
+            threadgroup=(1, 1, 1), backend="sim")[0]
+    assert float(out[0]) == 3.0

@@ -8,7 +8,7 @@ import re
 from ... import ir
 from ...builtins import registry
 from ... import types as T
-from ...errors import MetalbenchError, error_net
+from ...errors import KernelSyntaxError, MetalbenchError, error_net
 from ...semantics.folding import fold
 from ...semantics.complexval import ComplexType, storage_elem
 from ...semantics.views import View
@@ -78,10 +78,12 @@ class HeaderMixin:
             tps, defaults, sfinae = [], {}, []
             for p in node.child_by_field_name("parameters").named_children:
                 if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
-                    nm = p.child_by_field_name("name") or p.named_children[0]
-                    tps.append(("type", self.text(nm)))
+                    nm = p.child_by_field_name("name") or next(
+                        (c for c in p.named_children if c.type == "type_identifier"), None)
+                    # unnamed (template <typename>): a parameter nothing can name
+                    tps.append(("type", self.text(nm) if nm is not None else f"_tparam{len(tps)}"))
                     if p.child_by_field_name("default_type") is not None:
-                        defaults[self.text(nm)] = p.child_by_field_name("default_type")
+                        defaults[tps[-1][1]] = p.child_by_field_name("default_type")
                 elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
                     d = p.child_by_field_name("declarator")       # unnamed: enable_if_t<c, bool> = true
                     tps.append(("value", self.text(d) if d is not None else f"_tparam{len(tps)}"))
@@ -148,6 +150,12 @@ class HeaderMixin:
         return name_n.child_by_field_name("arguments").named_children if name_n.type == "template_function" else None
 
     def add_funcdef(self, node, tps):
+        d = node.child_by_field_name("declarator")
+        while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+            d = d.child_by_field_name("declarator") or d.named_children[-1]
+        if d is None or d.type != "function_declarator":   # `uint win { ... };`: no parameter list
+            raise KernelSyntaxError(f"'{self.quote(node)}' is neither a function definition nor a struct "
+                                    "(a missing parameter list, or a missing 'struct'?)", self.sp(node))
         fd = FuncDef(node, tps, self.cur_src, self.line_offset, self.quals)
         fd.ns = self.global_syms.ns                 # the namespace it is declared in
         fd.spec_args = self._spec_args(node) if not tps else None
