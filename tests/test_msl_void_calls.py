@@ -2,7 +2,8 @@
 ``>``, ``struct`` into ``uint``, a template parameter's name dropped): a void call where a
 value is needed (``f(r) + 1.0f``, ``x = f(r)``, ``f(r) > y``) is an error naming the function
 and its line, and ``c ? f(a) : g(b);`` as a statement runs the side ``c`` picks, as an ``if``;
-a header's ``uint win { ... };`` and an unnamed template parameter are named. Our own kernels
+a header's ``uint win { ... };``, a function without a return type, ``x_shape[]`` and an
+unnamed template parameter are named. Our own kernels
 vs NumPy."""
 import mlx.core as mx
 import numpy as np
@@ -56,13 +57,16 @@ def test_a_void_call_used_as_a_value_is_named(use, line):
      "unknown type 'T'"),
     ("uint win { uint i0; uint i1; };", "out[0] = 1.0f;", KernelSyntaxError,
      "'uint win { uint i0; uint i1; }' is neither a function definition nor a struct"),
+    ("inline dec(uchar raw) { return exp2(float(int(raw) - 127)); }", "out[0] = dec(3);", KernelSyntaxError,
+     "'dec(uchar raw)' has no return type"),
+    ("", "int q = x_shape[];\nout[0] = q;", KernelTypeError, "one index per [] in MSL"),
 ])
 def test_malformed_header_declarations_are_named(header, source, err, what):
     k = mb.metal_kernel(name="bad_header", input_names=["x"], output_names=["out"], source=source, header=header)
     with pytest.raises(err) as e:
         k(inputs=[mx.zeros(4)], output_shapes=[(1,)], output_dtypes=[mx.float32], grid=(1, 1, 1),
           threadgroup=(1, 1, 1), backend="sim")
-    assert what in str(e.value).splitlines()[0] and "header, line" in str(e.value)
+    assert what in str(e.value).splitlines()[0] and ("header, line" if header else "source, line") in str(e.value)
 
 
 def test_an_unnamed_template_parameter_is_a_parameter():

@@ -142,6 +142,7 @@ class CxxCallsMixin:
             if not isinstance(ms, MethodSet):
                 if obj.fields.get(name) is not None or ms is not None:
                     self.type_err(fn, f"'{name}' is not a member function of {obj.cls.name}")
+                self.defined_outside(obj.cls, name, fn)
                 self.type_err(fn, f"{obj.cls.name} has no member function '{name}'")
             return ms, obj, explicit
         if k == "call_expression" and self.text(fn).replace(" ", "") == "operator()" and self.this_stack \

@@ -540,7 +540,8 @@ class CxxDeclsMixin:
         """The members of ``ci``, read from its definition (once)."""
         if ci.members is not None:
             return ci.members
-        m = {"fields": [], "statics": {}, "types": {}, "methods": {}, "bases": [], "asserts": [], "consts": {}}
+        m = {"fields": [], "statics": {}, "types": {}, "methods": {}, "bases": [], "asserts": [], "consts": {},
+             "outside": set()}      # member functions declared here and defined outside the class
         ci.members = m
         if ci.node.type == "union_specifier":
             self.unsupported(ci.node, f"the union '{ci.name}' (to read a value's bits as another type, use "
@@ -623,7 +624,10 @@ class CxxDeclsMixin:
             if not decls:
                 return
             if all(d.type == "function_declarator" for d in decls):
-                return          # a member function declared here, defined elsewhere: unused
+                # a member function declared here and defined outside the class: a call names it
+                m["outside"].update(self.text(d.child_by_field_name("declarator")).split("::")[-1].strip()
+                                    for d in decls)
+                return
             quals = self.quals_before(c.start_byte, tn.start_byte if tn is not None else c.end_byte)
             static = "static" in quals
             default = c.child_by_field_name("default_value")
@@ -647,6 +651,14 @@ class CxxDeclsMixin:
         if k == "friend_declaration":
             self.unsupported(c, "a friend declaration")
         self.unsupported(c, f"the member '{self.quote(c)}'")
+
+    def defined_outside(self, ci, name, node) -> None:
+        """Raise, naming it, when member ``name`` of class ``ci`` is declared in the class and
+        defined outside it (``float S::get() const { ... }``), which is not read."""
+        if name in self.class_members(ci).get("outside", ()):
+            what = "the constructor" if name == self._short_name(ci) else f"'{name}'"
+            self.unsupported(node, f"{what} of {ci.name}, a member function defined outside its class "
+                                   "(define it inside the class)")
 
     @staticmethod
     def _short_name(ci):

@@ -421,6 +421,7 @@ class CxxObjectsMixin:
                     not any(len(_params_of(m.node)) == 1 for m in ctors):
                 return self.copy_object(obj, args[0].obj, node)
             if not ctors:
+                self.defined_outside(obj.cls, self._short_name(obj.cls), node)
                 self.type_err(node, f"{obj.cls.name} has no constructor taking {len(args)} arguments")
             out, _ = self.call_overload(MethodSet(obj.cls, "ctor", ctors), obj, args, [], node, ctor=True)
             return out

@@ -578,7 +578,10 @@ class ExpressionsMixin:
 
     def shape_index(self, sym, node):
         sp = self.sp(node)
-        i = self.index_expr(node.child_by_field_name("indices").named_children[0])
+        idx = node.child_by_field_name("indices").named_children
+        if len(idx) != 1:
+            self.type_err(node, "one index per [] in MSL")
+        i = self.index_expr(idx[0])
         return self.shape_at(sym, i, sp)
 
     def shape_at(self, sym, i, sp):

@@ -13,7 +13,7 @@ from ...semantics.folding import fold
 from ...semantics.complexval import ComplexType, storage_elem
 from ...semantics.views import View
 from .constexpr import call_value, is_constexpr
-from .cxx_decls import Ctx, MethodSet
+from .cxx_decls import Ctx, MethodSet, Namespace
 from .parse import _PARSER, _parse
 from .symbols import (SMALL_INPUT_NOTE, Buf, FuncDef, FunctionConstant, Ref, specialization, _NoMatch, _params_of,
                       _SPACES, _TypeName)
@@ -100,9 +100,9 @@ class HeaderMixin:
                 return          # a function template's prototype
             if not inner:
                 self.unsupported(node, "a template that is not a function")
-            self.add_funcdef(inner[0], tps)
-            self.funcdefs[self.funcdef_key(inner[0])][-1].tdefaults = defaults   # template <int N = 3>
-            self.funcdefs[self.funcdef_key(inner[0])][-1].sfinae = sfinae
+            fd = self.add_funcdef(inner[0], tps)
+            if fd is not None:
+                fd.tdefaults, fd.sfinae = defaults, sfinae        # template <int N = 3>
             return
         if k == "declaration":
             decls = node.children_by_field_name("declarator")
@@ -150,14 +150,30 @@ class HeaderMixin:
         return name_n.child_by_field_name("arguments").named_children if name_n.type == "template_function" else None
 
     def add_funcdef(self, node, tps):
+        """Register the header function ``node`` (template parameters ``tps``) under its name
+        (and ``ns::name``); its :class:`FuncDef`, or None for a member function defined outside
+        its class, which is not a free function."""
         d = node.child_by_field_name("declarator")
         while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
             d = d.child_by_field_name("declarator") or d.named_children[-1]
+        name_n = d.child_by_field_name("declarator") if d is not None and d.type == "function_declarator" else d
+        ns = self.global_syms.ns                    # the namespace it is declared in
+        if name_n is not None and name_n.type == "qualified_identifier":      # float a::b::f(...) { }
+            parts = [t.strip() for t in self.text(name_n).split("::")[:-1]]
+            ns = self.lookup(parts[0])
+            for part in parts[1:]:
+                ns = ns.members.get(part) if isinstance(ns, Namespace) else None
+            if not isinstance(ns, Namespace):
+                # a member defined outside its class (MLX's fft/readwrite.h: ReadWriter<float, float2>::load):
+                # not a free function; a call of that member names what is missing (cxx_calls)
+                return None
         if d is None or d.type != "function_declarator":   # `uint win { ... };`: no parameter list
             raise KernelSyntaxError(f"'{self.quote(node)}' is neither a function definition nor a struct "
                                     "(a missing parameter list, or a missing 'struct'?)", self.sp(node))
+        if node.child_by_field_name("type") is None:      # `inline f(uchar r) { ... }`
+            raise KernelSyntaxError(f"'{self.quote(d)}' has no return type (C++ has no implicit int)", self.sp(node))
         fd = FuncDef(node, tps, self.cur_src, self.line_offset, self.quals)
-        fd.ns = self.global_syms.ns                 # the namespace it is declared in
+        fd.ns = ns
         fd.spec_args = self._spec_args(node) if not tps else None
         short = self.funcdef_key(node)
         self.funcdefs.setdefault(short, []).append(fd)
@@ -165,6 +181,7 @@ class HeaderMixin:
         if qual:                                    # also callable as ns::f
             self.funcdefs.setdefault("::".join(qual + [short]), []).append(fd)
         self.funcdef_code[id(node)] = self.code
+        return fd
 
     def user_call(self, name, argn, targ_nodes, node):
         cands = [f for f in self.funcdefs[name] if _arity_fits(_params_of(f.node), len(argn))]
