@@ -2,8 +2,8 @@
 ``>``, ``struct`` into ``uint``, a template parameter's name dropped): a void call where a
 value is needed (``f(r) + 1.0f``, ``x = f(r)``, ``f(r) > y``) is an error naming the function
 and its line, and ``c ? f(a) : g(b);`` as a statement runs the side ``c`` picks, as an ``if``;
-a header's ``uint win { ... };``, a function without a return type, ``x_shape[]`` and an
-unnamed template parameter are named. Our own kernels
+a header's ``uint win { ... };``, a function without a return type, ``v[]``, GNU's ``c ?: b`` and
+an unnamed template parameter are named. Our own kernels
 vs NumPy."""
 import mlx.core as mx
 import numpy as np
@@ -59,7 +59,9 @@ def test_a_void_call_used_as_a_value_is_named(use, line):
      "'uint win { uint i0; uint i1; }' is neither a function definition nor a struct"),
     ("inline dec(uchar raw) { return exp2(float(int(raw) - 127)); }", "out[0] = dec(3);", KernelSyntaxError,
      "'dec(uchar raw)' has no return type"),
-    ("", "int q = x_shape[];\nout[0] = q;", KernelTypeError, "one index per [] in MSL"),
+    ("", "int q = x_shape[];\nout[0] = q;", KernelSyntaxError, "an index is missing between [ and ]"),
+    ("", "float v[2] = {x[0], 1.0f};\nout[0] = v[];", KernelSyntaxError, "an index is missing between [ and ]"),
+    ("", "float a = x[0];\nout[0] = (a > 0) ?: a * 2;", KernelSyntaxError, "GNU's 'c ?: b' (no middle operand"),
 ])
 def test_malformed_header_declarations_are_named(header, source, err, what):
     k = mb.metal_kernel(name="bad_header", input_names=["x"], output_names=["out"], source=source, header=header)

@@ -164,6 +164,27 @@ def _first_error(node):
     return node
 
 
+_MAYBE_MALFORMED = re.compile(r"\?\s*:|\[\s*\]")
+
+
+def _malformed(root):
+    """The first node the grammar accepts that translation cannot, with what to say: ``a[]``
+    as an expression (no index) and ``c ?: b`` (GNU's "elvis", no middle operand, which clang
+    and so Metal accept)."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "subscript_expression":
+            idx = n.child_by_field_name("indices")
+            if idx is not None and not idx.named_children:
+                return n, "an index is missing between [ and ]"
+        elif n.type == "conditional_expression" and n.child_by_field_name("consequence") is None:
+            return n, ("GNU's 'c ?: b' (no middle operand, a clang extension) is not supported by the simulator; "
+                       "write 'c ? c : b' (" + _METAL_ONLY + ")")
+        stack.extend(reversed(n.children))
+    return None
+
+
 def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=frozenset()):
     masked, quals = _mask(text, templates)
     if not text.isascii():
@@ -179,6 +200,13 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
     quals["<"] = swapped
     quals["{}"] = braces
     err = _first_error(tree.root_node)
+    bad = _malformed(tree.root_node) if err is None and _MAYBE_MALFORMED.search(masked) else None
+    if bad is not None:
+        n, what = bad
+        line = n.start_point[0] - line_offset + src.first_line
+        end = n.end_point[1] if n.start_point[0] == n.end_point[0] else None
+        raise KernelSyntaxError(what if what.startswith("GNU") else f"syntax error: {what}",
+                                Span(src, line, n.start_point[1], line, end))
     if err is not None:
         line = err.start_point[0] - line_offset + src.first_line
         col = err.start_point[1]
