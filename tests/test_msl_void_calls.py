@@ -63,7 +63,7 @@ def test_a_void_call_used_as_a_value_is_named(use, line):
     ("", "float v[2] = {x[0], 1.0f};\nout[0] = v[];", KernelSyntaxError, "an index is missing between [ and ]"),
     ("", "float a = x[0];\nout[0] = (a > 0) ?: a * 2;", KernelSyntaxError, "GNU's 'c ?: b' (no middle operand"),
 ])
-def test_malformed_header_declarations_are_named(header, source, err, what):
+def test_malformed_code_is_named_at_its_line(header, source, err, what):
     k = mb.metal_kernel(name="bad_header", input_names=["x"], output_names=["out"], source=source, header=header)
     with pytest.raises(err) as e:
         k(inputs=[mx.zeros(4)], output_shapes=[(1,)], output_dtypes=[mx.float32], grid=(1, 1, 1),
