@@ -7,12 +7,10 @@
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ... import ir
 from ... import types as T
 from ...semantics.folding import const_value
-from .symbols import Buf, Ptr, Ref
+from .symbols import Buf, Ptr
 
 
 class LoopsMixin:
@@ -120,14 +118,7 @@ class LoopsMixin:
             if elem is None:
                 self.unsupported(node, "a range-based for over a multi-dimensional array")
             if ref:      # ``for (thread auto& e : arr)``: ``e`` is element k itself
-                name = self.text(decl.named_children[-1])
-                if t != "auto" and t != elem.type:
-                    self.type_err(decl, f"{getattr(t, 'msl', t)}& cannot refer to {elem.type.msl} data (a reference has the type of "
-                                          "what it refers to)")
-                at = self.sem.view_offset(view, k, sp)
-                off = ir.Var(self.fresh(name + "_at"), T.int64, span=sp)
-                self.scopes[-1][name] = Ref(replace(at, offset=off))
-                head = [ir.Decl(off, self.sem.convert(at.offset, T.int64, sp), span=sp)]
+                head = self.element_ref(self.text(decl.named_children[-1]), t, view, k, decl, sp)
             else:
                 t = elem.type if t == "auto" else t
                 v = ir.Var(self.fresh(self.text(decl)), t, span=sp)

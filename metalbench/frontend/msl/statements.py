@@ -391,6 +391,12 @@ class StatementsMixin:
             self.scopes[-1][name] = lv[1]
             return []
         _, v, i = lv
+        return self.element_ref(name, base, v, i, d, sp)
+
+    def element_ref(self, name, base, v, i, d, sp) -> list:
+        """``name`` declared (in the innermost scope) as a reference of type ``base`` (or
+        ``auto``) to element ``i`` of view ``v``, its position fixed now: the declaration of
+        the offset it holds. ``d`` (the declarator) is where a type mismatch is reported."""
         if base != "auto" and v.type != base:
             self.type_err(d, f"{getattr(base, 'msl', base)}& cannot refer to {getattr(v.type, 'msl', v.type)} "
                                "data (a reference has the type of what it refers to)")
