@@ -168,7 +168,7 @@ _MAYBE_MALFORMED = re.compile(r"\?\s*:|\[\s*\]")
 
 
 def _malformed(root):
-    """The first node the grammar accepts that translation cannot, with what to say: ``a[]``
+    """The first node the grammar accepts that translation cannot, with the message: ``a[]``
     as an expression (no index) and ``c ?: b`` (GNU's "elvis", no middle operand, which clang
     and so Metal accept)."""
     stack = [root]
@@ -177,7 +177,7 @@ def _malformed(root):
         if n.type == "subscript_expression":
             idx = n.child_by_field_name("indices")
             if idx is not None and not idx.named_children:
-                return n, "an index is missing between [ and ]"
+                return n, "syntax error: an index is missing between [ and ]"
         elif n.type == "conditional_expression" and n.child_by_field_name("consequence") is None:
             return n, ("GNU's 'c ?: b' (no middle operand, a clang extension) is not supported by the simulator; "
                        "write 'c ? c : b' (" + _METAL_ONLY + ")")
@@ -205,8 +205,7 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
         n, what = bad
         line = n.start_point[0] - line_offset + src.first_line
         end = n.end_point[1] if n.start_point[0] == n.end_point[0] else None
-        raise KernelSyntaxError(what if what.startswith("GNU") else f"syntax error: {what}",
-                                Span(src, line, n.start_point[1], line, end))
+        raise KernelSyntaxError(what, Span(src, line, n.start_point[1], line, end))
     if err is not None:
         line = err.start_point[0] - line_offset + src.first_line
         col = err.start_point[1]

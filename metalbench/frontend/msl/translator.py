@@ -112,7 +112,8 @@ class Translator(StatementsMixin, LoopsMixin, ExpressionsMixin, MemoryMixin, Cal
         for p in self.quals.get("<", ()):
             if node.start_byte <= p < node.end_byte:
                 t[p - node.start_byte] = "<"
-        return "".join(t).strip().splitlines()[0][:n] if t else ""
+        lines = "".join(t).strip().splitlines()       # (a blanked qualifier alone: nothing to quote)
+        return lines[0][:n] if lines else ""
 
     def unsupported(self, node, what):
         raise KernelSyntaxError(f"{what} is not supported by the simulator; {METAL_ONLY}",
