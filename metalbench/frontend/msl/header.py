@@ -128,12 +128,18 @@ class HeaderMixin:
         self.global_syms[name] = FunctionConstant(name)
         return []
 
+    @staticmethod
+    def _declarator(node):
+        """A function definition's declarator under its pointer/reference declarators (the
+        ``function_declarator`` of ``thread T& f(...)``; something else when malformed)."""
+        d = node.child_by_field_name("declarator")
+        while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+            d = d.child_by_field_name("declarator") or d.named_children[-1]
+        return d
+
     def funcdef_key(self, node):
         """The name a function definition is called by (``operator+`` without spaces)."""
-        decl = node.child_by_field_name("declarator")
-        while decl.type in ("pointer_declarator", "reference_declarator"):
-            decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
-        name_n = decl.child_by_field_name("declarator")
+        name_n = self._declarator(node).child_by_field_name("declarator")
         if name_n.type == "template_function":      # template <> f<float>(float): an explicit specialisation of f
             name_n = name_n.child_by_field_name("name")
         nm = self.text(name_n)
@@ -143,19 +149,14 @@ class HeaderMixin:
 
     def _spec_args(self, node):
         """The template argument nodes of an explicit specialisation's name (``f<float>``), or None."""
-        decl = node.child_by_field_name("declarator")
-        while decl.type in ("pointer_declarator", "reference_declarator"):
-            decl = decl.child_by_field_name("declarator") or decl.named_children[-1]
-        name_n = decl.child_by_field_name("declarator")
+        name_n = self._declarator(node).child_by_field_name("declarator")
         return name_n.child_by_field_name("arguments").named_children if name_n.type == "template_function" else None
 
     def add_funcdef(self, node, tps):
         """Register the header function ``node`` (template parameters ``tps``) under its name
         (and ``ns::name``); its :class:`FuncDef`, or None for a member function defined outside
         its class, which is not a free function."""
-        d = node.child_by_field_name("declarator")
-        while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
-            d = d.child_by_field_name("declarator") or d.named_children[-1]
+        d = self._declarator(node)
         name_n = d.child_by_field_name("declarator") if d is not None and d.type == "function_declarator" else d
         ns = self.global_syms.ns                    # the namespace it is declared in
         if name_n is not None and name_n.type == "qualified_identifier":      # float a::b::f(...) { }
