@@ -139,13 +139,14 @@ _num("median3", 3, lambda a, b, c, dt: np.maximum(np.minimum(a, b), np.minimum(n
 
 # ----------------------------------------------------------------------------- integer bit functions
 
-def _i(name, n, sim, cu_code, doc, ref, *, rule=None, example=None, numba=(), shim=None, details=""):
-    """An integer-only builtin: Metal's own function, a CUDA template helper."""
+def _i(name, n, sim, cu_code, doc, ref, *, rule=None, example=None, numba=(), shim=None, details="", uses=None):
+    """An integer-only builtin: Metal's own function, a CUDA template helper (``uses``: the
+    helpers its code calls, ``{name: code}``, added before it)."""
     fn = f"mb_{name}"
     args = ", ".join(["x[i]", "y", "z"][:n])
     return add_builtin(
         name, group="Integer", doc=doc, example=example or f"r = {name}({args})", rule=rule or integer(n),
-        sim=N.isim(sim), msl=metal(name), cuda=cuda(int=fn, helpers={fn: cu_code}), numba=numba,
+        sim=N.isim(sim), msl=metal(name), cuda=cuda(int=fn, helpers={**(uses or {}), fn: cu_code}), numba=numba,
         ref=_ints(ref), shim=shim or f"i{n}", details=details)
 
 
@@ -187,7 +188,7 @@ def _mulhi(a, b, dt):
     return N.to_dt((N.wide(a, dt) * N.wide(b, dt)) >> bits, dt)
 
 
-_i("mulhi", 2, _mulhi, """\
+_MULHI = """\
 template <class T> __device__ inline T mb_mulhi(T a, T b) {
     if constexpr (sizeof(T) == 8) {
         if constexpr (T(-1) < T(0)) return __mul64hi(a, b);
@@ -198,7 +199,8 @@ template <class T> __device__ inline T mb_mulhi(T a, T b) {
         return static_cast<T>((static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b))
                               >> (8 * sizeof(T)));
     }
-}""", "The high half of the full product x * y.", lambda a, b, bits, signed: (a * b) >> bits)
+}"""
+_i("mulhi", 2, _mulhi, _MULHI, "The high half of the full product x * y.", lambda a, b, bits, signed: (a * b) >> bits)
 _i("absdiff", 2, lambda a, b, dt: N.to_dt(abs(N.wide(a, dt) - N.wide(b, dt)), dt), """\
 template <class T> __device__ inline T mb_absdiff(T a, T b) {
     return a < b ? static_cast<T>(b - a) : static_cast<T>(a - b);
@@ -260,27 +262,17 @@ _i("mul24", 2, _mul24_sim, _MUL24, "x * y of the low 24 bits of x and y (sign-ex
    lambda a, b, bits, signed: _wrapped(_low24(a, signed) * _low24(b, signed), bits, signed),
    details="Metal defines it for 32-bit integers whose values fit in 24 bits; beyond that the result is "
            "the product of the low 24 bits, as here.")
-_i("mad24", 3, lambda a, b, c, dt: N.to_dt(_mul24_sim(a, b, dt).astype(object) + _exact(c, dt), dt),
-   _MUL24.replace("mb_mul24", "mb_mul24_m") + """
+_i("mad24", 3, lambda a, b, c, dt: N.to_dt(_mul24_sim(a, b, dt).astype(object) + _exact(c, dt), dt), """\
 template <class T> __device__ inline T mb_mad24(T a, T b, T c) {
-    return static_cast<T>(static_cast<unsigned long long>(mb_mul24_m(a, b)) + static_cast<unsigned long long>(c));
+    return static_cast<T>(static_cast<unsigned long long>(mb_mul24(a, b)) + static_cast<unsigned long long>(c));
 }""", "mul24(x, y) + z (wrapping).",
-   lambda a, b, c, bits, signed: _wrapped(_low24(a, signed) * _low24(b, signed) + c, bits, signed))
-_i("madhi", 3, lambda a, b, c, dt: N.to_dt((_exact(a, dt) * _exact(b, dt) >> (8 * dt.itemsize)) + _exact(c, dt), dt),
-   """\
+   lambda a, b, c, bits, signed: _wrapped(_low24(a, signed) * _low24(b, signed) + c, bits, signed),
+   uses={"mb_mul24": _MUL24})
+_i("madhi", 3, lambda a, b, c, dt: N.to_dt(_mulhi(a, b, dt).astype(object) + _exact(c, dt), dt), """\
 template <class T> __device__ inline T mb_madhi(T a, T b, T c) {
-    T h;
-    if constexpr (sizeof(T) == 8) {
-        if constexpr (T(-1) < T(0)) h = __mul64hi(a, b);
-        else h = __umul64hi(a, b);
-    } else if constexpr (T(-1) < T(0)) {
-        h = static_cast<T>((static_cast<long long>(a) * static_cast<long long>(b)) >> (8 * sizeof(T)));
-    } else {
-        h = static_cast<T>((static_cast<unsigned long long>(a) * static_cast<unsigned long long>(b)) >> (8 * sizeof(T)));
-    }
-    return static_cast<T>(static_cast<unsigned long long>(h) + static_cast<unsigned long long>(c));
+    return static_cast<T>(static_cast<unsigned long long>(mb_mulhi(a, b)) + static_cast<unsigned long long>(c));
 }""", "mulhi(x, y) + z (wrapping).",
-   lambda a, b, c, bits, signed: _wrapped(((a * b) >> bits) + c, bits, signed))
+   lambda a, b, c, bits, signed: _wrapped(((a * b) >> bits) + c, bits, signed), uses={"mb_mulhi": _MULHI})
 _i("madsat", 3, lambda a, b, c, dt: N.saturate(_exact(a, dt) * _exact(b, dt) + _exact(c, dt), dt), """\
 template <class T> __device__ inline T mb_madsat(T a, T b, T c) {
     typedef unsigned long long U;
