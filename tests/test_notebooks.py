@@ -32,12 +32,16 @@ def error_text(cell):
 
 def texts(cell):
     out = []
+    prev = None
     for o in cell.outputs:
         assert o.output_type != "error", f"{o.get('ename')}: {o.get('evalue')}"
-        if o.output_type == "stream":
+        if o.output_type == "stream" and prev == o.name:
+            out[-1] += o.text       # one print's text can arrive in two messages on a busy machine
+        elif o.output_type == "stream":
             out.append(o.text)
         else:
             out.append(str(o.get("data", {}).get("text/plain", "")))
+        prev = o.name if o.output_type == "stream" else None
     return "\n".join(out)
 
 
