@@ -24,7 +24,7 @@ from ... import ir
 from ... import types as T
 from ...semantics.complexval import ComplexType
 from ...semantics.folding import const_value
-from .cxx_decls import ClassInst, _unwrap_declarator
+from .cxx_decls import ClassInst, PtrType, _unwrap_declarator
 from .cxx_objects import FixedView, PendingPtr, StructObj
 from .symbols import Buf, NullPtr, Ptr, Ref, _params_of, _type_of_descriptor
 
@@ -363,7 +363,7 @@ class CxxAssignMixin:
         layout here: a scalar its size; a vector its size, a 3-vector a 4-vector's, a
         ``packed`` one its components back to back aligned as one; a matrix its columns; a
         class its members (``sizeof_class``); a pointer or reference 8."""
-        if pointer:
+        if pointer or isinstance(t, PtrType):      # (PtrType: a pointer alias, using P = device T*)
             return 8, 8
         if isinstance(t, ClassInst):
             return self.sizeof_class(t), self.alignof_class(t)

@@ -572,7 +572,8 @@ class CxxDeclsMixin:
                 m["types"][self.text(c.child_by_field_name("name"))] = c
             else:
                 for d in c.children_by_field_name("declarator"):
-                    m["types"][self.text(d)] = c
+                    name_n, _ = _unwrap_declarator(d)
+                    m["types"][self.text(name_n if name_n is not None else d)] = c
             return
         if k == "template_declaration":
             tp = _tparams_of(self, c.child_by_field_name("parameters"))
@@ -740,16 +741,8 @@ class CxxDeclsMixin:
             return c
         with self.in_ctx(ci.ctx, self.class_scopes(ci), ci.ns):
             if c.type == "alias_declaration":
-                return _TypeName(self.type_of_descriptor(c.child_by_field_name("type")))
-            t = self.typedef_type(c)
-            return _TypeName(t)
-
-    def typedef_type(self, c):
-        t, _ = self.resolve_type(c.child_by_field_name("type"))
-        d = c.children_by_field_name("declarator")[0]
-        if d.type != "type_identifier":
-            self.unsupported(d, f"the typedef '{self.text(d)}'")
-        return t
+                return _TypeName(self.alias_type(c))
+            return _TypeName(dict(self.typedef_names(c))[name])
 
 def _shown(v):
     return str(v).lower() if isinstance(v, bool) else v

@@ -94,16 +94,50 @@ class CxxTemplatesMixin:
     def type_of_descriptor(self, a):
         """The type of a ``type_descriptor`` (a pointer type as :class:`PtrType`)."""
         inner = a.child_by_field_name("type") if a.type == "type_descriptor" else a
-        t, _ = self.resolve_type(inner)
         decl = a.child_by_field_name("declarator") if a.type == "type_descriptor" else None
-        if decl is not None:
-            _, kinds = _unwrap_declarator(decl)
-            if "ptr" in kinds:
-                quals = self.quals_before(a.start_byte, inner.start_byte)
-                space = next((q for q in quals if q in ("device", "threadgroup", "constant", "thread")), "thread")
-                const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in a.children)
-                return PtrType(t, space, const)
+        return self.declared_type(a, inner, decl)
+
+    def declared_type(self, node, tnode, decl, what=None, whole=None):
+        """The type that base type ``tnode`` and abstract or named declarator ``decl`` (None:
+        none) of declaration ``node`` spell: a pointer as :class:`PtrType` (its address
+        space and ``const`` from ``node``). With ``what`` (an alias or typedef, say), a
+        reference, array or pointer-to-pointer is refused naming it; without, those keep
+        the base type (template arguments: the caller's rules); ``whole``: the node an
+        error points at (default ``node``)."""
+        t, _ = self.resolve_type(tnode)
+        if decl is None:
+            return t
+        _, kinds = _unwrap_declarator(decl)
+        if what is not None and kinds not in ([], ["ptr"]):
+            kind = "a reference" if "ref" in kinds else "an array" if "array" in kinds else "a pointer-to-pointer"
+            self.unsupported(whole or node, f"{what} of {kind} type ('{self.quote(whole or node)}'; write the "
+                                            f"type out where it is used)")
+        if "ptr" in kinds:
+            quals = self.quals_before(node.start_byte, tnode.start_byte)
+            space = next((q for q in quals if q in ("device", "threadgroup", "constant", "thread")), "thread")
+            const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in node.children)
+            return PtrType(t, space, const)
         return t
+
+    def alias_type(self, node):
+        """The type ``using N = T;`` (``alias_declaration`` ``node``) names: a pointer type
+        as :class:`PtrType`; reference and array types refused by name."""
+        a = node.child_by_field_name("type")
+        inner = a.child_by_field_name("type") if a.type == "type_descriptor" else a
+        decl = a.child_by_field_name("declarator") if a.type == "type_descriptor" else None
+        return self.declared_type(a, inner, decl, "an alias", node)
+
+    def typedef_names(self, node):
+        """``[(name, type)]`` of ``typedef T N, *P;`` (``type_definition`` ``node``):
+        pointer types as :class:`PtrType`; reference and array types refused by name."""
+        tnode = node.child_by_field_name("type")
+        out = []
+        for d in node.children_by_field_name("declarator"):
+            name_n, _ = _unwrap_declarator(d)
+            if name_n is None or name_n.type != "type_identifier":
+                self.unsupported(d, f"the typedef '{self.quote(node)}'")
+            out.append((self.text(name_n), self.declared_type(node, tnode, None if d is name_n else d, "a typedef")))
+        return out
 
     def _bind_args(self, tps, args, scope_fn, node, what):
         """Template parameters bound to ``args`` (defaults evaluated in order, each in the

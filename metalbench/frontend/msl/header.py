@@ -13,7 +13,7 @@ from ...semantics.folding import fold
 from ...semantics.complexval import ComplexType, storage_elem
 from ...semantics.views import View
 from .constexpr import call_value, is_constexpr
-from .cxx_decls import Ctx, MethodSet, Namespace
+from .cxx_decls import Ctx, MethodSet, Namespace, PtrType
 from .parse import _PARSER, _parse
 from .symbols import (SMALL_INPUT_NOTE, Buf, FuncDef, FunctionConstant, Ref, specialization, _NoMatch, _params_of,
                       _SPACES, _TypeName)
@@ -40,9 +40,7 @@ class HeaderMixin:
         if k in ("comment", "preproc_include", "preproc_call", "using_declaration",
                  "namespace_alias_definition", "alias_declaration"):
             if k == "alias_declaration":
-                nm = self.text(node.child_by_field_name("name"))
-                t, _ = self.resolve_type(node.child_by_field_name("type"))
-                self.global_syms[nm] = _TypeName(t)
+                self.global_syms[self.text(node.child_by_field_name("name"))] = _TypeName(self.alias_type(node))
             return
         if k == "preproc_def":
             nm = self.text(node.child_by_field_name("name"))
@@ -67,9 +65,8 @@ class HeaderMixin:
             self.global_syms[nm] = c
             return
         if k == "type_definition":
-            t, _ = self.resolve_type(node.child_by_field_name("type"))
-            for d in node.children_by_field_name("declarator"):
-                self.global_syms[self.text(d)] = _TypeName(t)
+            for nm, t in self.typedef_names(node):
+                self.global_syms[nm] = _TypeName(t)
             return
         if k == "function_definition":
             self.add_funcdef(node, [])
@@ -501,6 +498,8 @@ class HeaderMixin:
                     raise _NoMatch(f"cannot deduce the template arguments of '{tname}' from the argument "
                                    f"for '{pname}'")
                 pt, atomic = self.resolve_type(tnode)
+                if isinstance(pt, PtrType) and not is_ptr and not is_ref:    # P p (using P = device float*)
+                    is_ptr, space, const, pt = True, pt.space, pt.const, pt.elem
                 if is_ref:
                     if isinstance(a, View):
                         self.unsupported(p, "a reference to a pointer or array")

@@ -15,8 +15,9 @@ from ...semantics.folding import fold
 from ...semantics.views import View
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, MetalbenchError
 from .metal_matrices import MetalMatrixType
-from .symbols import METAL_ONLY, SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES
+from .symbols import METAL_ONLY, SMALL_INPUT_NOTE, Buf, NullPtr, Ptr, Ref, _SPACES, _TypeName
 from .complex64 import CplxVar
+from .cxx_decls import PtrType
 
 
 
@@ -54,6 +55,9 @@ class MemoryMixin:
         if tn is None or tn.type != "type_descriptor":
             return None
         decl = tn.child_by_field_name("declarator")
+        alias = self.pointer_alias(tn)
+        if alias is not None:             # (P)x with using P = const device float4*;
+            return alias.elem, alias.space, alias.const, False
         if decl is None or decl.type != "abstract_pointer_declarator":
             return None
         if decl.named_children:
@@ -67,6 +71,17 @@ class MemoryMixin:
         if t is None:
             self.unsupported(tn, "a void pointer")
         return t, space, const, packed
+
+    def pointer_alias(self, tn):
+        """The :class:`PtrType` a type descriptor ``tn`` names through an alias or typedef
+        (``using P = device float*;`` then ``(P)x``), else None. Syntax and lookup only."""
+        if tn.type != "type_descriptor" or tn.child_by_field_name("declarator") is not None:
+            return None
+        inner = tn.child_by_field_name("type")
+        if inner is None or inner.type not in ("type_identifier", "qualified_identifier"):
+            return None
+        sym = self.lookup(self.text(inner).strip())
+        return sym.t if isinstance(sym, _TypeName) and isinstance(sym.t, PtrType) else None
 
     def ptr_rank(self, node):
         """None when ``node`` is not a pointer expression; else how many array dimensions
@@ -97,7 +112,8 @@ class MemoryMixin:
         if k == "cast_expression":
             tn = node.child_by_field_name("type")
             d = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
-            return 0 if d is not None and d.type == "abstract_pointer_declarator" else None
+            return 0 if (d is not None and d.type == "abstract_pointer_declarator") or self.pointer_alias(tn) \
+                else None
         if k == "pointer_expression":
             return 0 if self.text(node).lstrip().startswith("&") else None
         if k == "subscript_expression":

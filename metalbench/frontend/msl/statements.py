@@ -14,6 +14,7 @@ from .struct_views import StructPtr
 from .symbols import Buf, NullPtr, Ptr, Ref, _SPACES, _TypeName
 from .memory import BufferChoice
 from .complex64 import CplxVar
+from .cxx_decls import PtrType
 from ...semantics import ComplexType, is_complex
 
 
@@ -170,16 +171,12 @@ class StatementsMixin:
                 return pre + [ir.Return(v, span=sp)]
             pre, v = self.with_pre(lambda: self.sem.convert(self.value_as(vals[0], self.ret_type), self.ret_type))
             return pre + [ir.Return(v, span=sp)]
-        if k == "alias_declaration":       # using T4 = vec<T, 4>;
-            t, _ = self.resolve_type(node.child_by_field_name("type"))
-            self.scopes[-1][self.text(node.child_by_field_name("name"))] = _TypeName(t)
+        if k == "alias_declaration":       # using T4 = vec<T, 4>;  using P = device float*;
+            self.scopes[-1][self.text(node.child_by_field_name("name"))] = _TypeName(self.alias_type(node))
             return []
-        if k == "type_definition":         # typedef float2 F2;
-            t, _ = self.resolve_type(node.child_by_field_name("type"))
-            for d in node.children_by_field_name("declarator"):
-                if d.type != "type_identifier":
-                    self.unsupported(d, f"the typedef '{self.text(d)}'")
-                self.scopes[-1][self.text(d)] = _TypeName(t)
+        if k == "type_definition":         # typedef float2 F2;  typedef device float* P;
+            for nm, t in self.typedef_names(node):
+                self.scopes[-1][nm] = _TypeName(t)
             return []
         if k in ("using_declaration", "namespace_alias_definition"):   # using namespace metal;
             return []
@@ -318,6 +315,11 @@ class StatementsMixin:
             return self.pointer_decl(self.text(name_n), init, base, space, is_const, sp, d)
         if d.type == "reference_declarator":
             return self.reference_decl(d, init, base, sp, is_const)
+        if isinstance(base, PtrType) and d.type == "identifier":    # P p = x + k; (using P = device float*)
+            # (a const before P makes the pointer const, not its data: the data's constness is P's)
+            if init is None:
+                return self.pending_pointer(self.text(d), base.elem, base.space, base.const, sp)
+            return self.pointer_decl(self.text(d), init, base.elem, base.space, base.const, sp, d)
         if d.type != "identifier":   # a header's function constant declares a name; the rest: refused
             return self.function_constant(d, top)
         name = self.text(d)

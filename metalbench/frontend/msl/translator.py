@@ -106,13 +106,21 @@ class Translator(StatementsMixin, LoopsMixin, ExpressionsMixin, MemoryMixin, Cal
 
     def quote(self, node, n: int = 40) -> str:
         """``node``'s text for a message, as written: its first line, at most ``n``
-        characters, with each ``<`` that the parser reads as ``>`` (``parse._swap_less``)
-        restored (``self.text`` is the masked text the parser reads)."""
-        t = list(self.code[node.start_byte:node.end_byte])
+        characters, with each ``<`` that the parser reads as ``>`` (``parse._swap_less``),
+        each blanked address-space qualifier and each ``{}`` read as ``00`` restored
+        (``self.text`` is the masked text the parser reads)."""
+        a, b = node.start_byte, node.end_byte
+        t = list(self.code[a:b])
         for p in self.quals.get("<", ()):
-            if node.start_byte <= p < node.end_byte:
-                t[p - node.start_byte] = "<"
-        lines = "".join(t).strip().splitlines()       # (a blanked qualifier alone: nothing to quote)
+            if a <= p < b:
+                t[p - a] = "<"
+        for p in self.quals.get("{}", ()):
+            if a <= p < b - 1:
+                t[p - a:p - a + 2] = "{}"
+        for p, word in self.quals.items():      # the blanked qualifiers (same length)
+            if type(p) is int and a <= p and p + len(word) <= b:
+                t[p - a:p - a + len(word)] = word
+        lines = "".join(t).strip().splitlines()       # (nothing left: nothing to quote)
         return lines[0][:n] if lines else ""
 
     def unsupported(self, node, what):
