@@ -120,6 +120,29 @@ def _respell_alternative_tokens(text: str, out: list) -> None:
         out[m.start():m.end()] = op + " " * (m.end() - m.start() - len(op))
 
 
+def _in_parentheses(text: str, pos: int) -> bool:
+    """Whether ``pos`` lies inside an open ``(`` of its statement (a parameter list, a
+    call), looking back no further than a ``;``, ``{`` or ``}`` outside parentheses.
+
+    >>> _in_parentheses("void f(int a = {}", 15), _in_parentheses("float a[3] = {}, b", 11)
+    (True, False)
+    >>> _in_parentheses("void f(int a = {}, int b = {}", 27)
+    True
+    """
+    depth = 0
+    before = re.sub(r"\{\s*\}", lambda m: " " * len(m.group()), text[:pos])   # other `= {}`s
+    for c in reversed(before):
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            if depth == 0:
+                return True
+            depth -= 1
+        elif c in ";{}" and depth == 0:
+            return False
+    return False
+
+
 def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]:
     """Blank out Metal qualifiers (same length, so positions stay) and remember them
     by byte offset; also disambiguate ``<`` (see :func:`_swap_less`), remembered
@@ -128,9 +151,10 @@ def _mask(text: str, templates: set = frozenset()) -> tuple[str, dict[int, str]]
     out = list(text)
     quals["<"] = _swap_less(text, out, templates)
     # a default argument `= {}` (value-initialised) reads as `= 00`; remembered under "{}"
+    # (only inside a parameter list: `float a[3] = {}, b[2];` declares arrays)
     quals["{}"] = set()
     for m in re.finditer(r"=\s*(\{\s*\})(?=\s*[,)])", text):
-        if m.end(1) - m.start(1) == 2:
+        if m.end(1) - m.start(1) == 2 and _in_parentheses(text, m.start()):
             out[m.start(1):m.end(1)] = "00"
             quals["{}"].add(m.start(1))
     _respell_keyword_casts(text, out)

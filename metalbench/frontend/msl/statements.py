@@ -320,6 +320,25 @@ class StatementsMixin:
             if init is None:
                 return self.pending_pointer(self.text(d), base.elem, base.space, base.const, sp)
             return self.pointer_decl(self.text(d), init, base.elem, base.space, base.const, sp, d)
+        if d.type == "function_declarator" and not top and init is None and \
+                d.child_by_field_name("declarator").type == "identifier" and \
+                d.child_by_field_name("parameters").named_children and \
+                (isinstance(base, (T.ScalarType, T.VectorType)) and not isinstance(base, ComplexType)):
+            # `float3 p(a, b, c);`: C++'s most vexing parse (the grammar reads a function
+            # declaration; in a body it is a variable directly initialised, as C++ reads it there)
+            name = self.text(d.child_by_field_name("declarator"))
+            args = self.ctor_args(d.child_by_field_name("parameters").named_children)
+            for a in args:
+                if a.expr is None:
+                    self.type_err(a.node, f"'{self.quote(a.node)}' is not a value: {getattr(base, 'msl', base)} "
+                                          f"{name}(...) takes values")
+            val = self.sem.convert(self.direct_init(base, [a.expr for a in args], d), base)
+            if is_const and isinstance(fold(val), ir.Const):
+                self.scopes[-1][name] = fold(val)
+                return []
+            v = ir.Var(self.fresh(name), base, span=sp)
+            self.scopes[-1][name] = v
+            return [ir.Decl(v, val, span=sp)]
         if d.type != "identifier":   # a header's function constant declares a name; the rest: refused
             return self.function_constant(d, top)
         name = self.text(d)
@@ -343,10 +362,8 @@ class StatementsMixin:
                 else:
                     items = init.named_children
                     val = self.sem.convert(self.expr(items[0]), t) if items else self.sem.const(0, t, sp)
-            elif init.type == "argument_list":  # float x(1.0f);
-                val = self.expr(init.named_children[0])
-                if isinstance(t, T.MatrixType):
-                    val = self.matrix_construct(t, [val], init)
+            elif init.type == "argument_list":  # float x(1.0f); float3 p(1.0f, y, 2);
+                val = self.direct_init(t, [self.expr(c) for c in init.named_children], init)
             else:
                 val = self.expr(init) if t == "auto" else self.value_as(init, t)
             if t == "auto" and is_complex(val):
@@ -372,6 +389,18 @@ class StatementsMixin:
         v = ir.Var(irname, t, span=sp)
         self.scopes[-1][name] = v
         return [ir.Decl(v, val, span=sp)]
+
+    def direct_init(self, t, args, node):
+        """The value of ``T x(args...);`` (direct initialisation, which is ``T(args...)``): a
+        vector's constructor (``float3 p(a, b, c)``; one scalar fills every component), a
+        matrix's, or a scalar from its one value (converted by the caller)."""
+        if isinstance(t, T.VectorType):
+            return self.vec_cons(t, args, node)
+        if isinstance(t, T.MatrixType):
+            return self.matrix_construct(t, args, node)
+        if len(args) != 1:
+            self.type_err(node, f"a {getattr(t, 'msl', t)} is initialised from one value, got {len(args)}")
+        return args[0]
 
     def reference_decl(self, d, init, base, sp, is_const=False):
         """``device float& r = out[i];`` (an element: its position fixed now),
