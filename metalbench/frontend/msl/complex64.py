@@ -117,10 +117,25 @@ class ComplexMixin:
         return [ir.Assign(ir.Var(var.name, var.type, span=sp), self.sem.convert(value, var.type, sp), span=sp)]
 
     def assigned_value(self, node, t):
-        """The right side of an assignment to a ``t``: ``{re, im}`` for a complex64_t."""
-        if node.type == "initializer_list" and isinstance(t, ComplexType):
-            return self.complex_construct([self.expr(c) for c in node.named_children], node)
+        """The right side of an assignment to a ``t``: a braced list takes ``t`` from it
+        (``v = {x, y};``, ``{re, im}`` for a complex64_t: :meth:`braced_value`)."""
+        if node.type == "initializer_list":
+            return self.braced_value(node, t)
         return self.expr(node)
+
+    def braced_value(self, node, t):
+        """The value of the braced list ``node`` copy-list-initialising a ``t`` (an
+        assignment's right side, a ``return {a, b};``): a vector's or complex value's
+        constructor over the items, a scalar's one item (``{}``: zero)."""
+        items = [self.expr(c) for c in node.named_children]
+        sp = self.sp(node)
+        if isinstance(t, ComplexType):
+            return self.complex_construct(items, node)
+        if isinstance(t, T.VectorType):
+            return self.vec_cons(t, items, node) if items else self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
+        if isinstance(t, T.ScalarType) and len(items) <= 1:
+            return items[0] if items else self.sem.const(0, t, sp)
+        self.type_err(node, f"a {{...}} list of {len(items)} values cannot initialise a {getattr(t, 'msl', t)}")
 
     def complex_init(self, init, sp):
         """The value a ``complex64_t`` declaration's initialiser gives: none (complex.h's

@@ -274,6 +274,12 @@ class CxxAssignMixin:
                 return self.compound_operator(sym, lhs, op, rhs_node, sp)
             if "operator=" in self.class_members(sym.cls)["methods"]:
                 self.unsupported(lhs, f"{sym.cls.name}::operator= (operator overloading)")
+            if rhs_node is not None and rhs_node.type == "initializer_list":
+                # p = {a, b}: a temporary built from the list (which may read p), then copied
+                out = []
+                tmp = self.alloc_object(sym.cls, self.fresh(f"_{sym.cls.name}_tmp"), out, rhs_node)
+                out += self.construct(tmp, ("list", rhs_node), rhs_node)
+                return out + self.copy_object(sym, tmp, lhs)
             if rhs_node is None or not self.is_object_node(rhs_node):
                 self.type_err(lhs, f"'{self.text(lhs)}' is a {sym.cls.name}: assign it another {sym.cls.name}")
             return self.copy_object(sym, self.object_value(rhs_node), lhs)

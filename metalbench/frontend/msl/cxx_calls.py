@@ -755,6 +755,10 @@ class CxxCallsMixin:
             out.append(ir.Assign(c.result[1], self.sem.convert(v.offset, T.int64, sp), span=sp))
         elif c.kind == "matrix":
             out += self.return_matrix(c, vals[0], sp)        # (metal_matrices)
+        elif vals[0].type == "initializer_list":     # return {a, b}; copy-list-initialises the object
+            if c.result is None:
+                c.result = self.alloc_object(c.ret, f"_{_ident(c.name)}", c.decls, node)
+            out += self.construct(c.result, ("list", vals[0]), node)
         else:                   # an object
             pre, obj = self.with_pre(lambda: self.object_value(vals[0]) if self.is_object_node(vals[0]) else None)
             out += pre

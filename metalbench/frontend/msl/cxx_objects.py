@@ -752,6 +752,8 @@ class CxxObjectsMixin:
         conversion operator to ``t`` when it has one (C++ picks the operator by target)."""
         if isinstance(t, (T.ScalarType, T.VectorType)) and self.is_object_node(node):
             return self.convert_object(self.object_value(node), node, want=t)
+        if node.type == "initializer_list":            # return {x, y}; from a float2 function
+            return self.braced_value(node, t)
         return self.expr(node)
 
     def conversions(self, cls, want=None):
