@@ -140,7 +140,67 @@ UNDER_DIVERGENT_IF = MSLCase(
     grid=(N, 1, 1), tg=(64, 1, 1), atol=1e-5)
 
 
-CASES = [_flag_case(0), _flag_case(3), TG_BARRIER, SIMD_CHOICE, QUAD_CHOICE, HEADER_SCALAR, UNDER_DIVERGENT_IF]
+# ----------------------------------------------------------------------------- joined: c may differ in the group
+# The sides of a split agree everywhere but where the pointer is read, so they are joined
+# (buffer_merge.py): the collectives run once, on every thread, the choice only around reads.
+
+_T = np.arange(N) % 64                       # thread position in its threadgroup of 64
+
+
+def _tiles_ref(x, y):
+    v = np.where(_T // 32 == 0, x, y)        # simdgroup_index_in_threadgroup == 0: x
+    tiles = (2 * v).reshape(-1, 64)
+    acc = np.zeros(N, np.float32)
+    for k in range(2):
+        acc += tiles[np.arange(N) // 64, (_T + 1 + k) % 64] + v
+    return [acc]
+
+
+JOINED_TILES = MSLCase(
+    "joined_choice_around_barriers",
+    """
+    // a choice per SIMD-group, then threadgroup barriers and a shared tile (MoE-style paired weights)
+    uint i = thread_position_in_grid.x;
+    uint t = thread_position_in_threadgroup.x;
+    device const float* p = (simdgroup_index_in_threadgroup == 0 ? x : y) + i;
+    threadgroup float tile[64];
+    float scale = p[0] * 2.0f;
+    tile[t] = scale;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float acc = 0.0f;
+    for (int k = 0; k < 2; k++) {
+        acc += tile[(t + 1 + k) % 64] + p[0];
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    out[i] = acc;
+    """,
+    {"x": X, "y": Y}, [("out", (N,), np.float32)], _tiles_ref, grid=(N, 1, 1), tg=(64, 1, 1), atol=1e-5)
+
+JOINED_QUAD = MSLCase(
+    "joined_choice_before_a_quad_shuffle",
+    """
+    uint i = thread_position_in_grid.x;
+    device const float* p = (flag[i] > 3 ? x : y) + i;
+    float a = p[0];
+    out[i] = quad_shuffle_xor(a, 1u);
+    """,
+    {"x": X, "y": Y, "flag": np.arange(N, dtype=np.int32)}, [("out", (N,), np.float32)],
+    lambda x, y, flag: [np.where(flag > 3, x, y)[np.arange(N) ^ 1]], grid=(N, 1, 1), tg=(64, 1, 1))
+
+JOINED_LAMBDA = MSLCase(
+    "joined_choice_into_a_lambda_with_simd_max",
+    """
+    uint i = thread_position_in_grid.x;
+    device const float* p = (i < 7 ? x : y) + i;
+    auto red = [&](float v) { return simd_max(v); };
+    out[i] = red(p[0]);
+    """,
+    {"x": X, "y": Y}, [("out", (N,), np.float32)],
+    lambda x, y: [np.repeat(np.where(np.arange(N) < 7, x, y).reshape(-1, 32).max(axis=1), 32)],
+    grid=(N, 1, 1), tg=(64, 1, 1))
+
+CASES = [_flag_case(0), _flag_case(3), TG_BARRIER, SIMD_CHOICE, QUAD_CHOICE, HEADER_SCALAR, UNDER_DIVERGENT_IF,
+         JOINED_TILES, JOINED_QUAD, JOINED_LAMBDA]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
@@ -159,14 +219,14 @@ _LANE = "uint i = thread_position_in_grid.x;\n"
 
 
 @pytest.mark.parametrize("src,header,words", [
-    # the silent wrong answer this guards against: each side summed its own lanes
+    # the silent wrong answer this guards against: each side summed its own lanes (the
+    # collective's own operand differs between the sides, so they cannot be joined)
     (_LANE + "device const float* p = (i % 2 == 0 ? x : y) + i;\nout[i] = simd_sum(p[0]);",
      "", ["simd_sum at line 3", "SIMD-group"]),
-    (_LANE + "device const float* p = (flag[i] > 3 ? x : y) + i;\nfloat a = p[0];\nout[i] = quad_shuffle_xor(a, 1u);",
-     "", ["quad_shuffle_xor at line 4", "quad-group"]),
-    # one choice per SIMD-group is not one per threadgroup
+    (_LANE + "device const float* p = (flag[i] > 3 ? x : y) + i;\nout[i] = quad_shuffle_xor(p[0], 1u);",
+     "", ["quad_shuffle_xor at line 3", "quad-group"]),
     (_LANE + "device const float* p = (simdgroup_index_in_threadgroup == 0 ? x : y) + i;\n"
-     "threadgroup_barrier(mem_flags::mem_none);\nout[i] = p[0];",
+     "for (int k = 0; k < int(p[0]); k++) { threadgroup_barrier(mem_flags::mem_none); }\nout[i] = 0.0f;",
      "", ["threadgroup_barrier at line 3", "wait at different barriers"]),
     # collectives the text of the block does not show: in a header function, in a lambda
     (_LANE + "device const float* p = (i < 7 ? x : y) + i;\nout[i] = spread(p[0]);",
@@ -175,8 +235,6 @@ _LANE = "uint i = thread_position_in_grid.x;\n"
     (_LANE + "device const float* p = (i < 7 ? x : y) + i;\nout[i] = settle(p[0]);",
      "float settle(float v) {\n    threadgroup_barrier(mem_flags::mem_device);\n    return v;\n}",
      ["threadgroup_barrier (line 2 of choice header), reached through the call at line 3"]),
-    (_LANE + "device const float* p = (i < 7 ? x : y) + i;\nauto red = [&](float v) { return simd_max(v); };\n"
-     "out[i] = red(p[0]);", "", ["simd_max at line 3"]),          # where the lambda says it
 ])
 def test_choice_that_may_differ_in_the_group_is_refused(src, header, words):
     msg = _error(src, header)

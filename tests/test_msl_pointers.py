@@ -632,8 +632,8 @@ def _error(source, header=""):
 
 
 @pytest.mark.parametrize("src,line,words", [
-    ("uint i = thread_position_in_grid.x;\nauto p = i < 4 ? x : y;\nthreadgroup_barrier(mem_flags::mem_none);\n"
-     "out[i] = p[i];", 2, "depending on a run-time condition"),
+    ("uint i = thread_position_in_grid.x;\nauto p = i < 4 ? x : y;\nout[i] = simd_sum(p[i]);", 2,
+     "depending on a run-time condition"),
     ("uint i = thread_position_in_grid.x;\nfor (int k = 0; k < 2; ++k) out[i] = (k == 0 ? x : y)[i];", 2,
      "depending on a run-time condition"),
     ("uint i = thread_position_in_grid.x;\nauto p = x;\np = y;\nout[i] = p[i];", 3, "cannot be made to point into"),

@@ -12,8 +12,11 @@ device function it calls. On the GPU all lanes of a SIMD-group run ``simd_sum`` 
 after the split each side would sum over its own lanes only. So once the kernel is
 translated, :meth:`BufferChoiceMixin.check_buffer_splits` requires ``c`` of each split
 followed by a collective to be uniform over the collective's group (threadgroup,
-SIMD-group, quad-group: ``passes/uniformity.py`` with that group's attributes), and
-otherwise raises an error naming both lines.
+SIMD-group, quad-group: ``passes/uniformity.py`` with that group's attributes);
+otherwise it joins the two sides where they agree (``buffer_merge.py``: the collectives
+then run once, on every thread, and the choice is an ``if (c)`` around the statements that
+read the pointer), and only where they cannot be joined (a collective whose own operands
+come through the pointer) raises an error naming both lines.
 
 Why a split and not a select (``c ? A[k] : B[k]`` per load): a pointer flows everywhere
 a view does -- reinterpreting casts, struct views, atomics, SIMD-group matrix loads,
@@ -27,6 +30,7 @@ from ... import ir
 from ... import types as T
 from ...errors import KernelSyntaxError
 from ...passes.collectives import SCOPES, collectives, describe, within
+from .buffer_merge import merge_sides
 from .cxx_objects import PendingPtr
 from .symbols import METAL_ONLY
 
@@ -34,10 +38,19 @@ _GROUP_WORDS = {"threadgroup": "threadgroup", "simdgroup": "SIMD-group", "quadgr
 
 
 class _Split:
-    """One split: the declaration of its condition, its ``if``, the ``?:``'s span, the buffers."""
+    """One split: the declaration of its condition, its ``if``, the ``?:``'s span, the
+    buffers, and the threadgroup arrays each side declared (hoisted out of the sides: pairs
+    ``(first side's, second side's)``, one array once the sides are joined)."""
 
-    def __init__(self, decl, iff, span, bufs):
-        self.decl, self.iff, self.span, self.bufs = decl, iff, span, bufs
+    def __init__(self, decl, iff, span, bufs, shared=()):
+        self.decl, self.iff, self.span, self.bufs, self.shared = decl, iff, span, bufs, shared
+
+
+def _shared_arrays(tg_arrays: list, marks: list) -> list:
+    """``(first side's, second side's)`` threadgroup arrays declared while translating the
+    two sides (``tg_arrays[marks[0]:marks[1]]`` and ``[marks[1]:marks[2]]``), by position."""
+    a, b = tg_arrays[marks[0]:marks[1]], tg_arrays[marks[1]:marks[2]]
+    return list(zip(a, b)) if len(a) == len(b) else []
 
 
 class BufferChoiceMixin:
@@ -76,17 +89,19 @@ class BufferChoiceMixin:
         pre, c = self.with_pre(lambda: self.sem.to_bool(self.expr(node.child_by_field_name("condition"))))
         which = ir.Var(self.fresh("_which"), T.bool_, span=sp)
         branches = []
+        marks = [len(self.tg_arrays)]
         try:
             for side in (True, False):
                 self.buffer_choice[key] = side
                 self.scopes[-1].clear()
                 self.scopes[-1].update(before)
                 branches.append(self.stmt_list(rest))
+                marks.append(len(self.tg_arrays))
         finally:
             self.buffer_choice.pop(key, None)
         decl = ir.Decl(which, c, span=sp)
         iff = ir.If(which, branches[0], branches[1], span=sp)
-        self.buffer_splits.append(_Split(decl, iff, sp, e.bufs))
+        self.buffer_splits.append(_Split(decl, iff, sp, e.bufs, _shared_arrays(self.tg_arrays, marks)))
         return pre + [decl, iff]
 
     def pending_pointer(self, name, base, space, is_const, sp) -> list:
@@ -133,13 +148,15 @@ class BufferChoiceMixin:
         pre, c = self.with_pre(lambda: self.sem.to_bool(self.expr(cexpr)))
         which = ir.Var(self.fresh("_which"), T.bool_, span=sp)
         branches = []
+        marks = [len(self.tg_arrays)]
         for _, _, stmt in sides:
             self.scopes[-1].clear()
             self.scopes[-1].update(before)
             branches.append(self.stmt_list([stmt] + list(rest)))
+            marks.append(len(self.tg_arrays))
         decl = ir.Decl(which, c, span=sp)
         iff = ir.If(which, branches[0], branches[1], span=sp)
-        self.buffer_splits.append(_Split(decl, iff, sp, bufs))
+        self.buffer_splits.append(_Split(decl, iff, sp, bufs, _shared_arrays(self.tg_arrays, marks)))
         return pre + [decl, iff]
 
     def _lone_assign(self, body):
@@ -169,7 +186,7 @@ class BufferChoiceMixin:
         views = {n.name for n in ir.walk(kernel.body) if isinstance(n, ir.ViewDecl) and n.buf in inputs}
         kernel_bufs = (inputs | views | const) - written
         cache = {}
-        for s in self.buffer_splits:
+        for s in self.buffer_splits:      # (inner splits first: each was appended after its sides)
             i = owner.get(id(s.decl))
             if i is None:
                 continue                    # translated only to inspect it (probe): not in the kernel
@@ -180,8 +197,17 @@ class BufferChoiceMixin:
             if (i, scope) not in cache:
                 body, varying = bodies[i]
                 cache[i, scope] = within(body, scope, varying, kernel_bufs if i == 0 else const)
-            if not cache[i, scope].is_uniform(s.decl.init):
+            if cache[i, scope].is_uniform(s.decl.init):
+                continue
+            # the sides joined where they agree, the choice narrowed to what differs (buffer_merge);
+            # the threads of a threadgroup share its arrays, whichever side they take
+            shared = [(a, b) for a, b in s.shared if (a.elem, a.shape, a.space) == (b.elem, b.shape, b.space)]
+            merged = merge_sides(s.iff.then, s.iff.orelse, s.decl.var, funcs, {b.name: a.name for a, b in shared})
+            if merged is None or not _replace(bodies[i][0], s.iff, merged):
                 self._split_error(s, node, scope, site)
+            for _, b in shared:
+                _replace(kernel.body, b, [])      # (the second side's copy: no longer used)
+            cache.clear()                   # (the body changed)
 
     def _split_error(self, s, node, scope, site):
         group = _GROUP_WORDS[scope]
@@ -205,3 +231,17 @@ class BufferChoiceMixin:
             hint=f"index both buffers under the condition instead (c ? {a}[k] : {b}[k]), or choose by a "
                  f"value the same on the whole {group} (threadgroup_position_in_grid, a scalar argument, "
                  "a template constant)")
+
+
+def _replace(stmts: list, old, new: list) -> bool:
+    """Put the statements ``new`` where statement ``old`` is, in ``stmts`` or a statement
+    list nested in it; whether it was found."""
+    for k, st in enumerate(stmts):
+        if st is old:
+            stmts[k:k + 1] = new
+            return True
+        for f in ("then", "orelse", "body", "init", "update"):
+            inner = getattr(st, f, None)
+            if isinstance(inner, list) and _replace(inner, old, new):
+                return True
+    return False
