@@ -44,21 +44,39 @@ def is_constexpr(fd, code: str) -> bool:
     return any(q == "constexpr" for p, q in fd.quals.items() if isinstance(p, int) and start <= p < end)
 
 
-def call_value(f: ir.Function, args: list) -> ir.Const | None:
+def call_value(f: ir.Function, args: list, functions: dict | None = None) -> ir.Const | None:
     """The value of ``f(*args)`` when every argument is a constant and ``f``'s body is
-    straight-line code over constants; None when it is not (the call then runs)."""
-    args = [fold(a) for a in args]
-    if len(args) != len(f.params) or f.ret is None or not isinstance(f.ret, T.ScalarType) or \
-            not all(isinstance(a, ir.Const) and isinstance(a.type, T.ScalarType) for a in args):
-        return None
-    env = {p.name: a for p, a in zip(f.params, args)}
+    straight-line code over constants, calling only such functions of ``functions`` (name
+    -> ``ir.Function``: ``constexpr int outer(bool p) { return inner(p) + 1; }``); None when
+    it is not (the call then runs)."""
     try:
-        r = _run(f.body, env)
+        return _call(f, args, _Calls(functions or {}))
     except _NotConstant:
         return None
+
+
+class _Calls(dict):
+    """The functions a constant evaluation may call, and how deep it is (C++ bounds it too)."""
+
+    def __init__(self, functions):
+        super().__init__(functions)
+        self.depth = 0
+
+
+def _call(f, args, calls) -> ir.Const:
+    args = [fold(a) for a in args]
+    if len(args) != len(f.params) or f.ret is None or not isinstance(f.ret, T.ScalarType) or \
+            not all(isinstance(a, ir.Const) and isinstance(a.type, T.ScalarType) for a in args) or calls.depth > 64:
+        raise _NotConstant
+    env = {p.name: a for p, a in zip(f.params, args)}
+    calls.depth += 1
+    try:
+        r = _run(f.body, env, calls)
+    finally:
+        calls.depth -= 1
     if r is _FALLS_THROUGH:
-        return None
-    return r
+        raise _NotConstant
+    return ir.Const(r.value, r.type) if r.type == f.ret else fold(ir.Cast(f.ret, r))
 
 
 def inlined_value(stmts: list, res) -> ir.Const | None:
@@ -98,7 +116,7 @@ def inlined_value(stmts: list, res) -> ir.Const | None:
     return env[res.name]
 
 
-def _run(stmts, env):
+def _run(stmts, env, calls=None):
     for s in stmts:
         if isinstance(s, ir.Decl) and s.init is None and isinstance(s.var.type, T.ScalarType):
             continue                    # declared, not yet set: reading it is not constant (_subst)
@@ -106,28 +124,29 @@ def _run(stmts, env):
             value = s.init if isinstance(s, ir.Decl) else s.value
             if value is None or not isinstance(s.var.type, T.ScalarType):
                 raise _NotConstant
-            env[s.var.name] = _const(value, env)
+            env[s.var.name] = _const(value, env, calls)
         elif isinstance(s, ir.If):
-            cond = _const(s.cond, env)
-            r = _run(s.then if cond.value else s.orelse, env)
+            cond = _const(s.cond, env, calls)
+            r = _run(s.then if cond.value else s.orelse, env, calls)
             if r is not _FALLS_THROUGH:
                 return r
         elif isinstance(s, ir.Return) and s.value is not None:
-            return _const(s.value, env)
+            return _const(s.value, env, calls)
         else:
             raise _NotConstant
     return _FALLS_THROUGH
 
 
-def _const(e, env) -> ir.Const:
-    v = fold(_subst(e, env))
+def _const(e, env, calls=None) -> ir.Const:
+    v = fold(_subst(e, env, calls))
     if not isinstance(v, ir.Const):
         raise _NotConstant
     return v
 
 
-def _subst(e, env):
-    """``e`` with the variables of ``env`` replaced by their constant values."""
+def _subst(e, env, calls=None):
+    """``e`` with the variables of ``env`` replaced by their constant values, and calls of
+    the functions in ``calls`` by theirs."""
     if isinstance(e, ir.Var):
         if e.name not in env:
             raise _NotConstant
@@ -135,13 +154,16 @@ def _subst(e, env):
         return ir.Const(c.value, c.type, span=e.span) if c.type == e.type else fold(ir.Cast(e.type, c))
     if isinstance(e, (ir.Const, ir.ThreadAttr)) or not dataclasses.is_dataclass(e):
         return e
+    if isinstance(e, ir.FuncCall) and calls is not None and e.func in calls:
+        r = _call(calls[e.func], [_subst(a, env, calls) for a in e.args], calls)
+        return ir.Const(r.value, r.type, span=e.span)
     if isinstance(e, (ir.Load, ir.Atomic, ir.FuncCall)):
         raise _NotConstant          # memory, atomics and other calls: not evaluated here
     changes = {}
     for f in dataclasses.fields(e):
         v = getattr(e, f.name)
         if isinstance(v, ir.Expr):
-            changes[f.name] = _subst(v, env)
+            changes[f.name] = _subst(v, env, calls)
         elif isinstance(v, list) and any(isinstance(x, ir.Expr) for x in v):
-            changes[f.name] = [_subst(x, env) if isinstance(x, ir.Expr) else x for x in v]
+            changes[f.name] = [_subst(x, env, calls) if isinstance(x, ir.Expr) else x for x in v]
     return dataclasses.replace(e, **changes) if changes else e

@@ -502,7 +502,7 @@ class CxxCallsMixin:
             if s.space is not None and s.space != a.view.space and s.space != "thread":
                 raise _NoMatch(f"'{s.name}' points to {s.space} memory, got {a.view.space}"
                                + SMALL_INPUT_NOTE * (a.view.space == "constant"))
-            if a.view.const and not s.const:
+            if a.view.const and not s.const and s.space != "constant":     # (constant: read-only itself)
                 raise _NoMatch(f"'{s.name}' is not a const pointer; the argument points at read-only memory")
             return 1
         items = self.braced_items(a)

@@ -539,7 +539,7 @@ class HeaderMixin:
                     if space is not None and a.space != space:
                         raise _NoMatch(f"'{pname}' points to {space} memory, got {a.space} memory"
                                        + SMALL_INPUT_NOTE * (a.space == "constant"))
-                    if a.const and not const:
+                    if a.const and not const and space != "constant":     # (constant: read-only itself)
                         raise _NoMatch(f"'{pname}' is not a const pointer; the argument points at "
                                        "read-only memory")
                     sp_name = space or a.space
@@ -647,7 +647,7 @@ class HeaderMixin:
         if not isinstance(ret, ComplexType) and not copies and all(h == "value" for h in passing) and \
                 is_constexpr(fd, self.funcdef_code[id(fd.node)]):
             # a constexpr function called with constants is a constant expression (constexpr.py)
-            v = call_value(self._spec_funcs[fname], conv_args)
+            v = call_value(self._spec_funcs[fname], conv_args, self._spec_funcs)
             if v is not None:
                 return ir.Const(v.value, v.type, span=sp)
         call = ir.FuncCall(fname, conv_args, self.complex_carrier(ret), span=sp)

@@ -471,7 +471,7 @@ class MemoryMixin:
         if space is not None and space != v.space:
             self.type_err(d, f"cannot point a {space} pointer at {v.space} memory"
                           + SMALL_INPUT_NOTE * (v.space == "constant"))
-        if not is_const and v.const and base is not None:
+        if not is_const and v.const and base is not None and space != "constant":   # (constant: read-only itself)
             self.type_err(d, f"'{name}' must be a const pointer: it points at read-only memory",
                           hint=f"declare it const {v.space} ...*")
         off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
