@@ -7,6 +7,7 @@ from ... import types as T
 from ...builtins import registry
 from ...errors import KernelNameError
 from .mlx_utils import UTILS
+from .cxx_decls import AliasTemplate
 from .cxx_objects import NOT_MINE
 from .simdgroup import MATRIX_CALLS, MATRIX_TEMPLATES
 from ...semantics.float_parts import frexp_parts, modf_parts
@@ -50,6 +51,18 @@ class CallsMixin:
             return False
         nm = self.text(fn.child_by_field_name("name")).replace(" ", "")
         return nm == "vec" or nm in MATRIX_TEMPLATES or self.text(fn).replace(" ", "") in COMPLEX_NAMES
+
+    def alias_template_value_type(self, fn):
+        """The scalar or vector type ``fn`` names when it is an alias template with its
+        arguments (``V4<float>`` of ``template <class T> using V4 = vec<T, 4>;``), else None
+        (a class type is constructed as classes are, cxx_calls)."""
+        if fn.type != "template_function":
+            return None
+        ent = self.lookup(self.text(fn.child_by_field_name("name")).strip())
+        if not isinstance(ent, AliasTemplate):
+            return None
+        t = self.alias(ent, self.template_args(fn.child_by_field_name("arguments").named_children), fn)
+        return t if isinstance(t, (T.ScalarType, T.VectorType)) else None
 
     def call(self, node, stmt=False):
         sp = self.sp(node)
@@ -99,6 +112,9 @@ class CallsMixin:
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
         if self.type_template_call(fn):     # vec<float, 4>(x), simdgroup_matrix<float, 8, 8>(0): constructors
             t, _ = self.resolve_type(fn)
+            return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
+        t = self.alias_template_value_type(fn)
+        if t is not None:                   # V4<float>(x) with template <class T> using V4 = vec<T, 4>;
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)
         if name in ("sincos", "modf", "frexp") and len(argn) == 2:
             return self.out_param_math(name, argn, node)
