@@ -33,6 +33,9 @@ def _is_mat(t) -> bool:
     return isinstance(t, T.MatrixType)
 
 
+_ELEMENT_FIELDS = {"x": 0, "y": 1, "r": 0, "g": 1}     # thread_elements() is a vec<T, 2>
+
+
 class SimdgroupMatrixMixin:
     """SIMD-group matrices: a part of :class:`~metalbench.frontend.msl.Translator`."""
 
@@ -62,18 +65,21 @@ class SimdgroupMatrixMixin:
 
     # -- thread_elements()
     def elements_call(self, node) -> bool:
-        """Whether ``node`` is ``m.thread_elements()``."""
+        """Whether ``node`` is ``m.thread_elements()`` (also under a reference cast to its own
+        type, ``reinterpret_cast<thread float2&>(m.thread_elements())``)."""
         if node.type == "parenthesized_expression" and node.named_children:
             return self.elements_call(node.named_children[-1])
         if node.type != "call_expression":
             return False
+        inner = self.ref_cast_argument(node)
+        if inner is not None:
+            return self.elements_call(inner)
         fn = node.child_by_field_name("function")
         return fn.type == "field_expression" and self.text(fn.child_by_field_name("field")) == "thread_elements"
 
     def elements_of(self, node):
         """(the matrix node, its thread elements) of ``m.thread_elements()``."""
-        while node.type == "parenthesized_expression":
-            node = node.named_children[-1]
+        node = self.elements_node(node)
         fn = node.child_by_field_name("function")
         if node.child_by_field_name("arguments").named_children:
             self.type_err(node, "thread_elements() takes no arguments")
@@ -100,11 +106,41 @@ class SimdgroupMatrixMixin:
         mnode, cur = self.elements_of(node)
         return ("node", mnode), cur
 
+    def elements_node(self, node):
+        """The ``m.thread_elements()`` call of ``node`` (under parentheses and a reference cast
+        to the elements' own type, which names them as they are: a different type is refused)."""
+        while True:
+            while node.type == "parenthesized_expression":
+                node = node.named_children[-1]
+            inner = self.ref_cast_argument(node)
+            if inner is None:
+                return node
+            t = self.resolve_type(_type_of_descriptor(
+                node.child_by_field_name("function").child_by_field_name("arguments").named_children[0]))[0]
+            elems = self.elements_of(inner)[1].type
+            if t != elems:
+                self.unsupported(node, f"reading the thread elements ({elems.msl}) as a {getattr(t, 'msl', t)} "
+                                       "(a reference cast)")
+            node = inner
+
+    def ref_cast_argument(self, node):
+        """``x`` of ``reinterpret_cast<thread T&>(x)`` (or ``static_cast``), else None."""
+        if node.type != "call_expression":
+            return None
+        fn = node.child_by_field_name("function")
+        if fn.type != "template_function" or \
+                self.text(fn.child_by_field_name("name")).strip() not in ("reinterpret_cast", "static_cast"):
+            return None
+        targs = fn.child_by_field_name("arguments").named_children
+        args = node.child_by_field_name("arguments").named_children
+        if len(targs) != 1 or len(args) != 1 or not self.reference_cast(targs[0]):
+            return None
+        return args[0]
+
     def elements_ref_decl(self, name, init, sp):
         """``thread auto& e = m.thread_elements();``: ``e`` names the matrix's location (an
         array element's index is evaluated once, here, as C++ binds a reference)."""
-        while init.type == "parenthesized_expression":
-            init = init.named_children[-1]
+        init = self.elements_node(init)
         if init.child_by_field_name("arguments").named_children:
             self.type_err(init, "thread_elements() takes no arguments")
         mnode = init.child_by_field_name("function").child_by_field_name("argument")
@@ -148,12 +184,17 @@ class SimdgroupMatrixMixin:
         return self.sem.select(first, self.sem.component(v, "x", sp), self.sem.component(v, "y", sp), sp)
 
     def matrix_element_assign(self, lhs, op, rhs_node, sp, rhs=None):
-        """``m.thread_elements()[i] op= value``: statements, or None when ``lhs`` is not that."""
-        if lhs.type != "subscript_expression" or not self.is_elements(lhs.child_by_field_name("argument")):
+        """``m.thread_elements()[i] op= value`` (or ``e.x``/``e.y`` of a reference ``e`` to
+        them): statements, or None when ``lhs`` is not that."""
+        if lhs.type == "field_expression" and self.is_elements(lhs.child_by_field_name("argument")) and \
+                self.text(lhs.child_by_field_name("field")).strip() in _ELEMENT_FIELDS:
+            c = _ELEMENT_FIELDS[self.text(lhs.child_by_field_name("field")).strip()]
+            i = ir.Const(c, T.int32, span=sp)
+        elif lhs.type == "subscript_expression" and self.is_elements(lhs.child_by_field_name("argument")):
+            i, c = self._element_index(lhs.child_by_field_name("indices").named_children[0])
+        else:
             return None
         target, cur = self.elements_target(lhs.child_by_field_name("argument"))
-        inds = lhs.child_by_field_name("indices").named_children
-        i, c = self._element_index(inds[0])
         el = cur.type.elem
         r = rhs if rhs is not None else (self.expr(rhs_node) if rhs_node is not None
                                          else ir.Const(1, T.int32, span=sp))

@@ -620,8 +620,10 @@ class StatementsMixin:
         r = self.cxx_assign(lhs, op, rhs_node, sp, rhs)      # objects, their members (cxx_assign)
         if r is not None:
             return r
-        if k == "subscript_expression" and self.is_elements(lhs.child_by_field_name("argument")):
-            return self.matrix_element_assign(lhs, op, rhs_node, sp, rhs)
+        if k in ("subscript_expression", "field_expression") and self.is_elements(lhs.child_by_field_name("argument")):
+            r = self.matrix_element_assign(lhs, op, rhs_node, sp, rhs)     # e[0] = v; e.x = v;
+            if r is not None:
+                return r
         if k == "identifier":
             name = self.text(lhs)
             sym = self.lookup(name)

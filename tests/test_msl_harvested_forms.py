@@ -1,0 +1,112 @@
+"""Forms real kernels use that were refused (found running public MLX kernels unmodified):
+
+- ``constant half* row = TABLE[d];``: a pointer into constant memory without ``const``
+  (the constant address space is read-only by itself; a write through it stays an error);
+- an array sized by a ``constexpr`` function calling another (``outer(p)`` returning
+  ``inner(p) + 1``), evaluated as C++ evaluates constant expressions;
+- an alias template as a constructor, ``V4<float>(x)``;
+- the thread elements of a SIMD-group matrix through a reference: ``e.x = v`` and
+  ``reinterpret_cast<thread float2&>(m.thread_elements())``.
+
+Our own kernels vs NumPy, round trip, printed CUDA."""
+import numpy as np
+import pytest
+
+import metalbench as mb
+import mlx.core as mx
+
+from msl_cases import MSLCase, three_ways
+
+RNG = np.random.default_rng(1604)
+N = 32
+X = RNG.standard_normal(N).astype(np.float32)
+TABLE = (np.arange(12, dtype=np.float32).reshape(3, 4) * 0.5).astype(np.float16)
+
+CONSTANT_ROWS = MSLCase(
+    "constant_pointer_without_const",
+    """
+    uint i = thread_position_in_grid.x;
+    constant half* row = TABLE[i % 3];
+    out[i] = x[i] + float(row[i % 4]) + first(TABLE[2]);
+    """,
+    {"x": X},
+    [("out", (N,), np.float32)],
+    lambda x: [x + TABLE.astype(np.float32)[np.arange(N) % 3, np.arange(N) % 4] + float(TABLE[2, 0])],
+    header="""
+    constant half TABLE[3][4] = {{0.0h, 0.5h, 1.0h, 1.5h}, {2.0h, 2.5h, 3.0h, 3.5h}, {4.0h, 4.5h, 5.0h, 5.5h}};
+    inline float first(constant half* p) { return float(p[0]); }
+    """, atol=1e-6)
+
+NESTED_CONSTEXPR = MSLCase(
+    "array_sized_by_nested_constexpr_calls",
+    """
+    uint i = thread_position_in_grid.x;
+    threadgroup float s[outer(true)];
+    float local[outer(false) - 8];            // 10 - 8
+    constexpr int n = outer(true);
+    s[i] = x[i];
+    local[1] = float(n);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = s[31 - i] + local[1];
+    """,
+    {"x": X},
+    [("out", (N,), np.float32)],
+    lambda x: [x[::-1] + 33.0],
+    header="""
+    constexpr int inner(bool p) { return p ? 32 : 9; }
+    constexpr int outer(bool p) { int k = inner(p); return k + 1; }
+    """, atol=1e-6)
+
+ALIAS_TEMPLATE_CAST = MSLCase(
+    "alias_template_as_constructor",
+    """
+    uint i = thread_position_in_grid.x;
+    V4<float> v = V4<float>(x[i]);
+    FN<2> w = FN<2>(x[i], 2.0f);
+    out[i] = v.x + v.w + w.x * w.y;
+    """,
+    {"x": X},
+    [("out", (N,), np.float32)],
+    lambda x: [4 * x],
+    header="template <typename T> using V4 = vec<T, 4>;\ntemplate <int N> using FN = vec<float, N>;", atol=1e-6)
+
+ELEMENTS = MSLCase(
+    "thread_elements_by_member_and_reference_cast",
+    """
+    const uint lane = thread_index_in_simdgroup;
+    simdgroup_float8x8 m = simdgroup_float8x8(0);
+    thread auto& e = m.thread_elements();
+    e.x = x[lane];
+    e.y = 1.0f;
+    thread float2& f = reinterpret_cast<thread float2&>(m.thread_elements());
+    f.y += f.x * 2.0f;
+    float2 back = m.thread_elements();          // read back in lane order (not the tile's layout)
+    out[2 * lane] = back.x;
+    out[2 * lane + 1] = e.y;
+    """,
+    {"x": X},
+    [("out", (64,), np.float32)],
+    lambda x: [np.stack([x, 1 + 2 * x], axis=1).reshape(64)],
+    grid=(32, 1, 1), tg=(32, 1, 1), atol=1e-6)
+
+CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS]
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
+
+
+def test_a_constant_pointer_is_still_read_only():
+    k = mb.metal_kernel(name="ro", input_names=["x"], output_names=["out"], header="constant float T[2] = {1, 2};",
+                        source="uint i = thread_position_in_grid.x;\nconstant float* p = T;\np[0] = 3;\nout[i] = 0;")
+    with pytest.raises(mb.MetalbenchError, match=r"read-only|cannot be assigned|const"):
+        k(inputs=[mx.zeros(2)], output_shapes=[(2,)], output_dtypes=[mx.float32], grid=(2, 1, 1),
+          threadgroup=(2, 1, 1), backend="sim")
+
+
+def test_a_reference_cast_to_another_type_is_refused_by_name():
+    k = mb.metal_kernel(name="cast", input_names=["x"], output_names=["out"], source="""
+    simdgroup_float8x8 m = simdgroup_float8x8(0);
+    thread half2& h = reinterpret_cast<thread half2&>(m.thread_elements());
+    h.x = 1;
+    simdgroup_store(m, out, 8);""")
+    with pytest.raises(mb.KernelSyntaxError, match=r"thread elements \(float2\) as a half2"):
+        k(inputs=[mx.zeros(2)], output_shapes=[(8, 8)], output_dtypes=[mx.float32], grid=(32, 1, 1),
+          threadgroup=(32, 1, 1), backend="sim")
