@@ -6,7 +6,9 @@
   ``inner(p) + 1``), evaluated as C++ evaluates constant expressions;
 - an alias template as a constructor, ``V4<float>(x)``;
 - the thread elements of a SIMD-group matrix through a reference: ``e.x = v`` and
-  ``reinterpret_cast<thread float2&>(m.thread_elements())``.
+  ``reinterpret_cast<thread float2&>(m.thread_elements())``;
+- a template type parameter deduced as a pointer (``template <typename SP> f(SP a, SP b)``
+  given buffers), which the body uses as a type (``SP s = a + i;``).
 
 Our own kernels vs NumPy, round trip, printed CUDA."""
 import numpy as np
@@ -89,7 +91,23 @@ ELEMENTS = MSLCase(
     lambda x: [np.stack([x, 1 + 2 * x], axis=1).reshape(64)],
     grid=(32, 1, 1), tg=(32, 1, 1), atol=1e-6)
 
-CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS]
+DEDUCED_POINTER = MSLCase(
+    "template_parameter_deduced_as_a_pointer",
+    """
+    uint i = thread_position_in_grid.x;
+    out[i] = shifted(x, int(i) % 31) + both(x, x, y, int(i));
+    """,
+    {"x": X, "y": X[::-1].copy()},
+    [("out", (N,), np.float32)],
+    lambda x, y: [x[np.arange(N) % 31 + 1] + x + x + y],
+    header="""
+    template <typename P>
+    inline float shifted(P p, int i) { P q = p + 1; return q[i]; }      // P: const device float*
+    template <typename T, typename SP>
+    inline float both(const device T* x, SP a, SP b, int i) { SP s = a + i; return x[i] + s[0] + b[i]; }
+    """, atol=1e-6)
+
+CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS, DEDUCED_POINTER]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 

@@ -483,8 +483,8 @@ class HeaderMixin:
                         bind[tname] = _TypeName(a.type)
                     elif isinstance(a, View) and not is_ref:
                         # `template <typename P> f(P p)` given a pointer: P is the pointer type
-                        is_ptr, space, const = True, a.space, a.const
-                        bind[tname] = _TypeName(a.type)
+                        # (so `P q = p + 1;` in the body declares a pointer too)
+                        bind[tname] = _TypeName(PtrType(a.type, a.space, a.const))
                     else:
                         if isinstance(a, View):
                             raise _NoMatch(f"argument for '{pname}' must be a value")
@@ -498,7 +498,9 @@ class HeaderMixin:
                     raise _NoMatch(f"cannot deduce the template arguments of '{tname}' from the argument "
                                    f"for '{pname}'")
                 pt, atomic = self.resolve_type(tnode)
-                if isinstance(pt, PtrType) and not is_ptr and not is_ref:    # P p (using P = device float*)
+                if isinstance(pt, PtrType):      # P p (using P = device float*, or a deduced P)
+                    if is_ptr or is_ref:
+                        self.unsupported(p, "a pointer to a pointer, or a reference to a pointer")
                     is_ptr, space, const, pt = True, pt.space, pt.const, pt.elem
                 if is_ref:
                     if isinstance(a, View):
