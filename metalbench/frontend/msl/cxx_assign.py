@@ -91,13 +91,13 @@ class CxxAssignMixin:
                     self.unsupported(d, "this reference to an object")
                 self.scopes[-1][self.text(name_n)] = self.object_value(init)
                 continue
-            if d.type == "array_declarator" or space == "threadgroup":
-                out += self.object_array(d, base, space, init)
-                continue
             if d.type == "pointer_declarator" and d.child_by_field_name("declarator").type == "identifier" \
                     and isinstance(base, ClassInst):      # a pointer to structs in memory (struct_views)
                 out += self.struct_pointer_decl(self.text(d.child_by_field_name("declarator")), init, base,
                                                 self.sp(d), d)
+                continue
+            if d.type == "array_declarator" or space == "threadgroup":
+                out += self.object_array(d, base, space, init)
                 continue
             if d.type != "identifier":
                 what = {"pointer_declarator": "a pointer to a struct"}

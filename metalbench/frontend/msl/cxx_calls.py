@@ -43,7 +43,7 @@ from .constexpr import inlined_value
 from ...semantics import ComplexType
 from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
-from .struct_views import ObjPtr
+from .struct_views import ObjPtr, StructPtr
 from .symbols import (SMALL_INPUT_NOTE, NullPtr, Ptr, Ref, ShapeArr, _NoMatch, _params_of, _SPACES,
                       _TypeName, shape_arg as _shape_arg, shape_type as _shape_type, specialization)
 
@@ -266,6 +266,7 @@ class CxxCallsMixin:
             name = self.callee_name(fn)
             if name in self.funcdefs and (any(self.is_object_node(a) or a.type == "initializer_list" or
                                               self.object_address(a) is not None or self.is_null_pointer(a)
+                                              or self.is_struct_pointer_node(a)
                                               or self.shape_symbol(a) is not None for a in argn)
                                           or self.takes_class_value(name)
                                           or self._braced_defaults(name, len(argn))
@@ -487,6 +488,15 @@ class CxxCallsMixin:
                 want = "int" if a.lv[1].kind == "shape" else "int64_t"
                 raise _NoMatch(f"'{s.name}' is not a 'constant const {want}*' for {a.lv[1].buf}_{a.lv[1].kind}")
             return 1
+        if "ptr" in s.kinds and a.structs is not None:    # a pointer to structs in memory
+            cls, view = a.structs[0], a.structs[1]
+            if not isinstance(s.type, ClassInst) or (s.type is not cls and s.type.name != cls.name):
+                raise _NoMatch(f"'{s.name}' points to {getattr(s.type, 'name', s.type)}, got {cls.name} data")
+            if s.space is not None and s.space != view.space:
+                raise _NoMatch(f"'{s.name}' points to {s.space} memory, got {view.space} memory")
+            if view.const and not s.const and s.space != "constant":
+                raise _NoMatch(f"'{s.name}' is not a const pointer; the argument points at read-only memory")
+            return 1
         if "ptr" in s.kinds and a.objptr is not None:     # &obj of a local object
             if s.type is not None and s.type is not a.objptr.cls and getattr(s.type, "name", None) != a.objptr.cls.name:
                 raise _NoMatch(f"'{s.name}' points to {getattr(s.type, 'name', s.type)}, got a {a.objptr.cls.name}")
@@ -620,6 +630,12 @@ class CxxCallsMixin:
             if moved:
                 self.unsupported(s.node, f"moving '{name}', which is {a.lv[1].buf}_{a.lv[1].kind}")
             pscope[name] = a.lv[1]
+            return
+        if "ptr" in s.kinds and a.structs is not None:    # its own byte offset, which the callee may move
+            cls, view, at = a.structs
+            off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
+            out.append(ir.Decl(off, self.sem.convert(at, T.int64, sp), span=sp))
+            pscope[name] = StructPtr(cls, replace(view, const=view.const or s.const), off)
             return
         if "ptr" in s.kinds and a.objptr is not None:
             if moved:

@@ -94,6 +94,7 @@ class ArgVal:
     mat: tuple | None = None        # a Metal matrix: (type, its variable or None, its columns)
     objptr: StructObj | None = None  # &obj: a pointer to a local object (struct_views.ObjPtr)
     null: bool = False               # nullptr, (const device T*)nullptr (symbols.NullPtr)
+    structs: tuple | None = None     # a pointer to structs in memory: (class, view, byte offset) (struct_views)
 
     @property
     def type(self):
@@ -105,6 +106,8 @@ class ArgVal:
             return PtrType(self.view.type, self.view.space, self.view.const)
         if self.objptr is not None:
             return PtrType(self.objptr.cls, "thread", False)
+        if self.structs is not None:
+            return PtrType(self.structs[0], self.structs[1].space, self.structs[1].const)
         return self.expr.type if self.expr is not None else None
 
 
@@ -721,6 +724,8 @@ class CxxObjectsMixin:
         objptr = self.object_address(node)
         if objptr is not None or self.is_null_pointer(node):
             return ArgVal(node, objptr=objptr, null=objptr is None)
+        if self.is_struct_pointer_node(node):           # (const device P*)w, p + 1 of a struct pointer
+            return ArgVal(node, structs=self.struct_pointer(node))
         if self.ptr_rank(node) is not None:
             return ArgVal(node, view=self.pointer(node))
         if node.type == "call_expression" and self.call_returns(node) == "ref":

@@ -112,6 +112,8 @@ class MemoryMixin:
         if k == "cast_expression":
             tn = node.child_by_field_name("type")
             d = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
+            if self.is_struct_pointer_node(node):
+                return None               # a pointer to structs in memory (struct_views)
             return 0 if (d is not None and d.type == "abstract_pointer_declarator") or self.pointer_alias(tn) \
                 else None
         if k == "pointer_expression":
@@ -132,7 +134,7 @@ class MemoryMixin:
                 nm = self.text(fn.child_by_field_name("name")).strip()
                 targs = fn.child_by_field_name("arguments").named_children
                 if nm in ("static_cast", "reinterpret_cast", "const_cast") and targs \
-                        and self.pointer_cast_type(targs[0]) is not None:
+                        and not self.is_struct_pointer_node(node) and self.pointer_cast_type(targs[0]) is not None:
                     return 0
                 if nm == "mb_view":     # metalbench's printed reinterpreting view
                     return 0

@@ -352,6 +352,8 @@ class StatementsMixin:
         val = None
         if t == "auto" and init is not None and init.type == "lambda_expression":
             return self.declare_lambda(name, init, sp)
+        if t == "auto" and init is not None and self.is_struct_pointer_node(init):    # auto p = (const device S*)w;
+            return self.struct_pointer_decl(name, init, self.struct_pointer(init)[0], sp, d)
         if t == "auto" and init is not None and self.ptr_rank(init) is not None:
             return self.pointer_decl(name, init, None, None, False, sp, d)
         if init is not None:

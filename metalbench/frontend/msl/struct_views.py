@@ -115,15 +115,16 @@ class StructViewsMixin:
             if isinstance(sym, StructPtr):
                 return sym.cls, sym.view, ir.Var(sym.off.name, T.int64, span=sp)
             return None
-        if k == "cast_expression":
-            tn = node.child_by_field_name("type")
+        cast = _cast_parts(self, node)
+        if cast is not None:            # (P*)x, reinterpret_cast<P*>(x), static_cast<P*>(x)
+            tn, val = cast
             decl = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
             if decl is None or decl.type != "abstract_pointer_declarator" or decl.named_children:
                 return None
             cls = self.cxx_type(tn.child_by_field_name("type"))
             if not isinstance(cls, ClassInst):
                 return None
-            val = node.child_by_field_name("value")
+            val = _void_cast_value(self, val)       # (P*)(device void*)x: x
             inner = self.struct_pointer(val)
             if inner is not None:
                 return cls, inner[1], inner[2]
@@ -163,8 +164,9 @@ class StructViewsMixin:
             return isinstance(self.lookup(self.text(node)), (StructPtr, ObjPtr))
         if node.type == "binary_expression" and self.text(node.child_by_field_name("operator")) in ("+", "-"):
             return self.is_struct_pointer_node(node.child_by_field_name("left"))
-        if node.type == "cast_expression":
-            tn = node.child_by_field_name("type")
+        cast = _cast_parts(self, node)
+        if cast is not None:
+            tn = cast[0]
             decl = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
             if decl is None or decl.type != "abstract_pointer_declarator" or decl.named_children:
                 return False
@@ -282,3 +284,34 @@ class StructViewsMixin:
         n = ir.Const(1, T.int64, span=sp) if rhs_node is None else \
             self.sem.convert(self.expr(rhs_node), T.int64, sp)
         return [ir.Assign(sym.off, self.sem.binop(op, cur, self.sem.binop("*", n, size, sp), sp), span=sp)]
+
+
+def _cast_parts(tr, node):
+    """``(type node, value node)`` of a cast: ``(T)v``, ``reinterpret_cast<T>(v)`` or
+    ``static_cast<T>(v)``; None for anything else."""
+    if node.type == "cast_expression":
+        return node.child_by_field_name("type"), node.child_by_field_name("value")
+    if node.type != "call_expression":
+        return None
+    fn = node.child_by_field_name("function")
+    if fn.type != "template_function" or \
+            tr.text(fn.child_by_field_name("name")).strip() not in ("reinterpret_cast", "static_cast"):
+        return None
+    targs = fn.child_by_field_name("arguments").named_children
+    args = node.child_by_field_name("arguments").named_children
+    return (targs[0], args[0]) if len(targs) == 1 and len(args) == 1 else None
+
+
+def _void_cast_value(tr, node):
+    """``v`` of a cast of ``v`` to a void pointer (``(device const void*)x``,
+    ``static_cast<const device void*>(x)``), through parentheses; else ``node``."""
+    while node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[-1]
+    cast = _cast_parts(tr, node)
+    if cast is None or cast[0].type != "type_descriptor":
+        return node
+    decl, inner = cast[0].child_by_field_name("declarator"), cast[0].child_by_field_name("type")
+    if decl is not None and decl.type == "abstract_pointer_declarator" and not decl.named_children and \
+            inner is not None and tr.text(inner).strip() == "void":
+        return _void_cast_value(tr, cast[1])
+    return node

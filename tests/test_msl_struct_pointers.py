@@ -1,0 +1,77 @@
+"""Pointers to structs in memory in the forms real kernels write them (GGUF/GGML-style
+quantised blocks): ``reinterpret_cast<const device Blk*>(w)`` and ``static_cast`` through a
+``void*`` as the C cast is read; a cast used directly (``((const device P*)a + i)->y``,
+``auto p = (P*)a;``) -- these raised an internal error --; a struct pointer passed to a
+header function (as a variable, a cast or moved by ``+``; the callee may move its copy);
+a threadgroup struct pointer over a threadgroup array. Our own kernels vs NumPy, round
+trip, printed CUDA."""
+import numpy as np
+import pytest
+
+import metalbench as mb
+import mlx.core as mx
+
+from msl_cases import MSLCase, three_ways
+
+RNG = np.random.default_rng(1605)
+N = 16
+A = RNG.standard_normal(4 * N).astype(np.float32)      # N records of {float x, y; float2 v}
+
+HEADER = """
+struct P { float x, y; };
+struct Rec { float x; float y; float2 v; };
+inline float gety(const device P* p, uint i) { return p[i].y; }
+inline float after(const device Rec* r) { r++; return r->v.y; }
+"""
+
+CASTS = MSLCase(
+    "struct_pointer_casts",
+    """
+    uint i = thread_position_in_grid.x;
+    const device Rec* r = reinterpret_cast<const device Rec*>(a);
+    const device P* p = static_cast<const device P*>(static_cast<const device void*>(a));
+    auto q = (const device Rec*)a;
+    float s = ((const device Rec*)a + i)->v.x;
+    out[i] = r[i].x + 10.0f * p[2 * i + 1].y + 100.0f * q[i].y + 1000.0f * s;
+    """,
+    {"a": A}, [("out", (N,), np.float32)],
+    lambda a: [a[0::4] + 10 * a[3::4] + 100 * a[1::4] + 1000 * a[2::4]],
+    header=HEADER, grid=(N, 1, 1), tg=(N, 1, 1), atol=1e-3)
+
+CALLS = MSLCase(
+    "struct_pointers_passed_to_functions",
+    """
+    uint i = thread_position_in_grid.x;
+    const device P* p = (const device P*)a;
+    float last = i + 1 < 16 ? after((const device Rec*)a + i) : 0.0f;
+    out[i] = gety(p, 2 * i) + 10.0f * gety((const device P*)a + 1, 2 * i) + 100.0f * last;
+    """,
+    {"a": A}, [("out", (N,), np.float32)],
+    lambda a: [a[1::4] + 10 * a[3::4] + 100 * np.append(a[7::4], 0.0)],
+    header=HEADER, grid=(N, 1, 1), tg=(N, 1, 1), atol=1e-3)
+
+THREADGROUP = MSLCase(
+    "threadgroup_struct_pointer",
+    """
+    uint i = thread_position_in_grid.x;
+    threadgroup float tg[2 * 16];
+    tg[2 * i] = a[2 * i];
+    tg[2 * i + 1] = a[2 * i + 1];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    threadgroup P* p = (threadgroup P*)tg;
+    out[i] = p[15 - i].y;
+    """,
+    {"a": A[:2 * N]}, [("out", (N,), np.float32)],
+    lambda a: [a[1::2][::-1]],
+    header=HEADER, grid=(N, 1, 1), tg=(N, 1, 1), atol=1e-6)
+
+CASES = [CASTS, CALLS, THREADGROUP]
+test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
+
+
+def test_a_struct_pointer_of_another_class_is_no_match():
+    k = mb.metal_kernel(name="wrong", input_names=["a"], output_names=["out"], header=HEADER,
+                        source="uint i = thread_position_in_grid.x;\nout[i] = gety((const device Rec*)a, i);")
+    with pytest.raises(mb.KernelTypeError, match=r"'p' points to P, got Rec data"):
+        k(inputs=[mx.array(A)], output_shapes=[(N,)], output_dtypes=[mx.float32], grid=(N, 1, 1),
+          threadgroup=(N, 1, 1), backend="sim")
