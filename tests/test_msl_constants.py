@@ -189,6 +189,14 @@ def test_preprocessor_keeps_lines_and_expands_in_place():
     assert all(not x.strip() for x in (lines[1], lines[4], lines[5], lines[6]))
 
 
+@pytest.mark.parametrize("gap", ["", " ", "\t\t ", "  \t"])
+def test_a_backslash_continues_a_line_also_before_blanks(gap):
+    # clang and GCC join `\<blanks><newline>` (with a warning); a real FDTD header's macros do
+    out = _pp(f"#define TWICE(x) \\{gap}\n  ((x) * 2)\nint v = TWICE(3);\nint w = 1;")
+    lines = out.split("\n")
+    assert lines[2].replace(" ", "") == "intv=((3)*2);" and lines[3] == "int w = 1;", out
+
+
 @pytest.mark.parametrize("expr,want", [
     ("1 + 2 * 3 == 7", True), ("(-1) < 0", True), ("-1 < 0u", False), ("10 / 3 == 3", True),
     ("-7 / 2 == -3", True), ("-7 % 2 == -1", True), ("1 ? 0 : 1", False), ("UNDEFINED_NAME == 0", True),

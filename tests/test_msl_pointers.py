@@ -731,3 +731,18 @@ def test_a_device_pointer_at_a_small_input_says_why_it_is_constant():
     got = k(inputs=[mx.arange(8, dtype=mx.float32)], grid=(8, 1, 1), threadgroup=(8, 1, 1),
             output_shapes=[(8,)], output_dtypes=[mx.float32], backend="sim")[0]
     assert np.array(got).tolist() == list(range(8))
+
+
+def test_a_pointer_moved_by_an_unsigned_64_bit_offset_into_a_function():
+    # size_t offsets: the callee adds its own int64 offsets (the simulator crashed in NumPy:
+    # uint64 + int64 is float64). From an EXL3 trellis decoder (harvested).
+    header = ("inline uint rd(device const ushort* p, uint j) {\n"
+              "    device const uint* w = reinterpret_cast<device const uint*>(p);\n    return w[j];\n}")
+    k = mb.metal_kernel(name="u64off", input_names=["inp"], output_names=["out"], header=header,
+                        source="uint i = thread_position_in_grid.x;\nsize_t off = size_t(i) * 4;\n"
+                               "out[i] = rd(inp + off, 1u) + rd(inp + ulong(2 * i), 0u);")
+    x = np.arange(16, dtype=np.uint16)
+    o = k(inputs=[mx.array(x)], grid=(4, 1, 1), threadgroup=(4, 1, 1), output_shapes=[(4,)],
+          output_dtypes=[mx.uint32], backend="sim")[0]
+    words = x.view(np.uint32)
+    np.testing.assert_array_equal(np.array(o), words[2 * np.arange(4) + 1] + words[np.arange(4)])

@@ -384,7 +384,11 @@ class ViewSemantics(LocalViewSemantics):
         if v.width != 1 and (v.sub is not None or v.packed or v.inner):
             raise self.error(f"passing a {v.type.name} pointer to a function is not supported", span,
                              hint="pass the scalar pointer and build the vector in the function")
-        return ir.BufArg(v.buf, None if _zero(v.offset) else v.offset, span=span)
+        off = None if _zero(v.offset) else v.offset
+        if off is not None and off.type == T.uint64:
+            # the callee adds int64 offsets to it (NumPy: uint64 + int64 is float64)
+            off = self.convert(off, T.int64, span)
+        return ir.BufArg(v.buf, off, span=span)
 
     def _not_local(self, v: View, what, span):
         if v.local is not None:

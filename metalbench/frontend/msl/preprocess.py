@@ -130,12 +130,13 @@ class Preprocessor:
         pending_first = 0
         i = 0
         while i < len(lines):
-            # a logical line: physical lines joined by backslash-newline
+            # a logical line: physical lines joined by backslash-newline (blanks between the
+            # backslash and the newline too, as clang and GCC join them, with a warning)
             j = i
             logical = lines[i]
-            while logical.endswith("\\") and j + 1 < len(lines):
+            while logical.rstrip(" \t").endswith("\\") and j + 1 < len(lines):
                 j += 1
-                logical = logical[:-1] + " " + lines[j]
+                logical = logical.rstrip(" \t")[:-1] + " " + lines[j]
             active = all(s[0] for s in stack)
             if logical.lstrip().startswith("#"):
                 if pending:
