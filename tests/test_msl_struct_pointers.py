@@ -3,7 +3,8 @@ quantised blocks): ``reinterpret_cast<const device Blk*>(w)`` and ``static_cast`
 ``void*`` as the C cast is read; a cast used directly (``((const device P*)a + i)->y``,
 ``auto p = (P*)a;``) -- these raised an internal error --; a struct pointer passed to a
 header function (as a variable, a cast or moved by ``+``; the callee may move its copy);
-a threadgroup struct pointer over a threadgroup array. Our own kernels vs NumPy, round
+a threadgroup struct pointer over a threadgroup array; a member's address (``&p[i].y``,
+``&local.x``) and ``c ? p : q`` of struct pointers into one buffer. Our own kernels vs NumPy, round
 trip, printed CUDA."""
 import numpy as np
 import pytest
@@ -65,7 +66,25 @@ THREADGROUP = MSLCase(
     lambda a: [a[1::2][::-1]],
     header=HEADER, grid=(N, 1, 1), tg=(N, 1, 1), atol=1e-6)
 
-CASES = [CASTS, CALLS, THREADGROUP]
+MEMBERS = MSLCase(
+    "member_addresses_and_pointer_choices",
+    """
+    uint i = thread_position_in_grid.x;
+    const device Rec* r = (const device Rec*)a;
+    const device float* py = &r[i].y;                  // a member's address
+    const device float2* pv = &(r + i)->v;
+    const device Rec* pick = (i % 2 == 0 ? r : r + 1);  // a choice of struct pointers into one buffer
+    Rec local = r[i];
+    thread float* lx = &local.x;
+    *lx += 1.0f;
+    out[i] = *py + 10.0f * pv->y + 100.0f * pick[i % 8].x + 1000.0f * local.x;
+    """,
+    {"a": A}, [("out", (N,), np.float32)],
+    lambda a: [a[1::4] + 10 * a[3::4] + 100 * a[0::4][np.arange(N) % 8 + np.arange(N) % 2]
+               + 1000 * (a[0::4] + 1)],
+    header=HEADER, grid=(N, 1, 1), tg=(N, 1, 1), atol=2e-3)
+
+CASES = [CASTS, CALLS, THREADGROUP, MEMBERS]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 

@@ -383,6 +383,19 @@ class MemoryMixin:
             if isinstance(sym, ir.Var):
                 sym = ir.Var(sym.name, sym.type, span=self.sp(node))
             return self.sem.local_view(sym, self.sp(node), self.text(node)), ir.Const(0, T.int32)
+        arrow = k == "field_expression" and self.text(node.child_by_field_name("operator")).strip() == "->"
+        if k == "field_expression" and (self.is_struct_pointer_node(node.child_by_field_name("argument")) if arrow
+                                        else self.is_object_node(node.child_by_field_name("argument"))):
+            # &p[i].y, &blk->d: a scalar or vector member of an object (in memory: a reference into
+            # its buffer; a local: the member variable's bits, as &x of a local)
+            arg = node.child_by_field_name("argument")
+            obj = self.struct_object(arg) if arrow else self.object_value(arg)
+            sym = obj.fields.get(self.text(node.child_by_field_name("field")).strip()) if obj is not None else None
+            if isinstance(sym, Ref):
+                return self.ref_view(sym, self.sp(node)), ir.Const(0, T.int32)
+            if isinstance(sym, ir.Var):
+                return self.sem.local_view(ir.Var(sym.name, sym.type, span=self.sp(node)), self.sp(node),
+                                           self.text(node)), ir.Const(0, T.int32)
         self.unsupported(node, f"'{self.text(node)}' as a memory location")
 
     def load_at(self, node):

@@ -142,6 +142,18 @@ class StructViewsMixin:
             n = self.sem.convert(self.expr(right), T.int64, sp)
             step = self.sem.binop("*", n, ir.Const(self.sizeof_class(p[0]), T.int64, span=sp), sp)
             return p[0], p[1], self.sem.binop(self.text(node.child_by_field_name("operator")), p[2], step, sp)
+        if k == "conditional_expression" and self.is_struct_pointer_node(node.child_by_field_name("consequence")):
+            # c ? p : q of struct pointers into one buffer: the byte offset chosen (only the side taken runs)
+            c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")), sp)
+            a = self.struct_pointer(node.child_by_field_name("consequence"))
+            b = self.struct_pointer(node.child_by_field_name("alternative"))
+            if a is None:
+                return None                 # (pointers to local objects)
+            if b is None or a[1].buf != b[1].buf or a[0].name != b[0].name:
+                self.unsupported(node, "a choice between pointers to structs in different buffers (or of "
+                                       "different types); index each under the condition instead")
+            return a[0], a[1], self.sem.select(c, self.sem.convert(a[2], T.int64, sp),
+                                               self.sem.convert(b[2], T.int64, sp), sp)
         if k == "pointer_expression" and self.text(node).lstrip().startswith("&"):
             arg = node.child_by_field_name("argument")
             if arg.type == "subscript_expression":
@@ -164,6 +176,8 @@ class StructViewsMixin:
             return isinstance(self.lookup(self.text(node)), (StructPtr, ObjPtr))
         if node.type == "binary_expression" and self.text(node.child_by_field_name("operator")) in ("+", "-"):
             return self.is_struct_pointer_node(node.child_by_field_name("left"))
+        if node.type == "conditional_expression":
+            return self.is_struct_pointer_node(node.child_by_field_name("consequence"))
         cast = _cast_parts(self, node)
         if cast is not None:
             tn = cast[0]
