@@ -408,6 +408,28 @@ def test_msl_last_stats_and_division_by_zero():
     assert f.line == 4 and "12 / d" in str(err)
 
 
+def test_msl_shift_counts_outside_the_width_are_warned_about():
+    # x << (32 - s) with s == 0: undefined in MSL (PTX gives 0, the simulator x): a warning
+    # naming the count, the line and the threads; counts in range and constant counts: none
+    src = """
+        uint i = thread_position_in_grid.x;
+        uint s = i % 8u;
+        out[i] = (0xF0u << (32u - s)) | (uint(i) >> s) | (1u << 31);
+    """
+    with pytest.warns(mb.KernelCheckWarning, match=r"shift by 32 \(<<\) of a 32-bit value") as w:
+        o = msl(src, dtype=mx.uint32)()[0]
+    msg = str(w[0].message)
+    assert "line 4" in msg and "(0, 0, 0)" in msg and "PTX gives 0" in msg, msg
+    i = np.arange(256, dtype=np.uint64)
+    s = i % 8
+    want = ((0xF0 << ((32 - s) % 32)) & 0xFFFFFFFF) | (i >> s) | (1 << 31)      # the count modulo 32
+    np.testing.assert_array_equal(np.array(o), want.astype(np.uint32))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        msl(src.replace("32u - s", "31u - s"), dtype=mx.uint32)()
+
+
 # ------------------------------------------------------------------ device functions, partial groups
 
 

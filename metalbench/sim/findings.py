@@ -15,7 +15,7 @@ from ..errors import KernelCheckError
 # Findings shown in full in the error message; the rest get one line each.
 SHOWN_IN_FULL = 3
 # Lower-severity kinds: warned about (mb.KernelCheckWarning), never raised.
-WARNING_KINDS = frozenset({"same-value write", "misaligned vector access"})
+WARNING_KINDS = frozenset({"same-value write", "misaligned vector access", "shift count"})
 
 
 def max_steps(checked: bool) -> int:
@@ -167,6 +167,11 @@ def _describe_head(f: Finding) -> str:
     if f.kind == "division by zero":
         what = "%" if f.accesses and f.accesses[0] == "modulo" else "/"
         return f"integer division by zero ({what}){k} by thread(s) {thr}{many}"
+    if f.kind == "shift count":
+        op = f.accesses[0] if f.accesses else "<<"
+        return (f"shift by {f.index[0] if f.index else '?'} ({op}) of a {f.extra.get('width', '?')}-bit value{k}: "
+                f"a count below 0 or of the width or more is undefined in MSL (the simulator takes it modulo "
+                f"the width, a GPU may not: PTX gives 0); by thread(s) {thr}{many}")
     if f.kind == "runaway loop":
         return (f"runaway loop{k}: a loop ran more than {f.extra.get('limit')} iterations "
                 f"(METALBENCH_MAX_STEPS sets the limit)")
@@ -203,6 +208,8 @@ _HINTS = {
                          "(no barrier inside a branch some threads skip or after an early return)",
     "runaway loop": "check the loop's condition and update; raise METALBENCH_MAX_STEPS for a long loop",
     "division by zero": "guard the divisor; the GPU gives an undefined result",
+    "shift count": "keep the count below the width (for a variable count that may be 0 in (32 - s), "
+                   "test it: s == 0 ? x : x << (32 - s))",
     "inactive lane read": "shuffle where every lane it reads is active (before the branch; guard the use of "
                           "the value, not the shuffle)",
     "misaligned vector access": "read the components as scalars, or through a packed vector type "

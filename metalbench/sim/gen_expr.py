@@ -99,6 +99,11 @@ class Expressions:
             k = self.node(node, None, None, "divide")
             fn = self.scalar_fn(S.binop_fn(op, t), "bin", op, t.name)
             return f"_ck.div({a}, {b}, {fn}, {self.m}, {k}, {op!r})"
+        if self.checked and node is not None and op in ("<<", ">>") and t.is_int and \
+                not (isinstance(node.b, ir.Const) and 0 <= node.b.value < t.itemsize * 8):
+            k = self.node(node, None, None, "shift")
+            fn = self.scalar_fn(S.binop_fn(op, t), "bin", op, t.name)
+            return f"_ck.shift({a}, {b}, {fn}, {self.m}, {k}, {op!r}, {t.itemsize * 8})"
         inline = S.infix(op, t)
         if inline is not None:
             return f"({a} {inline} {b})"

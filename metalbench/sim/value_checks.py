@@ -23,7 +23,28 @@ def same_bits(a, b) -> np.ndarray:
 
 
 class ValueChecks:
-    """Hooks that look at the values a store writes (``self._wv``, set by ``acc``)."""
+    """Hooks that look at the values a store writes (``self._wv``, set by ``acc``), and at
+    shift counts."""
+
+    def shift(self, a, b, fn, m, k, op, width):
+        """C ``<<`` / ``>>`` (``op``, computed by the scalar table's ``fn``, which takes the
+        count modulo ``width`` as the printed CUDA does), warning of a count outside
+        ``[0, width)`` on an active lane: undefined in MSL, so a GPU may give another value
+        (PTX clamps: ``x << 32`` is 0 there)."""
+        if m is not False:
+            bad = (b < 0) | (b >= width)
+            if isinstance(bad, np.ndarray):
+                if m is not None:
+                    bad = bad & m
+                hit = bad.any()
+            else:
+                hit = bool(bad)
+            if hit:
+                lanes = np.flatnonzero(bad) if isinstance(bad, np.ndarray) else self._lanes(m)
+                counts = np.broadcast_to(np.asarray(b), np.shape(bad))[lanes] if np.ndim(bad) else [b]
+                self.o.add("shift count", [k], None, None, [int(counts[0])], lanes + self.base,
+                           [op], int(lanes.size), width=width)
+        return fn(a, b)
 
     def _stored(self, lanes, dtype):
         """The current store's values for chunk lanes ``lanes``."""
