@@ -128,3 +128,21 @@ def test_a_reference_cast_to_another_type_is_refused_by_name():
     with pytest.raises(mb.KernelSyntaxError, match=r"thread elements \(float2\) as a half2"):
         k(inputs=[mx.zeros(2)], output_shapes=[(8, 8)], output_dtypes=[mx.float32], grid=(32, 1, 1),
           threadgroup=(32, 1, 1), backend="sim")
+
+
+@pytest.mark.parametrize("body,words", [
+    ("out[0] = h<float>();", "template argument N must be a value, got the type float"),
+    ("out[0] = f<3>(1.0f);", "template argument T must be a type, got a value"),
+    ("out[0] = M::f<3>(1.0f);", "template argument T must be a type, got a value"),
+    ("out[0] = M::g<float>();", "template argument N must be a value, got the type float"),
+])
+def test_a_template_argument_of_the_wrong_kind_is_no_match(body, words):
+    # found mutating harvested kernels (row_exact_tile<N_SIZE, K_SIZE, T, ...>): an internal error before
+    header = ("template <int N> inline float h() { return N; }\n"
+              "template <typename T> inline float f(T x) { return float(x); }\n"
+              "struct M { template <typename T> static float f(T x) { return float(x); }\n"
+              "           template <int N> static float g() { return N; } };")
+    k = mb.metal_kernel(name="kinds", input_names=["x"], output_names=["out"], source=body, header=header)
+    with pytest.raises(mb.KernelTypeError, match=words):
+        k(inputs=[mx.zeros(1)], output_shapes=[(1,)], output_dtypes=[mx.float32], grid=(1, 1, 1),
+          threadgroup=(1, 1, 1), backend="sim")

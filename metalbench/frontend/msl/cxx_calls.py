@@ -360,6 +360,9 @@ class CxxCallsMixin:
         if len(explicit) > len(tps):
             raise _NoMatch("too many template arguments")
         for p, (k, v) in zip(tps, explicit):
+            if p.kind in ("type", "value") and (p.kind == "type") != (k == "t"):
+                raise _NoMatch(f"template argument {p.name} must be {'a type' if p.kind == 'type' else 'a value'}, "
+                               f"got {'the type ' + getattr(v, 'msl', str(v)) if k == 't' else 'a value'}")
             tbind[p.name] = _TypeName(v) if k == "t" else v
         names = {p.name for p in tps if p.name not in tbind}
         with self.in_ctx(ctx, scopes + [tbind], ns):

@@ -418,6 +418,10 @@ class HeaderMixin:
         try:
             bind = {}
             for (kind, tn), ex in zip(fd.tparams, explicit):
+                if (kind == "type") != (ex[0] == "type"):
+                    given = f"the type {getattr(ex[1], 'msl', ex[1])}" if ex[0] == "type" else "a value"
+                    raise _NoMatch(f"template argument {tn} must be {'a type' if kind == 'type' else 'a value'}, "
+                                   f"got {given}")
                 if kind == "type":
                     bind[tn] = _TypeName(ex[1])
                 else:
