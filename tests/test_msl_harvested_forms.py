@@ -146,3 +146,14 @@ def test_a_template_argument_of_the_wrong_kind_is_no_match(body, words):
     with pytest.raises(mb.KernelTypeError, match=words):
         k(inputs=[mx.zeros(1)], output_shapes=[(1,)], output_dtypes=[mx.float32], grid=(1, 1, 1),
           threadgroup=(1, 1, 1), backend="sim")
+
+
+@pytest.mark.parametrize("expr", ["auto(x[i])", "(auto)x[i]", "static_cast<auto>(x[i])"])
+def test_auto_is_no_type_to_cast_to(expr):
+    # found mutating harvested kernels: an internal error before
+    k = mb.metal_kernel(name="autocast", input_names=["x"], output_names=["out"],
+                        source=f"uint i = thread_position_in_grid.x;\nout[i] = {expr};")
+    with pytest.raises(mb.MetalbenchError) as e:
+        k(inputs=[mx.zeros(2)], output_shapes=[(2,)], output_dtypes=[mx.float32], grid=(2, 1, 1),
+          threadgroup=(2, 1, 1), backend="sim")
+    assert not isinstance(e.value, mb.KernelInternalError) and e.value.span.line == 2, str(e.value)

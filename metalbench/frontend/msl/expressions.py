@@ -665,6 +665,8 @@ class ExpressionsMixin:
     def cast_to(self, t, args, node):
         """``T(args)``, ``(T)x``, ``static_cast<T>(x)`` (see :meth:`Semantics.cast`)."""
         sp = self.sp(node)
+        if t == "auto":         # C++23's decay copy, auto(x); Metal's C++ has no such cast
+            self.type_err(node, f"'{self.quote(node)}': auto is no type to cast to", hint="name the type: T(x)")
         if isinstance(t, T.MatrixType):
             return self.matrix_construct(t, args, node)
         if isinstance(t, T.VectorType):
