@@ -8,7 +8,8 @@
 - the thread elements of a SIMD-group matrix through a reference: ``e.x = v`` and
   ``reinterpret_cast<thread float2&>(m.thread_elements())``;
 - a template type parameter deduced as a pointer (``template <typename SP> f(SP a, SP b)``
-  given buffers), which the body uses as a type (``SP s = a + i;``).
+  given buffers), which the body uses as a type (``SP s = a + i;``);
+- a complex64 output with ``atomic_outputs=True`` updated through ``(device atomic_float*)``.
 
 Our own kernels vs NumPy, round trip, printed CUDA."""
 import numpy as np
@@ -157,3 +158,38 @@ def test_auto_is_no_type_to_cast_to(expr):
         k(inputs=[mx.zeros(2)], output_shapes=[(2,)], output_dtypes=[mx.float32], grid=(2, 1, 1),
           threadgroup=(2, 1, 1), backend="sim")
     assert not isinstance(e.value, mb.KernelInternalError) and e.value.span.line == 2, str(e.value)
+
+
+SPREAD = """
+    uint i = thread_position_in_grid.x;
+    device atomic_float* g = (device atomic_float*) grid;     // the complex output's float parts
+    uint j = idx[i];
+    atomic_fetch_add_explicit(&g[2 * j], w[i], memory_order_relaxed);
+    atomic_fetch_add_explicit(&g[2 * j + 1], -0.5f * w[i], memory_order_relaxed);
+"""
+
+
+def _spread(backend, checked=False):
+    # a complex64 output with atomic_outputs=True used through a float cast (mlx_nufft's
+    # t3spread_c): MLX declares it device atomic<complex64_t>*, Metal accepts the cast
+    k = mb.metal_kernel(name="spread_c", input_names=["w", "idx"], output_names=["grid"], atomic_outputs=True,
+                        source=SPREAD)
+    w = RNG.standard_normal(64).astype(np.float32)
+    idx = (np.arange(64) * 7 % 5).astype(np.uint32)
+    out = k(inputs=[mx.array(w), mx.array(idx)], grid=(64, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(5,)],
+            output_dtypes=[mx.complex64], init_value=0, backend=backend, checked=checked)[0]
+    want = np.zeros(5, np.complex64)
+    np.add.at(want, idx, w - 0.5j * w)
+    return np.array(out), want
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_complex_output_with_atomic_outputs_through_a_float_cast(checked):
+    got, want = _spread("sim", checked)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_a_complex_output_with_atomic_outputs_through_a_float_cast_on_cuda():
+    got, want = _spread("cuda")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
