@@ -108,7 +108,25 @@ DEDUCED_POINTER = MSLCase(
     inline float both(const device T* x, SP a, SP b, int i) { SP s = a + i; return x[i] + s[0] + b[i]; }
     """, atol=1e-6)
 
-CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS, DEDUCED_POINTER]
+VALUE_INITIALISED = MSLCase(
+    "value_initialised_matrices_and_vectors",
+    """
+    uint lane = thread_index_in_simdgroup;
+    simdgroup_float8x8 acc[2];
+    for (int f = 0; f < 2; ++f) acc[f] = simdgroup_float8x8();      // zeros (an internal error before)
+    auto z = simdgroup_matrix<float, 8, 8>();
+    half3 h = half3();
+    float4x4 m = float4x4();
+    simdgroup_float8x8 a = simdgroup_float8x8(x[lane] + float(h.y) + m[2][3]);
+    simdgroup_multiply_accumulate(acc[1], a, a, z);
+    simdgroup_store(acc[1], out, 8);
+    """,
+    {"x": np.full(32, 3.0, np.float32)},
+    [("out", (64,), np.float32)],
+    lambda x: [np.eye(8, dtype=np.float32).reshape(64) * 9.0],
+    grid=(32, 1, 1), tg=(32, 1, 1), atol=1e-6)
+
+CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS, DEDUCED_POINTER, VALUE_INITIALISED]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 

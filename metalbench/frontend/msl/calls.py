@@ -106,7 +106,7 @@ class CallsMixin:
             t, _ = self.resolve_type(fn)
             if not argn and isinstance(t, ComplexType):
                 return self.complex_construct([], node)
-            if not argn:
+            if not argn and isinstance(t, (T.ScalarType, T.VectorType)):
                 return self.sem.const(0, t, sp) if isinstance(t, T.ScalarType) else \
                     self.sem.vector(t, [self.sem.const(0, t.elem, sp)], sp)
             return self.cast_to(t, [self.value_as(a, t) if len(argn) == 1 else self.expr(a) for a in argn], node)

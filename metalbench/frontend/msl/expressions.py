@@ -667,6 +667,8 @@ class ExpressionsMixin:
         sp = self.sp(node)
         if t == "auto":         # C++23's decay copy, auto(x); Metal's C++ has no such cast
             self.type_err(node, f"'{self.quote(node)}': auto is no type to cast to", hint="name the type: T(x)")
+        if isinstance(t, T.MatrixType) and not args:     # simdgroup_float8x8(): value-initialised, zeros
+            return ir.MatrixFill(self.sem.const(0, t.elem, sp), t, span=sp)
         if isinstance(t, T.MatrixType):
             return self.matrix_construct(t, args, node)
         if isinstance(t, T.VectorType):
