@@ -752,18 +752,10 @@ class Checker(SyncChecks, ValueChecks, PrivateChecks):
     def div(self, a, b, fn, m, k, op):
         """C integer ``/`` or ``%`` (``op``, computed by the scalar table's ``fn``),
         reporting a zero divisor on an active lane."""
-        if m is not False:
-            z = b == 0
-            if isinstance(z, np.ndarray):
-                if m is not None:
-                    z = z & m
-                hit = z.any()
-            else:
-                hit = bool(z)
-            if hit:
-                lanes = np.flatnonzero(z) if isinstance(z, np.ndarray) else self._lanes(m)
-                self.o.add("division by zero", [k], None, None, [], lanes + self.base,
-                           ["modulo" if op == "%" else "divide"], int(lanes.size))
+        lanes = self.active_hits(b == 0, m)         # (value_checks)
+        if lanes is not None:
+            self.o.add("division by zero", [k], None, None, [], lanes + self.base,
+                       ["modulo" if op == "%" else "divide"], int(lanes.size))
         return fn(a, b)
 
     def finish(self):

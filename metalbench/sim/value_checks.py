@@ -31,20 +31,24 @@ class ValueChecks:
         count modulo ``width`` as the printed CUDA does), warning of a count outside
         ``[0, width)`` on an active lane: undefined in MSL, so a GPU may give another value
         (PTX clamps: ``x << 32`` is 0 there)."""
-        if m is not False:
-            bad = (b < 0) | (b >= width)
-            if isinstance(bad, np.ndarray):
-                if m is not None:
-                    bad = bad & m
-                hit = bad.any()
-            else:
-                hit = bool(bad)
-            if hit:
-                lanes = np.flatnonzero(bad) if isinstance(bad, np.ndarray) else self._lanes(m)
-                counts = np.broadcast_to(np.asarray(b), np.shape(bad))[lanes] if np.ndim(bad) else [b]
-                self.o.add("shift count", [k], None, None, [int(counts[0])], lanes + self.base,
-                           [op], int(lanes.size), width=width)
+        lanes = self.active_hits((b < 0) | (b >= width), m)
+        if lanes is not None:
+            count = np.asarray(b)[lanes[0]] if np.ndim(b) else b
+            self.o.add("shift count", [k], None, None, [int(count)], lanes + self.base, [op], int(lanes.size),
+                       width=width)
         return fn(a, b)
+
+    def active_hits(self, cond, m):
+        """The chunk lanes where ``cond`` (per lane, or one bool for all) holds among the active
+        ones (mask ``m``: None all, False none), or None when it holds on none."""
+        if m is False:
+            return None
+        if isinstance(cond, np.ndarray):
+            if m is not None:
+                cond = cond & m
+            return np.flatnonzero(cond) if cond.any() else None
+        lanes = self._lanes(m) if cond else None
+        return lanes if lanes is not None and lanes.size else None
 
     def _stored(self, lanes, dtype):
         """The current store's values for chunk lanes ``lanes``."""

@@ -72,6 +72,21 @@ class MemoryMixin:
             self.unsupported(tn, "a void pointer")
         return t, space, const, packed
 
+    def cast_parts(self, node):
+        """``(type node, value node)`` of a cast: ``(T)v``, ``reinterpret_cast<T>(v)`` or
+        ``static_cast<T>(v)``; None for anything else."""
+        if node.type == "cast_expression":
+            return node.child_by_field_name("type"), node.child_by_field_name("value")
+        if node.type != "call_expression":
+            return None
+        fn = node.child_by_field_name("function")
+        if fn.type != "template_function" or \
+                self.text(fn.child_by_field_name("name")).strip() not in ("reinterpret_cast", "static_cast"):
+            return None
+        targs = fn.child_by_field_name("arguments").named_children
+        args = node.child_by_field_name("arguments").named_children
+        return (targs[0], args[0]) if len(targs) == 1 and len(args) == 1 else None
+
     def pointer_alias(self, tn):
         """The :class:`PtrType` a type descriptor ``tn`` names through an alias or typedef
         (``using P = device float*;`` then ``(P)x``), else None. Syntax and lookup only."""

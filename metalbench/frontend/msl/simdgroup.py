@@ -115,8 +115,7 @@ class SimdgroupMatrixMixin:
             inner = self.ref_cast_argument(node)
             if inner is None:
                 return node
-            t = self.resolve_type(_type_of_descriptor(
-                node.child_by_field_name("function").child_by_field_name("arguments").named_children[0]))[0]
+            t = self.resolve_type(_type_of_descriptor(self.cast_parts(node)[0]))[0]
             elems = self.elements_of(inner)[1].type
             if t != elems:
                 self.unsupported(node, f"reading the thread elements ({elems.msl}) as a {getattr(t, 'msl', t)} "
@@ -125,17 +124,8 @@ class SimdgroupMatrixMixin:
 
     def ref_cast_argument(self, node):
         """``x`` of ``reinterpret_cast<thread T&>(x)`` (or ``static_cast``), else None."""
-        if node.type != "call_expression":
-            return None
-        fn = node.child_by_field_name("function")
-        if fn.type != "template_function" or \
-                self.text(fn.child_by_field_name("name")).strip() not in ("reinterpret_cast", "static_cast"):
-            return None
-        targs = fn.child_by_field_name("arguments").named_children
-        args = node.child_by_field_name("arguments").named_children
-        if len(targs) != 1 or len(args) != 1 or not self.reference_cast(targs[0]):
-            return None
-        return args[0]
+        cast = self.cast_parts(node) if node.type == "call_expression" else None
+        return cast[1] if cast is not None and self.reference_cast(cast[0]) else None
 
     def elements_ref_decl(self, name, init, sp):
         """``thread auto& e = m.thread_elements();``: ``e`` names the matrix's location (an

@@ -115,7 +115,7 @@ class StructViewsMixin:
             if isinstance(sym, StructPtr):
                 return sym.cls, sym.view, ir.Var(sym.off.name, T.int64, span=sp)
             return None
-        cast = _cast_parts(self, node)
+        cast = self.cast_parts(node)
         if cast is not None:            # (P*)x, reinterpret_cast<P*>(x), static_cast<P*>(x)
             tn, val = cast
             decl = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
@@ -178,7 +178,7 @@ class StructViewsMixin:
             return self.is_struct_pointer_node(node.child_by_field_name("left"))
         if node.type == "conditional_expression":
             return self.is_struct_pointer_node(node.child_by_field_name("consequence"))
-        cast = _cast_parts(self, node)
+        cast = self.cast_parts(node)
         if cast is not None:
             tn = cast[0]
             decl = tn.child_by_field_name("declarator") if tn.type == "type_descriptor" else None
@@ -300,28 +300,12 @@ class StructViewsMixin:
         return [ir.Assign(sym.off, self.sem.binop(op, cur, self.sem.binop("*", n, size, sp), sp), span=sp)]
 
 
-def _cast_parts(tr, node):
-    """``(type node, value node)`` of a cast: ``(T)v``, ``reinterpret_cast<T>(v)`` or
-    ``static_cast<T>(v)``; None for anything else."""
-    if node.type == "cast_expression":
-        return node.child_by_field_name("type"), node.child_by_field_name("value")
-    if node.type != "call_expression":
-        return None
-    fn = node.child_by_field_name("function")
-    if fn.type != "template_function" or \
-            tr.text(fn.child_by_field_name("name")).strip() not in ("reinterpret_cast", "static_cast"):
-        return None
-    targs = fn.child_by_field_name("arguments").named_children
-    args = node.child_by_field_name("arguments").named_children
-    return (targs[0], args[0]) if len(targs) == 1 and len(args) == 1 else None
-
-
 def _void_cast_value(tr, node):
     """``v`` of a cast of ``v`` to a void pointer (``(device const void*)x``,
     ``static_cast<const device void*>(x)``), through parentheses; else ``node``."""
     while node.type == "parenthesized_expression" and node.named_children:
         node = node.named_children[-1]
-    cast = _cast_parts(tr, node)
+    cast = tr.cast_parts(node)
     if cast is None or cast[0].type != "type_descriptor":
         return node
     decl, inner = cast[0].child_by_field_name("declarator"), cast[0].child_by_field_name("type")
