@@ -36,28 +36,15 @@ from dataclasses import dataclass, replace
 from ... import ir
 from ... import types as T
 from ...errors import MetalbenchError
-from .cxx_decls import ClassInst, ClassTemplate, Ctx, Method, MethodSet, PtrType, _tparams_of, _unwrap_declarator
-from .cxx_objects import NOT_MINE, ArgVal, FixedView, InlineCtx
+from .cxx_decls import ClassInst, ClassTemplate, Ctx, Method, MethodSet, _tparams_of, _unwrap_declarator
+from .cxx_objects import NOT_MINE, InlineCtx
+from .cxx_params import ArgVal
 from .complex64 import CplxVar
 from .constexpr import inlined_value
 from ...semantics import ComplexType
 from .metal_matrices import MetalMatrixType
 from .parse import CONV_CALL
-from .struct_views import ObjPtr, StructPtr
-from .symbols import (SMALL_INPUT_NOTE, NullPtr, Ptr, Ref, ShapeArr, _NoMatch, _params_of, _SPACES,
-                      _TypeName, shape_arg as _shape_arg, shape_type as _shape_type, specialization)
-
-
-@dataclass(eq=False)
-class PSpec:
-    """A parameter as the callee declares it."""
-    name: str
-    type: object
-    kinds: list             # "ptr", "ref", "array" from the declarator
-    space: str | None
-    const: bool
-    default: object
-    node: object
+from .symbols import ShapeArr, _NoMatch, _params_of, _TypeName, specialization
 
 
 @dataclass(eq=False)
@@ -417,146 +404,6 @@ class CxxCallsMixin:
         if ret is not None and "enable_if" in self.text(ret):
             self.resolve_type(ret)
 
-    def arg_type_name(self, kinds, a, nm) -> _TypeName:
-        """What a parameter of type ``nm`` (a template type parameter, or a generic lambda's
-        ``auto``) with declarator ``kinds`` deduces from argument ``a``."""
-        if "ptr" in kinds and _shape_arg(a):
-            return _TypeName(_shape_type(a))
-        if "ptr" in kinds:
-            if a.view is None:
-                raise _NoMatch(f"'{nm}*' needs a pointer")
-            return _TypeName(a.view.type)
-        if a.view is not None:
-            return _TypeName(PtrType(a.view.type, a.view.space, a.view.const))
-        if a.obj is not None:
-            return _TypeName(a.obj.cls)
-        if a.mat is not None:
-            return _TypeName(a.mat[0])               # a Metal matrix (metal_matrices)
-        if a.expr is not None:
-            return _TypeName(a.expr.type)
-        raise _NoMatch("this argument has no type")
-
-    def deduce_param(self, p, a, bind, names):
-        tn = p.child_by_field_name("type")
-        _, kinds = _unwrap_declarator(p.child_by_field_name("declarator"))
-        if tn.type in ("type_identifier", "identifier") and self.text(tn).strip() in names:
-            nm = self.text(tn).strip()
-            got = self.arg_type_name(kinds, a, nm)
-            if nm in bind and not self._same(bind[nm], got):
-                raise _NoMatch(f"'{nm}' deduced as two different types")
-            bind[nm] = got
-        elif tn.type == "template_type" and a.obj is not None and names:
-            if not self.deduce(tn, _TypeName(a.obj.cls), bind, names):
-                raise _NoMatch(f"{a.obj.cls.name} is not a {self.text(tn)}")
-        elif tn.type == "template_type" and a.mat is not None and names:    # matrix<T, C, R>
-            if not self.deduce(tn, _TypeName(a.mat[0]), bind, names):
-                raise _NoMatch(f"{a.mat[0].name} is not a {self.text(tn)}")
-        elif tn.type in ("template_type", "qualified_identifier", "dependent_type") and names and \
-                a.expr is not None and isinstance(a.expr.type, (T.VectorType, T.MatrixType)):
-            # vec<U, 2>, an alias template of one (dtype_frag_t<U>), simdgroup_matrix<U, 8, 8>
-            if not self.deduce(tn, _TypeName(a.expr.type), bind, names):
-                raise _NoMatch(f"{a.expr.type.name} is not a {self.text(tn)}")
-
-    def param_spec(self, p, i) -> PSpec:
-        tn = p.child_by_field_name("type")
-        decl = p.child_by_field_name("declarator")
-        quals = self.quals_before(p.start_byte, tn.start_byte)
-        space = next((q for q in quals if q in _SPACES), None)
-        const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in p.children)
-        name_n, kinds = _unwrap_declarator(decl)
-        name = self.text(name_n) if name_n is not None else f"_p{i}"
-        t, _ = self.resolve_type(tn)
-        if t == "auto" and isinstance(self.lookup(f"__auto{i}"), _TypeName):
-            t = self.lookup(f"__auto{i}").t               # a generic lambda's parameter (match)
-        if isinstance(t, PtrType):
-            kinds = kinds + ["ptr"]
-            space, const, t = t.space, t.const or const, t.elem
-        if "array" in kinds:
-            kinds = kinds + ["ptr"]
-        return PSpec(name, t, kinds, space, const, p.child_by_field_name("default_value"), p)
-
-    def arg_fits(self, s: PSpec, a) -> int:
-        """1 for an exact match, 0 for one through a conversion; raises _NoMatch."""
-        if a is None:
-            return 0
-        if a.mat is not None or isinstance(s.type, MetalMatrixType) and "ptr" not in s.kinds:
-            return self.matrix_arg_fits(s, a)           # (metal_matrices)
-        if a.null:                  # nullptr: any pointer parameter
-            if "ptr" not in s.kinds:
-                raise _NoMatch(f"'{s.name}' is not a pointer")
-            return 1
-        if _shape_arg(a):               # x_shape / x_strides: constant int / int64_t data
-            if "ptr" not in s.kinds or (s.type is not None and s.type != _shape_type(a)) or \
-                    s.space not in (None, "constant") or not s.const:
-                want = "int" if a.lv[1].kind == "shape" else "int64_t"
-                raise _NoMatch(f"'{s.name}' is not a 'constant const {want}*' for {a.lv[1].buf}_{a.lv[1].kind}")
-            return 1
-        if "ptr" in s.kinds and a.structs is not None:    # a pointer to structs in memory
-            cls, view = a.structs[0], a.structs[1]
-            if not isinstance(s.type, ClassInst) or (s.type is not cls and s.type.name != cls.name):
-                raise _NoMatch(f"'{s.name}' points to {getattr(s.type, 'name', s.type)}, got {cls.name} data")
-            if s.space is not None and s.space != view.space:
-                raise _NoMatch(f"'{s.name}' points to {s.space} memory, got {view.space} memory")
-            if view.const and not s.const and s.space != "constant":
-                raise _NoMatch(f"'{s.name}' is not a const pointer; the argument points at read-only memory")
-            return 1
-        if "ptr" in s.kinds and a.objptr is not None:     # &obj of a local object
-            if s.type is not None and s.type is not a.objptr.cls and getattr(s.type, "name", None) != a.objptr.cls.name:
-                raise _NoMatch(f"'{s.name}' points to {getattr(s.type, 'name', s.type)}, got a {a.objptr.cls.name}")
-            if s.space not in (None, "thread"):
-                raise _NoMatch(f"'{s.name}' points to {s.space} memory, got a thread object")
-            return 1
-        if "ptr" in s.kinds:
-            if a.view is None:
-                raise _NoMatch(f"'{s.name}' is a pointer")
-            if s.type is not None and a.view.type != s.type:
-                raise _NoMatch(f"'{s.name}' points to {getattr(s.type, 'name', s.type)}, got "
-                               f"{getattr(a.view.type, 'name', a.view.type)} data")
-            if s.space is not None and s.space != a.view.space and s.space != "thread":
-                raise _NoMatch(f"'{s.name}' points to {s.space} memory, got {a.view.space}"
-                               + SMALL_INPUT_NOTE * (a.view.space == "constant"))
-            if a.view.const and not s.const and s.space != "constant":     # (constant: read-only itself)
-                raise _NoMatch(f"'{s.name}' is not a const pointer; the argument points at read-only memory")
-            return 1
-        items = self.braced_items(a)
-        if items:       # its values would be read in the callee's text: name it instead
-            self.unsupported(a.node, f"the braced list '{self.text(a.node)}' as an argument")
-        braced = items is not None
-        if isinstance(s.type, ClassInst):
-            if braced:
-                return 0            # a braced list initialises the parameter's class
-            if a.obj is None and a.expr is not None and "ref" not in s.kinds and self._converts_to(s.type):
-                return 0            # through a one-argument constructor (C++'s converting constructor)
-            if a.obj is None or a.obj.cls is not s.type:
-                raise _NoMatch(f"'{s.name}' is a {s.type.name}")
-            return 1
-        if braced:
-            if "ref" in s.kinds and not s.const:
-                raise _NoMatch(f"'{s.name}' is a reference: its argument must be a variable or an element")
-            return 0
-        if a.view is not None:
-            raise _NoMatch(f"'{s.name}' is a value, not a pointer")
-        t = a.type
-        if isinstance(t, ClassInst):
-            if "ref" in s.kinds:
-                raise _NoMatch(f"'{s.name}' is a {getattr(s.type, 'name', s.type)}&")
-            return 0                # through the object's conversion operator
-        if "ref" in s.kinds and not s.const:
-            if a.lv is None:
-                raise _NoMatch(f"'{s.name}' is a reference: its argument must be a variable or an element")
-            if t != s.type:
-                raise _NoMatch(f"'{s.name}' is a {getattr(s.type, 'name', s.type)}&, got {getattr(t, 'name', t)}")
-            return 1
-        if isinstance(s.type, T.MatrixType) or isinstance(t, T.MatrixType):
-            if t != s.type:
-                raise _NoMatch(f"'{s.name}' is a {getattr(s.type, 'name', s.type)}")
-            return 1
-        if isinstance(s.type, T.VectorType) != isinstance(t, T.VectorType) or \
-                (isinstance(t, T.VectorType) and t.n != s.type.n):
-            raise _NoMatch(f"'{s.name}' is a {getattr(s.type, 'name', s.type)}, got {getattr(t, 'name', t)}")
-        return 1 if t == s.type else 0
-
-    # -- translating the chosen function inline -------------------------------------------------
     def inline(self, b: Binding, node):
         m = b.method
         key = id(m.node)
@@ -606,104 +453,6 @@ class CxxCallsMixin:
         if kind in ("value", "ref", "ptr", "object", "matrix") and res is None:
             self.type_err(node, f"'{m.name}' ends without returning a value")
         return c.decls + out + body, res, kind
-
-    def bind_param(self, s: PSpec, a, pscope, out, sp, moved):
-        name = s.name
-        if a.mat is not None:
-            pscope[name] = self.bind_matrix(s, a, out, sp)     # (metal_matrices)
-            return
-        if "ref" in s.kinds and "ptr" not in s.kinds:
-            if a.obj is not None:
-                pscope[name] = a.obj
-                return
-            if a.lv is not None and (a.type == s.type or isinstance(s.type, ClassInst)):
-                if a.lv[0] == "var":
-                    pscope[name] = a.lv[1]
-                else:
-                    v, i = a.lv[1], a.lv[2]
-                    at = self.sem.view_offset(v, i, sp)
-                    off = ir.Var(self.fresh("_at"), T.int64, span=sp)
-                    out.append(ir.Decl(off, self.sem.convert(at.offset, T.int64, sp), span=sp))
-                    pscope[name] = Ref(replace(at, offset=off))
-                return
-        if "ptr" in s.kinds and a.null:
-            pscope[name] = NullPtr(name, sp)
-            return
-        if _shape_arg(a):
-            if moved:
-                self.unsupported(s.node, f"moving '{name}', which is {a.lv[1].buf}_{a.lv[1].kind}")
-            pscope[name] = a.lv[1]
-            return
-        if "ptr" in s.kinds and a.structs is not None:    # its own byte offset, which the callee may move
-            cls, view, at = a.structs
-            off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
-            out.append(ir.Decl(off, self.sem.convert(at, T.int64, sp), span=sp))
-            pscope[name] = StructPtr(cls, replace(view, const=view.const or s.const), off)
-            return
-        if "ptr" in s.kinds and a.objptr is not None:
-            if moved:
-                self.unsupported(s.node, f"moving '{name}', a pointer to one local {a.objptr.cls.name}")
-            pscope[name] = ObjPtr(a.objptr)
-            return
-        if "ptr" in s.kinds:
-            v = a.view
-            if s.type is not None and v.type != s.type:
-                v = self.sem.view_cast(v, s.type, None, None, False, sp)
-            if s.const and not v.const:
-                v = replace(v, const=True)
-            if moved:
-                off = ir.Var(self.fresh(name + "_off"), T.int64, span=sp)
-                out.append(ir.Decl(off, self.sem.convert(v.offset, T.int64, sp), span=sp))
-                pscope[name] = Ptr(replace(v, offset=off), off)
-            else:
-                pscope[name] = FixedView(v)
-            return
-        items = self.braced_items(a)
-        if isinstance(s.type, ClassInst):
-            obj = self.alloc_object(s.type, name, out, s.node)
-            if items is not None:                               # `{}`: value-initialised
-                out.extend(self.construct(obj, ("list", None), s.node))
-            elif a.obj is None:                                 # a value through a converting constructor
-                out.extend(self.call_overload(MethodSet(s.type, "ctor", self.ctors(s.type)), obj, [a], [], s.node,
-                                              ctor=True)[0])
-            else:
-                out.extend(self.copy_object(obj, a.obj, s.node))
-            pscope[name] = obj
-            return
-        if isinstance(s.type, ComplexType):         # complex64_t: two float locals (complex64.py)
-            out.extend(self.complex_local(name, self.complex_construct(
-                [self.expr(c) for c in items] if items is not None else [a.expr], a.node), sp, pscope))
-            return
-        if items is not None:       # T x = {}: zero
-            value = self.sem.const(0, s.type)
-        else:
-            value = a.expr if a.obj is None else self.convert_object(a.obj, a.node)
-        v = ir.Var(self.fresh(name), s.type, span=sp)
-        out.append(ir.Decl(v, self.sem.convert(value, s.type, sp), span=sp))
-        pscope[name] = v
-
-    def _braced_defaults(self, name, nargs):
-        """Whether a header function ``name`` called with ``nargs`` arguments leaves a ``= {}``
-        default to fill (a class parameter's is translated here, as an object)."""
-        for fd in self.funcdefs[name]:
-            braces = fd.quals.get("{}", ())
-            for p in _params_of(fd.node)[nargs:]:
-                d = p.child_by_field_name("default_value")
-                if d is not None and d.start_byte in braces:
-                    return True
-        return False
-
-    def braced_items(self, a):
-        """The items of a braced-list argument -- ``f(x, {})``, ``f({a, b})``, or a default ``= {}``
-        (which the parser reads as ``00``, its place kept in ``quals["{}"]``) -- else None."""
-        n = a.node
-        if a.obj is not None or n is None:
-            return None
-        if n.type == "initializer_list":
-            return list(n.named_children)
-        if n.type == "number_literal" and n.start_byte in self.quals.get("{}", ()):
-            return []
-        return None
 
     def ctor_inits(self, obj, fnode):
         """A constructor's member initialisers, members without one default-initialised."""

@@ -39,8 +39,8 @@ from ...errors import KernelTypeError, MetalbenchError
 from ...semantics.folding import const_value
 from ...semantics.complexval import ComplexType
 from ...semantics.views import View
-from .cxx_decls import ClassInst, MethodSet, PtrType, _unwrap_declarator
-from .symbols import Buf, NullPtr, Ptr, Ref, _params_of, _SPACES, _TypeName
+from .cxx_decls import ClassInst, MethodSet, _unwrap_declarator
+from .symbols import Buf, Ptr, Ref, _params_of, _SPACES, _TypeName
 
 NOT_MINE = object()
 
@@ -81,34 +81,6 @@ class PendingPtr:
     space: str
     const: bool
     off: ir.Var
-
-
-@dataclass
-class ArgVal:
-    """An argument, evaluated once at the call: an object, a pointer, an lvalue and/or a value."""
-    node: object
-    obj: StructObj | None = None
-    view: View | None = None
-    lv: tuple | None = None
-    expr: ir.Expr | None = None
-    mat: tuple | None = None        # a Metal matrix: (type, its variable or None, its columns)
-    objptr: StructObj | None = None  # &obj: a pointer to a local object (struct_views.ObjPtr)
-    null: bool = False               # nullptr, (const device T*)nullptr (symbols.NullPtr)
-    structs: tuple | None = None     # a pointer to structs in memory: (class, view, byte offset) (struct_views)
-
-    @property
-    def type(self):
-        if self.mat is not None:
-            return self.mat[0]
-        if self.obj is not None:
-            return self.obj.cls
-        if self.view is not None:
-            return PtrType(self.view.type, self.view.space, self.view.const)
-        if self.objptr is not None:
-            return PtrType(self.objptr.cls, "thread", False)
-        if self.structs is not None:
-            return PtrType(self.structs[0], self.structs[1].space, self.structs[1].const)
-        return self.expr.type if self.expr is not None else None
 
 
 @dataclass(eq=False)
@@ -440,63 +412,6 @@ class CxxObjectsMixin:
             self.type_err(node, f"{obj.cls.name} has no default constructor")
         return out + self.member_inits(obj, {}, node)
 
-    def ctor_args(self, nodes):
-        out = []
-        for n in nodes:
-            if n.type == "parameter_declaration":      # `T x(a, b);` the grammar read as a function
-                if n.child_by_field_name("declarator") is not None or \
-                        n.child_by_field_name("type").type not in ("type_identifier", "identifier"):
-                    out.append(self.reparse_arg(n))
-                else:
-                    out.append(self.name_arg(n.child_by_field_name("type")))
-                continue
-            out.append(self.eval_arg(n))
-        return out
-
-    def reparse_arg(self, n):
-        """An argument the grammar read as a parameter declaration (``int(i)`` in ``T x(p, int(i));``),
-        parsed again as an expression at the same line and column."""
-        from .parse import _PARSER
-        row, col = n.start_point
-        if row == 0:
-            self.unsupported(n, f"the constructor argument '{self.text(n)}'")
-        code2 = "\n" * (row - 1) + "int __v =\n" + " " * col + self.text(n) + ";\n"
-        tree = _PARSER.parse(code2.encode())
-        decl = tree.root_node.named_children[0]
-        value = decl.child_by_field_name("declarator").child_by_field_name("value")
-        if tree.root_node.has_error or value is None:
-            self.unsupported(n, f"the constructor argument '{self.text(n)}'")
-        saved = (self.code, self.quals)
-        self.code, self.quals = code2, {"<": set(), "{}": set()}
-        try:
-            return self.eval_arg(value)
-        finally:
-            self.code, self.quals = saved
-
-    def name_arg(self, n):
-        """An argument that is a bare name the grammar read as a type (C++'s most vexing parse)."""
-        name = self.text(n).strip()
-        sp = self.sp(n)
-        sym = self.lookup(name)
-        if isinstance(sym, StructObj):
-            return ArgVal(n, obj=sym, lv=("obj", sym))
-        if isinstance(sym, (Buf, Ptr, FixedView, PendingPtr)):
-            return ArgVal(n, view=self.sym_view(sym, n))
-        if isinstance(sym, ir.Var):
-            return ArgVal(n, lv=("var", sym), expr=ir.Var(sym.name, sym.type, span=sp))
-        if isinstance(sym, Ref):
-            lv = ("loc", self.ref_view(sym, sp), ir.Const(0, T.int32))
-            return ArgVal(n, lv=lv, expr=self.lvalue_load(lv, sp))
-        if isinstance(sym, NullPtr):            # a null pointer parameter passed on
-            return ArgVal(n, null=True)
-        if isinstance(sym, ir.Const):
-            return ArgVal(n, expr=ir.Const(sym.value, sym.type, span=sp))
-        if sym is None and name in ir.THREAD_ATTRIBUTES:
-            if not self.in_kernel:
-                self.type_err(n, f"'{name}' is not declared in header functions")
-            return ArgVal(n, expr=self.sem.thread_attr(name, sp))
-        self.type_err(n, f"'{name}' is not a value here")
-
     def member_inits(self, obj, inits: dict, node) -> list:
         """Each data member initialised in declaration order: from the constructor's
         initialiser list (``inits``: name -> argument node list), else its default member
@@ -710,35 +625,6 @@ class CxxObjectsMixin:
         return [ir.Assign(sym.off, self.sem.convert(v.offset, T.int64, sp), span=sp)]
 
     # -- arguments ------------------------------------------------------------------------
-    def eval_arg(self, node) -> ArgVal:
-        sp = self.sp(node)
-        if node.type == "initializer_list":       # f(x, {}) or `P p = {}`: the parameter's type says what it builds
-            return ArgVal(node)
-        if self.has_matrices:
-            mat = self.metal_matrix_arg(node)                # Metal's matrices (metal_matrices)
-            if mat is not None:
-                return ArgVal(node, mat=mat)
-        if self.is_object_node(node):
-            obj = self.object_value(node)
-            return ArgVal(node, obj=obj, lv=("obj", obj))
-        objptr = self.object_address(node)
-        if objptr is not None or self.is_null_pointer(node):
-            return ArgVal(node, objptr=objptr, null=objptr is None)
-        if self.is_struct_pointer_node(node):           # (const device P*)w, p + 1 of a struct pointer
-            return ArgVal(node, structs=self.struct_pointer(node))
-        if self.ptr_rank(node) is not None:
-            return ArgVal(node, view=self.pointer(node))
-        if node.type == "call_expression" and self.call_returns(node) == "ref":
-            out, lv = self.call_target(node)
-            for s in out:
-                self.emit_pre(s, sp)
-            return ArgVal(node, lv=lv, expr=self.lvalue_load(lv, sp))
-        lv = self.lvalue(node) if node.type in ("identifier", "subscript_expression", "pointer_expression",
-                                                "parenthesized_expression", "field_expression") else None
-        if lv is not None:
-            return ArgVal(node, lv=lv, expr=self.lvalue_load(lv, sp))
-        return ArgVal(node, expr=self.value_expr(node))
-
     def lvalue_load(self, lv, sp):
         if lv[0] == "var":
             return self.local_value(lv[1], sp)

@@ -180,7 +180,7 @@ def specialization(params, tnames, text) -> tuple:
 
 
 def shape_arg(a) -> bool:
-    """Whether call argument ``a`` (a ``cxx_objects.ArgVal``) is an input's ``x_shape`` or
+    """Whether call argument ``a`` (a ``cxx_params.ArgVal``) is an input's ``x_shape`` or
     ``x_strides`` (``cxx_calls.call_arg`` marks those ``lv=("shape", ShapeArr)``)."""
     return a is not None and a.lv is not None and a.lv[0] == "shape"
 

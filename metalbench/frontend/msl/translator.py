@@ -19,6 +19,7 @@ from .memory import MemoryMixin
 from .simdgroup import MATRIX_TEMPLATES, SimdgroupMatrixMixin
 from .cxx_assign import CxxAssignMixin
 from .cxx_calls import CxxCallsMixin
+from .cxx_params import CxxParamsMixin
 from .cxx_decls import CxxDeclsMixin, template_names
 from .mlx_prelude import prelude_for
 from .cxx_names import CxxNamesMixin
@@ -43,7 +44,7 @@ _CXX_TYPE_NODES = ("type_identifier", "template_type", "qualified_identifier", "
 
 
 class Translator(StatementsMixin, LoopsMixin, ExpressionsMixin, MemoryMixin, CallsMixin, HeaderMixin, MLXUtilsMixin,
-                 SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin,
+                 SimdgroupMatrixMixin, CxxDeclsMixin, CxxTemplatesMixin, CxxNamesMixin, CxxObjectsMixin, CxxCallsMixin, CxxParamsMixin,
                  CxxAssignMixin, StructViewsMixin, LambdasMixin, OperatorsMixin, VectorArraysMixin, BufferChoiceMixin,
                  MetalMatricesMixin, ArrayPoolsMixin, ComplexMixin):
     """Translates an MSL kernel body (and its header) into a KernelIR."""
