@@ -126,7 +126,25 @@ VALUE_INITIALISED = MSLCase(
     lambda x: [np.eye(8, dtype=np.float32).reshape(64) * 9.0],
     grid=(32, 1, 1), tg=(32, 1, 1), atol=1e-6)
 
-CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS, DEDUCED_POINTER, VALUE_INITIALISED]
+COMPONENTS_ONLY = MSLCase(
+    "vector_array_components_read_alone",
+    """
+    // only .x/.y of a threadgroup float4 array are written and read: the checked simulator
+    // reported reads of .z/.w no thread wrote (a vector read, then its component)
+    uint i = thread_position_in_grid.x;
+    uint t = thread_index_in_threadgroup;
+    threadgroup float4 s[32];
+    s[t].x = x[i];
+    s[t][1] = 1.0f;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = s[31 - t].x + s[31 - t][1] + s[t].xy.y;
+    """,
+    {"x": X},
+    [("out", (N,), np.float32)],
+    lambda x: [x[::-1] + 2.0], atol=1e-6)
+
+CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS, DEDUCED_POINTER, VALUE_INITIALISED,
+         COMPONENTS_ONLY]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 
@@ -211,3 +229,27 @@ def test_a_complex_output_with_atomic_outputs_through_a_float_cast(checked):
 def test_a_complex_output_with_atomic_outputs_through_a_float_cast_on_cuda():
     got, want = _spread("cuda")
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_whole_kernel_function_as_the_body_is_named():
+    # ember-ml's cholesky kernels pass `kernel void f(...) {...}` as source= (MLX would not compile it)
+    k = mb.metal_kernel(name="whole", input_names=["x"], output_names=["out"],
+                        source="#include <metal_stdlib>\nkernel void f(device const float* x [[buffer(0)]],\n"
+                               "    device float* out [[buffer(1)]], uint i [[thread_position_in_grid]]) {\n"
+                               "    out[i] = x[i];\n}")
+    with pytest.raises(mb.KernelSyntaxError, match=r"a whole kernel function \('kernel void f\(\.\.\.'\)") as e:
+        k(inputs=[mx.zeros(2)], output_shapes=[(2,)], output_dtypes=[mx.float32], grid=(2, 1, 1),
+          threadgroup=(2, 1, 1), backend="sim")
+    assert e.value.span.line == 2 and "header=" in e.value.hint
+
+
+def test_an_output_vector_component_read_reads_that_component_alone():
+    # o[i].x written, then o[i].x read: the checked simulator reported reads of .z/.w (never
+    # written, no init_value) because the whole vector was read (harvested: a Swift kernel)
+    k = mb.metal_kernel(name="outcomp", input_names=["x"], output_names=["y"],
+                        source="uint i = thread_position_in_grid.x;\ndevice float4* o = (device float4*)y;\n"
+                               "o[i].x = x[i];\no[i].y = o[i].x + 1;\no[i].zw = float2(0.0f);")
+    x = RNG.standard_normal(8).astype(np.float32)
+    o = k(inputs=[mx.array(x)], grid=(8, 1, 1), threadgroup=(8, 1, 1), output_shapes=[(32,)],
+          output_dtypes=[mx.float32], backend="sim", checked=True)[0]
+    np.testing.assert_allclose(np.array(o).reshape(8, 4), np.stack([x, x + 1, 0 * x, 0 * x], axis=1), rtol=1e-6)

@@ -171,6 +171,16 @@ class CoreSemantics:
         t = vt.elem if len(norm) == 1 else T.vector_of(vt.elem, len(norm))
         return ir.Swizzle(v, norm, t, span=span)
 
+    def component_read(self, v: ir.Expr, comps: str, span=None) -> ir.Expr:
+        """:meth:`component` (``comps`` a swizzle, or an int: :meth:`vector_index`) of a value
+        only read: a vector read component by component (``s[j].x`` of a vector array, a
+        ``VecCons`` of one load per component) gives the loads of the picked components alone,
+        so the others are not read -- the checked simulator would report reads of threadgroup
+        memory no thread wrote, and the printed code reads less."""
+        sw = self.vector_index(v, comps, span) if isinstance(comps, int) else self.component(v, comps, span)
+        picked = _picked_loads(v, sw.components, sw.type, span)
+        return picked if picked is not None else sw
+
     def vector_index(self, v: ir.Expr, k, span=None) -> ir.Expr:
         """``v[k]`` for a vector and a compile-time ``k`` in 0..n-1."""
         if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < v.type.n:
@@ -317,3 +327,14 @@ class CoreSemantics:
         if isinstance(c, ir.Const):
             return self.convert(a if c.value else b, t, span)
         return ir.Select(c, self.convert(a, t), self.convert(b, t), t, span=span)
+
+
+def _picked_loads(v, comps: str, t, span):
+    """``comps`` of ``v`` as the loads of those components alone, where ``v`` is a vector
+    read component by component (see ``component_read``); None where it is anything else."""
+    if not isinstance(v, ir.VecCons) or len(v.args) != v.type.n or not all(isinstance(a, ir.Load) for a in v.args):
+        return None
+    picked = [v.args[T.COMPONENTS.index(c)] for c in comps]
+    # (a vector access's alignment mark sits on component 0's load: kept where x is picked; a
+    # read of other components alone is a scalar read on the GPU too)
+    return picked[0] if len(picked) == 1 else ir.VecCons(t, picked, span=span)

@@ -316,7 +316,7 @@ class ExpressionsMixin:
             if self.text(node.child_by_field_name("operator")) != "." or \
                     not isinstance(base.type, T.VectorType):
                 self.type_err(node, f"'{self.text(node)}': member access needs a vector")
-            return self.sem.component(base, comps, sp)
+            return self.sem.component_read(base, comps, sp)
         if k == "subscript_expression":
             base = node.child_by_field_name("argument")
             if self.is_elements(base):
@@ -336,14 +336,12 @@ class ExpressionsMixin:
                 # vals[j][0], t.frag_at(i, j)[jj], (*p)[c]: a component of a vector value
                 val = self.expr(base)
                 if isinstance(val.type, T.VectorType):
-                    return self.vector_element(self.sem.once(val, sp),
-                                               node.child_by_field_name("indices").named_children[0], sp)
+                    return self.vector_element(val, node.child_by_field_name("indices").named_children[0], sp)
             elif base.type in ("call_expression", "binary_expression", "unary_expression",
                                "parenthesized_expression", "conditional_expression") \
                     and self.ptr_rank(base) is None and self.vector_probe(base):
                 # exp(a)[2], (a + b)[j], float4(x)[i]: a component of any vector-valued expression
-                return self.vector_element(self.sem.once(self.expr(base), sp),
-                                           node.child_by_field_name("indices").named_children[0], sp)
+                return self.vector_element(self.expr(base), node.child_by_field_name("indices").named_children[0], sp)
             return self.load_at(node)
         if k == "pointer_expression":
             if self.text(node).lstrip().startswith("*"):
@@ -525,11 +523,15 @@ class ExpressionsMixin:
         return isinstance(getattr(v, "type", None), T.VectorType)
 
     def vector_element(self, v, inode, sp):
-        """``v[i]`` of a vector: a component, or for a run-time ``i`` a selection among them."""
+        """``v[i]`` of a vector: a component, or for a run-time ``i`` a selection among them
+        (``v`` evaluated once; a constant ``i`` of a vector read component by component
+        reads that component alone)."""
         ie = self.sem.index(self.expr(inode), sp)
         i = const_value(ie)
         if i is not None:
-            return self.sem.vector_index(v, int(i), sp)
+            return self.sem.component_read(v if isinstance(v, (ir.Var, ir.VecCons)) else self.sem.once(v, sp),
+                                           int(i), sp)
+        v = self.sem.once(v, sp)
         ie = self.sem.once(ie, sp)
         e = self.sem.vector_index(v, v.type.n - 1, sp)
         for c in range(v.type.n - 2, -1, -1):

@@ -260,6 +260,16 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
         if err_len is not None:
             end = col + err_len
         hint = "the source is the body of an MSL kernel, as mx.fast.metal_kernel takes it"
+        whole = _KERNEL_FUNCTION.search(text) if wrap else None
+        if whole is not None:       # a whole `kernel void f(...) {...}` given as the body
+            line = src.first_line + text.count("\n", 0, whole.start())
+            col = whole.start() - (text.rfind("\n", 0, whole.start()) + 1)
+            raise KernelSyntaxError(
+                f"the source holds a whole kernel function ('{whole.group(0).strip()}...'): "
+                "mx.fast.metal_kernel takes only a kernel's body, and writes the signature itself from "
+                "input_names and output_names", Span(src, line, col, line, col + len(whole.group(0).rstrip("( "))),
+                hint="pass the statements inside the function's braces as source= (inputs and outputs by "
+                     "their names, thread_position_in_grid & co. as variables) and the helper functions as header=")
         what = _enclosing_class(tree.root_node, err, code)
         if what is not None:
             kind, name, cline = what
@@ -270,6 +280,8 @@ def _parse(text: str, src: Source, line_offset: int, wrap: bool, templates=froze
 
 
 _METAL_ONLY = "it runs unchanged on backend='metal' only"
+# a kernel function's definition (what a body given to metal_kernel must not be)
+_KERNEL_FUNCTION = re.compile(r"(?:\[\[\s*kernel\s*\]\]\s*|\bkernel\s+)void\s+\w+\s*\(")
 
 
 def _missing_semicolon(src: Source, line: int, col: int) -> str:
