@@ -4,7 +4,8 @@ quantised blocks): ``reinterpret_cast<const device Blk*>(w)`` and ``static_cast`
 ``auto p = (P*)a;``) -- these raised an internal error --; a struct pointer passed to a
 header function (as a variable, a cast or moved by ``+``; the callee may move its copy);
 a threadgroup struct pointer over a threadgroup array; a member's address (``&p[i].y``,
-``&local.x``) and ``c ? p : q`` of struct pointers into one buffer. Our own kernels vs NumPy, round
+``&local.x``) and ``c ? p : q`` of struct pointers into one buffer; components and
+subscripts of a vector member in memory (``o[i].v.x = a``, ``o[i].v[1]``, ``(*w).x += b``). Our own kernels vs NumPy, round
 trip, printed CUDA."""
 import numpy as np
 import pytest
@@ -84,7 +85,29 @@ MEMBERS = MSLCase(
                + 1000 * (a[0::4] + 1)],
     header=HEADER, grid=(N, 1, 1), tg=(N, 1, 1), atol=2e-3)
 
-CASES = [CASTS, CALLS, THREADGROUP, MEMBERS]
+VECTOR_MEMBERS = MSLCase(
+    "vector_members_in_memory_by_component",
+    """
+    uint i = thread_position_in_grid.x;
+    uint t = thread_index_in_threadgroup;
+    device Rec* o = (device Rec*)out;
+    o[i].x = a[i];
+    o[i].v.x = 1.0f;                    // a component of a vector member in memory
+    (o + i)->v.y = 2.0f;
+    o[i].v.y += a[i];
+    o[i].y = o[i].v[1] * 10.0f;          // a subscript of one
+    threadgroup Rec s[16];
+    s[t].v = float2(0.0f);
+    s[t].v[0] = a[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    device float2* w = &o[i].v;
+    (*w).x += s[15 - t].v.x;
+    """,
+    {"a": A[:N]}, [("out", (4 * N,), np.float32)],
+    lambda a: [np.stack([a, (2 + a) * 10, 1 + a[::-1], 2 + a], axis=1).reshape(4 * N)],
+    header=HEADER, grid=(N, 1, 1), tg=(N, 1, 1), atol=1e-5)
+
+CASES = [CASTS, CALLS, THREADGROUP, MEMBERS, VECTOR_MEMBERS]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 

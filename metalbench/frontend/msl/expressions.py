@@ -508,10 +508,11 @@ class ExpressionsMixin:
             return self.call_returns(node) in ("value", "ref")
         if node.type == "field_expression" and node.child_by_field_name("argument").type in ("identifier", "this"):
             try:
-                return isinstance(self.member_symbol(node), ir.Var)
+                if isinstance(self.member_symbol(node), ir.Var):
+                    return True
             except MetalbenchError:
                 return False
-        return False
+        return self.is_vector_member(node)          # pp[i].q, s[t].v: a vector member in memory
 
     def vector_probe(self, node) -> bool:
         """Whether ``node`` translates to a vector value (probed: nothing it emits is kept; an

@@ -398,20 +398,42 @@ class MemoryMixin:
             if isinstance(sym, ir.Var):
                 sym = ir.Var(sym.name, sym.type, span=self.sp(node))
             return self.sem.local_view(sym, self.sp(node), self.text(node)), ir.Const(0, T.int32)
-        arrow = k == "field_expression" and self.text(node.child_by_field_name("operator")).strip() == "->"
-        if k == "field_expression" and (self.is_struct_pointer_node(node.child_by_field_name("argument")) if arrow
-                                        else self.is_object_node(node.child_by_field_name("argument"))):
-            # &p[i].y, &blk->d: a scalar or vector member of an object (in memory: a reference into
-            # its buffer; a local: the member variable's bits, as &x of a local)
-            arg = node.child_by_field_name("argument")
-            obj = self.struct_object(arg) if arrow else self.object_value(arg)
-            sym = obj.fields.get(self.text(node.child_by_field_name("field")).strip()) if obj is not None else None
-            if isinstance(sym, Ref):
-                return self.ref_view(sym, self.sp(node)), ir.Const(0, T.int32)
-            if isinstance(sym, ir.Var):
-                return self.sem.local_view(ir.Var(sym.name, sym.type, span=self.sp(node)), self.sp(node),
-                                           self.text(node)), ir.Const(0, T.int32)
+        if k == "field_expression":
+            loc = self.member_location(node, locals_too=True)
+            if loc is not None:
+                return loc
         self.unsupported(node, f"'{self.text(node)}' as a memory location")
+
+    def is_vector_member(self, node) -> bool:
+        """Whether ``node`` is a vector member of an object in memory (``pp[i].q``,
+        ``s[t].v``), probed: nothing it emits is kept."""
+        if node.type != "field_expression":
+            return False
+        try:
+            loc = self.probe(lambda: self.member_location(node))
+        except MetalbenchError:
+            return False
+        return loc is not None and isinstance(loc[0].type, T.VectorType)
+
+    def member_location(self, node, locals_too=False):
+        """``(view, index)`` of a scalar or vector member of an object (``p[i].y``,
+        ``blk->q``, ``s[t].v``): in memory, a reference into its buffer; with ``locals_too``
+        also a member of a local object (its variable's bits, as ``&x`` of a local); None
+        for anything else."""
+        if node.type != "field_expression":
+            return None
+        arg = node.child_by_field_name("argument")
+        arrow = self.text(node.child_by_field_name("operator")).strip() == "->"
+        if not (self.is_struct_pointer_node(arg) if arrow else self.is_object_node(arg)):
+            return None
+        obj = self.struct_object(arg) if arrow else self.object_value(arg)
+        sym = obj.fields.get(self.text(node.child_by_field_name("field")).strip()) if obj is not None else None
+        if isinstance(sym, Ref):
+            return self.ref_view(sym, self.sp(node)), ir.Const(0, T.int32)
+        if isinstance(sym, ir.Var) and locals_too:
+            return self.sem.local_view(ir.Var(sym.name, sym.type, span=self.sp(node)), self.sp(node),
+                                       self.text(node)), ir.Const(0, T.int32)
+        return None
 
     def load_at(self, node):
         """The value of the element ``node`` names."""

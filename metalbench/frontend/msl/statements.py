@@ -658,9 +658,10 @@ class StatementsMixin:
                 self.type_err(lhs, f"'{self.text(lhs.child_by_field_name('argument'))}' is a value, not an "
                               "array or buffer")
             return self.vector_assign(var, lhs, value, sp)
-        if k == "subscript_expression" and lhs.child_by_field_name("argument").type in (
-                "subscript_expression", "pointer_expression") and self.ptr_rank(lhs.child_by_field_name("argument")) is None:
-            return self.element_component_assign(lhs, value, sp)    # vals[j][0] *= s
+        if k == "subscript_expression" and (lhs.child_by_field_name("argument").type in (
+                "subscript_expression", "pointer_expression") and self.ptr_rank(lhs.child_by_field_name("argument")) is None
+                or self.is_vector_member(lhs.child_by_field_name("argument"))):
+            return self.element_component_assign(lhs, value, sp)    # vals[j][0] *= s; pp[i].q[2] = x
         if k in ("subscript_expression", "pointer_expression"):
             v, idx = self.location(lhs)
             if v.const:
@@ -693,6 +694,11 @@ class StatementsMixin:
                 if lv[0] == "var" and isinstance(lv[1].type, T.VectorType):
                     var = ir.Var(lv[1].name, lv[1].type, span=sp)
                     return [ir.Assign(var, self.with_components(var, comps, value, lhs, sp), span=sp)]
+            loc = self.member_location(base) if base.type == "field_expression" else \
+                self.location(base) if base.type == "parenthesized_expression" and \
+                self.text(base).strip("( \t\n").startswith("*") else None
+            if loc is not None and isinstance(loc[0].type, T.VectorType):
+                return self.members_store(loc[0], loc[1], base, comps, value, lhs, sp)  # pp[i].v.x = a; (*q).y = b
             ref = self.lookup(self.text(base)) if base.type == "identifier" else None
             if isinstance(ref, Ref) and isinstance(self.ref_view(ref, sp).type, T.VectorType):
                 # v.z = 3 through a vector reference (thread float4& v): read it once, write it back
