@@ -253,3 +253,13 @@ def test_an_output_vector_component_read_reads_that_component_alone():
     o = k(inputs=[mx.array(x)], grid=(8, 1, 1), threadgroup=(8, 1, 1), output_shapes=[(32,)],
           output_dtypes=[mx.float32], backend="sim", checked=True)[0]
     np.testing.assert_allclose(np.array(o).reshape(8, 4), np.stack([x, x + 1, 0 * x, 0 * x], axis=1), rtol=1e-6)
+
+
+def test_an_array_of_auto_is_an_error_at_its_line():
+    # found mutating harvested kernels (threadgroup auto P[N]): an internal error at its first use before
+    k = mb.metal_kernel(name="autoarr", input_names=["x"], output_names=["out"],
+                        source="uint i = thread_position_in_grid.x;\nthreadgroup auto t[4];\nt[i] = x[i];\nout[i] = t[i];")
+    with pytest.raises(mb.KernelTypeError, match="an array cannot be declared auto") as e:
+        k(inputs=[mx.zeros(4)], output_shapes=[(4,)], output_dtypes=[mx.float32], grid=(4, 1, 1),
+          threadgroup=(4, 1, 1), backend="sim")
+    assert e.value.span.line == 2

@@ -239,6 +239,9 @@ class StatementsMixin:
         if d.type == "init_declarator":
             init = d.child_by_field_name("value")
             d = d.child_by_field_name("declarator")
+        if d.type == "array_declarator" and base == "auto":
+            self.type_err(d, f"'{self.quote(d)}': an array cannot be declared auto (C++ deduces no array type)",
+                          hint="name the element type: float a[4]")
         if d.type == "array_declarator" and isinstance(base, (T.VectorType, ComplexType)):
             return self.vector_array_decl(d, init, base, space, top, sp)
         if d.type == "array_declarator":
