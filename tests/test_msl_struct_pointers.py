@@ -117,3 +117,43 @@ def test_a_struct_pointer_of_another_class_is_no_match():
     with pytest.raises(mb.KernelTypeError, match=r"'p' points to P, got Rec data"):
         k(inputs=[mx.array(A)], output_shapes=[(N,)], output_dtypes=[mx.float32], grid=(N, 1, 1),
           threadgroup=(N, 1, 1), backend="sim")
+
+
+ATOMIC_HEADER = "struct C { atomic_uint cnt; uint last; };\nstruct L { atomic_uint n; };"
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_an_atomic_member_of_a_struct_in_memory(checked):
+    # struct C { atomic_uint cnt; ... } over a uint output: &cc[i].cnt updates atomically
+    k = mb.metal_kernel(name="atomic_member", input_names=["x"], output_names=["out"], header=ATOMIC_HEADER,
+                        source="uint i = thread_position_in_grid.x;\ndevice C* cc = (device C*)out;\n"
+                               "atomic_fetch_add_explicit(&cc[i % 4].cnt, x[i], memory_order_relaxed);\n"
+                               "if (i < 4) cc[i].last = 7u;")
+    x = (np.arange(64) % 5).astype(np.uint32)
+    o = k(inputs=[mx.array(x)], grid=(64, 1, 1), threadgroup=(32, 1, 1), output_shapes=[(8,)],
+          output_dtypes=[mx.uint32], init_value=0, backend="sim", checked=checked)[0]
+    want = np.zeros((4, 2), np.uint32)
+    np.add.at(want[:, 0], np.arange(64) % 4, x)
+    want[:, 1] = 7
+    np.testing.assert_array_equal(np.array(o).reshape(4, 2), want)
+
+
+def test_an_atomic_member_of_a_local_object_is_refused_by_name():
+    k = mb.metal_kernel(name="atomic_local", input_names=["x"], output_names=["out"], header=ATOMIC_HEADER,
+                        source="uint i = thread_position_in_grid.x;\nL l;\nout[i] = x[i];")
+    with pytest.raises(mb.KernelSyntaxError, match=r"the atomic member 'n' of a local L"):
+        k(inputs=[mx.zeros(2)], output_shapes=[(2,)], output_dtypes=[mx.float32], grid=(2, 1, 1),
+          threadgroup=(2, 1, 1), backend="sim")
+
+
+@pytest.mark.gpu
+def test_an_atomic_member_of_a_struct_in_memory_on_cuda():
+    k = mb.metal_kernel(name="atomic_member_gpu", input_names=["x"], output_names=["out"], header=ATOMIC_HEADER,
+                        source="uint i = thread_position_in_grid.x;\ndevice C* cc = (device C*)out;\n"
+                               "atomic_fetch_add_explicit(&cc[i % 4].cnt, x[i], memory_order_relaxed);")
+    x = (np.arange(256) % 5).astype(np.uint32)
+    o = k(inputs=[mx.array(x)], grid=(256, 1, 1), threadgroup=(64, 1, 1), output_shapes=[(8,)],
+          output_dtypes=[mx.uint32], init_value=0, backend="cuda")[0]
+    want = np.zeros(4, np.uint32)
+    np.add.at(want, np.arange(256) % 4, x)
+    np.testing.assert_array_equal(np.array(o).reshape(4, 2)[:, 0], want)

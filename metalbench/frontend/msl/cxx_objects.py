@@ -115,8 +115,7 @@ class CxxObjectsMixin:
             with self.in_ctx(owner.ctx, self.class_scopes(owner), owner.ns):
                 tn = f.decl.child_by_field_name("type")
                 t, atomic = self.resolve_type(tn)
-                if atomic:
-                    self.unsupported(f.declarator, "an atomic member")
+                owner.cache[("atomic", f.name)] = atomic     # (field_atomic: in memory only)
                 _, kinds = _unwrap_declarator(f.declarator)
                 dims = []
                 d = f.declarator
@@ -133,6 +132,17 @@ class CxxObjectsMixin:
                 const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in f.decl.children)
             owner.cache[key] = (t, kinds, dims, space, const)
         return owner.cache[key]
+
+    def field_atomic(self, owner, f, node=None, where=None) -> bool:
+        """Whether data member ``f`` is atomic (``atomic_uint cnt;``): usable in a struct in
+        device or threadgroup memory (``struct_views``); with ``where`` (a local object, an array
+        of objects) refused by name there, as Metal has no atomics in thread memory."""
+        self.field_info(owner, f)
+        atomic = owner.cache[("atomic", f.name)]
+        if atomic and where is not None:
+            self.unsupported(node if node is not None else f.declarator,
+                             f"the atomic member '{f.name}' of {where} (atomics live in device or threadgroup memory)")
+        return atomic
 
     def local_array(self, name, elem, dims, space, out, node, values=None):
         """A thread or threadgroup array of scalars, vectors or matrices: its symbol (a
@@ -162,6 +172,7 @@ class CxxObjectsMixin:
         sp = self.sp(node)
         for f, owner in self.all_fields(cls):
             t, kinds, dims, space, const = self.field_info(owner, f)
+            self.field_atomic(owner, f, node, f"a local {cls.name}")
             nm = f"{base}_{f.name}"
             if "ref" in kinds or isinstance(t, ComplexType):
                 self.unsupported(node, f"the {'reference' if 'ref' in kinds else 'complex64_t'} member '{f.name}' of "
@@ -191,6 +202,7 @@ class CxxObjectsMixin:
         arr = ObjArray(cls, {}, n, space, base)
         for f, owner in self.all_fields(cls):
             t, kinds, dims, _, _ = self.field_info(owner, f)
+            self.field_atomic(owner, f, node, f"an array of {cls.name}")
             nm = f"{base}_{f.name}"
             if kinds and kinds[0] in ("ptr", "ref") or isinstance(t, ComplexType):
                 self.unsupported(node, f"an array of {cls.name}, which has the pointer, reference or complex64_t "

@@ -93,6 +93,10 @@ class StructViewsMixin:
             first = self.sem.binop("/", pos, ir.Const(el.itemsize, T.int64, span=sp), sp) \
                 if el.itemsize > 1 else pos
             mv = replace(typed, offset=self.sem.convert(first, T.int64, sp))
+            if self.field_atomic(owner, f):      # atomic_uint cnt: plain memory updated atomically
+                if not mv.atomic:
+                    self.use_of_output(mv.buf, "cast", f"the atomic member '{f.name}' of {cls.name}", sp)
+                mv = replace(mv, atomic=True)
             if dims:
                 count = 1
                 for d in dims:
