@@ -456,6 +456,14 @@ class HeaderMixin:
                 space = next((q for q in quals if q in _SPACES), None)
                 is_ptr = decl is not None and decl.type in ("pointer_declarator", "array_declarator")
                 is_ref = decl is not None and decl.type == "reference_declarator"
+                if is_ptr and decl.type == "pointer_declarator" and \
+                        decl.child_by_field_name("declarator") is not None and \
+                        decl.child_by_field_name("declarator").type == "reference_declarator":
+                    # T* thread& p: the caller's pointer itself; a move of it must reach the caller
+                    pn = self.text(decl.child_by_field_name("declarator").named_children[-1]).strip()
+                    if pn in self.assigned_names(fd.node.child_by_field_name("body")):
+                        self.unsupported(p, f"moving '{pn}', a pointer passed by reference (the caller's pointer "
+                                            "would have to move too); return the new pointer or its offset instead")
                 const = any(c.type == "type_qualifier" and self.text(c) == "const" for c in p.children)
                 size = decl.child_by_field_name("size") if decl is not None and decl.type == "array_declarator" \
                     else None
@@ -509,8 +517,12 @@ class HeaderMixin:
                 if is_ref:
                     if isinstance(a, View):
                         self.unsupported(p, "a reference to a pointer or array")
-                    if const and (lv is None or space is None or lv[0] != "loc"):
-                        is_ref = False  # const T& x of a value or a variable: a value (nothing to copy back)
+                    aliased = lv is not None and lv[0] == "var" and sum(
+                        1 for o in lvals if o is not None and o[0] == "var" and o[1].name == lv[1].name) > 1
+                    if const and not aliased and (lv is None or space is None or lv[0] != "loc"):
+                        # const T& x of a value or a variable: a value (nothing to copy back); not when
+                        # the variable is also another argument, which the call may write through
+                        is_ref = False
                     elif lv is None:
                         raise _NoMatch(f"'{pname}' is a reference: its argument must be a variable or an "
                                        "array element")
@@ -627,7 +639,7 @@ class HeaderMixin:
             self.in_signature = sig_outer
         if ret == "auto":                  # a specialisation translated before: its deduced type
             ret = self._spec_funcs[fname].ret
-        conv_args, copies = [], []
+        conv_args, copies, shared_copies = [], [], []
         for a, p, how in zip(args, fparams, passing):
             if how == "ptr":
                 conv_args.append(self.sem.view_arg(a, sp))
@@ -639,7 +651,12 @@ class HeaderMixin:
                 conv_args.append(self.sem.view_arg(how[1], sp))
             else:
                 var = how[1]
+                shared = next((b for v, b in shared_copies if v.name == var.name), None)
+                if shared is not None:      # g(v, v): both references name the one variable
+                    conv_args.append(ir.BufArg(shared, span=sp))
+                    continue
                 arr = self.fresh(f"_{var.name}_ref")
+                shared_copies.append((var, arr))
                 # a one-element copy (a vector: its components, as Metal lays it out), read and
                 # written through a view of the variable's type
                 n = T.padded(var.type.n) if isinstance(var.type, T.VectorType) else \

@@ -15,8 +15,13 @@ lambda is defined, so later changes to them do not reach it; the rest are refere
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ... import ir
+from ... import types as ir_types
 from .cxx_decls import Method, MethodSet
+from .cxx_objects import StructObj
+from .symbols import Buf, Ptr
 
 
 def _returns_value(node) -> bool:
@@ -54,8 +59,9 @@ class LambdasMixin:
 
     def lambda_copies(self, node, sp):
         """The local variables a lambda captures by copy (``[=]`` for those its body names,
-        ``[k]``), copied here: ``({name: copy}, declarations)``. Arrays and pointers stay
-        references (a copy of an array capture is not supported: it is shared)."""
+        ``[k]``), copied here: ``({name: copy}, declarations)``: values, pointers (their
+        position), objects and thread arrays (their contents), so later changes on either
+        side stay on that side (:meth:`captured_copy`)."""
         cap = next((c for c in node.children if c.type == "lambda_capture_specifier"), None)
         if cap is None:
             return {}, []
@@ -80,11 +86,40 @@ class LambdasMixin:
                 continue
             sym = self.lookup(nm)
             if not isinstance(sym, ir.Var) or sym.type is None:
+                copied = self.captured_copy(nm, sym, decls, node, sp)
+                if copied is not None:
+                    copies[nm] = copied
                 continue
             v = ir.Var(self.fresh(f"{nm}_copy"), sym.type, span=sp)
             decls.append(ir.Decl(v, ir.Var(sym.name, sym.type, span=sp), span=sp))
             copies[nm] = ir.Var(v.name, v.type, span=sp)
         return copies, decls
+
+    def captured_copy(self, nm, sym, decls, node, sp):
+        """A by-copy capture's copy of a non-value symbol, its declarations appended to
+        ``decls``: a pointer (a new offset, the same buffer), an object (a copy), a thread array
+        (a copy of its elements); None for anything else (kept as it is)."""
+        if isinstance(sym, Ptr):
+            off = ir.Var(self.fresh(f"{nm}_copy_off"), ir_types.int64, span=sp)
+            decls.append(ir.Decl(off, ir.Var(sym.off.name, ir_types.int64, span=sp), span=sp))
+            return Ptr(replace(sym.view, offset=off), off)
+        if isinstance(sym, StructObj):
+            obj = self.alloc_object(sym.cls, self.fresh(f"{nm}_copy"), decls, node)
+            decls.extend(self.copy_object(obj, sym, node))
+            return obj
+        if isinstance(sym, Buf) and sym.space == "thread" and sym.shape:
+            n = 1
+            for d in sym.shape:
+                n *= d
+            name = self.fresh(f"{nm}_copy")
+            decls.append(ir.ArrayDecl(name, "thread", sym.elem, tuple(sym.shape), span=sp))
+            k = ir.Var(self.fresh("_k"), ir_types.int32, span=sp)
+            decls.append(ir.CFor([ir.Decl(k, ir.Const(0, ir_types.int32), span=sp)],
+                                 ir.BinOp("<", k, ir.Const(n, ir_types.int32), ir_types.bool_, span=sp),
+                                 [ir.Assign(k, ir.BinOp("+", k, ir.Const(1, ir_types.int32), ir_types.int32), span=sp)],
+                                 [ir.Store(name, k, ir.Load(sym.name, k, sym.elem, span=sp), span=sp)], span=sp))
+            return replace(sym, name=name)
+        return None
 
     def lambda_return_kind(self, m, scopes=None):
         """("value", type or "auto") or ("void", None): a trailing ``-> R`` or the body."""

@@ -447,12 +447,10 @@ class MemoryMixin:
         return self.sem.view_arg(self.pointer(node), self.sp(node))
 
     # -- buffer parameters used as pointer variables ----------------------------------------
-    def advance_params(self, body_node, scope: dict) -> list:
-        """Buffer parameters the code advances (``y += n``, ``x++``, ``out = out + 1``)
-        become pointer variables: an int64 offset declared 0 at the top of the body
-        (found before translating, so uses before the first advance in a loop see it)."""
+    def assigned_names(self, node) -> set:
+        """The names ``node``'s code assigns to or increments (``y += n``, ``x++``), syntactically."""
         names = set()
-        stack = [body_node]
+        stack = [node]
         while stack:
             n = stack.pop()
             if n.type == "assignment_expression":
@@ -464,8 +462,14 @@ class MemoryMixin:
                 if arg.type == "identifier":
                     names.add(self.text(arg))
             stack.extend(n.named_children)
+        return names
+
+    def advance_params(self, body_node, scope: dict) -> list:
+        """Buffer parameters the code advances (``y += n``, ``x++``, ``out = out + 1``)
+        become pointer variables: an int64 offset declared 0 at the top of the body
+        (found before translating, so uses before the first advance in a loop see it)."""
         out = []
-        for name in sorted(names):
+        for name in sorted(self.assigned_names(body_node)):
             sym = scope.get(name)
             if isinstance(sym, Buf) and not sym.shape:
                 off = ir.Var(self.fresh(name + "_off"), T.int64)
