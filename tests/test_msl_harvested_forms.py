@@ -263,3 +263,18 @@ def test_an_array_of_auto_is_an_error_at_its_line():
         k(inputs=[mx.zeros(4)], output_shapes=[(4,)], output_dtypes=[mx.float32], grid=(4, 1, 1),
           threadgroup=(4, 1, 1), backend="sim")
     assert e.value.span.line == 2
+
+
+@pytest.mark.parametrize("header,body,words", [
+    ("template <typename T> constexpr T ipow(T b, uint e) { return e == 0 ? T(1) : b * ipow(b, e - 1); }",
+     "constexpr int K = ipow(3, 4u);\nout[i] = K;", r"'ipow' calling itself \(a recursive function\)"),
+    ("struct N { int a; struct { int b, c; } in; };", "N n;\nn.a = 1;\nout[i] = n.a;",
+     r"a member of an unnamed struct type in N"),
+])
+def test_recursion_and_unnamed_member_structs_are_refused_by_name(header, body, words):
+    # found probing (internal errors before: a KeyError, an AttributeError)
+    k = mb.metal_kernel(name="probe", input_names=["x"], output_names=["out"], header=header,
+                        source="uint i = thread_position_in_grid.x;\n" + body)
+    with pytest.raises(mb.KernelSyntaxError, match=words):
+        k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
+          threadgroup=(8, 1, 1), backend="sim")

@@ -619,6 +619,9 @@ class CxxDeclsMixin:
                 return
             if tn is not None and tn.type in ("struct_specifier", "class_specifier", "union_specifier") and \
                     tn.child_by_field_name("body") is not None:
+                if tn.child_by_field_name("name") is None:     # struct { int b, c; } in;
+                    self.unsupported(c, f"a member of an unnamed struct type in {ci.name} (name the struct: "
+                                        "struct Inner { ... } in;)")
                 nm = self.text(tn.child_by_field_name("name"))
                 m["types"][nm] = _TypeName(ClassInst(f"{ci.name}::{nm}", tn, ci.ctx, ci.ns, ci))
             decls = c.children_by_field_name("declarator")

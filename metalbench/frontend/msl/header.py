@@ -667,6 +667,8 @@ class HeaderMixin:
                     self.emit_pre(st, sp)
                 conv_args.append(ir.BufArg(arr, span=sp))
                 copies.append((var, view))
+        if fname not in self._spec_funcs:     # called from its own body: still being translated
+            self.unsupported(node, f"'{name}' calling itself (a recursive function)")
         if not isinstance(ret, ComplexType) and not copies and all(h == "value" for h in passing) and \
                 is_constexpr(fd, self.funcdef_code[id(fd.node)]):
             # a constexpr function called with constants is a constant expression (constexpr.py)
