@@ -278,3 +278,18 @@ def test_recursion_and_unnamed_member_structs_are_refused_by_name(header, body, 
     with pytest.raises(mb.KernelSyntaxError, match=words):
         k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
           threadgroup=(8, 1, 1), backend="sim")
+
+
+def test_partial_specialisations_on_const_and_pointer_patterns():
+    # S<const T> matched every T (a silent wrong answer for S<float>), S<device T*> never matched
+    header = ("template <typename T> struct S { static constexpr int v = 1; };\n"
+              "template <typename T> struct S<const T> { static constexpr int v = 3; };\n"
+              "template <typename T> struct S<device T*> { static constexpr int v = 2; };\n"
+              "template <typename T> struct S<const device T*> { static constexpr int v = 4; };")
+    k = mb.metal_kernel(name="pspec", input_names=["x"], output_names=["out"], header=header,
+                        source="uint i = thread_position_in_grid.x;\n"
+                               "out[i] = S<float>::v + 10 * S<device int*>::v + 100 * S<const device int*>::v"
+                               " + 1000 * S<threadgroup int*>::v;")
+    o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
+          threadgroup=(8, 1, 1), backend="sim")[0]
+    assert np.array(o).tolist() == [1421] * 8

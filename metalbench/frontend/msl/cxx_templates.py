@@ -241,7 +241,22 @@ class CxxTemplatesMixin:
 
     def deduce(self, pat, act, bind, names) -> bool:
         """Matches pattern node ``pat`` (a template argument or a parameter's type) against
-        ``act`` (a ``_TypeName`` or a ``Const``), binding the names in ``names``."""
+        ``act`` (a ``_TypeName`` or a ``Const``), binding the names in ``names``. A pattern
+        ``const T`` matches nothing (types here carry no qualifiers, so it cannot be told from
+        ``T``: the unqualified pattern takes the argument); ``device T*`` matches a pointer type
+        of that address space, deducing ``T`` from its element type."""
+        const = pat.type == "type_descriptor" and any(c.type == "type_qualifier" for c in pat.children)
+        d = pat.child_by_field_name("declarator") if pat.type == "type_descriptor" else None
+        if d is not None and d.type == "abstract_pointer_declarator":     # device T*, const device T*
+            if not (isinstance(act, _TypeName) and isinstance(act.t, PtrType)) or d.named_children:
+                return False
+            inner = pat.child_by_field_name("type")
+            quals = self.quals_before(pat.start_byte, inner.start_byte)
+            space = next((q for q in quals if q in ("device", "threadgroup", "constant", "thread")), "thread")
+            return space == act.t.space and const == act.t.const and \
+                self.deduce(inner, _TypeName(act.t.elem), bind, names)
+        if const:
+            return False
         while pat.type in ("type_descriptor", "dependent_type"):     # T, typename metal::vec<U, 2>
             if pat.type == "type_descriptor" and pat.child_by_field_name("declarator") is not None:
                 break
