@@ -265,6 +265,16 @@ def _int_pair(a: ScalarType, b: ScalarType) -> ScalarType:
     return BY_NAME["u" + s.name]
 
 
+def is_promotion(frm, to) -> bool:
+    """Whether ``frm`` to ``to`` is C++'s integral promotion (bool, char, short and their
+    unsigned types to int), which overload resolution ranks above a conversion.
+
+    >>> is_promotion(int16, int32), is_promotion(uint8, int32), is_promotion(int16, uint32)
+    (True, True, False)
+    """
+    return isinstance(frm, ScalarType) and to is int32 and (frm is bool_ or (frm.is_int and frm.itemsize < 4))
+
+
 def binary_result(a, b):
     """The type of ``a op b`` under MSL's usual arithmetic conversions.
 

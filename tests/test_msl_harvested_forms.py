@@ -293,3 +293,16 @@ def test_partial_specialisations_on_const_and_pointer_patterns():
     o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
           threadgroup=(8, 1, 1), backend="sim")[0]
     assert np.array(o).tolist() == [1421] * 8
+
+
+def test_overloads_rank_an_integral_promotion_above_a_conversion():
+    # a short, uchar or bool argument takes f(int) over f(uint)/f(float), whatever the order
+    # in the header (the first declared was taken: a silent wrong answer; found probing)
+    header = ("inline int f(uint x) { return 1; }\ninline int f(float x) { return 2; }\ninline int f(int x) { return 3; }\n"
+              "struct M { int g(float x) const { return 10; } int g(int x) const { return 20; } };")
+    k = mb.metal_kernel(name="promo", input_names=["x"], output_names=["out"], header=header,
+                        source="uint i = thread_position_in_grid.x;\nshort s = short(i);\nuchar c = uchar(i);\nM m;\n"
+                               "out[i] = f(s) + 10 * f(c) + 100 * f(true) + 1000 * m.g(s) + f(1u) * 100000;")
+    o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
+          threadgroup=(8, 1, 1), backend="sim")[0]
+    assert np.array(o).tolist() == [3 + 30 + 300 + 20000 + 100000] * 8

@@ -290,7 +290,8 @@ class CxxParamsMixin:
         if isinstance(s.type, T.VectorType) != isinstance(t, T.VectorType) or \
                 (isinstance(t, T.VectorType) and t.n != s.type.n):
             raise _NoMatch(f"'{s.name}' is a {getattr(s.type, 'name', s.type)}, got {getattr(t, 'name', t)}")
-        return 1 if t == s.type else 0
+        # (C++'s ranks: an exact match, then an integral promotion, short to int, then a conversion)
+        return 1 if t == s.type else 0.5 if T.is_promotion(t, s.type) else 0
 
     # -- translating the chosen function inline -------------------------------------------------
     def bind_param(self, s: PSpec, a, pscope, out, sp, moved):

@@ -345,6 +345,8 @@ class HeaderMixin:
                     total += 2
                 elif pt == at:
                     total += 3
+                elif T.is_promotion(at, pt):      # short, char, bool to int: above a conversion
+                    total += 2
                 elif isinstance(pt, T.VectorType) != isinstance(at, T.VectorType) or \
                         isinstance(pt, T.VectorType) and pt.n != at.n:
                     if isinstance(at, T.VectorType) or not isinstance(pt, T.VectorType):
