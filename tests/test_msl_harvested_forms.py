@@ -306,3 +306,16 @@ def test_overloads_rank_an_integral_promotion_above_a_conversion():
     o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
           threadgroup=(8, 1, 1), backend="sim")[0]
     assert np.array(o).tolist() == [3 + 30 + 300 + 20000 + 100000] * 8
+
+
+def test_a_const_reference_calls_the_const_member():
+    # int get() const / int get(): through a const reference (a declaration or a parameter) the
+    # const one (the non-const one was called: a silent wrong answer; found probing)
+    header = ("struct B { int v; int get() const { return 1; } int get() { return 2; } };\n"
+              "inline int via(const thread B& b) { return b.get(); }\ninline int mut(thread B& b) { return b.get(); }")
+    k = mb.metal_kernel(name="constm", input_names=["x"], output_names=["out"], header=header,
+                        source="uint i = thread_position_in_grid.x;\nB b{int(i)};\nconst thread B& cb = b;\n"
+                               "out[i] = b.get() * 1000 + cb.get() * 100 + via(b) * 10 + mut(b);")
+    o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
+          threadgroup=(8, 1, 1), backend="sim")[0]
+    assert np.array(o).tolist() == [2112] * 8

@@ -25,7 +25,7 @@ from ... import types as T
 from ...semantics.complexval import ComplexType
 from ...semantics.folding import const_value
 from .cxx_decls import ClassInst, PtrType, _unwrap_declarator
-from .cxx_objects import FixedView, PendingPtr, StructObj
+from .cxx_objects import FixedView, PendingPtr, StructObj, const_view
 from .symbols import Buf, NullPtr, Ptr, Ref, _params_of, _type_of_descriptor
 
 
@@ -89,7 +89,10 @@ class CxxAssignMixin:
                 name_n, _ = _unwrap_declarator(d)
                 if init is None or not self.is_object_node(init):
                     self.unsupported(d, "this reference to an object")
-                self.scopes[-1][self.text(name_n)] = self.object_value(init)
+                obj = self.object_value(init)
+                if any(c.type == "type_qualifier" and self.text(c) == "const" for c in node.children):
+                    obj = const_view(obj)           # const T& r = obj: r's calls take the const members
+                self.scopes[-1][self.text(name_n)] = obj
                 continue
             if d.type == "pointer_declarator" and d.child_by_field_name("declarator").type == "identifier" \
                     and isinstance(base, ClassInst):      # a pointer to structs in memory (struct_views)

@@ -54,6 +54,17 @@ class StructObj:
     name: str
 
 
+def const_view(obj):
+    """``obj`` seen through a const reference: the same members (the same storage), marked
+    ``const``, so a member call on it takes the const overload (``int get() const``)."""
+    if getattr(obj, "const", False) or not isinstance(obj, StructObj):
+        return obj
+    view = StructObj(obj.cls, obj.fields, obj.name)
+    view.__dict__.update(obj.__dict__)
+    view.const = True
+    return view
+
+
 @dataclass
 class FixedView:
     """A pointer that never moves (a pointer parameter the function does not advance, an

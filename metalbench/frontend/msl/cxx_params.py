@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from ... import ir
 from ... import types as T
 from .cxx_decls import ClassInst, MethodSet, PtrType, _unwrap_declarator
-from .cxx_objects import FixedView, PendingPtr, StructObj
+from .cxx_objects import FixedView, PendingPtr, StructObj, const_view
 from ...semantics import ComplexType
 from ...semantics.views import View
 from .metal_matrices import MetalMatrixType
@@ -301,7 +301,7 @@ class CxxParamsMixin:
             return
         if "ref" in s.kinds and "ptr" not in s.kinds:
             if a.obj is not None:
-                pscope[name] = a.obj
+                pscope[name] = const_view(a.obj) if s.const else a.obj   # (const T&: the const members)
                 return
             if a.lv is not None and (a.type == s.type or isinstance(s.type, ClassInst)):
                 if a.lv[0] == "var":
