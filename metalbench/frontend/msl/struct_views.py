@@ -14,7 +14,7 @@ every use of an object (members, copies, member functions) works on it unchanged
     ...     "struct Blk { half d; uchar q[6]; };",
     ...     inputs=[("w", T.uint8, 1)], outputs=[("out", T.float32, 1)])
     >>> print(ir.dump(k.body).splitlines()[-1])
-    out[0] = (float32(w_as_half[(_t3 / 2)]) * float32(w[((_t5 + 2) + 2)]))
+    out[0] = (float32(w_as_half[(_t3 / 2)]) * float32(w[((_t6 + 2) + 2)]))
 """
 from __future__ import annotations
 
