@@ -55,7 +55,19 @@ ALIASES = MSLCase(
     inline int twice(thread int& a, thread int& b) { a += 1; b *= 2; return a; }
     """, atol=1e-3)
 
-CASES = [CAPTURES, ALIASES]
+CONST_TWICE = MSLCase(
+    "one_input_for_two_const_references",
+    """
+    // a scalar input passed to two const references: read-only, so no copy to write back
+    // (a first version wrote the copy back to the input: the printed CUDA did not compile)
+    uint i = thread_position_in_grid.x;
+    out[i] = add2(n, n) + x[i];
+    """,
+    {"x": X, "n": np.array(5, np.int32)}, [("out", (N,), np.float32)],
+    lambda x, n: [x + 10.0],
+    header="inline int add2(const constant int& a, const constant int& b) { return a + b; }", atol=1e-6)
+
+CASES = [CAPTURES, ALIASES, CONST_TWICE]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 

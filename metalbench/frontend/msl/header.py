@@ -451,6 +451,10 @@ class HeaderMixin:
             deduced = set()         # template parameters deduced from an argument (not given)
             roots = {}              # pointer/reference parameter -> the output it is (atomic_outputs.py)
             cprologue = []          # complex64_t value parameters as complex locals (complex64.py)
+            # locals this call passes to non-const references: a const reference to one of them
+            # must see the writes (g(v, v) with g(thread T& a, const thread T& b))
+            written_vars = {lv[1].name for p, lv in zip(params, lvals)
+                            if lv is not None and lv[0] == "var" and _nonconst_ref(self, p)}
             for p, a, lv in zip(params, args, lvals):
                 tnode = p.child_by_field_name("type")
                 decl = p.child_by_field_name("declarator")
@@ -519,8 +523,7 @@ class HeaderMixin:
                 if is_ref:
                     if isinstance(a, View):
                         self.unsupported(p, "a reference to a pointer or array")
-                    aliased = lv is not None and lv[0] == "var" and sum(
-                        1 for o in lvals if o is not None and o[0] == "var" and o[1].name == lv[1].name) > 1
+                    aliased = lv is not None and lv[0] == "var" and lv[1].name in written_vars
                     if const and not aliased and (lv is None or space is None or lv[0] != "loc"):
                         # const T& x of a value or a variable: a value (nothing to copy back); not when
                         # the variable is also another argument, which the call may write through
@@ -689,6 +692,13 @@ class HeaderMixin:
             for st in self.local_assign(var, self.sem.view_load(view, ir.Const(0, T.int32), sp), sp):
                 self.emit_pre(st, sp)
         return result
+
+
+def _nonconst_ref(tr, p) -> bool:
+    """Whether parameter declaration ``p`` is a reference to non-const (``thread T& a``)."""
+    d = p.child_by_field_name("declarator")
+    return d is not None and d.type == "reference_declarator" and \
+        not any(c.type == "type_qualifier" and tr.text(c) == "const" for c in p.children)
 
 
 def _arity_fits(params, n) -> bool:
