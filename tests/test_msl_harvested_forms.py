@@ -286,13 +286,8 @@ def test_partial_specialisations_on_const_and_pointer_patterns():
               "template <typename T> struct S<const T> { static constexpr int v = 3; };\n"
               "template <typename T> struct S<device T*> { static constexpr int v = 2; };\n"
               "template <typename T> struct S<const device T*> { static constexpr int v = 4; };")
-    k = mb.metal_kernel(name="pspec", input_names=["x"], output_names=["out"], header=header,
-                        source="uint i = thread_position_in_grid.x;\n"
-                               "out[i] = S<float>::v + 10 * S<device int*>::v + 100 * S<const device int*>::v"
-                               " + 1000 * S<threadgroup int*>::v;")
-    o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
-          threadgroup=(8, 1, 1), backend="sim")[0]
-    assert np.array(o).tolist() == [1421] * 8
+    assert _ints("pspec", header, "out[i] = S<float>::v + 10 * S<device int*>::v + 100 * S<const device int*>::v"
+                                  " + 1000 * S<threadgroup int*>::v;") == [1421] * 8
 
 
 def test_overloads_rank_an_integral_promotion_above_a_conversion():
@@ -300,12 +295,9 @@ def test_overloads_rank_an_integral_promotion_above_a_conversion():
     # in the header (the first declared was taken: a silent wrong answer; found probing)
     header = ("inline int f(uint x) { return 1; }\ninline int f(float x) { return 2; }\ninline int f(int x) { return 3; }\n"
               "struct M { int g(float x) const { return 10; } int g(int x) const { return 20; } };")
-    k = mb.metal_kernel(name="promo", input_names=["x"], output_names=["out"], header=header,
-                        source="uint i = thread_position_in_grid.x;\nshort s = short(i);\nuchar c = uchar(i);\nM m;\n"
-                               "out[i] = f(s) + 10 * f(c) + 100 * f(true) + 1000 * m.g(s) + f(1u) * 100000;")
-    o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
-          threadgroup=(8, 1, 1), backend="sim")[0]
-    assert np.array(o).tolist() == [3 + 30 + 300 + 20000 + 100000] * 8
+    assert _ints("promo", header, "short s = short(i);\nuchar c = uchar(i);\nM m;\n"
+                 "out[i] = f(s) + 10 * f(c) + 100 * f(true) + 1000 * m.g(s) + f(1u) * 100000;") == \
+        [3 + 30 + 300 + 20000 + 100000] * 8
 
 
 def test_a_const_reference_calls_the_const_member():
@@ -313,9 +305,14 @@ def test_a_const_reference_calls_the_const_member():
     # const one (the non-const one was called: a silent wrong answer; found probing)
     header = ("struct B { int v; int get() const { return 1; } int get() { return 2; } };\n"
               "inline int via(const thread B& b) { return b.get(); }\ninline int mut(thread B& b) { return b.get(); }")
-    k = mb.metal_kernel(name="constm", input_names=["x"], output_names=["out"], header=header,
-                        source="uint i = thread_position_in_grid.x;\nB b{int(i)};\nconst thread B& cb = b;\n"
-                               "out[i] = b.get() * 1000 + cb.get() * 100 + via(b) * 10 + mut(b);")
+    assert _ints("constm", header, "B b{int(i)};\nconst thread B& cb = b;\n"
+                                   "out[i] = b.get() * 1000 + cb.get() * 100 + via(b) * 10 + mut(b);") == [2112] * 8
+
+
+def _ints(name, header, body):
+    """The int32 output of an 8-thread launch of ``body`` (after ``uint i = ...``) on sim."""
+    k = mb.metal_kernel(name=name, input_names=["x"], output_names=["out"], header=header,
+                        source="uint i = thread_position_in_grid.x;\n" + body)
     o = k(inputs=[mx.zeros(8)], output_shapes=[(8,)], output_dtypes=[mx.int32], grid=(8, 1, 1),
           threadgroup=(8, 1, 1), backend="sim")[0]
-    assert np.array(o).tolist() == [2112] * 8
+    return np.array(o).tolist()
