@@ -143,8 +143,25 @@ COMPONENTS_ONLY = MSLCase(
     [("out", (N,), np.float32)],
     lambda x: [x[::-1] + 2.0], atol=1e-6)
 
+BOOL_VECTORS = MSLCase(
+    "logical_operators_on_bool_vectors",
+    """
+    // !, && and || on bool vectors are component-wise (a bool vector), as the MSL spec's
+    // operator table says; they were refused ("a bool4 vector cannot be a condition")
+    uint i = thread_position_in_grid.x;
+    float4 v = float4(x[i], -x[i], 1.0f, 0.0f);
+    bool4 pos = v > 0.0f;
+    bool4 r = (!pos && bool4(true, false, false, true)) || (pos && (v < 0.5f));
+    bool4 s = !(pos || false);
+    out[i] = float(r.x) + 2.0f * float(r.y) + 4.0f * float(r.z) + 8.0f * float(r.w) + 16.0f * float(any(s));
+    """,
+    {"x": X},
+    [("out", (N,), np.float32)],
+    lambda x: [(x < 0.5) * 1.0 + 2.0 * ((x < 0) & (x > -0.5)) + 8 + 16],
+    atol=1e-6)
+
 CASES = [CONSTANT_ROWS, NESTED_CONSTEXPR, ALIAS_TEMPLATE_CAST, ELEMENTS, DEDUCED_POINTER, VALUE_INITIALISED,
-         COMPONENTS_ONLY]
+         COMPONENTS_ONLY, BOOL_VECTORS]
 test_sim_matches_numpy, test_round_trip, test_printed_cuda_matches_sim = three_ways(CASES)
 
 

@@ -373,6 +373,10 @@ class ExpressionsMixin:
             a = self.expr(node.child_by_field_name("left"))
             if op in ("&&", "||"):
                 pre_b, b = self.sometimes(node.child_by_field_name("right"))
+                if isinstance(a.type, T.VectorType) or isinstance(b.type, T.VectorType):
+                    for st in pre_b:        # component-wise on vectors: both sides evaluated
+                        self.emit_pre(st, sp)
+                    return self.vector_logical(op, a, b, sp)
                 if pre_b:
                     return self.short_circuit(op, a, pre_b, b, sp)
             else:
@@ -384,6 +388,8 @@ class ExpressionsMixin:
         if k == "unary_expression":
             op = self.text(node.child_by_field_name("operator"))
             a = self.expr(node.child_by_field_name("argument"))
+            if op == "!" and isinstance(a.type, T.VectorType):
+                return self.vector_logical("!", a, None, sp)
             return self.sem.unop(op, a, sp)
         if k == "conditional_expression":
             c = self.sem.to_bool(self.expr(node.child_by_field_name("condition")))
@@ -522,6 +528,32 @@ class ExpressionsMixin:
         except MetalbenchError:
             return False
         return isinstance(getattr(v, "type", None), T.VectorType)
+
+    def vector_logical(self, op, a, b, sp):
+        """MSL's ``!v``, ``a && b``, ``a || b`` on vectors: component-wise, a bool vector (a
+        scalar operand is broadcast).
+
+        >>> from metalbench.frontend.msl import translate_kernel
+        >>> from metalbench import ir, types as T
+        >>> k = translate_kernel("k", "bool2 v = bool2(true, false);\\nbool2 w = !v || v;\\nout[0] = all(w);", "",
+        ...                      inputs=[], outputs=[("out", T.bool_, 1)])
+        >>> "bool2" in ir.dump(k.body)
+        True
+        """
+        n = next(x.type.n for x in (a, b) if x is not None and isinstance(x.type, T.VectorType))
+        if any(x is not None and isinstance(x.type, T.VectorType) and x.type.n != n for x in (a, b)):
+            raise KernelTypeError(f"'{op}' of vectors of {a.type.n} and {b.type.n} components", sp)
+        a = self.sem.once(a, sp)
+        b = self.sem.once(b, sp) if b is not None else None
+
+        def comp(x, k):
+            v = self.sem.vector_index(x, k, sp) if isinstance(x.type, T.VectorType) else x
+            return self.sem.to_bool(v, sp)
+        if op == "!":
+            parts = [self.sem.unop("!", comp(a, k), sp) for k in range(n)]
+        else:
+            parts = [self.sem.logical("and" if op == "&&" else "or", comp(a, k), comp(b, k), sp) for k in range(n)]
+        return ir.VecCons(T.vector_of(T.bool_, n), parts, span=sp)
 
     def vector_element(self, v, inode, sp):
         """``v[i]`` of a vector: a component, or for a run-time ``i`` a selection among them
